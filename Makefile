@@ -1,0 +1,231 @@
+# argus build. Everything generated goes under build/ (see README.md).
+#
+#   make            build daemons, argusctl, tools, BPF skeletons, libargus-cupti.so
+#   make test       install deps, build, run every test (unit, ASan+UBSan, integration)
+#   make demo       install deps, build, run the end-to-end demo
+#   make bench      benchmarks          make fuzz      fuzz targets (FUZZ_SECONDS each)
+#   make deps       install the Debian packages below (idempotent)
+#   make format-check / format / clean
+#
+# V=1 shows full command lines. SAN=address,undefined B=build/asan builds a
+# sanitizer variant (make test does this for the unit tests).
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.SUFFIXES:
+
+B        ?= build
+GEN      := build/gen
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+PROTOC_C ?= protoc-c
+CUDA     ?= /usr/local/cuda
+ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+SAN      ?=
+FUZZ_SECONDS ?= 20
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-9s %s\n' '$(1)' '$(2)';
+endif
+
+# Debian packages to build, test and run (README.md lists them too).
+DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
+	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
+	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
+	libsystemd-dev libmicrohttpd-dev python3-torch iproute2 procps
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter -Wformat=2 -Wno-format-truncation -Wvla -Wimplicit-fallthrough
+ifneq ($(findstring clang,$(CC)),)
+WARN += -Wno-unknown-warning-option
+endif
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -pthread \
+	-MMD -MP -I. -I$(GEN)
+ALL_LDFLAGS := $(LDFLAGS) -pthread -Wl,--as-needed
+ifneq ($(SAN),)
+ALL_CFLAGS += -fsanitize=$(SAN) -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SAN)
+endif
+
+# Every binary links our static libraries (only referenced objects are pulled
+# in) and these shared ones (--as-needed drops what a binary does not use).
+SYS_LIBS := -lgrpc -lgpr -lprotobuf-c -llz4 -lrocksdb -lbpf -lelf -lz -lzstd \
+	-lsystemd -lmicrohttpd -lm -ldl
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+PROTO_C      := $(GEN)/proto/argus.pb-c.c
+PROTO_H      := $(GEN)/proto/argus.pb-c.h
+BPF_SRC      := $(wildcard bpf/*.bpf.c)
+BPF_SKELS    := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.skel.h,$(BPF_SRC))
+GEN_HEADERS  := $(PROTO_H) $(BPF_SKELS)
+
+COMMON_SRC    := $(wildcard common/*.c)
+AGENT_SRC     := $(filter-out agent/main.c,$(wildcard agent/*.c))
+COLLECTOR_SRC := $(filter-out collector/main.c collector/argusctl.c,$(wildcard collector/*.c))
+TOOLS         := $(notdir $(wildcard tools/*))
+CUPTI_SRC     := $(wildcard agent/cupti/*.c)
+UNIT_SRC      := $(wildcard tests/unit/test_*.c)
+FUZZ_SRC      := $(wildcard tests/fuzz/fuzz_*.c)
+TESTLIB_SRC   := $(wildcard tests/lib/*.c)
+
+LIB_COMMON    := $(B)/lib/libargus_common.a
+LIB_AGENT     := $(B)/lib/libargus_agent.a
+LIB_COLLECTOR := $(B)/lib/libargus_collector.a
+OUR_LIBS      := $(LIB_AGENT) $(LIB_COLLECTOR) $(LIB_COMMON)
+
+BINS := $(B)/bin/argus-agent $(B)/bin/argus-collector $(B)/bin/argusctl \
+	$(addprefix $(B)/bin/,$(TOOLS))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRC))
+
+ifneq ($(wildcard $(CUDA)/include/cupti.h),)
+CUPTI_LIB := $(B)/lib/libargus-cupti.so
+endif
+
+.PHONY: all deps test check unit-tests demo bench fuzz format format-check clean
+all: $(BINS) $(CUPTI_LIB) $(B)/tests/.built
+
+# --- generated code ---------------------------------------------------------
+
+$(PROTO_C) $(PROTO_H) &: proto/argus.proto
+	$(call msg,PROTOC-C,$<)
+	$(Q)mkdir -p $(GEN)/proto && $(PROTOC_C) --proto_path=proto --c_out=$(GEN)/proto $<
+
+$(GEN)/vmlinux.h:
+	$(call msg,BTF,$@)
+	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+build/bpf/%.bpf.o: bpf/%.bpf.c $(GEN)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
+		-I$(GEN) -I. -MMD -MP -c $< -o $@ && llvm-strip -g $@
+
+$(GEN)/bpf/%.skel.h: build/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)mkdir -p $(@D) && $(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+# --- objects and libraries --------------------------------------------------
+
+$(B)/obj/%.o: %.c | $(GEN_HEADERS)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/obj/gen/%.o: $(GEN)/%.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(B)/obj/gen/proto/argus.pb-c.o
+$(LIB_AGENT): $(call obj,$(AGENT_SRC))
+$(LIB_COLLECTOR): $(call obj,$(COLLECTOR_SRC))
+$(B)/lib/libargus_test.a: $(call obj,$(TESTLIB_SRC))
+$(B)/lib/%.a:
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
+
+link = $(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(OUR_LIBS) $(SYS_LIBS)
+
+$(B)/bin/argus-agent: $(B)/obj/agent/main.o $(OUR_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(link)
+
+$(B)/bin/argus-collector: $(B)/obj/collector/main.o $(OUR_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(link)
+
+$(B)/bin/argusctl: $(B)/obj/collector/argusctl.o $(OUR_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(link)
+
+# Each tools/NAME/ directory is one binary, build/bin/NAME.
+define tool_rule
+$(B)/bin/$(1): $(call obj,$(wildcard tools/$(1)/*.c)) $(OUR_LIBS)
+	$$(call msg,LD,$$@)
+	$$(Q)mkdir -p $$(@D) && $$(link)
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+# The injection library runs inside training processes: CUPTI types from the
+# toolkit headers, CUPTI itself through dlopen (no -lcupti), no gRPC.
+$(B)/obj/agent/cupti/%.o: agent/cupti/%.c | $(GEN_HEADERS)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -fvisibility=hidden -I$(CUDA)/include -c $< -o $@
+
+$(B)/lib/libargus-cupti.so: $(call obj,$(CUPTI_SRC)) $(LIB_COMMON)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_LDFLAGS) -shared -o $@ $(filter %.o,$^) $(LIB_COMMON) -lm -ldl
+
+# --- tests --------------------------------------------------------------------
+
+$(B)/tests/unit/%: $(B)/obj/tests/unit/%.o $(B)/lib/libargus_test.a $(OUR_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(link) -lcmocka
+
+# Test helpers that are separate programs or libraries (tests/helpers/*.mk).
+-include $(wildcard tests/*/rules.mk)
+
+$(B)/tests/.built: $(UNIT_BINS) $(TEST_EXTRA)
+	$(Q)mkdir -p $(@D) && touch $@
+
+unit-tests: $(UNIT_BINS)
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; \
+	done); \
+	if [ -z "$$missing" ]; then echo "deps: all $(words $(DEB_PACKAGES)) packages present"; \
+	else echo "deps: installing" $$missing; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		$$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; fi
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
+	$(Q)tests/run.sh
+
+check: all
+	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
+	$(Q)tests/run.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/e2e/demo.sh
+
+BENCH_BINS := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/bench_*.c))
+$(B)/bench/%: $(B)/obj/tests/bench/%.o $(OUR_LIBS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(link)
+
+bench: all $(BENCH_BINS)
+	$(Q)tests/bench/run.sh
+
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+build/fuzz/%: tests/fuzz/%.c $(PROTO_H)
+	$(call msg,FUZZ,$@)
+	$(Q)$(MAKE) --no-print-directory CC=clang SAN=fuzzer-no-link,address,undefined B=build/fuzzobj $(LIB_COMMON:$(B)/%=build/fuzzobj/%)
+	$(Q)mkdir -p $(@D) && clang -std=gnu11 -g -O1 -I. -I$(GEN) -fsanitize=fuzzer,address,undefined \
+		$< build/fuzzobj/lib/libargus_common.a -lprotobuf-c -llz4 -lm -o $@
+
+fuzz: $(FUZZ_BINS)
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+FORMAT_FILES = $(shell git ls-files -co --exclude-standard '*.c' '*.h' 2>/dev/null)
+format-check:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files clean"
+
+format:
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B)/obj build/bpf -name '*.d' 2>/dev/null)

@@ -1,0 +1,582 @@
+#include "common/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#define CONFIG_LINE_MAX 4096
+
+static const struct config_option *config_find(const struct config_table *t, const char *key)
+{
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(t->options[i].key, key) == 0)
+            return &t->options[i];
+    return NULL;
+}
+
+static void *config_field(const struct config_option *o, void *cfg)
+{
+    return (char *)cfg + o->offset;
+}
+
+static const void *config_field_const(const struct config_option *o, const void *cfg)
+{
+    return (const char *)cfg + o->offset;
+}
+
+int config_parse_bool(const char *text, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(text, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(text, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* A non-negative decimal number with an optional fraction, then a unit from
+ * units[] (NULL-terminated pairs of suffix and multiplier). */
+struct config_unit {
+    const char *suffix;
+    double multiplier;
+};
+
+static int config_parse_scaled(const char *text, const struct config_unit *units, bool bare_ok,
+                               uint64_t *out)
+{
+    char *end;
+    double value;
+
+    if (!*text || *text == '-' || isspace((unsigned char)*text))
+        return -EINVAL;
+    errno = 0;
+    value = strtod(text, &end);
+    if (errno || end == text || !isfinite(value) || value < 0)
+        return -EINVAL;
+    while (*end == ' ')
+        end++;
+    if (!*end) {
+        if (!bare_ok && value != 0)
+            return -EINVAL;
+        *out = (uint64_t)value;
+        return 0;
+    }
+    for (const struct config_unit *u = units; u->suffix; u++) {
+        if (strcmp(end, u->suffix) == 0) {
+            double scaled = value * u->multiplier;
+            if (scaled > 1.8e19)
+                return -EINVAL;
+            *out = (uint64_t)llround(scaled);
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int config_parse_duration(const char *text, uint64_t *ns)
+{
+    static const struct config_unit units[] = {
+        {"ns", 1},     {"us", 1e3},   {"ms", 1e6},    {"s", 1e9}, {"m", 60e9},
+        {"min", 60e9}, {"h", 3600e9}, {"d", 86400e9}, {NULL, 0},
+    };
+    /* A bare number is ambiguous (seconds? ms?): only "0" is accepted. */
+    return config_parse_scaled(text, units, false, ns);
+}
+
+int config_parse_size(const char *text, uint64_t *bytes)
+{
+    static const struct config_unit units[] = {
+        {"B", 1},
+        {"K", 1024.0},
+        {"KiB", 1024.0},
+        {"KB", 1e3},
+        {"M", 1048576.0},
+        {"MiB", 1048576.0},
+        {"MB", 1e6},
+        {"G", 1073741824.0},
+        {"GiB", 1073741824.0},
+        {"GB", 1e9},
+        {"T", 1099511627776.0},
+        {"TiB", 1099511627776.0},
+        {"TB", 1e12},
+        {NULL, 0},
+    };
+    return config_parse_scaled(text, units, true, bytes);
+}
+
+static int config_check_bounds(const struct config_option *o, double value, char *err,
+                               size_t errlen)
+{
+    if (o->min == o->max || (value >= o->min && value <= o->max))
+        return 0;
+    if (o->type == CONFIG_SIZE)
+        snprintf(err, errlen, "%s: %.0f bytes is out of range [%.0f, %.0f]", o->key, value, o->min,
+                 o->max);
+    else if (o->type == CONFIG_DURATION)
+        snprintf(err, errlen, "%s: %gs is out of range [%gs, %gs]", o->key, value, o->min, o->max);
+    else
+        snprintf(err, errlen, "%s: %g is out of range [%g, %g]", o->key, value, o->min, o->max);
+    return -EINVAL;
+}
+
+static int config_parse_number(const struct config_option *o, const char *value, void *field,
+                               char *err, size_t errlen)
+{
+    char *end;
+    double checked;
+
+    errno = 0;
+    switch (o->type) {
+    case CONFIG_INT: {
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end)
+            goto bad;
+        *(int64_t *)field = v;
+        checked = (double)v;
+        break;
+    }
+    case CONFIG_UINT: {
+        if (*value == '-')
+            goto bad;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno || end == value || *end)
+            goto bad;
+        *(uint64_t *)field = v;
+        checked = (double)v;
+        break;
+    }
+    case CONFIG_DOUBLE: {
+        double v = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(v))
+            goto bad;
+        *(double *)field = v;
+        checked = v;
+        break;
+    }
+    case CONFIG_DURATION:
+        if (config_parse_duration(value, field) < 0)
+            goto bad;
+        checked = (double)*(uint64_t *)field / 1e9; /* bounds are in seconds */
+        break;
+    case CONFIG_SIZE:
+        if (config_parse_size(value, field) < 0)
+            goto bad;
+        checked = (double)*(uint64_t *)field;
+        break;
+    default:
+        goto bad;
+    }
+    return config_check_bounds(o, checked, err, errlen);
+bad:;
+    static const char *const expect[] = {
+        [CONFIG_INT] = "an integer",
+        [CONFIG_UINT] = "a non-negative integer",
+        [CONFIG_DOUBLE] = "a number",
+        [CONFIG_DURATION] = "a duration with a unit (e.g. 250ms, 5s, 10m, 2h)",
+        [CONFIG_SIZE] = "a size (e.g. 4096, 64KiB, 4MiB, 1GiB)",
+    };
+    snprintf(err, errlen, "%s: '%s' is not %s", o->key, value,
+             o->type < sizeof(expect) / sizeof(expect[0]) && expect[o->type] ? expect[o->type]
+                                                                             : "valid");
+    return -EINVAL;
+}
+
+int config_set(const struct config_table *t, void *cfg, const char *key, const char *value,
+               char *err, size_t errlen)
+{
+    const struct config_option *o = config_find(t, key);
+    void *field;
+
+    if (!o) {
+        snprintf(err, errlen, "unknown key '%s'", key);
+        return -ENOENT;
+    }
+    field = config_field(o, cfg);
+    switch (o->type) {
+    case CONFIG_BOOL:
+        if (config_parse_bool(value, field) < 0) {
+            snprintf(err, errlen, "%s: '%s' is not a boolean (true/false)", key, value);
+            return -EINVAL;
+        }
+        return 0;
+    case CONFIG_STRING: {
+        char *copy = strdup(value);
+        if (!copy) {
+            snprintf(err, errlen, "%s: out of memory", key);
+            return -ENOMEM;
+        }
+        free(*(char **)field);
+        *(char **)field = copy;
+        return 0;
+    }
+    default:
+        return config_parse_number(o, value, field, err, errlen);
+    }
+}
+
+static char *config_trim(char *s)
+{
+    char *end;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+/* Parse one "key = value" line of section into key (fullkey, keylen bytes)
+ * and value (in place). Returns 0 or -EINVAL with err set. */
+static int config_split_line(char *line, const char *section, char *fullkey, size_t keylen,
+                             char **value, char *err, size_t errlen)
+{
+    char *eq = strchr(line, '=');
+    char *key, *v;
+
+    if (!eq) {
+        snprintf(err, errlen, "expected 'key = value' or '[section]', got '%s'", line);
+        return -EINVAL;
+    }
+    *eq = '\0';
+    key = config_trim(line);
+    v = config_trim(eq + 1);
+    if (!*key) {
+        snprintf(err, errlen, "missing key before '='");
+        return -EINVAL;
+    }
+    size_t vlen = strlen(v);
+    if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"') {
+        v[vlen - 1] = '\0';
+        v++;
+    }
+    if (snprintf(fullkey, keylen, "%s%s%s", section, *section ? "." : "", key) >= (int)keylen) {
+        snprintf(err, errlen, "key too long");
+        return -EINVAL;
+    }
+    *value = v;
+    return 0;
+}
+
+static int config_load_file(const struct config_table *t, void *cfg, const char *path,
+                            struct config_result *res)
+{
+    char line[CONFIG_LINE_MAX], section[128] = "", key[256], msg[400];
+    bool *seen = calloc(t->count ? t->count : 1, sizeof(*seen));
+    FILE *f = fopen(path, "re");
+    int lineno = 0, r = 0;
+
+    if (!f || !seen) {
+        r = -errno;
+        snprintf(res->error, sizeof(res->error), "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *s = config_trim(line), *value;
+        lineno++;
+        if (!*s || *s == '#' || *s == ';')
+            continue;
+        if (*s == '[') {
+            char *close = strchr(s, ']');
+            if (!close || close[1] || close - s - 1 >= (long)sizeof(section) || close == s + 1) {
+                snprintf(msg, sizeof(msg), "bad section header '%s'", s);
+                r = -EINVAL;
+                break;
+            }
+            *close = '\0';
+            snprintf(section, sizeof(section), "%s", config_trim(s + 1));
+            continue;
+        }
+        r = config_split_line(s, section, key, sizeof(key), &value, msg, sizeof(msg));
+        if (r < 0)
+            break;
+        const struct config_option *o = config_find(t, key);
+        if (o && seen[o - t->options]) {
+            snprintf(msg, sizeof(msg), "key '%s' given twice", key);
+            r = -EINVAL;
+            break;
+        }
+        r = config_set(t, cfg, key, value, msg, sizeof(msg));
+        if (r < 0)
+            break;
+        seen[o - t->options] = true;
+    }
+    if (r < 0) {
+        snprintf(res->error, sizeof(res->error), "%s:%d: %s", path, lineno, msg);
+        r = -EINVAL;
+    }
+out:
+    if (f)
+        fclose(f);
+    free(seen);
+    return r;
+}
+
+static int config_set_defaults(const struct config_table *t, void *cfg, struct config_result *res)
+{
+    char msg[400];
+
+    for (size_t i = 0; i < t->count; i++) {
+        const struct config_option *o = &t->options[i];
+        if (config_set(t, cfg, o->key, o->default_value ? o->default_value : "", msg, sizeof(msg)) <
+                0 &&
+            o->default_value) {
+            snprintf(res->error, sizeof(res->error), "built-in default: %s", msg);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Find --config in argv and note --help / --print-config. */
+static int config_scan_meta(const struct config_table *t, int argc, char **argv,
+                            struct config_result *res)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            res->help = true;
+        else if (strcmp(argv[i], "--print-config") == 0)
+            res->print = true;
+        else if (strcmp(argv[i], "--config") == 0) {
+            if (i + 1 >= argc) {
+                snprintf(res->error, sizeof(res->error), "--config needs a file path");
+                return -EINVAL;
+            }
+            res->path = argv[++i];
+        } else if (strncmp(argv[i], "--config=", 9) == 0)
+            res->path = argv[i] + 9;
+    }
+    return 0;
+}
+
+static int config_apply_flags(const struct config_table *t, void *cfg, int argc, char **argv,
+                              struct config_result *res)
+{
+    char msg[400], key[256];
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value;
+        if (strcmp(arg, "--") == 0)
+            break;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 ||
+            strcmp(arg, "--print-config") == 0 || strncmp(arg, "--config=", 9) == 0)
+            continue;
+        if (strcmp(arg, "--config") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            if (!t->positional || res->npositional >= CONFIG_MAX_POSITIONAL) {
+                snprintf(res->error, sizeof(res->error), "unexpected argument '%s'", arg);
+                return -EINVAL;
+            }
+            res->positional[res->npositional++] = argv[i];
+            continue;
+        }
+        const char *eq = strchr(arg + 2, '=');
+        size_t klen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        if (klen >= sizeof(key))
+            klen = sizeof(key) - 1;
+        memcpy(key, arg + 2, klen);
+        key[klen] = '\0';
+        const struct config_option *o = config_find(t, key);
+        if (!o) {
+            snprintf(res->error, sizeof(res->error), "unknown option '--%s' (see --help)", key);
+            return -EINVAL;
+        }
+        if (eq)
+            value = eq + 1;
+        else if (o->type == CONFIG_BOOL && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0 ||
+                                            config_parse_bool(argv[i + 1], &(bool){0}) < 0))
+            value = "true"; /* a bare boolean flag */
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else {
+            snprintf(res->error, sizeof(res->error), "--%s needs a value", key);
+            return -EINVAL;
+        }
+        if (config_set(t, cfg, key, value, msg, sizeof(msg)) < 0) {
+            snprintf(res->error, sizeof(res->error), "--%s", msg);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+int config_load(const struct config_table *t, void *cfg, int argc, char **argv,
+                struct config_result *res)
+{
+    int r;
+
+    memset(res, 0, sizeof(*res));
+    r = config_set_defaults(t, cfg, res);
+    if (r < 0)
+        return r;
+    r = config_scan_meta(t, argc, argv, res);
+    if (r < 0 || res->help)
+        return r;
+    if (!res->path && t->default_path && access(t->default_path, F_OK) == 0)
+        res->path = t->default_path;
+    if (res->path) {
+        r = config_load_file(t, cfg, res->path, res);
+        if (r < 0)
+            return r;
+    }
+    return config_apply_flags(t, cfg, argc, argv, res);
+}
+
+char *config_format_value(const struct config_option *o, const void *cfg, char *buf, size_t len)
+{
+    const void *field = config_field_const(o, cfg);
+
+    switch (o->type) {
+    case CONFIG_BOOL:
+        snprintf(buf, len, "%s", *(const bool *)field ? "true" : "false");
+        break;
+    case CONFIG_INT:
+        snprintf(buf, len, "%" PRId64, *(const int64_t *)field);
+        break;
+    case CONFIG_UINT:
+        snprintf(buf, len, "%" PRIu64, *(const uint64_t *)field);
+        break;
+    case CONFIG_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)field);
+        break;
+    case CONFIG_STRING: {
+        const char *s = *(char *const *)field;
+        snprintf(buf, len, "%s", s ? s : "");
+        break;
+    }
+    case CONFIG_DURATION: {
+        uint64_t ns = *(const uint64_t *)field;
+        if (ns == 0)
+            snprintf(buf, len, "0");
+        else if (ns % (3600 * NSEC_PER_SEC) == 0)
+            snprintf(buf, len, "%" PRIu64 "h", ns / (3600 * NSEC_PER_SEC));
+        else if (ns % (60 * NSEC_PER_SEC) == 0)
+            snprintf(buf, len, "%" PRIu64 "m", ns / (60 * NSEC_PER_SEC));
+        else if (ns % NSEC_PER_SEC == 0)
+            snprintf(buf, len, "%" PRIu64 "s", ns / NSEC_PER_SEC);
+        else if (ns % NSEC_PER_MSEC == 0)
+            snprintf(buf, len, "%" PRIu64 "ms", ns / NSEC_PER_MSEC);
+        else
+            snprintf(buf, len, "%" PRIu64 "ns", ns);
+        break;
+    }
+    case CONFIG_SIZE: {
+        static const char *const unit[] = {"", "KiB", "MiB", "GiB", "TiB"};
+        uint64_t b = *(const uint64_t *)field;
+        int u = 0;
+        while (u < 4 && b && b % 1024 == 0) {
+            b /= 1024;
+            u++;
+        }
+        snprintf(buf, len, "%" PRIu64 "%s", b, unit[u]);
+        break;
+    }
+    }
+    return buf;
+}
+
+static size_t config_section_len(const char *key)
+{
+    const char *dot = strchr(key, '.');
+    return dot ? (size_t)(dot - key) : 0;
+}
+
+void config_print(const struct config_table *t, const void *cfg, FILE *out)
+{
+    char value[512];
+    const char *prev = NULL;
+    size_t prevlen = 0;
+
+    fprintf(out, "# %s configuration. Generated by %s --print-config.\n", t->program, t->program);
+    for (size_t i = 0; i < t->count; i++) {
+        const struct config_option *o = &t->options[i];
+        size_t slen = config_section_len(o->key);
+        if (!prev || slen != prevlen || strncmp(prev, o->key, slen) != 0) {
+            fprintf(out, "\n[%.*s]\n", (int)slen, o->key);
+            prev = o->key;
+            prevlen = slen;
+        }
+        config_format_value(o, cfg, value, sizeof(value));
+        fprintf(out, "# %s\n%s = %s%s%s\n", o->help, o->key + slen + (slen ? 1 : 0),
+                o->type == CONFIG_STRING ? "\"" : "", value, o->type == CONFIG_STRING ? "\"" : "");
+    }
+}
+
+void config_usage(const struct config_table *t, FILE *out)
+{
+    static const char *const type_name[] = {"BOOL", "INT",      "UINT", "NUM",
+                                            "TEXT", "DURATION", "SIZE"};
+
+    fprintf(out, "%s: %s\n\n", t->program, t->summary);
+    if (t->usage)
+        fprintf(out, "%s\n", t->usage);
+    fprintf(out,
+            "Options (config file key = flag without '--'):\n"
+            "  %-38s read FILE (default %s)\n"
+            "  %-38s print the effective config as a file and exit\n"
+            "  %-38s this text\n",
+            "--config FILE", t->default_path ? t->default_path : "none", "--print-config",
+            "--help");
+    for (size_t i = 0; i < t->count; i++) {
+        const struct config_option *o = &t->options[i];
+        char flag[300];
+        snprintf(flag, sizeof(flag), "--%s %s", o->key, type_name[o->type]);
+        fprintf(out, "  %-38s %s (default: %s)\n", flag, o->help,
+                o->default_value && *o->default_value ? o->default_value : "none");
+    }
+}
+
+void config_log(const struct config_table *t, const void *cfg)
+{
+    size_t i = 0;
+
+    while (i < t->count) {
+        char line[1024], value[256];
+        size_t slen = config_section_len(t->options[i].key), off = 0;
+        const char *section = t->options[i].key;
+        for (; i < t->count && config_section_len(t->options[i].key) == slen &&
+               strncmp(t->options[i].key, section, slen) == 0;
+             i++) {
+            const struct config_option *o = &t->options[i];
+            config_format_value(o, cfg, value, sizeof(value));
+            int n =
+                snprintf(line + off, sizeof(line) - off, " %s=%s", o->key + slen + !!slen, value);
+            if (n > 0 && off + (size_t)n < sizeof(line))
+                off += (size_t)n;
+        }
+        line[off] = '\0';
+        log_info("config", "%.*s:%s", (int)(slen ? slen : 4), slen ? section : "main", line);
+    }
+}
+
+void config_free(const struct config_table *t, void *cfg)
+{
+    for (size_t i = 0; i < t->count; i++) {
+        if (t->options[i].type == CONFIG_STRING) {
+            char **s = config_field(&t->options[i], cfg);
+            free(*s);
+            *s = NULL;
+        }
+    }
+}

@@ -1,0 +1,98 @@
+/* The declarative configuration table shared by every argus program.
+ *
+ * A program describes its settings once, as an array of struct config_option
+ * (key, type, where in its config struct, default, bounds, help). From that
+ * one table come: defaults, the config file parser (INI: "[section]" then
+ * "key = value"; the full key is "section.key"), command-line overrides
+ * ("--section.key=value" or "--section.key value"), --help, --print-config
+ * (a valid config file with every key and its help) and the one-line-per-
+ * section summary the daemons log at start.
+ *
+ * Unknown keys, repeated keys, bad values and out-of-bounds values are errors
+ * that name the file and line (or the flag). Nothing is half-applied: on error
+ * the caller's struct holds whatever was parsed so far and must be discarded
+ * with config_free (SIGHUP reload loads into a fresh struct, then swaps).
+ */
+#ifndef ARGUS_COMMON_CONFIG_H
+#define ARGUS_COMMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum config_type {
+    CONFIG_BOOL,     /* bool: true/false, yes/no, on/off, 1/0 */
+    CONFIG_INT,      /* int64_t */
+    CONFIG_UINT,     /* uint64_t */
+    CONFIG_DOUBLE,   /* double */
+    CONFIG_STRING,   /* char *, owned by the struct, freed by config_free */
+    CONFIG_DURATION, /* uint64_t ns: "250ms", "5s", "10m", "2h", "7d", "0" */
+    CONFIG_SIZE,     /* uint64_t bytes: "4096", "64KiB", "4MiB", "1GiB", "1G" */
+};
+
+struct config_option {
+    const char *key; /* "section.name" */
+    enum config_type type;
+    size_t offset;             /* offsetof(struct program_config, field) */
+    const char *default_value; /* text, parsed like a file value; NULL = "" */
+    double min, max;           /* inclusive bounds for numeric types; min == max: none */
+    const char *help;          /* one line */
+};
+
+struct config_table {
+    const char *program;      /* "argus-agent" */
+    const char *summary;      /* one line for --help */
+    const char *usage;        /* extra usage text for --help (may be NULL) */
+    const char *default_path; /* read when present and no --config is given; may be NULL */
+    const struct config_option *options;
+    size_t count;
+    bool positional; /* accept positional arguments (argusctl) */
+};
+
+#define CONFIG_MAX_POSITIONAL 16
+
+struct config_result {
+    char error[512];  /* set when config_load fails */
+    bool help;        /* --help was given */
+    bool print;       /* --print-config was given */
+    const char *path; /* config file read, or NULL */
+    int npositional;
+    char *positional[CONFIG_MAX_POSITIONAL]; /* pointers into argv */
+};
+
+/* Fill cfg (zeroed by the caller) with defaults, then the config file
+ * (--config PATH, else table->default_path when it exists), then the
+ * command-line flags. Returns 0, or -EINVAL with res->error set
+ * ("FILE:LINE: unknown key 'x'"). argv is not modified; res->positional
+ * points into it. */
+int config_load(const struct config_table *t, void *cfg, int argc, char **argv,
+                struct config_result *res);
+
+/* Set one key from text. Returns 0, -ENOENT for an unknown key, or -EINVAL
+ * with a message in err (errlen bytes). */
+int config_set(const struct config_table *t, void *cfg, const char *key, const char *value,
+               char *err, size_t errlen);
+
+/* Write every key as a config file (with help as comments) to out. */
+void config_print(const struct config_table *t, const void *cfg, FILE *out);
+
+/* Write --help text. */
+void config_usage(const struct config_table *t, FILE *out);
+
+/* Log the effective configuration, one info line per section. */
+void config_log(const struct config_table *t, const void *cfg);
+
+/* Format one option's current value into buf. Returns buf. */
+char *config_format_value(const struct config_option *o, const void *cfg, char *buf, size_t len);
+
+/* Free the strings owned by cfg. cfg itself belongs to the caller. */
+void config_free(const struct config_table *t, void *cfg);
+
+/* Parsers used by the table, exported for programs and tests. Return 0 or
+ * -EINVAL. */
+int config_parse_duration(const char *text, uint64_t *ns);
+int config_parse_size(const char *text, uint64_t *bytes);
+int config_parse_bool(const char *text, bool *out);
+
+#endif

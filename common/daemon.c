@@ -1,0 +1,79 @@
+#include "common/daemon.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+
+int daemon_signalfd(void)
+{
+    sigset_t mask;
+    int fd;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+        return -EINVAL;
+    fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+enum daemon_signal daemon_read_signal(int fd)
+{
+    struct signalfd_siginfo si;
+
+    if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+        return DAEMON_SIGNAL_NONE;
+    if (si.ssi_signo == SIGHUP)
+        return DAEMON_SIGNAL_RELOAD;
+    return DAEMON_SIGNAL_STOP;
+}
+
+enum daemon_signal daemon_wait_signal(int fd, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    if (poll(&p, 1, timeout_ms) <= 0)
+        return DAEMON_SIGNAL_NONE;
+    return daemon_read_signal(fd);
+}
+
+int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
+                  char *const *log_level, struct config_result *res)
+{
+    enum log_level level;
+
+    log_set_ident(t->program);
+    if (config_load(t, cfg, argc, argv, res) < 0) {
+        fprintf(stderr, "%s: %s\n", t->program, res->error);
+        goto fail;
+    }
+    if (res->help || res->print) {
+        if (res->help)
+            config_usage(t, stdout);
+        else
+            config_print(t, cfg, stdout);
+        config_free(t, cfg);
+        return 1;
+    }
+    if (log_level && log_level_parse(*log_level, &level) < 0) {
+        fprintf(stderr, "%s: log.level: '%s' is not error, warn, info or debug\n", t->program,
+                *log_level);
+        goto fail;
+    }
+    if (log_level)
+        log_set_level(level);
+    return 0;
+fail:
+    config_free(t, cfg);
+    return -EINVAL;
+}

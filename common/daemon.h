@@ -1,0 +1,36 @@
+/* Process plumbing shared by the daemons: signals as a file descriptor. */
+#ifndef ARGUS_COMMON_DAEMON_H
+#define ARGUS_COMMON_DAEMON_H
+
+#include <stdint.h>
+
+enum daemon_signal {
+    DAEMON_SIGNAL_NONE = 0,
+    DAEMON_SIGNAL_STOP,   /* SIGTERM or SIGINT: flush and exit 0 */
+    DAEMON_SIGNAL_RELOAD, /* SIGHUP: reload and validate the config */
+};
+
+/* Block SIGTERM, SIGINT and SIGHUP in the calling thread (call it before any
+ * thread starts, so every thread inherits the mask), ignore SIGPIPE, and
+ * return a non-blocking signalfd for them, or -errno. */
+int daemon_signalfd(void);
+
+/* Read one pending signal from fd. Returns a daemon_signal, or
+ * DAEMON_SIGNAL_NONE when none is pending. */
+enum daemon_signal daemon_read_signal(int fd);
+
+/* Wait up to timeout_ms (-1 forever) for a signal on fd. */
+enum daemon_signal daemon_wait_signal(int fd, int timeout_ms);
+
+struct config_table;
+struct config_result;
+
+/* The start of every daemon's main(): load the config (defaults, file, flags),
+ * handle --help and --print-config, set the log level from *log_level (a
+ * field of cfg). Returns 0 to run on, 1 when the program should exit 0
+ * (help or config printed), or -EINVAL after printing the error to stderr
+ * (exit 2). On 1 and on error cfg has been freed. */
+int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
+                  char *const *log_level, struct config_result *res);
+
+#endif

@@ -1,0 +1,13 @@
+/* gRPC method paths of argus.v1 (protoc-c generates no service stubs). Keep in
+ * step with the service comment at the top of proto/argus.proto. */
+#ifndef ARGUS_COMMON_RPC_PATHS_H
+#define ARGUS_COMMON_RPC_PATHS_H
+
+#define RPC_INGEST_PUSH "/argus.v1.Ingest/Push"
+#define RPC_QUERY_JOBS "/argus.v1.Query/Jobs"
+#define RPC_QUERY_STEPS "/argus.v1.Query/Steps"
+#define RPC_QUERY_RANKS "/argus.v1.Query/Ranks"
+#define RPC_QUERY_STRAGGLERS "/argus.v1.Query/Stragglers"
+#define RPC_QUERY_REPORT "/argus.v1.Query/Report"
+
+#endif
