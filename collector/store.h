@@ -1,0 +1,111 @@
+/* The collector's time-indexed store on RocksDB (DESIGN.md section 6).
+ *
+ * Column families, keys big-endian so they sort by (job, step, rank) or time:
+ *   steps   job \0 | step u64 | rank u32     -> packed argus.v1.StepRecord
+ *   ranks   job \0 | rank u32                -> packed argus.v1.Resource
+ *   jobs    job                              -> packed argus.v1.JobInfo
+ *   time    unix second u64 | job            -> step range (min u64, max u64)
+ *   reports job \0 | created ns u64 | id     -> packed argus.v1.Report
+ *   alerts  (reserved for the alert queue)
+ *   names   job \0 | name id u64             -> name string
+ *   dedup   agent \0 | epoch u64             -> highest stored seq u64
+ * LZ4 on hot levels, ZSTD at the bottom. Retention by age per family.
+ *
+ * All RocksDB handles, errptr strings and options stay inside store.c. The
+ * store is thread-safe: ingest is serialised by an internal lock (dedup check
+ * and write are one critical section), reads run concurrently.
+ */
+#ifndef ARGUS_COLLECTOR_STORE_H
+#define ARGUS_COLLECTOR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/argus.pb-c.h"
+
+struct store;
+
+struct store_options {
+    const char *dir;              /* created when missing */
+    bool sync;                    /* fsync the WAL on every ingest write (else WAL, no fsync) */
+    uint64_t steps_retention_ns;  /* 0 = keep forever; applies to steps, time, ranks */
+    uint64_t reports_retention_ns;
+    uint64_t block_cache_bytes;   /* 0 = RocksDB default */
+};
+
+/* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in
+ * err (errlen bytes), e.g. when the directory is locked by another collector. */
+int store_open(const struct store_options *opts, struct store **out, char *err, size_t errlen);
+
+/* Close and free. NULL is fine. */
+void store_close(struct store *s);
+
+enum store_ingest_result {
+    STORE_INGEST_WRITTEN = 0,   /* batch written durably */
+    STORE_INGEST_DUPLICATE = 1, /* seq <= stored high-water mark: nothing written */
+};
+
+/* Store a validated batch atomically: every step record, resource and name it
+ * carries, the job and time index updates, and the (agent_id, epoch) -> seq
+ * high-water mark, in one WriteBatch committed with the WAL. Returns
+ * STORE_INGEST_WRITTEN, STORE_INGEST_DUPLICATE, or -EIO (disk full or any
+ * RocksDB error; err says which) in which case nothing was written and the
+ * batch must not be acked. The batch stays owned by the caller. */
+int store_ingest(struct store *s, const Argus__V1__Batch *batch, char *err, size_t errlen);
+
+/* Highest stored seq for (agent_id, epoch), 0 when none. */
+int store_high_water(struct store *s, const char *agent_id, uint64_t epoch, uint64_t *seq);
+
+/* Put a diagnosis report (reports family). */
+int store_put_report(struct store *s, const Argus__V1__Report *report, char *err, size_t errlen);
+
+/* Callbacks of the scans below get packed protobuf bytes, valid only during
+ * the call. Return 0 to go on, 1 to stop, negative to abort the scan with
+ * that error. */
+typedef int (*store_scan_fn)(void *ctx, const void *value, size_t len);
+
+/* Every job (packed JobInfo), in job id order. */
+int store_scan_jobs(struct store *s, store_scan_fn fn, void *ctx);
+
+/* Step records of job with from_step <= step <= to_step (to_step 0 = no
+ * bound), ordered by (step, rank); rank < 0 means all ranks. */
+int store_scan_steps(struct store *s, const char *job, int64_t rank, uint64_t from_step,
+                     uint64_t to_step, store_scan_fn fn, void *ctx);
+
+/* Resources of job (packed Resource), by rank. */
+int store_scan_ranks(struct store *s, const char *job, store_scan_fn fn, void *ctx);
+
+/* Reports of job created in [from_ns, to_ns] (to_ns 0 = no bound), oldest
+ * first. */
+int store_scan_reports(struct store *s, const char *job, uint64_t from_ns, uint64_t to_ns,
+                       store_scan_fn fn, void *ctx);
+
+/* The report with this id (packed Report) through fn. Returns 0, or -ENOENT. */
+int store_get_report(struct store *s, const char *id, store_scan_fn fn, void *ctx);
+
+/* Look up a name. Returns a malloc'd string (caller frees) or NULL. */
+char *store_get_name(struct store *s, const char *job, uint64_t id);
+
+/* Jobs whose steps started in [from_ns, to_ns] (time index), each once, with
+ * its step range, through fn(ctx, job, min_step, max_step). */
+int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,
+                    int (*fn)(void *ctx, const char *job, uint64_t min_step, uint64_t max_step),
+                    void *ctx);
+
+/* Delete what is older than the retention settings (now_ns is the current
+ * UNIX time). Returns the number of keys or ranges removed, or -EIO. */
+int64_t store_apply_retention(struct store *s, uint64_t now_ns);
+
+/* Numbers for /metrics. */
+struct store_stats {
+    uint64_t write_batches;     /* successful ingest writes */
+    uint64_t write_errors;      /* failed ingest writes */
+    uint64_t write_ns_total;    /* time in rocksdb_write */
+    uint64_t write_ns_max;
+    uint64_t duplicates;
+    uint64_t live_sst_bytes;    /* rocksdb.live-sst-files-size over all families */
+};
+void store_get_stats(struct store *s, struct store_stats *out);
+
+#endif
