@@ -27,11 +27,11 @@
 struct store;
 
 struct store_options {
-    const char *dir;              /* created when missing */
-    bool sync;                    /* fsync the WAL on every ingest write (else WAL, no fsync) */
-    uint64_t steps_retention_ns;  /* 0 = keep forever; applies to steps, time, ranks */
+    const char *dir;             /* created when missing */
+    bool sync;                   /* fsync the WAL on every ingest write (else WAL, no fsync) */
+    uint64_t steps_retention_ns; /* 0 = keep forever; applies to steps, time, ranks */
     uint64_t reports_retention_ns;
-    uint64_t block_cache_bytes;   /* 0 = RocksDB default */
+    uint64_t block_cache_bytes; /* 0 = RocksDB default */
 };
 
 /* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in
@@ -99,12 +99,12 @@ int64_t store_apply_retention(struct store *s, uint64_t now_ns);
 
 /* Numbers for /metrics. */
 struct store_stats {
-    uint64_t write_batches;     /* successful ingest writes */
-    uint64_t write_errors;      /* failed ingest writes */
-    uint64_t write_ns_total;    /* time in rocksdb_write */
+    uint64_t write_batches;  /* successful ingest writes */
+    uint64_t write_errors;   /* failed ingest writes */
+    uint64_t write_ns_total; /* time in rocksdb_write */
     uint64_t write_ns_max;
     uint64_t duplicates;
-    uint64_t live_sst_bytes;    /* rocksdb.live-sst-files-size over all families */
+    uint64_t live_sst_bytes; /* rocksdb.live-sst-files-size over all families */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 

@@ -1,0 +1,513 @@
+#include "collector/transport.h"
+
+#include <errno.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#define TRANSPORT_MAX_METHODS 16
+#define TRANSPORT_MAX_WORKERS 64
+#define TRANSPORT_REQUESTS_PER_METHOD 16 /* calls kept requested per method and queue */
+
+enum transport_op {
+    OP_NEW,
+    OP_RECV,
+    OP_SEND,
+    OP_STATUS,
+    OP_CLOSE,
+};
+
+struct transport_method {
+    const char *path;
+    void *handle;
+    bool stream;
+    const struct transport_stream_ops *ops;
+    transport_unary_fn unary;
+    void *ctx;
+};
+
+struct transport_worker {
+    struct transport_server *t;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+    bool running;
+};
+
+struct transport_call;
+
+struct transport_tag {
+    struct transport_call *call;
+    enum transport_op op;
+};
+
+struct transport_call {
+    struct transport_worker *w;
+    struct transport_method *m;
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array request_md;
+    grpc_byte_buffer *payload;  /* unary request, or the stream's current recv */
+    grpc_byte_buffer *send_buf; /* the stream's send in flight */
+    grpc_slice status_details;
+    bool have_details;
+    int cancelled;   /* RECV_CLOSE_ON_SERVER output */
+    int outstanding; /* batches in flight */
+    void *stream;    /* stream handler state */
+    bool opened, send_busy, finishing, status_started;
+    void *pending; /* newest reply waiting for the send slot */
+    size_t pending_len;
+    int final_status;
+    char final_message[256];
+    struct transport_tag t_new, t_recv, t_send, t_status, t_close;
+};
+
+struct transport_server {
+    struct transport_options opts;
+    grpc_server *server;
+    struct transport_method methods[TRANSPORT_MAX_METHODS];
+    unsigned nmethods;
+    struct transport_worker *workers;
+    unsigned nworkers;
+    atomic_bool shutting_down;
+    atomic_bool shutdown_done;
+    int shutdown_tag;
+    bool started;
+    atomic_uint_fast64_t opened, closed, messages, unary_calls;
+};
+
+static void transport_request(struct transport_worker *w, struct transport_method *m);
+
+static struct transport_call *transport_call_new(struct transport_worker *w,
+                                                 struct transport_method *m)
+{
+    struct transport_call *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return NULL;
+    c->w = w;
+    c->m = m;
+    grpc_metadata_array_init(&c->request_md);
+    c->t_new = (struct transport_tag){c, OP_NEW};
+    c->t_recv = (struct transport_tag){c, OP_RECV};
+    c->t_send = (struct transport_tag){c, OP_SEND};
+    c->t_status = (struct transport_tag){c, OP_STATUS};
+    c->t_close = (struct transport_tag){c, OP_CLOSE};
+    return c;
+}
+
+static void transport_call_free(struct transport_call *c)
+{
+    if (c->stream && c->m->ops && c->opened) {
+        c->m->ops->close(c->stream);
+        atomic_fetch_add(&c->w->t->closed, 1);
+    }
+    if (c->payload)
+        grpc_byte_buffer_destroy(c->payload);
+    if (c->send_buf)
+        grpc_byte_buffer_destroy(c->send_buf);
+    if (c->have_details)
+        grpc_slice_unref(c->status_details);
+    free(c->pending);
+    grpc_metadata_array_destroy(&c->request_md);
+    if (c->call)
+        grpc_call_unref(c->call);
+    free(c);
+}
+
+static void transport_maybe_free(struct transport_call *c)
+{
+    if (c->outstanding == 0)
+        transport_call_free(c);
+}
+
+static bool transport_start_batch(struct transport_call *c, const grpc_op *ops, size_t n,
+                                  struct transport_tag *tag)
+{
+    grpc_call_error e = grpc_call_start_batch(c->call, ops, n, tag, NULL);
+
+    if (e != GRPC_CALL_OK) {
+        log_error("transport", "grpc_call_start_batch: error %d", (int)e);
+        return false;
+    }
+    c->outstanding++;
+    return true;
+}
+
+/* Copy a byte buffer's content into one contiguous slice. */
+static grpc_slice transport_read_all(grpc_byte_buffer *bb)
+{
+    grpc_byte_buffer_reader r;
+    grpc_slice s;
+
+    if (!bb || !grpc_byte_buffer_reader_init(&r, bb))
+        return grpc_empty_slice();
+    s = grpc_byte_buffer_reader_readall(&r);
+    grpc_byte_buffer_reader_destroy(&r);
+    return s;
+}
+
+static grpc_byte_buffer *transport_wrap(void *data, size_t len)
+{
+    grpc_slice s = grpc_slice_new(data, len, free); /* takes ownership of data */
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+
+    grpc_slice_unref(s);
+    return bb;
+}
+
+static void transport_send_status(struct transport_call *c)
+{
+    grpc_op op = {0};
+
+    c->status_started = true;
+    c->status_details = grpc_slice_from_copied_string(c->final_message);
+    c->have_details = true;
+    op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    op.data.send_status_from_server.status = (grpc_status_code)c->final_status;
+    op.data.send_status_from_server.status_details =
+        c->final_status == TRANSPORT_OK ? NULL : &c->status_details;
+    transport_start_batch(c, &op, 1, &c->t_status);
+}
+
+/* End the stream with a status once the send slot is free. */
+static void transport_finish(struct transport_call *c, int status, const char *message)
+{
+    if (c->finishing)
+        return;
+    c->finishing = true;
+    c->final_status = status;
+    snprintf(c->final_message, sizeof(c->final_message), "%s", message ? message : "");
+    if (!c->send_busy)
+        transport_send_status(c);
+}
+
+static void transport_send(struct transport_call *c, void *data, size_t len)
+{
+    grpc_op op = {0};
+
+    c->send_buf = transport_wrap(data, len);
+    op.op = GRPC_OP_SEND_MESSAGE;
+    op.data.send_message.send_message = c->send_buf;
+    c->send_busy = transport_start_batch(c, &op, 1, &c->t_send);
+}
+
+static void transport_queue_reply(struct transport_call *c, void *data, size_t len)
+{
+    if (c->send_busy) {
+        free(c->pending); /* replies are cumulative acks: keep the newest */
+        c->pending = data;
+        c->pending_len = len;
+        return;
+    }
+    transport_send(c, data, len);
+}
+
+static void transport_post_recv(struct transport_call *c, bool with_metadata)
+{
+    grpc_op ops[2] = {{0}};
+    size_t n = 0;
+
+    if (with_metadata)
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].op = GRPC_OP_RECV_MESSAGE;
+    ops[n++].data.recv_message.recv_message = &c->payload;
+    transport_start_batch(c, ops, n, &c->t_recv);
+}
+
+static void transport_stream_new(struct transport_call *c)
+{
+    grpc_op op = {0};
+    char *peer = grpc_call_get_peer(c->call);
+
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled;
+    transport_start_batch(c, &op, 1, &c->t_close);
+    c->stream = c->m->ops->open(c->m->ctx, peer ? peer : "?");
+    gpr_free(peer);
+    if (!c->stream) {
+        transport_finish(c, TRANSPORT_UNAVAILABLE, "collector is not accepting streams");
+        return;
+    }
+    c->opened = true;
+    atomic_fetch_add(&c->w->t->opened, 1);
+    transport_post_recv(c, true);
+}
+
+static void transport_stream_recv(struct transport_call *c, bool ok)
+{
+    struct transport_reply reply = {.status = TRANSPORT_OK};
+
+    if (!ok || !c->payload) {
+        /* half-close by the client (payload NULL) or a dead call */
+        if (ok)
+            transport_finish(c, TRANSPORT_OK, NULL);
+        return;
+    }
+    grpc_slice s = transport_read_all(c->payload);
+    grpc_byte_buffer_destroy(c->payload);
+    c->payload = NULL;
+    atomic_fetch_add(&c->w->t->messages, 1);
+    c->m->ops->message(c->stream, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), &reply);
+    grpc_slice_unref(s);
+    if (reply.data)
+        transport_queue_reply(c, reply.data, reply.len);
+    if (reply.status != TRANSPORT_OK)
+        transport_finish(c, reply.status, reply.message);
+    else
+        transport_post_recv(c, false);
+}
+
+static void transport_stream_sent(struct transport_call *c, bool ok)
+{
+    c->send_busy = false;
+    grpc_byte_buffer_destroy(c->send_buf);
+    c->send_buf = NULL;
+    if (ok && c->pending) {
+        void *data = c->pending;
+        c->pending = NULL;
+        transport_send(c, data, c->pending_len);
+        return;
+    }
+    if (c->finishing && !c->status_started)
+        transport_send_status(c);
+}
+
+static void transport_unary_new(struct transport_call *c)
+{
+    struct transport_reply reply = {.status = TRANSPORT_OK};
+    grpc_op ops[4] = {{0}};
+    size_t n = 0;
+
+    grpc_slice s = transport_read_all(c->payload);
+    atomic_fetch_add(&c->w->t->unary_calls, 1);
+    c->m->unary(c->m->ctx, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), &reply);
+    grpc_slice_unref(s);
+    grpc_byte_buffer_destroy(c->payload);
+    c->payload = NULL;
+
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (reply.status == TRANSPORT_OK) {
+        c->send_buf =
+            transport_wrap(reply.data ? reply.data : malloc(1), reply.data ? reply.len : 0);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = c->send_buf;
+    } else {
+        free(reply.data);
+    }
+    c->status_details = grpc_slice_from_copied_string(reply.message);
+    c->have_details = true;
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)reply.status;
+    ops[n++].data.send_status_from_server.status_details =
+        reply.status == TRANSPORT_OK ? NULL : &c->status_details;
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
+    transport_start_batch(c, ops, n, &c->t_status);
+}
+
+static void transport_dispatch(struct transport_tag *tag, bool ok)
+{
+    struct transport_call *c = tag->call;
+    struct transport_server *t = c->w->t;
+
+    if (tag->op == OP_NEW) {
+        if (!ok) { /* server shutting down: the requested call never came */
+            transport_call_free(c);
+            return;
+        }
+        if (!atomic_load(&t->shutting_down))
+            transport_request(c->w, c->m);
+        if (c->m->stream)
+            transport_stream_new(c);
+        else
+            transport_unary_new(c);
+        transport_maybe_free(c);
+        return;
+    }
+    c->outstanding--;
+    switch (tag->op) {
+    case OP_RECV:
+        transport_stream_recv(c, ok);
+        break;
+    case OP_SEND:
+        transport_stream_sent(c, ok);
+        break;
+    default: /* OP_STATUS, OP_CLOSE: nothing more to do */
+        break;
+    }
+    transport_maybe_free(c);
+}
+
+static void transport_request(struct transport_worker *w, struct transport_method *m)
+{
+    struct transport_call *c = transport_call_new(w, m);
+    grpc_call_error e;
+
+    if (!c)
+        return;
+    e = grpc_server_request_registered_call(w->t->server, m->handle, &c->call, &c->deadline,
+                                            &c->request_md, m->stream ? NULL : &c->payload, w->cq,
+                                            w->cq, &c->t_new);
+    if (e != GRPC_CALL_OK) {
+        log_error("transport", "request_registered_call %s: error %d", m->path, (int)e);
+        transport_call_free(c);
+    }
+}
+
+static void *transport_worker_main(void *arg)
+{
+    struct transport_worker *w = arg;
+
+    for (;;) {
+        grpc_event ev =
+            grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        if (ev.tag == &w->t->shutdown_tag) {
+            atomic_store(&w->t->shutdown_done, true);
+            continue;
+        }
+        transport_dispatch(ev.tag, ev.success != 0);
+    }
+    return NULL;
+}
+
+struct transport_server *transport_new(const struct transport_options *o)
+{
+    struct transport_server *t = calloc(1, sizeof(*t));
+
+    if (!t)
+        return NULL;
+    t->opts = *o;
+    if (t->opts.workers < 1)
+        t->opts.workers = 1;
+    if (t->opts.workers > TRANSPORT_MAX_WORKERS)
+        t->opts.workers = TRANSPORT_MAX_WORKERS;
+    grpc_init();
+    return t;
+}
+
+int transport_add_stream(struct transport_server *t, const char *method,
+                         const struct transport_stream_ops *ops, void *ctx)
+{
+    if (t->started || t->nmethods >= TRANSPORT_MAX_METHODS)
+        return -EINVAL;
+    t->methods[t->nmethods++] = (struct transport_method){method, NULL, true, ops, NULL, ctx};
+    return 0;
+}
+
+int transport_add_unary(struct transport_server *t, const char *method, transport_unary_fn fn,
+                        void *ctx)
+{
+    if (t->started || t->nmethods >= TRANSPORT_MAX_METHODS)
+        return -EINVAL;
+    t->methods[t->nmethods++] = (struct transport_method){method, NULL, false, NULL, fn, ctx};
+    return 0;
+}
+
+static grpc_server *transport_create_server(const struct transport_options *o)
+{
+    grpc_arg args[6];
+    int n = 0;
+    int keepalive = (int)(o->keepalive_ms ? o->keepalive_ms : 30000);
+
+    args[n++] = (grpc_arg){
+        GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = (int)o->max_message}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = keepalive}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 10000}};
+    args[n++] =
+        (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER,
+                           GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                           {.integer = keepalive / 2}};
+    args[n++] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MAX_PING_STRIKES, {.integer = 0}};
+    grpc_channel_args ca = {(size_t)n, args};
+    return grpc_server_create(&ca, NULL);
+}
+
+int transport_start(struct transport_server *t)
+{
+    grpc_server_credentials *creds;
+    int port;
+
+    t->server = transport_create_server(&t->opts);
+    t->workers = calloc(t->opts.workers, sizeof(*t->workers));
+    if (!t->server || !t->workers)
+        return -ENOMEM;
+    t->nworkers = t->opts.workers;
+    for (unsigned i = 0; i < t->nworkers; i++) {
+        t->workers[i].t = t;
+        t->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
+        grpc_server_register_completion_queue(t->server, t->workers[i].cq, NULL);
+    }
+    for (unsigned i = 0; i < t->nmethods; i++) {
+        struct transport_method *m = &t->methods[i];
+        m->handle = grpc_server_register_method(
+            t->server, m->path, NULL,
+            m->stream ? GRPC_SRM_PAYLOAD_NONE : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    }
+    creds = grpc_insecure_server_credentials_create();
+    port = grpc_server_add_http2_port(t->server, t->opts.listen, creds);
+    grpc_server_credentials_release(creds);
+    if (port <= 0)
+        return -EADDRINUSE;
+    grpc_server_start(t->server);
+    t->started = true;
+    for (unsigned i = 0; i < t->nworkers; i++) {
+        for (unsigned m = 0; m < t->nmethods; m++)
+            for (int k = 0; k < TRANSPORT_REQUESTS_PER_METHOD; k++)
+                transport_request(&t->workers[i], &t->methods[m]);
+        t->workers[i].running =
+            pthread_create(&t->workers[i].thread, NULL, transport_worker_main, &t->workers[i]) == 0;
+    }
+    return port;
+}
+
+void transport_get_stats(struct transport_server *t, struct transport_stats *out)
+{
+    out->streams_opened = atomic_load(&t->opened);
+    out->streams_closed = atomic_load(&t->closed);
+    out->messages = atomic_load(&t->messages);
+    out->unary_calls = atomic_load(&t->unary_calls);
+}
+
+void transport_free(struct transport_server *t)
+{
+    if (!t)
+        return;
+    if (t->server && t->started) {
+        atomic_store(&t->shutting_down, true);
+        grpc_server_shutdown_and_notify(t->server, t->workers[0].cq, &t->shutdown_tag);
+        grpc_server_cancel_all_calls(t->server);
+        while (!atomic_load(&t->shutdown_done) && t->workers[0].running)
+            clock_sleep_ns(NSEC_PER_MSEC);
+    }
+    if (t->server)
+        grpc_server_destroy(t->server);
+    for (unsigned i = 0; i < t->nworkers; i++) {
+        grpc_completion_queue_shutdown(t->workers[i].cq);
+        if (t->workers[i].running)
+            pthread_join(t->workers[i].thread, NULL);
+        else /* never started: drain here */
+            while (grpc_completion_queue_next(t->workers[i].cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
+                                              NULL)
+                       .type != GRPC_QUEUE_SHUTDOWN)
+                ;
+        grpc_completion_queue_destroy(t->workers[i].cq);
+    }
+    free(t->workers);
+    free(t);
+    grpc_shutdown();
+}

@@ -1,0 +1,86 @@
+/* The collector's gRPC server on the C core API. Every grpc_call, byte
+ * buffer, slice and completion queue of the server lives in transport.c;
+ * the ingest and query modules see plain bytes and return bytes or a status.
+ *
+ * Threads: `workers` threads, each owning one completion queue. Every call
+ * is served entirely by the thread whose queue accepted it, so handlers of
+ * one stream are never called concurrently (handlers of different streams
+ * are). Teardown is ordered: stop accepting, cancel live calls, drain each
+ * queue until every call state is freed, destroy the server, then the queues.
+ */
+#ifndef ARGUS_COLLECTOR_TRANSPORT_H
+#define ARGUS_COLLECTOR_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* gRPC status codes used by handlers (same values as grpc_status_code). */
+enum transport_status {
+    TRANSPORT_OK = 0,
+    TRANSPORT_CANCELLED = 1,
+    TRANSPORT_INVALID_ARGUMENT = 3,
+    TRANSPORT_NOT_FOUND = 5,
+    TRANSPORT_PERMISSION_DENIED = 7,
+    TRANSPORT_RESOURCE_EXHAUSTED = 8,
+    TRANSPORT_INTERNAL = 13,
+    TRANSPORT_UNAVAILABLE = 14,
+};
+
+/* What a handler answers. status OK with a reply sends the reply; a non-OK
+ * status ends the call with message (a sentence for the peer). */
+struct transport_reply {
+    int status;        /* enum transport_status */
+    char message[256]; /* for non-OK status */
+    void *data;        /* malloc'd reply bytes, freed by transport; NULL = no reply */
+    size_t len;
+};
+
+/* A bidirectional stream (ingest). open() returns the per-stream state
+ * (NULL refuses the stream with reply status). message() is called for each
+ * received message; a reply with data is sent to the peer (replies are
+ * coalesced: when a send is still in flight only the newest pending reply is
+ * kept, which is right for cumulative acks); a non-OK status ends the stream.
+ * close() is called exactly once per opened stream. */
+struct transport_stream_ops {
+    void *(*open)(void *ctx, const char *peer);
+    void (*message)(void *stream, const void *data, size_t len, struct transport_reply *reply);
+    void (*close)(void *stream);
+};
+
+/* A unary method: request bytes in, reply out. */
+typedef void (*transport_unary_fn)(void *ctx, const void *data, size_t len,
+                                   struct transport_reply *reply);
+
+struct transport_options {
+    const char *listen;    /* "HOST:PORT"; port 0 picks one */
+    unsigned workers;      /* threads, >= 1 */
+    size_t max_message;    /* largest message gRPC accepts */
+    uint64_t keepalive_ms; /* server keepalive pings; agents use the same */
+};
+
+struct transport_server;
+
+/* Create the server (not started). Returns NULL on allocation failure. */
+struct transport_server *transport_new(const struct transport_options *o);
+
+/* Register handlers before transport_start. method is a path such as
+ * "/argus.v1.Ingest/Push" and must stay valid while the server lives.
+ * Return 0 or -EINVAL (too many methods, server started). */
+int transport_add_stream(struct transport_server *t, const char *method,
+                         const struct transport_stream_ops *ops, void *ctx);
+int transport_add_unary(struct transport_server *t, const char *method, transport_unary_fn fn,
+                        void *ctx);
+
+/* Bind and start the worker threads. Returns the bound port (> 0), or
+ * -EADDRINUSE / -EINVAL when the address cannot be bound. */
+int transport_start(struct transport_server *t);
+
+struct transport_stats {
+    uint64_t streams_opened, streams_closed, messages, unary_calls;
+};
+void transport_get_stats(struct transport_server *t, struct transport_stats *out);
+
+/* Stop and free everything (ordered teardown). NULL is fine. */
+void transport_free(struct transport_server *t);
+
+#endif

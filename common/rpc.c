@@ -1,0 +1,343 @@
+#include "common/rpc.h"
+
+#include <errno.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rpc_channel {
+    grpc_channel *channel;
+};
+
+enum rpc_tag {
+    TAG_START,
+    TAG_SEND,
+    TAG_RECV,
+    TAG_STATUS,
+};
+
+struct rpc_stream {
+    grpc_completion_queue *cq;
+    grpc_call *call;
+    grpc_metadata_array initial_md, trailing_md;
+    grpc_byte_buffer *send_buf, *recv_buf;
+    grpc_slice details;
+    grpc_status_code status;
+    char *recv_data;
+    int tags[4];
+    int outstanding;
+    bool send_busy, recv_busy, closed, send_closed;
+};
+
+static gpr_timespec rpc_deadline(uint64_t timeout_ms)
+{
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                        gpr_time_from_millis((int64_t)timeout_ms, GPR_TIMESPAN));
+}
+
+struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_options *opts)
+{
+    struct rpc_channel *ch = calloc(1, sizeof(*ch));
+    grpc_channel_credentials *creds;
+    int keepalive = (int)(opts && opts->keepalive_ms ? opts->keepalive_ms : 30000);
+    int max_message = (int)(opts && opts->max_message ? opts->max_message : 64u << 20);
+    grpc_arg args[] = {
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = max_message}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = keepalive}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 10000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, {.integer = 200}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = 2000}},
+    };
+    grpc_channel_args ca = {sizeof(args) / sizeof(args[0]), args};
+
+    if (!ch)
+        return NULL;
+    grpc_init();
+    creds = grpc_insecure_credentials_create();
+    ch->channel = grpc_channel_create(target, creds, &ca);
+    grpc_channel_credentials_release(creds);
+    if (!ch->channel) {
+        free(ch);
+        grpc_shutdown();
+        return NULL;
+    }
+    return ch;
+}
+
+void rpc_channel_free(struct rpc_channel *ch)
+{
+    if (!ch)
+        return;
+    grpc_channel_destroy(ch->channel);
+    free(ch);
+    grpc_shutdown();
+}
+
+static grpc_byte_buffer *rpc_buffer(const void *data, size_t len)
+{
+    grpc_slice s = grpc_slice_from_copied_buffer(data, len);
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+
+    grpc_slice_unref(s);
+    return bb;
+}
+
+/* Flatten bb into a malloc'd buffer (NULL bb gives an empty one). */
+static void *rpc_flatten(grpc_byte_buffer *bb, size_t *len)
+{
+    grpc_byte_buffer_reader r;
+    grpc_slice s = grpc_empty_slice();
+    void *out;
+
+    if (bb && grpc_byte_buffer_reader_init(&r, bb)) {
+        s = grpc_byte_buffer_reader_readall(&r);
+        grpc_byte_buffer_reader_destroy(&r);
+    }
+    *len = GRPC_SLICE_LENGTH(s);
+    out = malloc(*len ? *len : 1);
+    if (out)
+        memcpy(out, GRPC_SLICE_START_PTR(s), *len);
+    grpc_slice_unref(s);
+    return out;
+}
+
+static void rpc_copy_details(grpc_slice details, char *message, size_t msglen)
+{
+    size_t n;
+
+    if (!message || !msglen)
+        return;
+    n = GRPC_SLICE_LENGTH(details);
+    if (n >= msglen)
+        n = msglen - 1;
+    memcpy(message, GRPC_SLICE_START_PTR(details), n);
+    message[n] = '\0';
+}
+
+int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_t req_len,
+              uint64_t timeout_ms, void **resp, size_t *resp_len, int *status, char *message,
+              size_t msglen)
+{
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_metadata_array imd, tmd;
+    grpc_byte_buffer *send = rpc_buffer(req, req_len), *recv = NULL;
+    grpc_slice details = grpc_empty_slice();
+    grpc_status_code st = GRPC_STATUS_UNKNOWN;
+    grpc_op ops[6] = {{0}};
+    int tag = 0, r = 0;
+    gpr_timespec deadline = rpc_deadline(timeout_ms);
+    grpc_call *call =
+        grpc_channel_create_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                 grpc_slice_from_static_string(method), NULL, deadline, NULL);
+
+    *resp = NULL;
+    *resp_len = 0;
+    grpc_metadata_array_init(&imd);
+    grpc_metadata_array_init(&tmd);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &imd;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &tmd;
+    ops[5].data.recv_status_on_client.status = &st;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    if (grpc_call_start_batch(call, ops, 6, &tag, NULL) != GRPC_CALL_OK) {
+        r = -EINVAL;
+    } else {
+        grpc_event ev = grpc_completion_queue_pluck(
+            cq, &tag, gpr_time_add(deadline, gpr_time_from_seconds(5, GPR_TIMESPAN)), NULL);
+        if (ev.type != GRPC_OP_COMPLETE) {
+            grpc_call_cancel(call, NULL);
+            grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+            r = -ETIMEDOUT;
+        }
+    }
+    *status = (int)st;
+    rpc_copy_details(details, message, msglen);
+    if (r == 0 && st == GRPC_STATUS_OK) {
+        *resp = rpc_flatten(recv, resp_len);
+        if (!*resp)
+            r = -ENOMEM;
+    }
+    if (st == GRPC_STATUS_DEADLINE_EXCEEDED && r == 0)
+        r = -ETIMEDOUT;
+    if (recv)
+        grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&imd);
+    grpc_metadata_array_destroy(&tmd);
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+    return r;
+}
+
+static bool rpc_stream_batch(struct rpc_stream *st, grpc_op *ops, size_t n, enum rpc_tag tag)
+{
+    if (grpc_call_start_batch(st->call, ops, n, &st->tags[tag], NULL) != GRPC_CALL_OK)
+        return false;
+    st->outstanding++;
+    return true;
+}
+
+static void rpc_stream_post_recv(struct rpc_stream *st)
+{
+    grpc_op op = {0};
+
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &st->recv_buf;
+    st->recv_busy = rpc_stream_batch(st, &op, 1, TAG_RECV);
+}
+
+struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *method, bool wait_for_ready)
+{
+    struct rpc_stream *st = calloc(1, sizeof(*st));
+    grpc_op ops[2] = {{0}};
+
+    if (!st)
+        return NULL;
+    st->cq = grpc_completion_queue_create_for_next(NULL);
+    st->call = grpc_channel_create_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, st->cq,
+                                        grpc_slice_from_static_string(method), NULL,
+                                        gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    st->details = grpc_empty_slice();
+    grpc_metadata_array_init(&st->initial_md);
+    grpc_metadata_array_init(&st->trailing_md);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].flags = wait_for_ready ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0;
+    ops[1].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[1].data.recv_initial_metadata.recv_initial_metadata = &st->initial_md;
+    rpc_stream_batch(st, ops, 2, TAG_START);
+    ops[0] = (grpc_op){0};
+    ops[0].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[0].data.recv_status_on_client.trailing_metadata = &st->trailing_md;
+    ops[0].data.recv_status_on_client.status = &st->status;
+    ops[0].data.recv_status_on_client.status_details = &st->details;
+    rpc_stream_batch(st, ops, 1, TAG_STATUS);
+    rpc_stream_post_recv(st);
+    return st;
+}
+
+int rpc_stream_send(struct rpc_stream *st, const void *data, size_t len)
+{
+    grpc_op op = {0};
+
+    if (st->closed || st->send_closed)
+        return -EPIPE;
+    if (st->send_busy)
+        return -EBUSY;
+    st->send_buf = rpc_buffer(data, len);
+    op.op = GRPC_OP_SEND_MESSAGE;
+    op.data.send_message.send_message = st->send_buf;
+    st->send_busy = rpc_stream_batch(st, &op, 1, TAG_SEND);
+    if (!st->send_busy) {
+        grpc_byte_buffer_destroy(st->send_buf);
+        st->send_buf = NULL;
+        return -EPIPE;
+    }
+    return 0;
+}
+
+bool rpc_stream_can_send(const struct rpc_stream *st)
+{
+    return !st->send_busy && !st->closed && !st->send_closed;
+}
+
+int rpc_stream_close_send(struct rpc_stream *st)
+{
+    grpc_op op = {0};
+
+    if (st->send_closed || st->closed || st->send_busy)
+        return st->send_busy ? -EBUSY : 0;
+    op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    st->send_closed = true;
+    return rpc_stream_batch(st, &op, 1, TAG_SEND) ? 0 : -EPIPE;
+}
+
+static void rpc_stream_handle(struct rpc_stream *st, int *tag, bool ok, struct rpc_stream_event *ev)
+{
+    st->outstanding--;
+    if (tag == &st->tags[TAG_SEND]) {
+        st->send_busy = false;
+        if (st->send_buf)
+            grpc_byte_buffer_destroy(st->send_buf);
+        st->send_buf = NULL;
+        ev->kind = RPC_STREAM_SENT;
+    } else if (tag == &st->tags[TAG_RECV]) {
+        st->recv_busy = false;
+        if (ok && st->recv_buf) {
+            size_t len;
+            st->recv_data = rpc_flatten(st->recv_buf, &len);
+            grpc_byte_buffer_destroy(st->recv_buf);
+            st->recv_buf = NULL;
+            ev->kind = RPC_STREAM_MESSAGE;
+            ev->data = st->recv_data;
+            ev->len = len;
+            rpc_stream_post_recv(st);
+        }
+    } else if (tag == &st->tags[TAG_STATUS]) {
+        st->closed = true;
+        ev->kind = RPC_STREAM_CLOSED;
+        ev->status = (int)st->status;
+        rpc_copy_details(st->details, ev->message, sizeof(ev->message));
+    }
+}
+
+int rpc_stream_poll(struct rpc_stream *st, int timeout_ms, struct rpc_stream_event *ev)
+{
+    gpr_timespec deadline = rpc_deadline(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms);
+
+    memset(ev, 0, sizeof(*ev));
+    free(st->recv_data);
+    st->recv_data = NULL;
+    for (;;) {
+        grpc_event e = grpc_completion_queue_next(st->cq, deadline, NULL);
+        if (e.type != GRPC_OP_COMPLETE)
+            return 0;
+        rpc_stream_handle(st, e.tag, e.success != 0, ev);
+        if (ev->kind != RPC_STREAM_NONE)
+            return 0;
+    }
+}
+
+void rpc_stream_free(struct rpc_stream *st)
+{
+    if (!st)
+        return;
+    if (!st->closed)
+        grpc_call_cancel(st->call, NULL);
+    while (st->outstanding > 0) {
+        grpc_event e =
+            grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (e.type != GRPC_OP_COMPLETE)
+            break;
+        st->outstanding--;
+    }
+    if (st->send_buf)
+        grpc_byte_buffer_destroy(st->send_buf);
+    if (st->recv_buf)
+        grpc_byte_buffer_destroy(st->recv_buf);
+    free(st->recv_data);
+    grpc_slice_unref(st->details);
+    grpc_metadata_array_destroy(&st->initial_md);
+    grpc_metadata_array_destroy(&st->trailing_md);
+    grpc_call_unref(st->call);
+    grpc_completion_queue_shutdown(st->cq);
+    while (grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(st->cq);
+    free(st);
+}

@@ -1,0 +1,85 @@
+/* The gRPC client side of argus (agent exporter, argusctl, argus-sim, tests).
+ * Every grpc_channel, grpc_call, byte buffer, slice and status string of a
+ * client lives in rpc.c; callers see bytes, status codes and messages.
+ *
+ * A channel is thread-safe. A stream (and its completion queue) belongs to
+ * the thread that opened it. */
+#ifndef ARGUS_COMMON_RPC_H
+#define ARGUS_COMMON_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Status codes (= grpc_status_code). */
+#define RPC_OK 0
+#define RPC_CANCELLED 1
+#define RPC_DEADLINE_EXCEEDED 4
+#define RPC_NOT_FOUND 5
+#define RPC_RESOURCE_EXHAUSTED 8
+#define RPC_INVALID_ARGUMENT 3
+#define RPC_PERMISSION_DENIED 7
+#define RPC_INTERNAL 13
+#define RPC_UNAVAILABLE 14
+
+struct rpc_channel;
+
+struct rpc_channel_options {
+    uint64_t keepalive_ms; /* 0 = 30 s; must match the collector's */
+    size_t max_message;    /* largest message received; 0 = 64 MiB */
+};
+
+/* Open a channel to "HOST:PORT" (insecure). opts may be NULL. Returns NULL on
+ * allocation failure only: connection errors appear on calls. */
+struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_options *opts);
+void rpc_channel_free(struct rpc_channel *ch);
+
+/* One unary call. On return *status is the gRPC status and message (msglen
+ * bytes, may be NULL) its details. On RPC_OK, *resp (malloc'd, caller frees)
+ * holds *resp_len bytes. Returns 0 when the call completed (whatever its
+ * status), -ETIMEDOUT when the deadline passed, -ENOMEM. */
+int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_t req_len,
+              uint64_t timeout_ms, void **resp, size_t *resp_len, int *status, char *message,
+              size_t msglen);
+
+/* A bidirectional stream. One send and one receive may be in flight at a
+ * time; rpc_stream_poll reports their completion. */
+struct rpc_stream;
+
+enum rpc_stream_event_kind {
+    RPC_STREAM_NONE = 0, /* timeout: nothing happened */
+    RPC_STREAM_SENT,     /* the send in flight completed; another may start */
+    RPC_STREAM_MESSAGE,  /* a message arrived: data/len valid until the next poll */
+    RPC_STREAM_CLOSED,   /* the stream ended: status and message set */
+};
+
+struct rpc_stream_event {
+    enum rpc_stream_event_kind kind;
+    const void *data;
+    size_t len;
+    int status;
+    char message[256];
+};
+
+/* Open a stream on method. wait_for_ready queues the call until the channel
+ * connects instead of failing at once when the server is down. Returns NULL
+ * on failure. */
+struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *method, bool wait_for_ready);
+
+/* Start sending data (copied). Returns 0, -EBUSY while a send is in flight,
+ * -EPIPE after the stream ended. */
+int rpc_stream_send(struct rpc_stream *st, const void *data, size_t len);
+
+/* True when no send is in flight. */
+bool rpc_stream_can_send(const struct rpc_stream *st);
+
+/* Wait up to timeout_ms for the next event. Returns 0 (ev filled). */
+int rpc_stream_poll(struct rpc_stream *st, int timeout_ms, struct rpc_stream_event *ev);
+
+/* Half-close the sending side (no more sends). */
+int rpc_stream_close_send(struct rpc_stream *st);
+
+/* Cancel if still open, drain, free. NULL is fine. */
+void rpc_stream_free(struct rpc_stream *st);
+
+#endif
