@@ -1,48 +1,372 @@
-/* argusctl: query an argus collector. */
+/* argusctl: query an argus collector. Human tables by default, --json for
+ * scripts. Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable,
+ * 4 other errors reported by the collector. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/config.h"
+#include "common/pbjson.h"
+#include "common/rpc.h"
+#include "common/rpc_paths.h"
+#include "proto/argus.pb-c.h"
+
+enum ctl_exit {
+    CTL_OK = 0,
+    CTL_NOT_FOUND = 1,
+    CTL_USAGE = 2,
+    CTL_UNREACHABLE = 3,
+    CTL_ERROR = 4,
+};
 
 struct ctl_config {
     char *collector;
     bool json;
+    uint64_t timeout;
+    char *job;
+    int64_t rank;
+    uint64_t from;
+    uint64_t to;
+    uint64_t limit;
 };
 
+#define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
+    {                                                                                              \
+        key, type, offsetof(struct ctl_config, field), def, lo, hi, help                           \
+    }
+
 static const struct config_option ctl_options[] = {
-    {"collector", CONFIG_STRING, offsetof(struct ctl_config, collector), "127.0.0.1:7700", 0, 0,
-     "collector gRPC address HOST:PORT"},
-    {"json", CONFIG_BOOL, offsetof(struct ctl_config, json), "false", 0, 0,
-     "print JSON instead of tables"},
+    CTL_OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0,
+            "collector gRPC address HOST:PORT"),
+    CTL_OPT("json", CONFIG_BOOL, json, "false", 0, 0, "print JSON instead of tables"),
+    CTL_OPT("timeout", CONFIG_DURATION, timeout, "10s", 0.001, 3600, "how long to wait"),
+    CTL_OPT("job", CONFIG_STRING, job, "", 0, 0, "job id (steps, ranks, stragglers)"),
+    CTL_OPT("rank", CONFIG_INT, rank, "-1", -1, 1e9, "only this rank (steps; -1: all)"),
+    CTL_OPT("from", CONFIG_UINT, from, "0", 0, 0, "first step (steps)"),
+    CTL_OPT("to", CONFIG_UINT, to, "0", 0, 0, "last step, inclusive (steps; 0: no bound)"),
+    CTL_OPT("limit", CONFIG_UINT, limit, "0", 0, 1e6, "most records (0: collector default)"),
 };
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
     .summary = "query an argus collector",
-    .usage = "Usage: argusctl [OPTIONS] COMMAND [ARGS]\n"
-             "Commands: jobs, steps, ranks, stragglers, report\n"
-             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable\n",
+    .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
+             "Commands:\n"
+             "  jobs                              jobs the collector knows\n"
+             "  steps --job J [--rank R] [--from S --to S]   step records\n"
+             "  ranks --job J                     ranks of a job and where they run\n"
+             "  stragglers --job J                straggler reports of a job\n"
+             "  report ID                         one report\n"
+             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
     .positional = true,
 };
 
+struct ctl {
+    struct ctl_config cfg;
+    struct rpc_channel *ch;
+};
+
+/* Call method with req; on success *resp is the unpacked reply. */
+static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *req,
+                    const ProtobufCMessageDescriptor *type, ProtobufCMessage **resp)
+{
+    size_t len = protobuf_c_message_get_packed_size(req), rlen;
+    uint8_t *buf = malloc(len ? len : 1);
+    void *rbuf;
+    int status, r;
+    char msg[256] = "";
+
+    if (!buf)
+        return CTL_ERROR;
+    protobuf_c_message_pack(req, buf);
+    r = rpc_unary(c->ch, method, buf, len, c->cfg.timeout / NSEC_PER_MSEC, &rbuf, &rlen, &status,
+                  msg, sizeof(msg));
+    free(buf);
+    if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
+        fprintf(stderr, "argusctl: collector %s unreachable: %s\n", c->cfg.collector,
+                msg[0] ? msg : "timed out");
+        return CTL_UNREACHABLE;
+    }
+    if (r < 0 || status != RPC_OK) {
+        fprintf(stderr, "argusctl: %s\n", msg[0] ? msg : "call failed");
+        return status == RPC_NOT_FOUND          ? CTL_NOT_FOUND
+               : status == RPC_INVALID_ARGUMENT ? CTL_USAGE
+                                                : CTL_ERROR;
+    }
+    *resp = protobuf_c_message_unpack(type, NULL, rlen, rbuf);
+    free(rbuf);
+    if (!*resp) {
+        fprintf(stderr, "argusctl: the collector sent a reply that is not a %s\n", type->name);
+        return CTL_ERROR;
+    }
+    return CTL_OK;
+}
+
+static void ctl_print_json(const ProtobufCMessage *m, pbjson_resolve_fn resolve, void *ctx)
+{
+    struct json_object *o = pbjson_from_message(m, resolve, ctx);
+
+    puts(json_object_to_json_string_ext(o,
+                                        JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+static const char *ctl_time(uint64_t ns, char *buf, size_t len)
+{
+    return ns ? clock_format_rfc3339(ns, buf, len) : "-";
+}
+
+static int ctl_jobs(struct ctl *c)
+{
+    Argus__V1__JobsRequest req = ARGUS__V1__JOBS_REQUEST__INIT;
+    Argus__V1__JobsResponse *resp;
+    char t1[40], t2[40];
+    int r;
+
+    req.limit = (uint32_t)c->cfg.limit;
+    r = ctl_call(c, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json) {
+        ctl_print_json(&resp->base, NULL, NULL);
+    } else {
+        printf("%-24s %7s %7s %10s %12s  %-24s  %-24s\n", "JOB", "RANKS", "WORLD", "LAST STEP",
+               "RANK-STEPS", "FIRST SEEN", "LAST SEEN");
+        for (size_t i = 0; i < resp->n_jobs; i++) {
+            Argus__V1__JobInfo *j = resp->jobs[i];
+            printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64 "  %-24s  %-24s\n",
+                   j->job, j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
+                   ctl_time(j->first_seen_unix_ns, t1, sizeof(t1)),
+                   ctl_time(j->last_seen_unix_ns, t2, sizeof(t2)));
+        }
+        if (resp->n_jobs == 0)
+            printf("(no jobs)\n");
+    }
+    argus__v1__jobs_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+static const char *ctl_resolve(void *ctx, uint64_t id)
+{
+    const Argus__V1__StepsResponse *resp = ctx;
+
+    for (size_t i = 0; i < resp->n_names; i++)
+        if (resp->names[i]->id == id)
+            return resp->names[i]->name;
+    return NULL;
+}
+
+static void ctl_print_step(const Argus__V1__StepsResponse *resp, const Argus__V1__StepRecord *s)
+{
+    char t[40];
+    uint64_t kernels = 0;
+
+    for (size_t k = 0; k < s->n_kernels; k++)
+        for (size_t i = 0; i < s->kernels[k]->n_clusters; i++)
+            kernels += s->kernels[k]->clusters[i]->count;
+    printf("%8" PRIu64 " %6" PRIu32 "  %-24s %11.3f %8" PRIu64 " %6zu  ", s->step, s->rank,
+           ctl_time(s->start_unix_ns, t, sizeof(t)), s->duration_ns / 1e6, kernels,
+           s->n_collectives);
+    for (size_t p = 0; p < s->n_phases; p++) {
+        const char *name = ctl_resolve((void *)resp, s->phases[p]->name_id);
+        printf("%s%s=%.3f", p ? " " : "", name ? name : "?", s->phases[p]->duration_ns / 1e6);
+    }
+    printf("\n");
+}
+
+static int ctl_steps(struct ctl *c)
+{
+    Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
+    Argus__V1__StepsResponse *resp;
+    int r;
+
+    if (!*c->cfg.job) {
+        fprintf(stderr, "argusctl: steps needs --job J\n");
+        return CTL_USAGE;
+    }
+    req.job = c->cfg.job;
+    req.rank = c->cfg.rank;
+    req.from_step = c->cfg.from;
+    req.to_step = c->cfg.to;
+    req.limit = (uint32_t)c->cfg.limit;
+    r = ctl_call(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json) {
+        ctl_print_json(&resp->base, ctl_resolve, resp);
+    } else {
+        printf("%8s %6s  %-24s %11s %8s %6s  %s\n", "STEP", "RANK", "START", "TIME(ms)", "KERNELS",
+               "COLLS", "PHASES (ms)");
+        for (size_t i = 0; i < resp->n_steps; i++)
+            ctl_print_step(resp, resp->steps[i]);
+        if (resp->truncated)
+            printf("(truncated: narrow --from/--to or raise --limit)\n");
+        if (resp->n_steps == 0)
+            printf("(no steps in that range)\n");
+    }
+    argus__v1__steps_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+static int ctl_ranks(struct ctl *c)
+{
+    Argus__V1__RanksRequest req = ARGUS__V1__RANKS_REQUEST__INIT;
+    Argus__V1__RanksResponse *resp;
+    int r;
+
+    if (!*c->cfg.job) {
+        fprintf(stderr, "argusctl: ranks needs --job J\n");
+        return CTL_USAGE;
+    }
+    req.job = c->cfg.job;
+    r = ctl_call(c, RPC_QUERY_RANKS, &req.base, &argus__v1__ranks_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json) {
+        ctl_print_json(&resp->base, NULL, NULL);
+    } else {
+        printf("%6s %5s %6s  %-20s %4s %8s %4s %4s %4s %4s\n", "RANK", "LOCAL", "WORLD", "NODE",
+               "GPU", "PID", "DP", "TP", "PP", "EP");
+        for (size_t i = 0; i < resp->n_ranks; i++) {
+            Argus__V1__Resource *x = resp->ranks[i];
+            printf("%6" PRIu32 " %5" PRIu32 " %6" PRIu32 "  %-20s %4" PRId32 " %8" PRIu32
+                   " %4" PRIu32 " %4" PRIu32 " %4" PRIu32 " %4" PRIu32 "\n",
+                   x->rank, x->local_rank, x->world_size, x->node, x->gpu, x->pid, x->dp, x->tp,
+                   x->pp, x->ep);
+        }
+    }
+    argus__v1__ranks_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+static const char *ctl_enum(const ProtobufCEnumDescriptor *d, int v, size_t skip)
+{
+    const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
+
+    return e ? e->name + (strlen(e->name) > skip ? skip : 0) : "?";
+}
+
+static void ctl_print_report(const Argus__V1__Report *rep, bool header)
+{
+    char t[40];
+
+    if (header)
+        printf("report %s  job %s  steps %" PRIu64 "-%" PRIu64 "  %s\n  %s\n", rep->id, rep->job,
+               rep->from_step, rep->to_step, ctl_time(rep->created_unix_ns, t, sizeof(t)),
+               rep->summary);
+    for (size_t i = 0; i < rep->n_suspects; i++) {
+        const Argus__V1__Suspect *s = rep->suspects[i];
+        printf("  rank %-6" PRIu32 " node %-16s gpu %-3" PRId32 " %-12s %-10s %-13s %s\n", s->rank,
+               s->node, s->gpu, ctl_enum(&argus__v1__level__descriptor, s->level, 6),
+               ctl_enum(&argus__v1__cause__descriptor, s->cause, 6), s->group, s->where);
+        printf("      %s (score %.2f, persisted %" PRIu32 "/%" PRIu32 ")\n", s->evidence, s->score,
+               s->persisted, s->window);
+    }
+}
+
+static int ctl_stragglers(struct ctl *c)
+{
+    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    Argus__V1__StragglersResponse *resp;
+    int r;
+
+    if (!*c->cfg.job) {
+        fprintf(stderr, "argusctl: stragglers needs --job J\n");
+        return CTL_USAGE;
+    }
+    req.job = c->cfg.job;
+    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json) {
+        ctl_print_json(&resp->base, NULL, NULL);
+    } else {
+        for (size_t i = 0; i < resp->n_reports; i++)
+            ctl_print_report(resp->reports[i], true);
+        if (resp->n_reports == 0)
+            printf("no straggler reports for job %s\n", c->cfg.job);
+    }
+    argus__v1__stragglers_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+static int ctl_report(struct ctl *c, const char *id)
+{
+    Argus__V1__ReportRequest req = ARGUS__V1__REPORT_REQUEST__INIT;
+    Argus__V1__ReportResponse *resp;
+    int r;
+
+    req.id = (char *)id;
+    r = ctl_call(c, RPC_QUERY_REPORT, &req.base, &argus__v1__report_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json)
+        ctl_print_json(&resp->report->base, NULL, NULL);
+    else
+        ctl_print_report(resp->report, true);
+    argus__v1__report_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+static int ctl_dispatch(struct ctl *c, int argc, char **argv)
+{
+    const char *cmd = argv[0];
+
+    if (strcmp(cmd, "report") == 0) {
+        if (argc != 2) {
+            fprintf(stderr, "argusctl: usage: argusctl report ID\n");
+            return CTL_USAGE;
+        }
+        return ctl_report(c, argv[1]);
+    }
+    if (argc != 1) {
+        fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
+        return CTL_USAGE;
+    }
+    if (strcmp(cmd, "jobs") == 0)
+        return ctl_jobs(c);
+    if (strcmp(cmd, "steps") == 0)
+        return ctl_steps(c);
+    if (strcmp(cmd, "ranks") == 0)
+        return ctl_ranks(c);
+    if (strcmp(cmd, "stragglers") == 0)
+        return ctl_stragglers(c);
+    fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", cmd);
+    return CTL_USAGE;
+}
+
 int main(int argc, char **argv)
 {
-    struct ctl_config cfg = {0};
+    struct ctl c = {0};
     struct config_result res;
+    int r;
 
-    if (config_load(&ctl_table, &cfg, argc, argv, &res) < 0) {
+    if (config_load(&ctl_table, &c.cfg, argc, argv, &res) < 0) {
         fprintf(stderr, "argusctl: %s\n", res.error);
-        config_free(&ctl_table, &cfg);
-        return 2;
+        config_free(&ctl_table, &c.cfg);
+        return CTL_USAGE;
     }
-    if (res.help || res.npositional == 0) {
-        config_usage(&ctl_table, res.help ? stdout : stderr);
-        config_free(&ctl_table, &cfg);
-        return res.help ? 0 : 2;
+    if (res.help || res.print || res.npositional == 0) {
+        if (res.print)
+            config_print(&ctl_table, &c.cfg, stdout);
+        else
+            config_usage(&ctl_table, res.help ? stdout : stderr);
+        config_free(&ctl_table, &c.cfg);
+        return res.help || res.print ? CTL_OK : CTL_USAGE;
     }
-    fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", res.positional[0]);
-    config_free(&ctl_table, &cfg);
-    return 2;
+    c.ch = rpc_channel_new(c.cfg.collector, NULL);
+    r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_ERROR;
+    rpc_channel_free(c.ch);
+    config_free(&ctl_table, &c.cfg);
+    return r;
 }

@@ -2,6 +2,7 @@
 #ifndef ARGUS_COLLECTOR_CONFIG_H
 #define ARGUS_COLLECTOR_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -9,8 +10,19 @@
 struct collector_config {
     char *log_level;
     char *grpc_listen;
+    uint64_t grpc_workers;
+    uint64_t grpc_keepalive; /* ns */
     char *http_listen;
     char *store_dir;
+    bool store_sync;
+    uint64_t steps_retention; /* ns, 0 = forever */
+    uint64_t reports_retention;
+    uint64_t retention_interval;
+    uint64_t max_frame; /* bytes */
+    uint64_t max_raw;
+    uint64_t max_names_per_batch;
+    uint64_t max_names_per_job;
+    uint64_t max_ranks;
 };
 
 extern const struct config_table collector_config_table;

@@ -1,32 +1,181 @@
-/* argus-collector: the server. */
+/* argus-collector: the server. main() is a sequence of named setup steps. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "collector/config.h"
+#include "collector/ingest.h"
+#include "collector/metrics.h"
+#include "collector/query.h"
+#include "collector/store.h"
+#include "collector/transport.h"
+#include "common/clock.h"
 #include "common/daemon.h"
+#include "common/http.h"
 #include "common/log.h"
+#include "common/rpc_paths.h"
+
+struct collector {
+    struct collector_config cfg;
+    struct store *store;
+    struct ingest *ingest;
+    struct transport_server *transport;
+    struct http_server *http;
+    struct collector_metrics_ctx metrics;
+    int sigfd;
+    int port;
+};
+
+static int collector_open_store(struct collector *c)
+{
+    struct store_options so = {
+        .dir = c->cfg.store_dir,
+        .sync = c->cfg.store_sync,
+        .steps_retention_ns = c->cfg.steps_retention,
+        .reports_retention_ns = c->cfg.reports_retention,
+    };
+    char err[512];
+    int r = daemon_mkdir_p(c->cfg.store_dir, 0750);
+
+    if (r < 0) {
+        log_error("main", "cannot create store.dir %s: %s (set store.dir to a writable path)",
+                  c->cfg.store_dir, strerror(-r));
+        return r;
+    }
+    r = store_open(&so, &c->store, err, sizeof(err));
+    if (r < 0)
+        log_error("main", "cannot open the store in %s: %s", c->cfg.store_dir, err);
+    return r;
+}
+
+static int collector_start_grpc(struct collector *c)
+{
+    struct ingest_limits limits;
+    struct transport_options to = {
+        .listen = c->cfg.grpc_listen,
+        .workers = (unsigned)c->cfg.grpc_workers,
+        .max_message = c->cfg.max_frame * 2 + (1u << 20),
+        .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
+    };
+
+    ingest_default_limits(&limits);
+    limits.max_frame = c->cfg.max_frame;
+    limits.max_raw = c->cfg.max_raw;
+    limits.max_names_per_batch = c->cfg.max_names_per_batch;
+    limits.max_names_per_job = c->cfg.max_names_per_job;
+    limits.max_ranks = (uint32_t)c->cfg.max_ranks;
+    c->ingest = ingest_new(c->store, &limits, NULL, NULL);
+    c->transport = transport_new(&to);
+    if (!c->ingest || !c->transport)
+        return -ENOMEM;
+    if (transport_add_stream(c->transport, RPC_INGEST_PUSH, &ingest_stream_ops, c->ingest) < 0 ||
+        query_register(c->transport, c->store) < 0)
+        return -EINVAL;
+    c->port = transport_start(c->transport);
+    if (c->port < 0) {
+        log_error("main", "cannot listen on grpc.listen %s", c->cfg.grpc_listen);
+        return c->port;
+    }
+    log_info("main", "gRPC listening on %s (port %d)", c->cfg.grpc_listen, c->port);
+    return 0;
+}
+
+static int collector_start_http(struct collector *c)
+{
+    char err[256];
+
+    if (!*c->cfg.http_listen)
+        return 0;
+    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport};
+    c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
+    if (!c->http) {
+        log_error("main", "http.listen: %s", err);
+        return -EADDRINUSE;
+    }
+    log_info("main", "HTTP /metrics and /healthz on %s (port %d)", c->cfg.http_listen,
+             http_port(c->http));
+    return 0;
+}
+
+/* SIGHUP: load and validate the config again; only log.level applies live. */
+static void collector_reload(struct collector *c, int argc, char **argv)
+{
+    struct collector_config fresh = {0};
+    struct config_result res;
+    enum log_level level;
+
+    daemon_notify("RELOADING=1");
+    if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0 ||
+        log_level_parse(fresh.log_level, &level) < 0) {
+        log_error("main", "reload rejected, keeping the running config: %s",
+                  res.error[0] ? res.error : "bad log.level");
+    } else {
+        log_set_level(level);
+        log_info("main", "reloaded: log.level=%s (other keys apply at restart)", fresh.log_level);
+    }
+    config_free(&collector_config_table, &fresh);
+    daemon_notify("READY=1");
+}
+
+static void collector_run(struct collector *c, int argc, char **argv)
+{
+    uint64_t watchdog = daemon_watchdog_ns(), next_retention = 0;
+
+    for (;;) {
+        enum daemon_signal s = daemon_wait_signal(c->sigfd, 1000);
+        uint64_t now = clock_mono_ns();
+        if (s == DAEMON_SIGNAL_STOP)
+            break;
+        if (s == DAEMON_SIGNAL_RELOAD)
+            collector_reload(c, argc, argv);
+        if (watchdog)
+            daemon_notify("WATCHDOG=1");
+        if (now >= next_retention) {
+            int64_t n = store_apply_retention(c->store, clock_real_ns());
+            if (n > 0)
+                log_info("main", "retention removed %lld keys or ranges", (long long)n);
+            next_retention = now + c->cfg.retention_interval;
+        }
+    }
+}
+
+static void collector_teardown(struct collector *c)
+{
+    daemon_notify("STOPPING=1");
+    http_stop(c->http);
+    transport_free(c->transport);
+    ingest_free(c->ingest);
+    store_close(c->store);
+    if (c->sigfd >= 0)
+        close(c->sigfd);
+    config_free(&collector_config_table, &c->cfg);
+}
 
 int main(int argc, char **argv)
 {
-    struct collector_config cfg = {0};
+    struct collector c = {.sigfd = -1};
     struct config_result res;
-    int sigfd, r;
+    int r;
 
-    r = daemon_config(&collector_config_table, &cfg, argc, argv, &cfg.log_level, &res);
+    r = daemon_config(&collector_config_table, &c.cfg, argc, argv, &c.cfg.log_level, &res);
     if (r != 0)
         return r > 0 ? 0 : 2;
-    sigfd = daemon_signalfd();
-    if (sigfd < 0) {
-        log_error("main", "signalfd: %s", strerror(-sigfd));
-        config_free(&collector_config_table, &cfg);
-        return 1;
-    }
     log_info("main", "starting (config %s)", res.path ? res.path : "built-in defaults");
-    config_log(&collector_config_table, &cfg);
-    while (daemon_wait_signal(sigfd, -1) != DAEMON_SIGNAL_STOP)
-        ;
-    log_info("main", "stopped");
-    close(sigfd);
-    config_free(&collector_config_table, &cfg);
-    return 0;
+    config_log(&collector_config_table, &c.cfg);
+    c.sigfd = daemon_signalfd();
+    r = c.sigfd < 0 ? c.sigfd : 0;
+    if (r == 0)
+        r = collector_open_store(&c);
+    if (r == 0)
+        r = collector_start_grpc(&c);
+    if (r == 0)
+        r = collector_start_http(&c);
+    if (r == 0) {
+        daemon_notify("READY=1");
+        collector_run(&c, argc, argv);
+        log_info("main", "stopping");
+    }
+    collector_teardown(&c);
+    return r == 0 ? 0 : 1;
 }

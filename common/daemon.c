@@ -4,7 +4,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -76,4 +79,39 @@ int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv
 fail:
     config_free(t, cfg);
     return -EINVAL;
+}
+
+int daemon_mkdir_p(const char *path, unsigned mode)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+
+    if (len == 0 || len >= sizeof(buf))
+        return -EINVAL;
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+void daemon_notify(const char *state)
+{
+    sd_notify(0, state);
+}
+
+uint64_t daemon_watchdog_ns(void)
+{
+    uint64_t usec = 0;
+
+    if (sd_watchdog_enabled(0, &usec) <= 0)
+        return 0;
+    return usec * 1000;
 }

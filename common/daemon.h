@@ -33,4 +33,14 @@ struct config_result;
 int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
                   char *const *log_level, struct config_result *res);
 
+/* mkdir -p with mode for the directories it creates. Returns 0 or -errno. */
+int daemon_mkdir_p(const char *path, unsigned mode);
+
+/* Tell systemd (when NOTIFY_SOCKET is set) a state such as "READY=1",
+ * "WATCHDOG=1", "STOPPING=1", "RELOADING=1". Harmless without systemd. */
+void daemon_notify(const char *state);
+
+/* The watchdog interval systemd asks for (WATCHDOG_USEC), or 0. */
+uint64_t daemon_watchdog_ns(void);
+
 #endif

@@ -19,19 +19,34 @@ enum rpc_tag {
     TAG_SEND,
     TAG_RECV,
     TAG_STATUS,
+    TAG_COUNT,
+};
+
+struct rpc_stream;
+
+struct rpc_stream_tag {
+    struct rpc_stream *st;
+    enum rpc_tag op;
+};
+
+struct rpc_queue {
+    grpc_completion_queue *cq;
+    size_t live;
 };
 
 struct rpc_stream {
-    grpc_completion_queue *cq;
+    struct rpc_queue *q;
+    bool own_queue;
+    void *user;
     grpc_call *call;
     grpc_metadata_array initial_md, trailing_md;
     grpc_byte_buffer *send_buf, *recv_buf;
     grpc_slice details;
     grpc_status_code status;
     char *recv_data;
-    int tags[4];
+    struct rpc_stream_tag tags[TAG_COUNT];
     int outstanding;
-    bool send_busy, recv_busy, closed, send_closed;
+    bool send_busy, recv_busy, closed, send_closed, dying;
 };
 
 static gpr_timespec rpc_deadline(uint64_t timeout_ms)
@@ -201,20 +216,51 @@ static void rpc_stream_post_recv(struct rpc_stream *st)
     st->recv_busy = rpc_stream_batch(st, &op, 1, TAG_RECV);
 }
 
-struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *method, bool wait_for_ready)
+struct rpc_queue *rpc_queue_new(void)
+{
+    struct rpc_queue *q = calloc(1, sizeof(*q));
+
+    if (q)
+        q->cq = grpc_completion_queue_create_for_next(NULL);
+    return q;
+}
+
+void rpc_queue_free(struct rpc_queue *q)
+{
+    if (!q)
+        return;
+    grpc_completion_queue_shutdown(q->cq);
+    while (grpc_completion_queue_next(q->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(q->cq);
+    free(q);
+}
+
+size_t rpc_queue_live(const struct rpc_queue *q)
+{
+    return q->live;
+}
+
+struct rpc_stream *rpc_stream_open_on(struct rpc_channel *ch, const char *method,
+                                      bool wait_for_ready, struct rpc_queue *q, void *user)
 {
     struct rpc_stream *st = calloc(1, sizeof(*st));
     grpc_op ops[2] = {{0}};
 
     if (!st)
         return NULL;
-    st->cq = grpc_completion_queue_create_for_next(NULL);
-    st->call = grpc_channel_create_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, st->cq,
+    st->q = q;
+    st->user = user;
+    for (int i = 0; i < TAG_COUNT; i++)
+        st->tags[i] = (struct rpc_stream_tag){st, (enum rpc_tag)i};
+    st->call = grpc_channel_create_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, q->cq,
                                         grpc_slice_from_static_string(method), NULL,
                                         gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     st->details = grpc_empty_slice();
     grpc_metadata_array_init(&st->initial_md);
     grpc_metadata_array_init(&st->trailing_md);
+    q->live++;
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
     ops[0].flags = wait_for_ready ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0;
     ops[1].op = GRPC_OP_RECV_INITIAL_METADATA;
@@ -227,6 +273,19 @@ struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *method, b
     ops[0].data.recv_status_on_client.status_details = &st->details;
     rpc_stream_batch(st, ops, 1, TAG_STATUS);
     rpc_stream_post_recv(st);
+    return st;
+}
+
+struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *method, bool wait_for_ready)
+{
+    struct rpc_queue *q = rpc_queue_new();
+    struct rpc_stream *st = q ? rpc_stream_open_on(ch, method, wait_for_ready, q, NULL) : NULL;
+
+    if (!st) {
+        rpc_queue_free(q);
+        return NULL;
+    }
+    st->own_queue = true;
     return st;
 }
 
@@ -266,65 +325,8 @@ int rpc_stream_close_send(struct rpc_stream *st)
     return rpc_stream_batch(st, &op, 1, TAG_SEND) ? 0 : -EPIPE;
 }
 
-static void rpc_stream_handle(struct rpc_stream *st, int *tag, bool ok, struct rpc_stream_event *ev)
+static void rpc_stream_release(struct rpc_stream *st)
 {
-    st->outstanding--;
-    if (tag == &st->tags[TAG_SEND]) {
-        st->send_busy = false;
-        if (st->send_buf)
-            grpc_byte_buffer_destroy(st->send_buf);
-        st->send_buf = NULL;
-        ev->kind = RPC_STREAM_SENT;
-    } else if (tag == &st->tags[TAG_RECV]) {
-        st->recv_busy = false;
-        if (ok && st->recv_buf) {
-            size_t len;
-            st->recv_data = rpc_flatten(st->recv_buf, &len);
-            grpc_byte_buffer_destroy(st->recv_buf);
-            st->recv_buf = NULL;
-            ev->kind = RPC_STREAM_MESSAGE;
-            ev->data = st->recv_data;
-            ev->len = len;
-            rpc_stream_post_recv(st);
-        }
-    } else if (tag == &st->tags[TAG_STATUS]) {
-        st->closed = true;
-        ev->kind = RPC_STREAM_CLOSED;
-        ev->status = (int)st->status;
-        rpc_copy_details(st->details, ev->message, sizeof(ev->message));
-    }
-}
-
-int rpc_stream_poll(struct rpc_stream *st, int timeout_ms, struct rpc_stream_event *ev)
-{
-    gpr_timespec deadline = rpc_deadline(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms);
-
-    memset(ev, 0, sizeof(*ev));
-    free(st->recv_data);
-    st->recv_data = NULL;
-    for (;;) {
-        grpc_event e = grpc_completion_queue_next(st->cq, deadline, NULL);
-        if (e.type != GRPC_OP_COMPLETE)
-            return 0;
-        rpc_stream_handle(st, e.tag, e.success != 0, ev);
-        if (ev->kind != RPC_STREAM_NONE)
-            return 0;
-    }
-}
-
-void rpc_stream_free(struct rpc_stream *st)
-{
-    if (!st)
-        return;
-    if (!st->closed)
-        grpc_call_cancel(st->call, NULL);
-    while (st->outstanding > 0) {
-        grpc_event e =
-            grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        if (e.type != GRPC_OP_COMPLETE)
-            break;
-        st->outstanding--;
-    }
     if (st->send_buf)
         grpc_byte_buffer_destroy(st->send_buf);
     if (st->recv_buf)
@@ -334,10 +336,98 @@ void rpc_stream_free(struct rpc_stream *st)
     grpc_metadata_array_destroy(&st->initial_md);
     grpc_metadata_array_destroy(&st->trailing_md);
     grpc_call_unref(st->call);
-    grpc_completion_queue_shutdown(st->cq);
-    while (grpc_completion_queue_next(st->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
-           GRPC_QUEUE_SHUTDOWN)
-        ;
-    grpc_completion_queue_destroy(st->cq);
+    st->q->live--;
     free(st);
+}
+
+/* Account one completed operation; fill ev when it is worth reporting. */
+static void rpc_stream_handle(struct rpc_stream *st, enum rpc_tag op, bool ok,
+                              struct rpc_stream_event *ev)
+{
+    st->outstanding--;
+    if (op == TAG_SEND) {
+        st->send_busy = false;
+        if (st->send_buf)
+            grpc_byte_buffer_destroy(st->send_buf);
+        st->send_buf = NULL;
+        ev->kind = RPC_STREAM_SENT;
+    } else if (op == TAG_RECV) {
+        st->recv_busy = false;
+        if (ok && st->recv_buf) {
+            size_t len;
+            st->recv_data = rpc_flatten(st->recv_buf, &len);
+            grpc_byte_buffer_destroy(st->recv_buf);
+            st->recv_buf = NULL;
+            ev->kind = RPC_STREAM_MESSAGE;
+            ev->data = st->recv_data;
+            ev->len = len;
+            if (!st->dying)
+                rpc_stream_post_recv(st);
+        }
+    } else if (op == TAG_STATUS) {
+        st->closed = true;
+        ev->kind = RPC_STREAM_CLOSED;
+        ev->status = (int)st->status;
+        rpc_copy_details(st->details, ev->message, sizeof(ev->message));
+    }
+}
+
+int rpc_queue_poll(struct rpc_queue *q, int timeout_ms, void **user, struct rpc_stream_event *ev)
+{
+    gpr_timespec deadline = rpc_deadline(timeout_ms < 0 ? 0 : (uint64_t)timeout_ms);
+
+    memset(ev, 0, sizeof(*ev));
+    for (;;) {
+        grpc_event e = grpc_completion_queue_next(q->cq, deadline, NULL);
+        if (e.type != GRPC_OP_COMPLETE)
+            return 0;
+        struct rpc_stream_tag *tag = e.tag;
+        struct rpc_stream *st = tag->st;
+        free(st->recv_data);
+        st->recv_data = NULL;
+        rpc_stream_handle(st, tag->op, e.success != 0, ev);
+        if (st->dying) {
+            if (st->outstanding == 0)
+                rpc_stream_release(st);
+            memset(ev, 0, sizeof(*ev));
+            continue;
+        }
+        if (ev->kind != RPC_STREAM_NONE) {
+            *user = st->user;
+            return 1;
+        }
+    }
+}
+
+int rpc_stream_poll(struct rpc_stream *st, int timeout_ms, struct rpc_stream_event *ev)
+{
+    void *user;
+
+    rpc_queue_poll(st->q, timeout_ms, &user, ev);
+    return 0;
+}
+
+void rpc_stream_free(struct rpc_stream *st)
+{
+    struct rpc_queue *q;
+
+    if (!st)
+        return;
+    if (!st->closed)
+        grpc_call_cancel(st->call, NULL);
+    if (!st->own_queue) {
+        st->dying = true;
+        if (st->outstanding == 0)
+            rpc_stream_release(st);
+        return;
+    }
+    q = st->q;
+    while (st->outstanding > 0) {
+        grpc_event e = grpc_completion_queue_next(q->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (e.type != GRPC_OP_COMPLETE)
+            break;
+        st->outstanding--;
+    }
+    rpc_stream_release(st);
+    rpc_queue_free(q);
 }

@@ -61,10 +61,32 @@ struct rpc_stream_event {
     char message[256];
 };
 
-/* Open a stream on method. wait_for_ready queues the call until the channel
- * connects instead of failing at once when the server is down. Returns NULL
- * on failure. */
+/* Open a stream on method with its own completion queue. wait_for_ready
+ * queues the call until the channel connects instead of failing at once when
+ * the server is down. Returns NULL on failure. */
 struct rpc_stream *rpc_stream_open(struct rpc_channel *ch, const char *method, bool wait_for_ready);
+
+/* Many streams on one completion queue, polled together by one thread (the
+ * simulator runs a thousand streams on two threads). */
+struct rpc_queue;
+struct rpc_queue *rpc_queue_new(void);
+
+/* Free the queue; every stream on it must have been freed (rpc_stream_free)
+ * and polled until rpc_queue_poll reports no live streams. */
+void rpc_queue_free(struct rpc_queue *q);
+
+/* Open a stream whose events arrive through rpc_queue_poll(q). user is
+ * returned with each event. */
+struct rpc_stream *rpc_stream_open_on(struct rpc_channel *ch, const char *method,
+                                      bool wait_for_ready, struct rpc_queue *q, void *user);
+
+/* Wait up to timeout_ms for an event of any stream on q. Returns 1 with
+ * *user and ev set, 0 on timeout. Events of freed streams are consumed
+ * silently (their memory is released here). */
+int rpc_queue_poll(struct rpc_queue *q, int timeout_ms, void **user, struct rpc_stream_event *ev);
+
+/* Streams on q not yet fully released. */
+size_t rpc_queue_live(const struct rpc_queue *q);
 
 /* Start sending data (copied). Returns 0, -EBUSY while a send is in flight,
  * -EPIPE after the stream ended. */
@@ -79,7 +101,9 @@ int rpc_stream_poll(struct rpc_stream *st, int timeout_ms, struct rpc_stream_eve
 /* Half-close the sending side (no more sends). */
 int rpc_stream_close_send(struct rpc_stream *st);
 
-/* Cancel if still open, drain, free. NULL is fine. */
+/* Cancel if still open, drain, free. NULL is fine. For a stream on a shared
+ * queue the memory is released by rpc_queue_poll once its last operation
+ * completes; the caller must not touch st afterwards. */
 void rpc_stream_free(struct rpc_stream *st);
 
 #endif

@@ -1,0 +1,383 @@
+#include "collector/ingest.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/store.h"
+#include "common/frame.h"
+#include "common/log.h"
+#include "common/name_id.h"
+#include "common/u64set.h"
+
+/* The name ids seen per job, to enforce max_names_per_job exactly. */
+struct ingest_job_names {
+    char *job;
+    struct u64set ids;
+};
+
+struct ingest {
+    struct store *store;
+    struct ingest_limits limits;
+    ingest_hook_fn hook;
+    void *hook_ctx;
+    pthread_mutex_t names_lock;
+    struct ingest_job_names *jobs;
+    size_t njobs;
+    atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
+    atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
+};
+
+struct ingest_stream {
+    struct ingest *in;
+    char peer[64];
+};
+
+void ingest_default_limits(struct ingest_limits *l)
+{
+    *l = (struct ingest_limits){
+        .max_frame = FRAME_DEFAULT_MAX_FRAME,
+        .max_raw = FRAME_DEFAULT_MAX_RAW,
+        .max_id_len = 128,
+        .max_name_len = 4096,
+        .max_names_per_batch = 65536,
+        .max_names_per_job = 1000000,
+        .max_steps_per_batch = 65536,
+        .max_resources_per_batch = 4096,
+        .max_ranks = 1u << 20,
+        .max_groups_per_step = 4096,
+        .max_clusters_per_group = 64,
+    };
+}
+
+const char *ingest_reject_name(enum ingest_reject r)
+{
+    static const char *const names[] = {"frame_size", "frame_invalid", "batch_invalid", "limits",
+                                        "store_error"};
+    return r < INGEST_REJECT_COUNT ? names[r] : "?";
+}
+
+/* A job, agent or node id: 1..max printable non-space ASCII bytes. */
+static bool ingest_valid_id(const char *s, size_t max)
+{
+    size_t n = 0;
+
+    if (!s)
+        return false;
+    for (; s[n]; n++)
+        if (n >= max || (unsigned char)s[n] <= 0x20 || (unsigned char)s[n] >= 0x7f)
+            return false;
+    return n > 0;
+}
+
+#define REJECT(code, ...)                                                                          \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return (code);                                                                             \
+    } while (0)
+
+static int ingest_validate_resource(const Argus__V1__Resource *r, const struct ingest_limits *l,
+                                    char *err, size_t errlen)
+{
+    if (!ingest_valid_id(r->job, l->max_id_len))
+        REJECT(TRANSPORT_INVALID_ARGUMENT, "resource has an invalid job id (1-%zu printable bytes)",
+               l->max_id_len);
+    if (r->rank >= l->max_ranks || r->world_size > l->max_ranks)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "resource rank %" PRIu32 " / world size %" PRIu32
+               " of job %s is over the limit of %" PRIu32 " ranks",
+               r->rank, r->world_size, r->job, l->max_ranks);
+    if (r->world_size && r->rank >= r->world_size)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "resource rank %" PRIu32 " is not below world size %" PRIu32 " (job %s)", r->rank,
+               r->world_size, r->job);
+    if (strlen(r->node) > l->max_id_len || strlen(r->gpu_uuid) > l->max_id_len)
+        REJECT(TRANSPORT_INVALID_ARGUMENT, "resource node or gpu_uuid longer than %zu bytes",
+               l->max_id_len);
+    return TRANSPORT_OK;
+}
+
+static int ingest_validate_step(const Argus__V1__StepRecord *s, const struct ingest_limits *l,
+                                char *err, size_t errlen)
+{
+    if (!ingest_valid_id(s->job, l->max_id_len))
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "step record has an invalid job id (1-%zu printable "
+               "bytes)",
+               l->max_id_len);
+    if (s->rank >= l->max_ranks)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "step record rank %" PRIu32 " of job %s is over the "
+               "limit of %" PRIu32 " ranks",
+               s->rank, s->job, l->max_ranks);
+    if (s->n_phases > l->max_groups_per_step || s->n_kernels > l->max_groups_per_step ||
+        s->n_collectives > l->max_groups_per_step)
+        REJECT(TRANSPORT_RESOURCE_EXHAUSTED,
+               "step %" PRIu64 " of rank %" PRIu32 " has %zu phases,"
+               " %zu kernel groups, %zu collectives; limit %zu each",
+               s->step, s->rank, s->n_phases, s->n_kernels, s->n_collectives,
+               l->max_groups_per_step);
+    for (size_t k = 0; k < s->n_kernels; k++)
+        if (s->kernels[k]->n_clusters > l->max_clusters_per_group)
+            REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "kernel group with %zu clusters; limit %zu",
+                   s->kernels[k]->n_clusters, l->max_clusters_per_group);
+    return TRANSPORT_OK;
+}
+
+static int ingest_validate_names(const Argus__V1__Batch *b, const struct ingest_limits *l,
+                                 char *err, size_t errlen)
+{
+    for (size_t i = 0; i < b->n_names; i++) {
+        const Argus__V1__NameEntry *n = b->names[i];
+        size_t len = strlen(n->name);
+        if (!ingest_valid_id(n->job, l->max_id_len))
+            REJECT(TRANSPORT_INVALID_ARGUMENT, "name entry has an invalid job id");
+        if (len == 0 || len > l->max_name_len)
+            REJECT(TRANSPORT_INVALID_ARGUMENT, "name of %zu bytes (allowed 1-%zu)", len,
+                   l->max_name_len);
+        if (n->id != name_id_n(n->name, len))
+            REJECT(TRANSPORT_INVALID_ARGUMENT, "name id %016" PRIx64 " is not FNV-1a 64 of '%.64s'",
+                   n->id, n->name);
+    }
+    return TRANSPORT_OK;
+}
+
+int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, char *err,
+                    size_t errlen)
+{
+    int r;
+
+    if (!ingest_valid_id(b->agent_id, l->max_id_len))
+        REJECT(TRANSPORT_INVALID_ARGUMENT, "batch has an invalid agent id (1-%zu printable bytes)",
+               l->max_id_len);
+    if (b->epoch == 0 || b->seq == 0)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "batch epoch and seq must be > 0 (got %" PRIu64 "/%" PRIu64 ")", b->epoch, b->seq);
+    if (b->n_steps > l->max_steps_per_batch)
+        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu step records; limit %zu",
+               b->n_steps, l->max_steps_per_batch);
+    if (b->n_names > l->max_names_per_batch)
+        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu names; limit %zu", b->n_names,
+               l->max_names_per_batch);
+    if (b->n_resources > l->max_resources_per_batch)
+        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu resources; limit %zu",
+               b->n_resources, l->max_resources_per_batch);
+    for (size_t i = 0; i < b->n_resources; i++)
+        if ((r = ingest_validate_resource(b->resources[i], l, err, errlen)) != TRANSPORT_OK)
+            return r;
+    for (size_t i = 0; i < b->n_steps; i++)
+        if ((r = ingest_validate_step(b->steps[i], l, err, errlen)) != TRANSPORT_OK)
+            return r;
+    for (size_t i = 0; i < b->n_drops; i++)
+        if (strlen(b->drops[i]->reason) > l->max_id_len || strlen(b->drops[i]->job) > l->max_id_len)
+            REJECT(TRANSPORT_INVALID_ARGUMENT, "drop counter reason or job too long");
+    return ingest_validate_names(b, l, err, errlen);
+}
+
+/* --- names per job ----------------------------------------------------------- */
+
+static struct ingest_job_names *ingest_job(struct ingest *in, const char *job)
+{
+    for (size_t i = 0; i < in->njobs; i++)
+        if (strcmp(in->jobs[i].job, job) == 0)
+            return &in->jobs[i];
+    struct ingest_job_names *grown = realloc(in->jobs, (in->njobs + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    in->jobs = grown;
+    struct ingest_job_names *j = &in->jobs[in->njobs];
+    *j = (struct ingest_job_names){.job = strdup(job)};
+    if (!j->job)
+        return NULL;
+    in->njobs++;
+    return j;
+}
+
+/* Admit the batch's names against max_names_per_job; records new ids. */
+static int ingest_admit_names(struct ingest *in, const Argus__V1__Batch *b, char *err,
+                              size_t errlen)
+{
+    int r = TRANSPORT_OK;
+
+    pthread_mutex_lock(&in->names_lock);
+    for (size_t i = 0; i < b->n_names && r == TRANSPORT_OK; i++) {
+        struct ingest_job_names *j = ingest_job(in, b->names[i]->job);
+        if (!j) {
+            r = TRANSPORT_INTERNAL;
+            snprintf(err, errlen, "out of memory");
+        } else if (!u64set_has(&j->ids, b->names[i]->id)) {
+            if (j->ids.count >= in->limits.max_names_per_job) {
+                r = TRANSPORT_RESOURCE_EXHAUSTED;
+                snprintf(err, errlen, "job %s already has %zu names; limit %zu", j->job,
+                         j->ids.count, in->limits.max_names_per_job);
+            } else if (u64set_add(&j->ids, b->names[i]->id) < 0) {
+                r = TRANSPORT_INTERNAL;
+                snprintf(err, errlen, "out of memory");
+            }
+        }
+    }
+    pthread_mutex_unlock(&in->names_lock);
+    return r;
+}
+
+/* --- the stream handler ------------------------------------------------------- */
+
+struct ingest *ingest_new(struct store *store, const struct ingest_limits *limits,
+                          ingest_hook_fn hook, void *hook_ctx)
+{
+    struct ingest *in = calloc(1, sizeof(*in));
+
+    if (!in)
+        return NULL;
+    in->store = store;
+    in->limits = *limits;
+    in->hook = hook;
+    in->hook_ctx = hook_ctx;
+    pthread_mutex_init(&in->names_lock, NULL);
+    return in;
+}
+
+void ingest_free(struct ingest *in)
+{
+    if (!in)
+        return;
+    for (size_t i = 0; i < in->njobs; i++) {
+        free(in->jobs[i].job);
+        u64set_clear(&in->jobs[i].ids);
+    }
+    free(in->jobs);
+    pthread_mutex_destroy(&in->names_lock);
+    free(in);
+}
+
+static void *ingest_open(void *ctx, const char *peer)
+{
+    struct ingest_stream *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->in = ctx;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer);
+    atomic_fetch_add(&s->in->streams, 1);
+    return s;
+}
+
+static void ingest_close(void *stream)
+{
+    struct ingest_stream *s = stream;
+
+    atomic_fetch_sub(&s->in->streams, 1);
+    free(s);
+}
+
+static void ingest_reject(struct ingest_stream *s, enum ingest_reject why, int status,
+                          struct transport_reply *reply, const char *msg)
+{
+    static struct log_ratelimit rl = {.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
+
+    atomic_fetch_add(&s->in->rejects[why], 1);
+    reply->status = status;
+    snprintf(reply->message, sizeof(reply->message), "%s", msg);
+    log_ratelimited(&rl, LOG_LEVEL_WARN, "ingest", "rejected batch from %s: %s", s->peer, msg);
+}
+
+static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
+                       struct transport_reply *reply)
+{
+    Argus__V1__Ack ack = ARGUS__V1__ACK__INIT;
+
+    ack.epoch = b->epoch;
+    ack.seq = b->seq;
+    reply->len = argus__v1__ack__get_packed_size(&ack);
+    reply->data = malloc(reply->len ? reply->len : 1);
+    if (!reply->data) {
+        reply->status = TRANSPORT_INTERNAL;
+        snprintf(reply->message, sizeof(reply->message), "out of memory");
+        return;
+    }
+    argus__v1__ack__pack(&ack, reply->data);
+    atomic_fetch_add(&s->in->acks, 1);
+}
+
+static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b,
+                         struct transport_reply *reply)
+{
+    char err[256], msg[320];
+    int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
+
+    if (r == TRANSPORT_OK)
+        r = ingest_admit_names(s->in, b, err, sizeof(err));
+    if (r != TRANSPORT_OK) {
+        ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
+        return;
+    }
+    r = store_ingest(s->in->store, b, err, sizeof(err));
+    if (r < 0) {
+        snprintf(msg, sizeof(msg), "store write failed, batch not acked, retry later: %s", err);
+        ingest_reject(s, INGEST_REJECT_STORE_ERROR, TRANSPORT_UNAVAILABLE, reply, msg);
+        return;
+    }
+    if (r == STORE_INGEST_DUPLICATE) {
+        atomic_fetch_add(&s->in->duplicates, 1);
+    } else {
+        atomic_fetch_add(&s->in->batches, 1);
+        atomic_fetch_add(&s->in->rank_steps, b->n_steps);
+        if (s->in->hook)
+            s->in->hook(s->in->hook_ctx, b);
+    }
+    ingest_ack(s, b, reply);
+}
+
+static void ingest_message(void *stream, const void *data, size_t len,
+                           struct transport_reply *reply)
+{
+    struct ingest_stream *s = stream;
+    struct frame_limits fl = {s->in->limits.max_frame, s->in->limits.max_raw};
+    char msg[256];
+    void *raw;
+    size_t raw_len;
+    int r;
+
+    atomic_fetch_add(&s->in->bytes, len);
+    r = frame_decode(data, len, &fl, &raw, &raw_len, NULL);
+    if (r < 0) {
+        bool size = r == FRAME_ERR_OVERSIZE || r == FRAME_ERR_RAW_TOO_BIG;
+        snprintf(msg, sizeof(msg), "frame rejected: %s (%zu bytes; limits %zu frame, %zu raw)",
+                 frame_strerror(r), len, fl.max_frame, fl.max_raw);
+        ingest_reject(s, size ? INGEST_REJECT_FRAME_SIZE : INGEST_REJECT_FRAME_INVALID,
+                      size ? TRANSPORT_RESOURCE_EXHAUSTED : TRANSPORT_INVALID_ARGUMENT, reply, msg);
+        return;
+    }
+    Argus__V1__Batch *b = argus__v1__batch__unpack(NULL, raw_len, raw);
+    free(raw);
+    if (!b) {
+        ingest_reject(s, INGEST_REJECT_BATCH_INVALID, TRANSPORT_INVALID_ARGUMENT, reply,
+                      "frame payload is not a valid argus.v1.Batch");
+        return;
+    }
+    ingest_store(s, b, reply);
+    argus__v1__batch__free_unpacked(b, NULL);
+}
+
+const struct transport_stream_ops ingest_stream_ops = {
+    .open = ingest_open,
+    .message = ingest_message,
+    .close = ingest_close,
+};
+
+void ingest_get_stats(struct ingest *in, struct ingest_stats *out)
+{
+    out->batches = atomic_load(&in->batches);
+    out->duplicates = atomic_load(&in->duplicates);
+    out->bytes = atomic_load(&in->bytes);
+    out->rank_steps = atomic_load(&in->rank_steps);
+    out->acks = atomic_load(&in->acks);
+    out->streams = atomic_load(&in->streams);
+    for (int i = 0; i < INGEST_REJECT_COUNT; i++)
+        out->rejects[i] = atomic_load(&in->rejects[i]);
+}

@@ -1,0 +1,79 @@
+/* Ingest: the handler of /argus.v1.Ingest/Push. For each Frame on a stream:
+ * decode (common/frame.h, limits first) -> unpack the Batch -> validate every
+ * size, string and rank against the limits -> store_ingest (one WriteBatch
+ * with the dedup high-water mark, committed with the WAL) -> ack. A replayed
+ * batch is acked without writing twice. Bad input ends the stream with
+ * INVALID_ARGUMENT or RESOURCE_EXHAUSTED and a message that says what was
+ * wrong; a store error ends it with UNAVAILABLE and nothing is acked, so the
+ * agent keeps the batch and retries after reconnecting. */
+#ifndef ARGUS_COLLECTOR_INGEST_H
+#define ARGUS_COLLECTOR_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/transport.h"
+#include "proto/argus.pb-c.h"
+
+struct store;
+
+struct ingest_limits {
+    size_t max_frame;    /* packed Frame bytes */
+    size_t max_raw;      /* decoded Batch bytes */
+    size_t max_id_len;   /* job, agent id, node, gpu uuid */
+    size_t max_name_len; /* one dictionary name */
+    size_t max_names_per_batch;
+    size_t max_names_per_job;
+    size_t max_steps_per_batch;
+    size_t max_resources_per_batch;
+    uint32_t max_ranks;         /* rank and world size must be below this */
+    size_t max_groups_per_step; /* kernel groups, phases, collectives each */
+    size_t max_clusters_per_group;
+};
+
+/* Defaults used by the collector's config table. */
+void ingest_default_limits(struct ingest_limits *l);
+
+/* Called after a batch is durable (not for duplicates), on the worker thread
+ * that stored it; the batch is only valid during the call. */
+typedef void (*ingest_hook_fn)(void *ctx, const Argus__V1__Batch *batch);
+
+struct ingest;
+
+/* Create the ingest handler over store (not owned). hook may be NULL. */
+struct ingest *ingest_new(struct store *store, const struct ingest_limits *limits,
+                          ingest_hook_fn hook, void *hook_ctx);
+void ingest_free(struct ingest *in);
+
+/* The stream handler to register with transport_add_stream (ctx = ingest). */
+extern const struct transport_stream_ops ingest_stream_ops;
+
+/* Check a decoded batch against limits. Returns TRANSPORT_OK, or
+ * TRANSPORT_INVALID_ARGUMENT / TRANSPORT_RESOURCE_EXHAUSTED with a sentence in
+ * err. Pure: no store access. */
+int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, char *err,
+                    size_t errlen);
+
+/* Why batches were rejected, for /metrics. */
+enum ingest_reject {
+    INGEST_REJECT_FRAME_SIZE,
+    INGEST_REJECT_FRAME_INVALID,
+    INGEST_REJECT_BATCH_INVALID,
+    INGEST_REJECT_LIMITS,
+    INGEST_REJECT_STORE_ERROR,
+    INGEST_REJECT_COUNT,
+};
+const char *ingest_reject_name(enum ingest_reject r);
+
+struct ingest_stats {
+    uint64_t batches;    /* written */
+    uint64_t duplicates; /* acked without writing */
+    uint64_t bytes;      /* frame bytes received */
+    uint64_t rank_steps; /* step records written */
+    uint64_t acks;
+    uint64_t rejects[INGEST_REJECT_COUNT];
+    uint64_t streams; /* open now */
+};
+void ingest_get_stats(struct ingest *in, struct ingest_stats *out);
+
+#endif

@@ -1,0 +1,65 @@
+#include "collector/metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "collector/ingest.h"
+#include "collector/store.h"
+#include "collector/transport.h"
+
+static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
+{
+    struct ingest_stats in;
+    struct store_stats st;
+    struct transport_stats ts;
+    char labels[64];
+
+    ingest_get_stats(m->ingest, &in);
+    store_get_stats(m->store, &st);
+    transport_get_stats(m->transport, &ts);
+    http_buf_metric(b, "argus_ingest_batches_total", "counter", "batches written", "", in.batches);
+    http_buf_metric(b, "argus_ingest_duplicate_batches_total", "counter",
+                    "replayed batches acked without writing", "", in.duplicates);
+    http_buf_metric(b, "argus_ingest_bytes_total", "counter", "frame bytes received", "", in.bytes);
+    http_buf_metric(b, "argus_ingest_rank_steps_total", "counter", "step records written", "",
+                    in.rank_steps);
+    http_buf_metric(b, "argus_ingest_acks_total", "counter", "acks sent", "", in.acks);
+    http_buf_metric(b, "argus_ingest_streams", "gauge", "open agent streams", "", in.streams);
+    for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", ingest_reject_name(r));
+        if (r == 0)
+            http_buf_metric(b, "argus_ingest_rejects_total", "counter",
+                            "batches rejected, by reason", labels, in.rejects[r]);
+        else
+            http_buf_sample(b, "argus_ingest_rejects_total", labels, in.rejects[r]);
+    }
+    http_buf_metric(b, "argus_store_write_errors_total", "counter", "failed store writes", "",
+                    st.write_errors);
+    http_buf_metric(b, "argus_store_write_seconds_total", "counter", "time in RocksDB writes", "",
+                    st.write_ns_total / 1e9);
+    http_buf_metric(b, "argus_store_write_seconds_max", "gauge", "slowest RocksDB write", "",
+                    st.write_ns_max / 1e9);
+    http_buf_metric(b, "argus_store_live_sst_bytes", "gauge", "bytes in live SST files", "",
+                    st.live_sst_bytes);
+    http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
+                    ts.unary_calls);
+}
+
+void collector_http_handler(void *ctx, const char *path, struct http_response *resp)
+{
+    struct collector_metrics_ctx *m = ctx;
+    struct http_buf b = {0};
+
+    if (strcmp(path, "/metrics") == 0) {
+        collector_metrics(m, &b);
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    } else if (strcmp(path, "/healthz") == 0) {
+        http_buf_printf(&b, "ok\n");
+    } else {
+        resp->status = 404;
+        return;
+    }
+    resp->status = b.failed ? 500 : 200;
+    resp->body = b.data;
+    resp->len = b.len;
+}

@@ -1,0 +1,20 @@
+/* The collector's /metrics and /healthz. */
+#ifndef ARGUS_COLLECTOR_METRICS_H
+#define ARGUS_COLLECTOR_METRICS_H
+
+#include "common/http.h"
+
+struct ingest;
+struct store;
+struct transport_server;
+
+struct collector_metrics_ctx {
+    struct ingest *ingest;
+    struct store *store;
+    struct transport_server *transport;
+};
+
+/* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */
+void collector_http_handler(void *ctx, const char *path, struct http_response *resp);
+
+#endif

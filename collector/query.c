@@ -1,0 +1,297 @@
+#include "collector/query.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/store.h"
+#include "common/rpc_paths.h"
+#include "common/u64set.h"
+#include "proto/argus.pb-c.h"
+
+/* A growing array of unpacked messages of one type. */
+struct query_list {
+    ProtobufCMessage **items;
+    size_t n, cap;
+    size_t bytes; /* packed bytes seen */
+    size_t limit; /* 0 = none */
+    bool truncated;
+    const ProtobufCMessageDescriptor *type;
+};
+
+static int query_collect(void *ctx, const void *value, size_t len)
+{
+    struct query_list *l = ctx;
+    ProtobufCMessage *m;
+
+    if ((l->limit && l->n >= l->limit) || l->bytes + len > QUERY_MAX_REPLY_BYTES) {
+        l->truncated = true;
+        return 1;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        ProtobufCMessage **items = realloc(l->items, cap * sizeof(*items));
+        if (!items)
+            return -ENOMEM;
+        l->items = items;
+        l->cap = cap;
+    }
+    m = protobuf_c_message_unpack(l->type, NULL, len, value);
+    if (!m)
+        return 0; /* a record we cannot read is skipped, not fatal */
+    l->items[l->n++] = m;
+    l->bytes += len;
+    return 0;
+}
+
+static void query_list_free(struct query_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        protobuf_c_message_free_unpacked(l->items[i], NULL);
+    free(l->items);
+}
+
+__attribute__((format(printf, 3, 4))) static void query_fail(struct transport_reply *reply,
+                                                             int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    reply->status = status;
+    va_start(ap, fmt);
+    vsnprintf(reply->message, sizeof(reply->message), fmt, ap);
+    va_end(ap);
+}
+
+/* Pack msg into reply. */
+static void query_reply(struct transport_reply *reply, const ProtobufCMessage *msg)
+{
+    reply->len = protobuf_c_message_get_packed_size(msg);
+    reply->data = malloc(reply->len ? reply->len : 1);
+    if (!reply->data) {
+        query_fail(reply, TRANSPORT_INTERNAL, "%s", "out of memory");
+        return;
+    }
+    protobuf_c_message_pack(msg, reply->data);
+}
+
+static int query_find_job(void *ctx, const void *value, size_t len)
+{
+    struct {
+        const char *job;
+        bool found;
+    } *want = ctx;
+    Argus__V1__JobInfo *j = argus__v1__job_info__unpack(NULL, len, value);
+
+    if (j && strcmp(j->job, want->job) == 0)
+        want->found = true;
+    if (j)
+        argus__v1__job_info__free_unpacked(j, NULL);
+    return want->found ? 1 : 0;
+}
+
+/* True when the store knows job; else reply NOT_FOUND. */
+static bool query_job_known(struct store *s, const char *job, struct transport_reply *reply)
+{
+    struct {
+        const char *job;
+        bool found;
+    } want = {job, false};
+
+    if (!job || !*job) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "request needs a job id");
+        return false;
+    }
+    store_scan_jobs(s, query_find_job, &want);
+    if (!want.found)
+        query_fail(reply, TRANSPORT_NOT_FOUND, "no job '%.200s' in this collector", job);
+    return want.found;
+}
+
+static void query_jobs(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__JobsRequest *req = argus__v1__jobs_request__unpack(NULL, len, data);
+    Argus__V1__JobsResponse resp = ARGUS__V1__JOBS_RESPONSE__INIT;
+    struct query_list l = {.type = &argus__v1__job_info__descriptor};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a JobsRequest");
+        return;
+    }
+    l.limit = req->limit;
+    if (store_scan_jobs(ctx, query_collect, &l) < 0) {
+        query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+    } else {
+        resp.n_jobs = l.n;
+        resp.jobs = (Argus__V1__JobInfo **)l.items;
+        query_reply(reply, &resp.base);
+    }
+    query_list_free(&l);
+    argus__v1__jobs_request__free_unpacked(req, NULL);
+}
+
+static void query_add_names(struct u64set *ids, const Argus__V1__StepRecord *s)
+{
+    for (size_t i = 0; i < s->n_phases; i++)
+        u64set_add(ids, s->phases[i]->name_id);
+    for (size_t i = 0; i < s->n_kernels; i++)
+        u64set_add(ids, s->kernels[i]->name_id);
+    for (size_t i = 0; i < s->n_collectives; i++)
+        u64set_add(ids, s->collectives[i]->name_id);
+}
+
+/* Fill resp->names with the names the steps reference. */
+static int query_names(struct store *st, const char *job, struct query_list *steps,
+                       Argus__V1__StepsResponse *resp)
+{
+    struct u64set ids = {0};
+    size_t n = 0;
+
+    for (size_t i = 0; i < steps->n; i++)
+        query_add_names(&ids, (Argus__V1__StepRecord *)steps->items[i]);
+    resp->names = calloc(ids.count ? ids.count : 1, sizeof(*resp->names));
+    if (!resp->names) {
+        u64set_clear(&ids);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < ids.cap; i++) {
+        char *name = ids.keys[i] ? store_get_name(st, job, ids.keys[i]) : NULL;
+        Argus__V1__NameEntry *e = name ? malloc(sizeof(*e)) : NULL;
+        if (!e) {
+            free(name);
+            continue;
+        }
+        argus__v1__name_entry__init(e);
+        e->job = (char *)job;
+        e->id = ids.keys[i];
+        e->name = name;
+        resp->names[n++] = e;
+    }
+    resp->n_names = n;
+    u64set_clear(&ids);
+    return 0;
+}
+
+static void query_steps(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__StepsRequest *req = argus__v1__steps_request__unpack(NULL, len, data);
+    Argus__V1__StepsResponse resp = ARGUS__V1__STEPS_RESPONSE__INIT;
+    struct query_list l = {.type = &argus__v1__step_record__descriptor};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a StepsRequest");
+        return;
+    }
+    if (!query_job_known(ctx, req->job, reply))
+        goto out;
+    l.limit = req->limit ? req->limit : QUERY_DEFAULT_STEP_LIMIT;
+    if (l.limit > QUERY_MAX_STEP_LIMIT)
+        l.limit = QUERY_MAX_STEP_LIMIT;
+    if (store_scan_steps(ctx, req->job, req->rank, req->from_step, req->to_step, query_collect,
+                         &l) < 0) {
+        query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+        goto out;
+    }
+    resp.n_steps = l.n;
+    resp.steps = (Argus__V1__StepRecord **)l.items;
+    resp.truncated = l.truncated;
+    if (query_names(ctx, req->job, &l, &resp) < 0)
+        query_fail(reply, TRANSPORT_INTERNAL, "%s", "out of memory");
+    else
+        query_reply(reply, &resp.base);
+    for (size_t i = 0; i < resp.n_names; i++) {
+        free(resp.names[i]->name);
+        free(resp.names[i]);
+    }
+    free(resp.names);
+out:
+    query_list_free(&l);
+    argus__v1__steps_request__free_unpacked(req, NULL);
+}
+
+static void query_ranks(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__RanksRequest *req = argus__v1__ranks_request__unpack(NULL, len, data);
+    Argus__V1__RanksResponse resp = ARGUS__V1__RANKS_RESPONSE__INIT;
+    struct query_list l = {.type = &argus__v1__resource__descriptor};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a RanksRequest");
+        return;
+    }
+    if (query_job_known(ctx, req->job, reply)) {
+        if (store_scan_ranks(ctx, req->job, query_collect, &l) < 0) {
+            query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+        } else {
+            resp.n_ranks = l.n;
+            resp.ranks = (Argus__V1__Resource **)l.items;
+            query_reply(reply, &resp.base);
+        }
+    }
+    query_list_free(&l);
+    argus__v1__ranks_request__free_unpacked(req, NULL);
+}
+
+static void query_stragglers(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__StragglersRequest *req = argus__v1__stragglers_request__unpack(NULL, len, data);
+    Argus__V1__StragglersResponse resp = ARGUS__V1__STRAGGLERS_RESPONSE__INIT;
+    struct query_list l = {.type = &argus__v1__report__descriptor, .limit = 10000};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a StragglersRequest");
+        return;
+    }
+    if (query_job_known(ctx, req->job, reply)) {
+        if (store_scan_reports(ctx, req->job, req->from_unix_ns, req->to_unix_ns, query_collect,
+                               &l) < 0) {
+            query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+        } else {
+            resp.n_reports = l.n;
+            resp.reports = (Argus__V1__Report **)l.items;
+            query_reply(reply, &resp.base);
+        }
+    }
+    query_list_free(&l);
+    argus__v1__stragglers_request__free_unpacked(req, NULL);
+}
+
+static void query_report(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__ReportRequest *req = argus__v1__report_request__unpack(NULL, len, data);
+    Argus__V1__ReportResponse resp = ARGUS__V1__REPORT_RESPONSE__INIT;
+    struct query_list l = {.type = &argus__v1__report__descriptor, .limit = 1};
+    int r;
+
+    if (!req || !req->id[0]) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "request needs a report id");
+        goto out;
+    }
+    r = store_get_report(ctx, req->id, query_collect, &l);
+    if (r == -ENOENT || (r == 0 && l.n == 0)) {
+        query_fail(reply, TRANSPORT_NOT_FOUND, "no report '%.200s'", req->id);
+    } else if (r < 0) {
+        query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+    } else {
+        resp.report = (Argus__V1__Report *)l.items[0];
+        query_reply(reply, &resp.base);
+    }
+out:
+    query_list_free(&l);
+    if (req)
+        argus__v1__report_request__free_unpacked(req, NULL);
+}
+
+int query_register(struct transport_server *t, struct store *store)
+{
+    int r = 0;
+
+    r |= transport_add_unary(t, RPC_QUERY_JOBS, query_jobs, store);
+    r |= transport_add_unary(t, RPC_QUERY_STEPS, query_steps, store);
+    r |= transport_add_unary(t, RPC_QUERY_RANKS, query_ranks, store);
+    r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers, store);
+    r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report, store);
+    return r ? -EINVAL : 0;
+}

@@ -1,0 +1,19 @@
+/* Any protobuf-c message as a json-c object, through its descriptor: field
+ * names as in argus.proto, enums by name, 64-bit integers as JSON numbers
+ * (name ids as 16-digit hex strings), bytes as their length. A field named
+ * "name_id" gets a sibling "name" when resolve() knows the id. */
+#ifndef ARGUS_COMMON_PBJSON_H
+#define ARGUS_COMMON_PBJSON_H
+
+#include <json-c/json.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdint.h>
+
+/* Return the name of id, or NULL; the string must outlive the call. */
+typedef const char *(*pbjson_resolve_fn)(void *ctx, uint64_t id);
+
+/* A new json object (caller owns: json_object_put). NULL on failure. */
+struct json_object *pbjson_from_message(const ProtobufCMessage *m, pbjson_resolve_fn resolve,
+                                        void *ctx);
+
+#endif

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Disk full: the store lives on a small tmpfs that is filled up while
+# argus-sim streams. Acks must stop (store errors, nothing acked that is not
+# durable), nothing acked is lost, and ingest resumes by itself once space is
+# freed; at the end every batch is stored exactly once.
+source "$(dirname "$0")/lib.sh"
+[[ $(id -u) == 0 ]] || skip "needs root to mount a tmpfs"
+
+mkdir -p "$T/small"
+mount -t tmpfs -o size=160m tmpfs "$T/small" || skip "cannot mount tmpfs"
+start_collector "$T/small/store" --store.sync true
+metric() { curl -s "127.0.0.1:$HPORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+
+base=$(( $(date +%s) * 1000000000 ))
+"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job full --ranks 64 --steps 1500 --rate 100 \
+    --base_time "$base" --timeout 180s >"$T/sim.json" 2>&1 &
+sim=$!
+PIDS+=("$sim")
+sleep 2
+# leave almost nothing free
+fallocate -l $(( $(df --output=avail -B1 "$T/small" | tail -1) - 64 * 1024 )) "$T/small/filler" \
+    || dd if=/dev/zero of="$T/small/filler" bs=1M 2>/dev/null
+log "disk full: $(df -h "$T/small" | tail -1)"
+wait_for "store errors" 30 bash -c "[[ \$(curl -s 127.0.0.1:$HPORT/metrics | awk '/reason=\"store_error\"/ {print \$2}') -gt 0 ]]"
+acks1=$(metric argus_ingest_acks_total)
+sleep 3
+acks2=$(metric argus_ingest_acks_total)
+errors=$(curl -s "127.0.0.1:$HPORT/metrics" | awk '/reason="store_error"/ {print $2}')
+log "while full: acks $acks1 -> $acks2, store errors $errors"
+[[ $acks1 == "$acks2" ]] || fail "acks went on while the disk was full ($acks1 -> $acks2)"
+kill -0 "$COLLECTOR_PID" || fail "collector died on a full disk"
+rm -f "$T/small/filler"
+log "space freed"
+wait "$sim" || fail "sim did not finish after space returned: $(cat "$T/sim.json")"
+cat "$T/sim.json"
+"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job full --ranks 64 --steps 1500 --verify \
+    --base_time "$base" || fail "data lost or duplicated across the full disk"
+echo "disk full ok"

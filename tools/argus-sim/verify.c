@@ -1,0 +1,116 @@
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rpc.h"
+#include "common/rpc_paths.h"
+#include "tools/argus-sim/sim.h"
+
+/* Unary call with packed request; returns the unpacked reply or NULL. */
+static ProtobufCMessage *verify_call(struct rpc_channel *ch, const char *method,
+                                     const ProtobufCMessage *req,
+                                     const ProtobufCMessageDescriptor *type)
+{
+    size_t len = protobuf_c_message_get_packed_size(req), rlen;
+    uint8_t *buf = malloc(len + 1);
+    void *rbuf;
+    int status;
+    char msg[256];
+    ProtobufCMessage *m = NULL;
+
+    protobuf_c_message_pack(req, buf);
+    if (rpc_unary(ch, method, buf, len, 30000, &rbuf, &rlen, &status, msg, sizeof(msg)) == 0 &&
+        status == RPC_OK) {
+        m = protobuf_c_message_unpack(type, NULL, rlen, rbuf);
+        free(rbuf);
+    } else {
+        fprintf(stderr, "verify: %s: status %d: %s\n", method, status, msg);
+    }
+    free(buf);
+    return m;
+}
+
+static int verify_job_info(struct rpc_channel *ch, const struct sim_config *c)
+{
+    Argus__V1__JobsRequest req = ARGUS__V1__JOBS_REQUEST__INIT;
+    Argus__V1__JobsResponse *resp = (Argus__V1__JobsResponse *)verify_call(
+        ch, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor);
+    int bad = 1;
+
+    if (!resp)
+        return 1;
+    for (size_t i = 0; i < resp->n_jobs; i++) {
+        Argus__V1__JobInfo *j = resp->jobs[i];
+        if (strcmp(j->job, c->job) != 0)
+            continue;
+        uint64_t want = c->ranks * c->steps;
+        bad = j->rank_steps != want || j->ranks_seen != c->ranks || j->last_step + 1 != c->steps;
+        printf("verify: job %s: rank_steps %" PRIu64 " (want %" PRIu64 "), ranks_seen %" PRIu32
+               " (want %" PRIu64 "), last_step %" PRIu64 "\n",
+               j->job, j->rank_steps, want, j->ranks_seen, c->ranks, j->last_step);
+    }
+    argus__v1__jobs_response__free_unpacked(resp, NULL);
+    return bad;
+}
+
+/* Compare the stored records of steps [from, to] with regenerated ones. */
+static int verify_range(struct rpc_channel *ch, const struct sim_config *c, uint64_t from,
+                        uint64_t to, uint64_t *seen, uint64_t *mismatched)
+{
+    Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
+    struct gen_step g;
+
+    req.job = c->job;
+    req.rank = -1;
+    req.from_step = from;
+    req.to_step = to;
+    req.limit = 100000;
+    Argus__V1__StepsResponse *resp = (Argus__V1__StepsResponse *)verify_call(
+        ch, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor);
+    if (!resp)
+        return -EIO;
+    for (size_t i = 0; i < resp->n_steps; i++) {
+        Argus__V1__StepRecord *s = resp->steps[i];
+        gen_step(&g, c->seed, c->job, s->rank, s->step, sim_base_unix_ns(c), c->step_ns);
+        size_t a = argus__v1__step_record__get_packed_size(s);
+        size_t b = argus__v1__step_record__get_packed_size(&g.rec);
+        uint8_t *pa = malloc(a + 1), *pb = malloc(b + 1);
+        argus__v1__step_record__pack(s, pa);
+        argus__v1__step_record__pack(&g.rec, pb);
+        if (a != b || memcmp(pa, pb, a) != 0) {
+            if (*mismatched < 5)
+                printf("verify: rank %" PRIu32 " step %" PRIu64 " differs from what was sent\n",
+                       s->rank, s->step);
+            (*mismatched)++;
+        }
+        free(pa);
+        free(pb);
+    }
+    *seen += resp->n_steps;
+    argus__v1__steps_response__free_unpacked(resp, NULL);
+    return 0;
+}
+
+int sim_verify(const struct sim_config *c)
+{
+    struct rpc_channel *ch = rpc_channel_new(c->collector, NULL);
+    uint64_t seen = 0, mismatched = 0, per_query = 50000 / (c->ranks ? c->ranks : 1);
+    int bad;
+
+    if (!ch)
+        return 1;
+    if (per_query < 1)
+        per_query = 1;
+    bad = verify_job_info(ch, c);
+    for (uint64_t from = 0; from < c->steps && !bad; from += per_query) {
+        uint64_t to = from + per_query - 1 < c->steps - 1 ? from + per_query - 1 : c->steps - 1;
+        if (verify_range(ch, c, from, to, &seen, &mismatched) < 0)
+            bad = 1;
+    }
+    printf("verify: %" PRIu64 " records read, %" PRIu64 " expected, %" PRIu64 " mismatched\n", seen,
+           c->ranks * c->steps, mismatched);
+    rpc_channel_free(ch);
+    return bad || mismatched || seen != c->ranks * c->steps;
+}
