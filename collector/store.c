@@ -1411,7 +1411,7 @@ static int job_has_steps_from(struct store *s, const char *job, uint64_t from, b
 static int retire_job_steps(struct retention *r, const char *job, uint64_t end)
 {
     struct store *s = r->s;
-    size_t ll, hl;
+    size_t ll = 0, hl = 0;
     uint8_t *lo = job_key(job, 0, 8, 0, 0, false, &ll);
     uint8_t *hi = job_key(job, end, 8, 0, 0, false, &hl);
     bool has = true;
@@ -1535,6 +1535,18 @@ int64_t store_apply_retention(struct store *s, uint64_t now_ns)
         free(r.dead_jobs[i]);
     free(r.dead_jobs);
     return rc;
+}
+
+int store_compact(struct store *s)
+{
+    int rc = read_begin(s);
+
+    if (rc)
+        return rc;
+    for (int i = 0; i < CF_COUNT; i++)
+        rocksdb_compact_range_cf(s->db, s->cf[i], NULL, 0, NULL, 0);
+    read_end(s);
+    return 0;
 }
 
 void store_get_stats(struct store *s, struct store_stats *out)

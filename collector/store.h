@@ -118,6 +118,10 @@ int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,
  * was ingested. Returns the number of keys or ranges removed, or -EIO. */
 int64_t store_apply_retention(struct store *s, uint64_t now_ns);
 
+/* Flush and compact every column family, blocking until done (maintenance,
+ * benchmarks). Returns 0, or -EIO when the store is closed after an error. */
+int store_compact(struct store *s);
+
 /* Numbers for /metrics. */
 struct store_stats {
     uint64_t write_batches;  /* successful ingest writes */

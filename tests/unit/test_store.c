@@ -647,19 +647,56 @@ static void *ingest_thread(void *p)
     return NULL;
 }
 
+/* Every record a scan returns must unpack. */
+static int check_record(void *ctx, const void *v, size_t len)
+{
+    Argus__V1__StepRecord *r = argus__v1__step_record__unpack(NULL, len, v);
+
+    if (!r || strcmp(r->job, "job-mt") || r->n_phases != 2)
+        ++*(int *)ctx;
+    if (r)
+        argus__v1__step_record__free_unpacked(r, NULL);
+    return 0;
+}
+
+struct reader_arg {
+    struct store *s;
+    int *stop;
+    int errors, scans;
+};
+
+static void *reader_thread(void *p)
+{
+    struct reader_arg *a = p;
+
+    while (!__atomic_load_n(a->stop, __ATOMIC_RELAXED)) {
+        if (store_scan_steps(a->s, "job-mt", -1, 0, 0, check_record, &a->errors))
+            a->errors++;
+        a->scans++;
+    }
+    return NULL;
+}
+
 static void test_two_threads(void **state)
 {
     struct fix *f = *state;
     struct thread_arg a[2] = {{f->s, 0, 0}, {f->s, 1, 0}};
-    pthread_t th[2];
+    int stop = 0;
+    struct reader_arg ra = {f->s, &stop, 0, 0};
+    pthread_t th[2], reader;
     struct got g = {0};
     uint64_t hwm;
 
+    pthread_create(&reader, NULL, reader_thread, &ra);
     for (int i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, ingest_thread, &a[i]);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    pthread_join(reader, NULL);
     assert_int_equal(a[0].errors + a[1].errors, 0);
+    assert_int_equal(ra.errors, 0);
+    assert_true(ra.scans > 0);
     Argus__V1__JobInfo *ji = job_info(f->s, "job-mt");
     assert_int_equal(ji->rank_steps, 800);
     assert_int_equal(ji->ranks_seen, 8);
