@@ -358,21 +358,17 @@ static size_t job_info_pack(const struct job_entry *j, uint8_t **buf, struct sto
 
 /* ---- open, close, reopen -------------------------------------------------- */
 
-static rocksdb_options_t *cf_options_create(const struct store_options *o, size_t write_buffer)
+/* Options of one family; cache (may be NULL) is shared by all of them. */
+static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, size_t write_buffer)
 {
     rocksdb_options_t *co = rocksdb_options_create();
     rocksdb_block_based_table_options_t *bbo = rocksdb_block_based_options_create();
-    rocksdb_cache_t *cache = NULL;
 
     rocksdb_block_based_options_set_filter_policy(bbo, rocksdb_filterpolicy_create_bloom_full(10));
-    if (o->block_cache_bytes) {
-        cache = rocksdb_cache_create_lru(o->block_cache_bytes);
+    if (cache)
         rocksdb_block_based_options_set_block_cache(bbo, cache);
-    }
     rocksdb_options_set_block_based_table_factory(co, bbo);
     rocksdb_block_based_options_destroy(bbo);
-    if (cache)
-        rocksdb_cache_destroy(cache);
     rocksdb_options_set_compression(co, rocksdb_lz4_compression);
     rocksdb_options_set_bottommost_compression(co, rocksdb_zstd_compression);
     rocksdb_options_set_write_buffer_size(co, write_buffer);
@@ -385,6 +381,7 @@ static rocksdb_options_t *cf_options_create(const struct store_options *o, size_
 static void options_create(struct store *s)
 {
     rocksdb_options_t *o = rocksdb_options_create();
+    rocksdb_cache_t *cache = NULL;
 
     rocksdb_options_set_create_if_missing(o, 1);
     rocksdb_options_set_create_missing_column_families(o, 1);
@@ -395,8 +392,12 @@ static void options_create(struct store *s)
     rocksdb_options_set_max_total_wal_size(o, 256u << 20);
     rocksdb_options_set_bytes_per_sync(o, 1u << 20);
     s->db_opts = o;
+    if (s->opts.block_cache_bytes)
+        cache = rocksdb_cache_create_lru(s->opts.block_cache_bytes);
     for (int i = 0; i < CF_COUNT; i++)
-        s->cf_opts[i] = cf_options_create(&s->opts, i == CF_STEPS ? 32u << 20 : 4u << 20);
+        s->cf_opts[i] = cf_options_create(cache, i == CF_STEPS ? 32u << 20 : 4u << 20);
+    if (cache)
+        rocksdb_cache_destroy(cache); /* the table factories keep it */
     s->wo = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wo, s->opts.sync);
     s->ro = rocksdb_readoptions_create();
@@ -492,9 +493,12 @@ static int db_open(struct store *s, char *err, size_t errlen)
     s->db =
         rocksdb_open_column_families(s->db_opts, s->dir, CF_COUNT, cf_names, copts, s->cf, &rerr);
     if (rerr) {
+        bool locked = strstr(rerr, "lock") != NULL;
+
         s->db = NULL;
         memset(s->cf, 0, sizeof(s->cf));
-        return rocks_fail(rerr, err, errlen, s->dir);
+        rc = rocks_fail(rerr, err, errlen, s->dir);
+        return locked ? -EBUSY : rc;
     }
     rc = jobs_load(s, err, errlen);
     if (rc) {
@@ -901,6 +905,7 @@ static int commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *
         s->broken = true;
         return rocks_fail(rerr, err, errlen, "write");
     }
+    s->broken = false; /* RocksDB recovered by itself, or the error was transient */
     s->stats.write_ns_total += dt;
     if (dt > s->stats.write_ns_max)
         s->stats.write_ns_max = dt;

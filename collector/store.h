@@ -50,7 +50,8 @@ struct store_options {
 };
 
 /* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in
- * err (errlen bytes), e.g. when the directory is locked by another collector. */
+ * err (errlen bytes): -EBUSY when the directory is locked by another
+ * collector, -EIO for other RocksDB errors. */
 int store_open(const struct store_options *opts, struct store **out, char *err, size_t errlen);
 
 /* Close and free. NULL is fine. */

@@ -338,6 +338,7 @@ static void test_reopen_keeps_everything(void **state)
 
     assert_int_equal(store_ingest(f->s, &t->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
     store_close(f->s);
+    f->o.block_cache_bytes = 8 << 20;
     f->s = open_store(f);
     assert_int_equal(store_high_water(f->s, "agent-1", 7, &hwm), 0);
     assert_int_equal(hwm, 4);
@@ -360,6 +361,17 @@ static void test_reopen_keeps_everything(void **state)
     assert_string_equal(name, "backward");
     free(name);
     tbatch_free(t);
+}
+
+static void test_locked_dir(void **state)
+{
+    struct fix *f = *state;
+    struct store *s2 = (struct store *)1;
+    char err[256] = "";
+
+    assert_int_equal(store_open(&f->o, &s2, err, sizeof(err)), -EBUSY);
+    assert_null(s2);
+    assert_non_null(strstr(err, f->dir));
 }
 
 static void test_names(void **state)
@@ -800,6 +812,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ingest_and_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_and_gaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_locked_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_index, setup, teardown),
