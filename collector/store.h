@@ -9,11 +9,26 @@
  *   alerts  (reserved for the alert queue)
  *   names   job \0 | name id u64             -> name string
  *   dedup   agent \0 | epoch u64             -> highest stored seq u64
+ *   report_ids  id                            -> the report's key in reports
  * LZ4 on hot levels, ZSTD at the bottom. Retention by age per family.
+ * Values in time and dedup are big-endian u64s too. Job ids must not contain
+ * NUL (the ingest layer checks); strings a batch leaves NULL count as "".
  *
  * All RocksDB handles, errptr strings and options stay inside store.c. The
  * store is thread-safe: ingest is serialised by an internal lock (dedup check
  * and write are one critical section), reads run concurrently.
+ *
+ * JobInfo is kept in memory (loaded at open) so ingest does no reads but the
+ * dedup and time-index cache misses. After a failed write the next writer
+ * call closes and reopens the DB (at most once a second; the 7.8 C API has no
+ * rocksdb_resume and a DB that hit ENOSPC refuses writes until then), so
+ * ingest resumes by itself once space returns. RocksDB's info LOG is kept
+ * silent (HEADER level): Debian's build asserts when it appends to a LOG that
+ * already failed with ENOSPC.
+ *
+ * Scan callbacks run with the store's read lock held (except store_scan_time's,
+ * which run after it): they may call other read functions, but not
+ * store_ingest, store_put_report or store_apply_retention.
  */
 #ifndef ARGUS_COLLECTOR_STORE_H
 #define ARGUS_COLLECTOR_STORE_H
@@ -35,7 +50,8 @@ struct store_options {
 };
 
 /* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in
- * err (errlen bytes), e.g. when the directory is locked by another collector. */
+ * err (errlen bytes): -EBUSY when the directory is locked by another
+ * collector, -EIO for other RocksDB errors. */
 int store_open(const struct store_options *opts, struct store **out, char *err, size_t errlen);
 
 /* Close and free. NULL is fine. */
@@ -87,15 +103,25 @@ int store_get_report(struct store *s, const char *id, store_scan_fn fn, void *ct
 /* Look up a name. Returns a malloc'd string (caller frees) or NULL. */
 char *store_get_name(struct store *s, const char *job, uint64_t id);
 
-/* Jobs whose steps started in [from_ns, to_ns] (time index), each once, with
- * its step range, through fn(ctx, job, min_step, max_step). */
+/* Jobs whose steps started in [from_ns, to_ns] (time index, whole seconds;
+ * to_ns 0 = no bound), each once in job id order, with its step range, through
+ * fn(ctx, job, min_step, max_step); job is valid during the call. */
 int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,
                     int (*fn)(void *ctx, const char *job, uint64_t min_step, uint64_t max_step),
                     void *ctx);
 
 /* Delete what is older than the retention settings (now_ns is the current
- * UNIX time). Returns the number of keys or ranges removed, or -EIO. */
+ * UNIX time). Steps go by the time index: per job, one delete-range of the
+ * steps that started in seconds before the cutoff (capped by the lowest step of
+ * the following minute, so a step is never cut in half); the time index below
+ * the cutoff; a job with no step left loses its ranks, names and JobInfo.
+ * Reports go by their created time. JobInfo.rank_steps keeps counting what
+ * was ingested. Returns the number of keys or ranges removed, or -EIO. */
 int64_t store_apply_retention(struct store *s, uint64_t now_ns);
+
+/* Flush and compact every column family, blocking until done (maintenance,
+ * benchmarks). Returns 0, or -EIO when the store is closed after an error. */
+int store_compact(struct store *s);
 
 /* Numbers for /metrics. */
 struct store_stats {
