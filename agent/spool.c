@@ -33,6 +33,7 @@
 #define SEQ_RESERVE 4096
 #define SCAN_WINDOW (1u << 20)
 #define SEG_NAME_LEN 41 /* seg-<16 hex>-<16 hex>.log */
+#define COUNTED 16      /* damaged spots remembered so a restart does not count them again */
 
 struct entry { /* one valid record */
     uint64_t seq;
@@ -56,7 +57,7 @@ struct meta {
     uint64_t dropped_through; /* records <= it were dropped by the cap */
     uint64_t dropped_records, dropped_bytes;
     uint64_t corrupt_records, corrupt_bytes;
-    uint64_t corrupt_through; /* damage before a record <= it was counted */
+    uint64_t counted[COUNTED]; /* damage right before these seqs is counted */
 };
 #define META_SIZE (8 + sizeof(struct meta) + 4)
 
@@ -431,14 +432,30 @@ static uint64_t rec_resync(struct scan *sc, uint64_t off, uint64_t after, uint32
     return sc->size;
 }
 
-/* Count pending damage unless it lies among acked or already counted records. */
+/* Remember that the damage right before seq is counted; the lowest (oldest)
+ * spot makes room. Returns false when it was remembered already. */
+static bool damage_remember(struct spool *s, uint64_t seq)
+{
+    size_t low = 0;
+
+    for (size_t i = 0; i < COUNTED; i++) {
+        if (s->m.counted[i] == seq)
+            return false;
+        if (s->m.counted[i] < s->m.counted[low])
+            low = i;
+    }
+    s->m.counted[low] = seq;
+    return true;
+}
+
+/* Count the damage found right before seq at open, unless it lies among acked
+ * records or an earlier open counted it. */
 static void damage_attribute(struct spool *s, struct scan_state *st, uint64_t seq)
 {
-    if (st->count && (st->records || st->bytes) && seq > s->m.corrupt_through &&
-        seq > spool_gone(s)) {
+    if (st->count && (st->records || st->bytes) && seq > spool_gone(s) &&
+        damage_remember(s, seq)) {
         s->m.corrupt_records += st->records;
         s->m.corrupt_bytes += st->bytes;
-        s->m.corrupt_through = seq;
     }
     st->records = st->bytes = 0;
 }
@@ -487,7 +504,7 @@ static int seg_load(struct spool *s, size_t i, bool newest, struct scan *sc, str
     seg_name(name, g);
     sc->fd = openat(s->dirfd, name, O_RDWR | O_CLOEXEC);
     if (sc->fd < 0)
-        return neg_errno();
+        return 0; /* unreadable: no records, deleted if we may */
     if (fstat(sc->fd, &sb)) {
         err = neg_errno();
     } else {
@@ -526,7 +543,9 @@ static int seg_list(struct spool *s)
     rewinddir(d);
     while (!err && (de = readdir(d))) {
         uint64_t epoch, first;
-        if (seg_parse(de->d_name, &epoch, &first))
+        struct stat sb;
+        if (seg_parse(de->d_name, &epoch, &first) &&
+            !fstatat(s->dirfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) && S_ISREG(sb.st_mode))
             err = seg_push(s, epoch, first);
     }
     closedir(d);
@@ -718,6 +737,8 @@ static int seg_create(struct spool *s)
         return err;
     seg_name(name, &s->seg[s->nseg - 1]);
     s->fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (s->fd < 0 && errno == EEXIST && !unlinkat(s->dirfd, name, 0)) /* an unindexed leftover */
+        s->fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (s->fd < 0) {
         err = neg_errno();
         s->nseg--;
@@ -890,7 +911,7 @@ static void rec_damaged(struct spool *s, size_t gi, size_t ei)
                 next = s->seg[i].e[0].seq;
     s->m.corrupt_records++;
     s->m.corrupt_bytes += REC_HDR + g->e[ei].len;
-    s->m.corrupt_through = max64(s->m.corrupt_through, next);
+    damage_remember(s, next);
     memmove(g->e + ei, g->e + ei + 1, (g->n - ei - 1) * sizeof(*g->e));
     g->n--;
     meta_write(s);

@@ -1,7 +1,8 @@
 /* Benchmark of the spool: appends of 16 KiB records under each fsync policy
  * (appends/s, MB/s, CPU ns per MB), then reopen (scan and check everything),
  * replay and ack. The spool lives in $ARGUS_BENCH_DIR or /tmp; each run
- * stops after RECORDS records or SECONDS seconds, whichever comes first. */
+ * stops after RECORDS records (or $ARGUS_BENCH_RECORDS) or SECONDS seconds, whichever comes first.
+ */
 #define _GNU_SOURCE /* nftw */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include "common/clock.h"
 
 #define RECORD (16 * 1024)
-#define RECORDS 4096 /* 64 MiB */
+#define RECORDS 4096 /* 64 MiB; $ARGUS_BENCH_RECORDS overrides */
 #define SECONDS 3
 
 struct cpu {
@@ -62,12 +63,14 @@ static void report(const char *what, uint64_t n, uint64_t bytes, uint64_t wall, 
 }
 
 /* Append until RECORDS or SECONDS; returns the records appended. */
+static uint64_t records = RECORDS;
+
 static uint64_t bench_append(struct spool *s, const char *what, const uint8_t *buf)
 {
     uint64_t t0 = clock_mono_ns(), n = 0, t1 = t0, seq;
     struct cpu c0 = cpu_now();
 
-    while (n < RECORDS && t1 - t0 < SECONDS * NSEC_PER_SEC) {
+    while (n < records && t1 - t0 < SECONDS * NSEC_PER_SEC) {
         if (spool_append(s, buf, RECORD, &seq) != 0) {
             fprintf(stderr, "append failed\n");
             break;
@@ -122,6 +125,8 @@ int main(void)
     uint8_t *buf = malloc(RECORD);
     char dir[256];
 
+    if (getenv("ARGUS_BENCH_RECORDS"))
+        records = strtoull(getenv("ARGUS_BENCH_RECORDS"), NULL, 10);
     for (size_t i = 0; i < RECORD; i++)
         buf[i] = (uint8_t)(i * 131 + (i >> 9));
     for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {

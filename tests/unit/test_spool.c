@@ -438,6 +438,13 @@ static void test_torn_tail(void **state)
     assert_int_equal(stats_of(s).corrupt_records, 1);
     assert_int_equal(read_all(s, 0, 1000, NULL, 0), 5);
     spool_close(s);
+
+    flip_byte(names[0], 1 * rec + HDR + 1); /* new damage in an older record: counted */
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).corrupt_records, 2);
+    assert_int_equal(stats_of(s).corrupt_bytes, 300 + rec);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 4);
+    spool_close(s);
 }
 
 static void test_garbage_files(void **state)
@@ -462,6 +469,9 @@ static void test_garbage_files(void **state)
     snprintf(path, sizeof(path), "%s/seg-%016" PRIx64 "-%016" PRIx64 ".log", f->dir, epoch,
              (uint64_t)256);
     write_file(path, junk, 0);
+    snprintf(path, sizeof(path), "%s/seg-%016" PRIx64 "-%016" PRIx64 ".log", f->dir, epoch,
+             (uint64_t)512);
+    assert_int_equal(mkdir(path, 0700), 0); /* a directory named like a segment */
 
     s = open_ok(f->dir, NULL);
     assert_int_equal(read_all(s, 0, 700, NULL, 0), 5);
@@ -612,8 +622,9 @@ static void test_disk_full(void **state)
     char mnt[128], dir[160];
     struct spool *s;
     uint8_t buf[16384];
-    uint64_t seq, ok = 0;
-    int err = 0;
+    uint64_t seq, ok = 0, on_disk = 0;
+    char names[16][128];
+    int err = 0, nseg;
 
     if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
         mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
@@ -635,6 +646,11 @@ static void test_disk_full(void **state)
     assert_int_equal(err, -ENOSPC);
     assert_true(ok > 4);
     assert_int_equal(spool_next_seq(s), ok + 1);
+    nseg = seg_files(dir, names, 16);
+    for (int i = 0; i < nseg; i++)
+        on_disk += (uint64_t)file_size(names[i]);
+    assert_int_equal(on_disk, stats_of(s).bytes); /* the partial record was cut off */
+    assert_int_equal(on_disk, ok * (HDR + sizeof(buf)));
     assert_int_equal(spool_ack(s, ok), 0); /* frees the closed segments */
     append_n(s, 1, sizeof(buf));
     spool_close(s);
