@@ -452,8 +452,7 @@ static bool damage_remember(struct spool *s, uint64_t seq)
  * records or an earlier open counted it. */
 static void damage_attribute(struct spool *s, struct scan_state *st, uint64_t seq)
 {
-    if (st->count && (st->records || st->bytes) && seq > spool_gone(s) &&
-        damage_remember(s, seq)) {
+    if (st->count && (st->records || st->bytes) && seq > spool_gone(s) && damage_remember(s, seq)) {
         s->m.corrupt_records += st->records;
         s->m.corrupt_bytes += st->bytes;
     }
