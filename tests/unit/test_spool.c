@@ -1,0 +1,682 @@
+/* The spool on real files in a temporary directory: round trip, restart,
+ * identity, cap, corruption (flipped bytes, torn tails, garbage files, random
+ * damage), fsync policies, disk full (tmpfs, needs root). */
+#define _GNU_SOURCE /* unshare */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/spool.h"
+#include "common/clock.h"
+
+#define HDR 20 /* record header bytes on disk */
+
+struct fixture {
+    char dir[64];
+};
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    snprintf(f->dir, sizeof(f->dir), "/tmp/test_spool.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* The payload of seq: its length and bytes both depend on seq. */
+static size_t payload(uint64_t seq, size_t len, uint8_t *buf)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(seq * 131 + i * 7 + (i >> 8));
+    return len;
+}
+
+static void append_n(struct spool *s, uint64_t n, size_t len)
+{
+    uint8_t *buf = malloc(len);
+
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t want = spool_next_seq(s), seq = 0;
+        payload(want, len, buf);
+        assert_int_equal(spool_append(s, buf, len, &seq), 0);
+        assert_int_equal(seq, want);
+    }
+    free(buf);
+}
+
+/* Read every record after `after`, checking payloads; returns the count and
+ * stores the seqs in seqs (when not NULL). */
+static size_t read_all(struct spool *s, uint64_t after, size_t len, uint64_t *seqs, size_t max)
+{
+    uint8_t *want = malloc(len ? len : 1);
+    uint64_t seq, prev = after;
+    const void *data;
+    size_t n = 0, got;
+
+    while (spool_read(s, prev, &seq, &data, &got) == 1) {
+        assert_true(seq > prev);
+        if (len) {
+            assert_int_equal(got, len);
+            payload(seq, len, want);
+            assert_memory_equal(data, want, len);
+        }
+        if (seqs && n < max)
+            seqs[n] = seq;
+        n++;
+        prev = seq;
+    }
+    free(want);
+    return n;
+}
+
+static struct spool *open_ok(const char *dir, const struct spool_options *o)
+{
+    struct spool *s = NULL;
+
+    assert_int_equal(spool_open(dir, o, &s), 0);
+    assert_non_null(s);
+    return s;
+}
+
+static struct spool_stats stats_of(struct spool *s)
+{
+    struct spool_stats st;
+
+    spool_stats(s, &st);
+    return st;
+}
+
+/* Sorted segment file names of dir; returns the count. */
+static int seg_files(const char *dir, char names[][128], int max)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    assert_non_null(d);
+    while ((de = readdir(d)))
+        if (!strncmp(de->d_name, "seg-", 4) && n < max)
+            snprintf(names[n++], 128, "%s/%s", dir, de->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, 128, (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+    int fd = open(path, O_RDWR);
+    uint8_t b;
+
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, &b, 1, off), 1);
+    b ^= 0x5a;
+    assert_int_equal(pwrite(fd, &b, 1, off), 1);
+    close(fd);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat sb;
+
+    assert_int_equal(stat(path, &sb), 0);
+    return sb.st_size;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+/* Copy the regular files of src into dst (a crash snapshot of a live spool). */
+static void dir_copy(const char *src, const char *dst)
+{
+    DIR *d = opendir(src);
+    struct dirent *de;
+    static uint8_t buf[1 << 20];
+
+    assert_non_null(d);
+    assert_int_equal(mkdir(dst, 0700), 0);
+    while ((de = readdir(d))) {
+        char a[256], b[256];
+        ssize_t n;
+        int in, out;
+        if (de->d_type != DT_REG)
+            continue;
+        snprintf(a, sizeof(a), "%s/%s", src, de->d_name);
+        snprintf(b, sizeof(b), "%s/%s", dst, de->d_name);
+        in = open(a, O_RDONLY);
+        out = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(in >= 0 && out >= 0);
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+            assert_int_equal(write(out, buf, (size_t)n), n);
+        close(in);
+        close(out);
+    }
+    closedir(d);
+}
+
+static void test_round_trip(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.max_record_bytes = 4096};
+    struct spool *s = open_ok(f->dir, &o);
+    uint8_t buf[8192];
+    const void *data;
+    uint64_t seq;
+    size_t len;
+
+    assert_true(spool_epoch(s) != 0);
+    assert_int_equal(spool_next_seq(s), 1);
+    assert_int_equal(spool_read(s, 0, &seq, &data, &len), 0);
+    append_n(s, 3, 300);
+    assert_int_equal(read_all(s, 0, 300, NULL, 0), 3);
+    assert_int_equal(spool_read(s, 1, &seq, &data, &len), 1);
+    assert_int_equal(seq, 2);
+    assert_int_equal(spool_read(s, 3, &seq, &data, &len), 0);
+    assert_int_equal(spool_ack(s, 2), 0);
+    assert_int_equal(spool_read(s, 0, &seq, &data, &len), 1);
+    assert_int_equal(seq, 3);
+    assert_int_equal(spool_ack(s, 1), 0); /* lower watermark: ignored */
+    assert_int_equal(stats_of(s).acked_seq, 2);
+    assert_int_equal(spool_ack(s, 4), -ERANGE);
+    assert_int_equal(spool_append(s, buf, 4097, &seq), -EMSGSIZE);
+    assert_int_equal(spool_next_seq(s), 4); /* a failed append keeps the seq */
+    assert_int_equal(stats_of(s).appended, 3);
+    assert_int_equal(stats_of(s).acked, 2);
+    assert_int_equal(stats_of(s).records, 1);
+    assert_int_equal(spool_append(s, "", 0, &seq), 0); /* empty batch is fine */
+    assert_int_equal(seq, 4);
+    assert_int_equal(spool_read(s, 3, &seq, &data, &len), 1);
+    assert_int_equal(len, 0);
+    spool_close(s);
+}
+
+static void test_restart_replays_unacked(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.segment_bytes = 4096};
+    struct spool *s = open_ok(f->dir, &o);
+    uint64_t epoch = spool_epoch(s), seqs[32], before;
+    char names[64][128];
+
+    append_n(s, 20, 1000);
+    before = stats_of(s).segments;
+    assert_true(before >= 4);
+    assert_int_equal(spool_ack(s, 9), 0);
+    assert_true(stats_of(s).segments < before); /* fully acked segments deleted */
+    assert_int_equal(seg_files(f->dir, names, 64), (int)stats_of(s).segments);
+    spool_close(s);
+
+    s = open_ok(f->dir, &o);
+    assert_int_equal(spool_epoch(s), epoch);
+    assert_int_equal(stats_of(s).acked_seq, 9);
+    assert_int_equal(stats_of(s).records, 11);
+    assert_int_equal(read_all(s, 0, 1000, seqs, 32), 11);
+    for (int i = 0; i < 11; i++)
+        assert_int_equal(seqs[i], 10 + i);
+    assert_int_equal(read_all(s, 15, 1000, seqs, 32), 5);
+    assert_int_equal(seqs[0], 16);
+    assert_int_equal(spool_next_seq(s), 21); /* clean restart: no gap */
+    append_n(s, 1, 1000);
+    assert_int_equal(stats_of(s).corrupt_records, 0);
+    spool_close(s);
+}
+
+/* A kill -9 (or power loss) snapshot: unsynced records may vanish, but a seq
+ * handed out before the crash is never handed out again. */
+static void test_crash_never_reuses_seq(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.fsync = SPOOL_FSYNC_SEGMENT};
+    char live[128], snap[128], names[8][128];
+    struct spool *s, *c;
+    uint64_t epoch, seq;
+
+    snprintf(live, sizeof(live), "%s/live", f->dir);
+    snprintf(snap, sizeof(snap), "%s/snap", f->dir);
+    s = open_ok(live, &o);
+    epoch = spool_epoch(s);
+    append_n(s, 5, 500);
+    dir_copy(live, snap);
+    spool_close(s);
+    assert_int_equal(seg_files(snap, names, 8), 1);
+    assert_int_equal(truncate(names[0], 3 * (HDR + 500) + 100), 0); /* lose 4 (torn), 5 */
+
+    c = open_ok(snap, &o);
+    assert_int_equal(spool_epoch(c), epoch);
+    assert_int_equal(read_all(c, 0, 500, NULL, 0), 3);
+    assert_int_equal(stats_of(c).corrupt_records, 1);
+    assert_int_equal(stats_of(c).corrupt_bytes, 100);
+    assert_true(spool_next_seq(c) > 5);
+    append_n(c, 1, 500);
+    assert_int_equal(spool_read(c, 3, &seq, &(const void *){NULL}, &(size_t){0}), 1);
+    assert_true(seq > 5);
+    spool_close(c);
+}
+
+static void test_all_acked_restart(void **state)
+{
+    struct fixture *f = *state;
+    struct spool *s = open_ok(f->dir, NULL);
+    uint64_t epoch = spool_epoch(s);
+    char names[8][128], path[128];
+
+    append_n(s, 5, 100);
+    assert_int_equal(spool_ack(s, 5), 0);
+    spool_close(s);
+    assert_int_equal(seg_files(f->dir, names, 8), 0);
+
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).records, 0);
+    /* the property: a seq is never reused within an epoch */
+    assert_true(spool_epoch(s) != epoch || spool_next_seq(s) > 5);
+    /* this design: the identity survives in meta, seq continues */
+    assert_int_equal(spool_epoch(s), epoch);
+    assert_int_equal(spool_next_seq(s), 6);
+    append_n(s, 1, 100);
+    assert_int_equal(spool_ack(s, 6), 0);
+    spool_close(s);
+
+    snprintf(path, sizeof(path), "%s/meta", f->dir);
+    assert_int_equal(unlink(path), 0); /* identity lost, no records: new epoch */
+    s = open_ok(f->dir, NULL);
+    assert_true(spool_epoch(s) != epoch);
+    assert_int_equal(spool_next_seq(s), 1);
+    spool_close(s);
+}
+
+/* Every appended record is, at any time, exactly one of: dropped, acked or held. */
+static void check_accounting(struct spool *s, uint64_t appended, uint64_t cap)
+{
+    struct spool_stats st = stats_of(s);
+
+    assert_true(st.bytes <= cap);
+    assert_int_equal(st.dropped_records + st.acked + st.records, appended);
+}
+
+static void test_cap_drops_oldest(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.cap_bytes = 64 << 10, .segment_bytes = 16 << 10};
+    struct spool *s = open_ok(f->dir, &o);
+    struct spool_stats st;
+    uint64_t seqs[128], dropped;
+    size_t n;
+
+    for (int i = 0; i < 100; i++) {
+        append_n(s, 1, 2000);
+        check_accounting(s, (uint64_t)i + 1, o.cap_bytes);
+    }
+    st = stats_of(s);
+    assert_true(st.dropped_records > 50);
+    assert_int_equal(st.dropped_bytes, st.dropped_records * 2000);
+    n = read_all(s, 0, 2000, seqs, 128);
+    assert_int_equal(n, st.records);
+    assert_int_equal(seqs[0], st.dropped_records + 1); /* oldest went first */
+    assert_int_equal(seqs[n - 1], 100);
+
+    /* acked records in a dropped segment are not counted as dropped */
+    assert_int_equal(spool_ack(s, seqs[2]), 0);
+    for (int i = 0; i < 60; i++) {
+        append_n(s, 1, 2000);
+        check_accounting(s, 101 + (uint64_t)i, o.cap_bytes);
+    }
+    dropped = stats_of(s).dropped_records;
+    spool_close(s);
+
+    s = open_ok(f->dir, &o); /* the counters survive a restart */
+    assert_int_equal(stats_of(s).dropped_records, dropped);
+    assert_int_equal(stats_of(s).dropped_bytes, dropped * 2000);
+    n = read_all(s, 0, 2000, seqs, 128);
+    assert_int_equal(n, stats_of(s).records);
+    assert_int_equal(seqs[n - 1], 160);
+    assert_int_equal(spool_append(s, NULL, 64 << 10, NULL), -EMSGSIZE); /* over the cap */
+    spool_close(s);
+}
+
+static void test_corrupt_middle(void **state)
+{
+    struct fixture *f = *state;
+    struct spool *s = open_ok(f->dir, NULL);
+    uint64_t seqs[32];
+    char names[4][128];
+    const void *data;
+    uint64_t seq;
+    size_t len;
+    const off_t rec = HDR + 1000;
+
+    append_n(s, 20, 1000);
+    spool_close(s);
+    assert_int_equal(seg_files(f->dir, names, 4), 1);
+    flip_byte(names[0], 6 * rec + HDR + 500); /* payload of 7 */
+    flip_byte(names[0], 11 * rec);            /* magic of 12 */
+    flip_byte(names[0], 0 * rec + 5);         /* length of 1: resync from the start */
+
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).corrupt_records, 3);
+    assert_int_equal(stats_of(s).corrupt_bytes, 3 * rec);
+    assert_int_equal(read_all(s, 0, 1000, seqs, 32), 17);
+    assert_int_equal(seqs[0], 2);
+    assert_int_equal(seqs[5], 8);
+    assert_int_equal(seqs[9], 13);
+    spool_close(s);
+
+    s = open_ok(f->dir, NULL); /* the same damage is not counted twice */
+    assert_int_equal(stats_of(s).corrupt_records, 3);
+    flip_byte(names[0], 14 * rec + HDR + 10); /* 15, after open: found at replay */
+    assert_int_equal(spool_read(s, 14, &seq, &data, &len), 1);
+    assert_int_equal(seq, 16);
+    assert_int_equal(stats_of(s).corrupt_records, 4);
+    assert_int_equal(stats_of(s).records, 16);
+    spool_close(s);
+
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).corrupt_records, 4);
+    assert_int_equal(stats_of(s).corrupt_bytes, 4 * rec);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 16);
+    spool_close(s);
+}
+
+static void test_torn_tail(void **state)
+{
+    struct fixture *f = *state;
+    struct spool *s = open_ok(f->dir, NULL);
+    char names[4][128];
+    const off_t rec = HDR + 1000;
+
+    append_n(s, 5, 1000);
+    spool_close(s);
+    assert_int_equal(seg_files(f->dir, names, 4), 1);
+    assert_int_equal(truncate(names[0], 4 * rec + 300), 0);
+
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).corrupt_records, 1);
+    assert_int_equal(stats_of(s).corrupt_bytes, 300);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 4);
+    assert_int_equal(file_size(names[0]), 4 * rec); /* torn tail cut away */
+    assert_int_equal(spool_next_seq(s), 6);         /* 5 was handed out: not reused */
+    append_n(s, 1, 1000);
+    spool_close(s);
+
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).corrupt_records, 1);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 5);
+    spool_close(s);
+
+    flip_byte(names[0], 1 * rec + HDR + 1); /* new damage in an older record: counted */
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(stats_of(s).corrupt_records, 2);
+    assert_int_equal(stats_of(s).corrupt_bytes, 300 + rec);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 4);
+    spool_close(s);
+}
+
+static void test_garbage_files(void **state)
+{
+    struct fixture *f = *state;
+    struct spool *s = open_ok(f->dir, NULL);
+    uint64_t epoch = spool_epoch(s);
+    uint8_t junk[5000];
+    char path[256];
+
+    append_n(s, 5, 700);
+    spool_close(s);
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (uint8_t)(rand() >> 7);
+    snprintf(path, sizeof(path), "%s/notes.txt", f->dir);
+    write_file(path, junk, sizeof(junk));
+    snprintf(path, sizeof(path), "%s/seg-zz.log", f->dir);
+    write_file(path, junk, 100);
+    snprintf(path, sizeof(path), "%s/seg-%016" PRIx64 "-%016" PRIx64 ".log", f->dir, epoch,
+             (uint64_t)3);
+    write_file(path, junk, 4000); /* named like a segment, all garbage */
+    snprintf(path, sizeof(path), "%s/seg-%016" PRIx64 "-%016" PRIx64 ".log", f->dir, epoch,
+             (uint64_t)256);
+    write_file(path, junk, 0);
+    snprintf(path, sizeof(path), "%s/seg-%016" PRIx64 "-%016" PRIx64 ".log", f->dir, epoch,
+             (uint64_t)512);
+    assert_int_equal(mkdir(path, 0700), 0); /* a directory named like a segment */
+
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(read_all(s, 0, 700, NULL, 0), 5);
+    assert_int_equal(stats_of(s).corrupt_bytes, 4000);
+    assert_int_equal(stats_of(s).segments, 1);
+    assert_int_equal(spool_epoch(s), epoch);
+    spool_close(s);
+    snprintf(path, sizeof(path), "%s/notes.txt", f->dir);
+    assert_int_equal(file_size(path), sizeof(junk)); /* not ours: untouched */
+
+    snprintf(path, sizeof(path), "%s/meta", f->dir);
+    write_file(path, junk, 84); /* garbage meta: the records keep their epoch */
+    snprintf(path, sizeof(path), "%s/ack", f->dir);
+    write_file(path, junk, 1000);
+    s = open_ok(f->dir, NULL);
+    assert_int_equal(spool_epoch(s), epoch);
+    assert_int_equal(read_all(s, 0, 700, NULL, 0), 5);
+    assert_int_equal(spool_next_seq(s), 6);
+    spool_close(s);
+}
+
+static void test_fsync_policies(void **state)
+{
+    struct fixture *f = *state;
+    const struct spool_options opts[] = {
+        {.fsync = SPOOL_FSYNC_INTERVAL, .segment_bytes = 8192},
+        {.fsync = SPOOL_FSYNC_INTERVAL, .fsync_interval_ns = 1, .segment_bytes = 8192},
+        {.fsync = SPOOL_FSYNC_SEGMENT, .segment_bytes = 8192},
+        {.fsync = SPOOL_FSYNC_ALWAYS, .segment_bytes = 8192},
+    };
+    struct spool_options bad = {.fsync = (enum spool_fsync)7};
+    struct spool *s = NULL;
+
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        char dir[128];
+        uint64_t f0, f1;
+
+        snprintf(dir, sizeof(dir), "%s/p%zu", f->dir, i);
+        s = open_ok(dir, &opts[i]);
+        f0 = stats_of(s).fsyncs;
+        append_n(s, 30, 1000);
+        f1 = stats_of(s).fsyncs;
+        if (opts[i].fsync == SPOOL_FSYNC_ALWAYS || opts[i].fsync_interval_ns == 1)
+            assert_true(f1 - f0 >= 30);
+        else
+            assert_true(f1 - f0 > 0 && f1 - f0 < 30); /* per segment (and dir) only */
+        if (i == 0) {                                 /* interval: tick does the fsync */
+            assert_int_equal(spool_tick(s, clock_mono_ns()), 0);
+            assert_int_equal(stats_of(s).fsyncs, f1); /* interval not over */
+            assert_int_equal(spool_tick(s, clock_mono_ns() + 2 * NSEC_PER_SEC), 0);
+            assert_int_equal(stats_of(s).fsyncs, f1 + 1);
+            assert_int_equal(spool_tick(s, clock_mono_ns() + 4 * NSEC_PER_SEC), 0);
+            assert_int_equal(stats_of(s).fsyncs, f1 + 1); /* nothing new to sync */
+        }
+        assert_int_equal(stats_of(s).fsync_errors, 0);
+        spool_close(s);
+        s = open_ok(dir, &opts[i]);
+        assert_int_equal(read_all(s, 0, 1000, NULL, 0), 30);
+        spool_close(s);
+    }
+    assert_int_equal(spool_open(f->dir, &bad, &s), -EINVAL);
+    assert_null(s);
+}
+
+static void test_one_owner(void **state)
+{
+    struct fixture *f = *state;
+    struct spool *a = open_ok(f->dir, NULL), *b = NULL;
+    char sub[128];
+    struct stat sb;
+
+    assert_int_equal(spool_open(f->dir, NULL, &b), -EBUSY);
+    assert_null(b);
+    spool_close(a);
+    a = open_ok(f->dir, NULL);
+    spool_close(a);
+    snprintf(sub, sizeof(sub), "%s/a/b/spool", f->dir); /* parents created, 0700 */
+    a = open_ok(sub, NULL);
+    assert_int_equal(stat(sub, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    spool_close(a);
+    spool_close(NULL);
+}
+
+/* Random damage to a pristine spool: open never fails, every record returned
+ * is intact and in order, a single flipped byte costs exactly one record, and
+ * a second open counts nothing new. */
+static void test_random_damage(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.segment_bytes = 16 << 10};
+    char pristine[128], names[32][128];
+    struct spool *s;
+    int nseg;
+
+    srand(1234);
+    snprintf(pristine, sizeof(pristine), "%s/pristine", f->dir);
+    s = open_ok(pristine, &o);
+    append_n(s, 60, 1500);
+    spool_close(s);
+    nseg = seg_files(pristine, names, 32);
+    assert_true(nseg >= 4);
+    for (int it = 0; it < 60; it++) {
+        char dir[128];
+        int kind = it % 3, k;
+        struct spool_stats st;
+        size_t got;
+
+        snprintf(dir, sizeof(dir), "%s/d%d", f->dir, it);
+        dir_copy(pristine, dir);
+        nseg = seg_files(dir, names, 32);
+        k = rand() % nseg;
+        if (kind == 0) {
+            flip_byte(names[k], rand() % file_size(names[k]));
+        } else if (kind == 1) {
+            assert_int_equal(truncate(names[k], rand() % file_size(names[k])), 0);
+        } else {
+            uint8_t junk[700];
+            int fd = open(names[k], O_RDWR);
+            for (size_t i = 0; i < sizeof(junk); i++)
+                junk[i] = (uint8_t)rand();
+            assert_true(pwrite(fd, junk, sizeof(junk), rand() % file_size(names[k])) > 0);
+            close(fd);
+        }
+        s = open_ok(dir, &o);
+        got = read_all(s, 0, 1500, NULL, 0);
+        st = stats_of(s);
+        if (kind == 0) /* one flipped byte: exactly one record lost and counted */
+            assert_int_equal(got + st.corrupt_records, 60);
+        else if (kind == 1) /* a cut on a record boundary leaves no damaged bytes */
+            assert_true(got < 60);
+        else
+            assert_true(st.corrupt_bytes > 0);
+        spool_close(s);
+        s = open_ok(dir, &o);
+        assert_int_equal(stats_of(s).corrupt_records, st.corrupt_records);
+        assert_int_equal(stats_of(s).corrupt_bytes, st.corrupt_bytes);
+        assert_int_equal(read_all(s, 0, 1500, NULL, 0), got);
+        spool_close(s);
+    }
+}
+
+/* Disk full: a tmpfs of 256 KiB in a private mount namespace. */
+static void test_disk_full(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.cap_bytes = 1 << 20, .segment_bytes = 64 << 10};
+    char mnt[128], dir[160];
+    struct spool *s;
+    uint8_t buf[16384];
+    uint64_t seq, ok = 0, on_disk = 0;
+    char names[16][128];
+    int err = 0, nseg;
+
+    if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        printf("skip: disk-full test needs root and mount namespaces\n");
+        skip();
+    }
+    snprintf(mnt, sizeof(mnt), "%s/mnt", f->dir);
+    assert_int_equal(mkdir(mnt, 0700), 0);
+    assert_int_equal(mount("tmpfs", mnt, "tmpfs", 0, "size=256k"), 0);
+    snprintf(dir, sizeof(dir), "%s/spool", mnt);
+    s = open_ok(dir, &o);
+    while (ok < 64) {
+        payload(spool_next_seq(s), sizeof(buf), buf);
+        err = spool_append(s, buf, sizeof(buf), &seq);
+        if (err)
+            break;
+        ok++;
+    }
+    assert_int_equal(err, -ENOSPC);
+    assert_true(ok > 4);
+    assert_int_equal(spool_next_seq(s), ok + 1);
+    nseg = seg_files(dir, names, 16);
+    for (int i = 0; i < nseg; i++)
+        on_disk += (uint64_t)file_size(names[i]);
+    assert_int_equal(on_disk, stats_of(s).bytes); /* the partial record was cut off */
+    assert_int_equal(on_disk, ok * (HDR + sizeof(buf)));
+    assert_int_equal(spool_ack(s, ok), 0); /* frees the closed segments */
+    append_n(s, 1, sizeof(buf));
+    spool_close(s);
+    s = open_ok(dir, &o);
+    assert_int_equal(stats_of(s).corrupt_records, 0); /* no torn record left behind */
+    assert_int_equal(read_all(s, 0, sizeof(buf), &seq, 1), 1);
+    assert_int_equal(seq, ok + 1);
+    spool_close(s);
+    assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_replays_unacked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_never_reuses_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_all_acked_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_middle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_policies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_random_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
