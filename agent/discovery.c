@@ -30,54 +30,24 @@ struct discovery_config {
 
 /* --- the pure parser ------------------------------------------------------ */
 
+/* clang-format off */
 enum env_key {
-    K_RANK,
-    K_LOCAL_RANK,
-    K_WORLD_SIZE,
-    K_LOCAL_WORLD_SIZE,
-    K_GROUP_RANK,
-    K_SLURM_LOCALID,
-    K_CVD,
-    K_MASTER_ADDR,
-    K_MASTER_PORT,
-    K_A_TP,
-    K_A_DP,
-    K_A_PP,
-    K_A_EP, /* ARGUS_<dim>: coordinates, in enum dim order */
-    K_A_TP_SIZE,
-    K_A_DP_SIZE,
-    K_A_PP_SIZE,
-    K_A_EP_SIZE,
-    K_TP_SIZE,
-    K_DP_SIZE,
-    K_PP_SIZE,
-    K_EP_SIZE,
-    K_FIXED /* job variables follow */
+    K_RANK, K_LOCAL_RANK, K_WORLD_SIZE, K_LOCAL_WORLD_SIZE, K_GROUP_RANK, K_SLURM_LOCALID,
+    K_CVD, K_MASTER_ADDR, K_MASTER_PORT,
+    K_A_TP, K_A_DP, K_A_PP, K_A_EP, /* ARGUS_<dim>: coordinates, in enum dim order */
+    K_A_TP_SIZE, K_A_DP_SIZE, K_A_PP_SIZE, K_A_EP_SIZE,
+    K_TP_SIZE, K_DP_SIZE, K_PP_SIZE, K_EP_SIZE,
+    K_FIXED /* the job variables follow */
 };
 
 static const char *const env_names[K_FIXED] = {
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "SLURM_LOCALID",
-    "CUDA_VISIBLE_DEVICES",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "ARGUS_TP",
-    "ARGUS_DP",
-    "ARGUS_PP",
-    "ARGUS_EP",
-    "ARGUS_TP_SIZE",
-    "ARGUS_DP_SIZE",
-    "ARGUS_PP_SIZE",
-    "ARGUS_EP_SIZE",
-    "TP_SIZE",
-    "DP_SIZE",
-    "PP_SIZE",
-    "EP_SIZE",
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "SLURM_LOCALID",
+    "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT",
+    "ARGUS_TP", "ARGUS_DP", "ARGUS_PP", "ARGUS_EP",
+    "ARGUS_TP_SIZE", "ARGUS_DP_SIZE", "ARGUS_PP_SIZE", "ARGUS_EP_SIZE",
+    "TP_SIZE", "DP_SIZE", "PP_SIZE", "EP_SIZE",
 };
+/* clang-format on */
 
 enum dim { DIM_TP, DIM_DP, DIM_PP, DIM_EP, DIM_COUNT };
 
