@@ -905,26 +905,56 @@ int discovery_host_path(const struct rank_info *ri, const char *path, char *buf,
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
 }
 
+/* An openable host path for the file of one maps line (start, inode, path
+ * as /proc shows it to the agent). In another mount namespace that path is
+ * the container's, so root + path; in a chroot inside the agent's namespace
+ * it is already a host path. The inode decides; then map_files (exact, needs
+ * CAP_SYS_ADMIN); then root + path unverified (overlayfs may show another
+ * inode number). */
+static int mapping_resolve(const struct rank_info *ri, const char *proc_dir, unsigned long start,
+                           unsigned long end, unsigned long inode, const char *file, char *buf,
+                           size_t len)
+{
+    char mf[DISCOVERY_PATH_MAX + 64];
+    struct stat sb;
+    int n;
+
+    n = discovery_host_path(ri, file, buf, len);
+    if (n >= 0 && stat(buf, &sb) == 0 && sb.st_ino == inode)
+        return n;
+    n = snprintf(buf, len, "%s", file);
+    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0 && sb.st_ino == inode)
+        return n;
+    snprintf(mf, sizeof(mf), "%s/map_files/%lx-%lx", proc_dir, start, end);
+    n = snprintf(buf, len, "%s", mf);
+    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0)
+        return n;
+    n = discovery_host_path(ri, file, buf, len);
+    return n >= 0 && stat(buf, &sb) == 0 ? n : -ENOENT;
+}
+
 int discovery_find_mapping(const struct rank_info *ri, const char *prefix, char *buf, size_t len)
 {
-    char path[DISCOVERY_PATH_MAX + 8], *line = NULL;
+    char proc_dir[DISCOVERY_PATH_MAX], path[DISCOVERY_PATH_MAX + 8], *line = NULL;
     size_t cap = 0, rlen = strlen(ri->root);
-    int ret = -ENOENT;
+    unsigned long start, end, inode;
+    int ret = -ENOENT, at;
 
     if (rlen < 5 || strcmp(ri->root + rlen - 5, "/root") != 0)
         return -EINVAL;
-    snprintf(path, sizeof(path), "%.*s/maps", (int)(rlen - 5), ri->root);
+    snprintf(proc_dir, sizeof(proc_dir), "%.*s", (int)(rlen - 5), ri->root);
+    snprintf(path, sizeof(path), "%s/maps", proc_dir);
     FILE *f = fopen(path, "re");
     if (!f)
         return errno == ESRCH ? -ENOENT : -errno;
     while (ret == -ENOENT && getline(&line, &cap, f) > 0) {
         line[strcspn(line, "\n")] = '\0';
-        char *file = strchr(line, '/'), *base;
-        if (!file || strstr(file, " (deleted)"))
+        if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %lu %n", &start, &end, &inode, &at) < 3 ||
+            inode == 0 || line[at] != '/' || strstr(line + at, " (deleted)"))
             continue;
-        base = strrchr(file, '/') + 1;
+        const char *base = strrchr(line + at, '/') + 1;
         if (strncmp(base, prefix, strlen(prefix)) == 0)
-            ret = discovery_host_path(ri, file, buf, len);
+            ret = mapping_resolve(ri, proc_dir, start, end, inode, line + at, buf, len);
     }
     free(line);
     fclose(f);

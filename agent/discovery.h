@@ -57,9 +57,11 @@
  * "NoDevFiles" or an index past the list: gpu = -1 (no GPU). Inside a
  * container the index is the container's numbering.
  *
- * Containers: rank_info.root is PROC_ROOT/PID/root. Paths the process sees
- * (its exe, the files in its maps) are opened as root + path; see
- * discovery_host_path and discovery_find_mapping. in_container says the
+ * Containers: rank_info.root is PROC_ROOT/PID/root. The paths /proc shows
+ * the agent (exe, maps) are the container's own when the process is in
+ * another mount namespace: they open as root + path (discovery_host_path).
+ * For a chroot in the agent's namespace they are host paths already.
+ * discovery_find_mapping tells the two apart by inode. in_container says the
  * process root differs from the agent's.
  *
  * Threads: none. A struct discovery is used from one thread (the agent's
@@ -118,7 +120,7 @@ struct rank_info {
     char gpu_uuid[DISCOVERY_UUID_MAX];           /* from CUDA_VISIBLE_DEVICES, else "" */
     char node[DISCOVERY_NODE_MAX];
     char root[DISCOVERY_PATH_MAX]; /* PROC_ROOT/PID/root */
-    char exe[DISCOVERY_PATH_MAX];  /* /proc/PID/exe as the process sees it, "" unreadable */
+    char exe[DISCOVERY_PATH_MAX];  /* readlink /proc/PID/exe (see Containers), "" unreadable */
     char comm[DISCOVERY_COMM_MAX];
     bool in_container;  /* process root is not the agent's root */
     uint32_t flags;     /* enum discovery_flags */
@@ -208,10 +210,12 @@ int discovery_parse_environ(const char *buf, size_t len, const struct discovery_
 int discovery_host_path(const struct rank_info *ri, const char *path, char *buf, size_t len);
 
 /* Find the first file mapping of ri's process whose base name starts with
- * prefix (e.g. "libnccl.so", "libcudart.so") in PROC_ROOT/PID/maps (found next to
- * ri->root), skipping deleted files, and write
- * its host path (discovery_host_path) into buf. Returns the length, -ENOENT
- * when not mapped, or -errno from reading maps. */
+ * prefix (e.g. "libnccl.so", "libcudart.so") in PROC_ROOT/PID/maps (next to
+ * ri->root), skipping deleted files, and write a host path that opens that
+ * very file (same inode) into buf: root + path, else the path itself, else
+ * PROC_ROOT/PID/map_files/START-END, else root + path when it exists.
+ * Returns the length, -ENOENT when not mapped or not reachable, or -errno
+ * from reading maps. */
 int discovery_find_mapping(const struct rank_info *ri, const char *prefix, char *buf, size_t len);
 
 /* Fill r (initialised here) from ri for Batch.resources. The string fields

@@ -3,7 +3,8 @@
  *   discovery_dump [--proc DIR] [--node NAME]           one scan per stdin line
  *   discovery_dump [--proc DIR] --bench N               time N cold and N warm scans
  *
- * Interactive mode prints, per scan, one "new ..." line per new rank, one
+ * Interactive mode prints, per scan, one "new ..." line per new rank (with the
+ * host path of its libc mapping, as probes would open it), one
  * "exit pid=P" line per rank gone, then "scan N ranks=R processes=P us=T". */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,11 +18,15 @@
 
 static void print_new(void *ctx, const struct rank_info *ri)
 {
+    char libc[DISCOVERY_PATH_MAX + 64];
+
+    if (discovery_find_mapping(ri, "libc.so", libc, sizeof(libc)) < 0)
+        strcpy(libc, "-");
     printf("new pid=%u job=%s source=%s rank=%u local_rank=%u world=%u tp=%u/%u dp=%u/%u "
-           "pp=%u/%u ep=%u/%u gpu=%d comm=%s container=%d root=%s exe=%s\n",
+           "pp=%u/%u ep=%u/%u gpu=%d comm=%s container=%d root=%s exe=%s libc=%s\n",
            ri->pid, ri->job, ri->job_source, ri->rank, ri->local_rank, ri->world_size, ri->tp,
            ri->tp_size, ri->dp, ri->dp_size, ri->pp, ri->pp_size, ri->ep, ri->ep_size, ri->gpu,
-           ri->comm, ri->in_container, ri->root, ri->exe);
+           ri->comm, ri->in_container, ri->root, ri->exe, libc);
 }
 
 static void print_exit(void *ctx, const struct rank_info *ri)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Rank discovery against the real /proc: processes with and without a rank
 # environment, a forked worker of a rank, a shell wrapper (denied) around a
-# rank, an exec seen without an exec event, and killed ranks noticed by the
-# next scan. Ends with scan timings (discovery_dump --bench).
+# rank, a rank in a chroot (its own root: container paths), an exec seen
+# without an exec event, and a killed rank noticed by the next scan. Ends with scan timings (discovery_dump --bench).
 #
 #   ARGUS_DISCOVERY_LOAD=N  also start N idle processes first (timing on a busy node)
 set -u
@@ -10,11 +10,12 @@ cd "$(dirname "$0")/../.."
 bin=${ARGUS_BUILD:-$PWD/build}/tests/discovery/discovery_dump
 [[ -x $bin ]] || { echo "skip: $bin is not built (run make)"; exit 77; }
 
-pids=() out="" fifo=""
+pids=() out="" fifo="" croot=""
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
     [[ -n ${DUMP_PID:-} ]] && kill "$DUMP_PID" 2>/dev/null
     [[ -n $fifo ]] && rm -f "$fifo"
+    [[ -n $croot ]] && rm -rf "$croot"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; printf -- '--- last scan output:\n%s' "$out"; exit 1; }
@@ -50,6 +51,19 @@ if [[ -x /usr/bin/python3 ]]; then
         'import os, time; os.fork(); time.sleep(30)'
     py=$!
 fi
+# a "container": sleep and its libraries in a directory of its own, chrooted
+jailed=""
+if [[ $(id -u) == 0 ]] && command -v chroot >/dev/null && command -v ldd >/dev/null; then
+    croot=$(mktemp -d /tmp/argus-discovery-root-XXXXXX)
+    for f in /bin/sleep $(ldd /bin/sleep | grep -o '/[^ ]*'); do
+        mkdir -p "$croot$(dirname "$f")" && cp "$f" "$croot$f"
+    done
+    start RANK=2 LOCAL_RANK=2 WORLD_SIZE=8 ARGUS_JOB=j1 "$(command -v chroot)" "$croot" /bin/sleep 30
+    jailed=$!
+    wait_comm "$jailed" sleep
+else
+    echo "container check skipped: needs root, chroot and ldd"
+fi
 for p in $r3 $r6 $plain $bad; do wait_comm "$p" sleep; done
 wrapped=$(wait_child "$wrapper") || fail "no sleep under the bash wrapper"
 pids+=("$wrapped")
@@ -80,6 +94,14 @@ hasnt "^new pid=($plain|$bad|$wrapper|$execer) "
 if [[ -n $py ]]; then
     has "^new pid=$py job=j1 source=ARGUS_JOB rank=4 .* comm=python3 "
     hasnt "^new pid=$worker "
+fi
+if [[ -n $jailed ]]; then
+    # a chroot in our mount namespace: /proc shows host paths (a container in
+    # its own namespace shows its own paths; the unit test covers that)
+    has "^new pid=$jailed job=j1 source=ARGUS_JOB rank=2 .* container=1 root=/proc/$jailed/root exe=$croot/bin/sleep "
+    lib=$(grep -o "^new pid=$jailed .* libc=[^ ]*" <<<"$out" | sed 's/.*libc=//')
+    [[ $lib == "$croot"/* && -r $lib ]] || fail "libc of the chroot not resolved: $lib"
+    cmp -s "$lib" "${lib#"$croot"}" || fail "$lib is not a copy of ${lib#"$croot"}"
 fi
 echo "first scan: $(grep "^scan" <<<"$out")"
 
