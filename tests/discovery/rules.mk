@@ -1,10 +1,12 @@
-# discovery_dump: drives agent/discovery against the real /proc for
-# tests/integration/discovery.sh (one scan per line on stdin) and measures
-# scan time (--bench N).
-DISCOVERY_DUMP := $(B)/tests/discovery/discovery_dump
+# Helpers of tests/integration/discovery.sh:
+#   discovery_dump  drives agent/discovery against /proc (one scan per stdin
+#                   line) and times scans (--bench N)
+#   jail            runs a program in its own mount namespace and root, like
+#                   a container runtime
+DISCOVERY_HELPERS := $(B)/tests/discovery/discovery_dump $(B)/tests/discovery/jail
 
-$(DISCOVERY_DUMP): $(B)/obj/tests/discovery/discovery_dump.o $(OUR_LIBS)
+$(B)/tests/discovery/%: $(B)/obj/tests/discovery/%.o $(OUR_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 
-TEST_EXTRA += $(DISCOVERY_DUMP)
+TEST_EXTRA += $(DISCOVERY_HELPERS)

@@ -7,8 +7,9 @@
 #   ARGUS_DISCOVERY_LOAD=N  also start N idle processes first (timing on a busy node)
 set -u
 cd "$(dirname "$0")/../.."
-bin=${ARGUS_BUILD:-$PWD/build}/tests/discovery/discovery_dump
-[[ -x $bin ]] || { echo "skip: $bin is not built (run make)"; exit 77; }
+helpers=${ARGUS_BUILD:-$PWD/build}/tests/discovery
+bin=$helpers/discovery_dump
+[[ -x $bin && -x $helpers/jail ]] || { echo "skip: $helpers is not built (run make)"; exit 77; }
 
 pids=() out="" fifo="" croot=""
 cleanup() {
@@ -51,8 +52,9 @@ if [[ -x /usr/bin/python3 ]]; then
         'import os, time; os.fork(); time.sleep(30)'
     py=$!
 fi
-# a "container": sleep and its libraries in a directory of its own, chrooted
-jailed=""
+# sleep and its libraries in a directory of their own: run once chrooted (in
+# our mount namespace) and once like a container (own namespace, pivot_root)
+jailed="" boxed=""
 if [[ $(id -u) == 0 ]] && command -v chroot >/dev/null && command -v ldd >/dev/null; then
     croot=$(mktemp -d /tmp/argus-discovery-root-XXXXXX)
     for f in /bin/sleep $(ldd /bin/sleep | grep -o '/[^ ]*'); do
@@ -60,7 +62,10 @@ if [[ $(id -u) == 0 ]] && command -v chroot >/dev/null && command -v ldd >/dev/n
     done
     start RANK=2 LOCAL_RANK=2 WORLD_SIZE=8 ARGUS_JOB=j1 "$(command -v chroot)" "$croot" /bin/sleep 30
     jailed=$!
+    start RANK=1 LOCAL_RANK=1 WORLD_SIZE=8 ARGUS_JOB=j1 "$helpers/jail" "$croot" /bin/sleep 30
+    boxed=$!
     wait_comm "$jailed" sleep
+    wait_comm "$boxed" sleep
 else
     echo "container check skipped: needs root, chroot and ldd"
 fi
@@ -102,6 +107,11 @@ if [[ -n $jailed ]]; then
     lib=$(grep -o "^new pid=$jailed .* libc=[^ ]*" <<<"$out" | sed 's/.*libc=//')
     [[ $lib == "$croot"/* && -r $lib ]] || fail "libc of the chroot not resolved: $lib"
     cmp -s "$lib" "${lib#"$croot"}" || fail "$lib is not a copy of ${lib#"$croot"}"
+    # own mount namespace: the container's paths, opened under its root
+    has "^new pid=$boxed job=j1 source=ARGUS_JOB rank=1 .* container=1 root=/proc/$boxed/root exe=/bin/sleep libc=/proc/$boxed/root/"
+    lib=$(grep -o "^new pid=$boxed .* libc=[^ ]*" <<<"$out" | sed 's/.*libc=//')
+    [[ -r $lib ]] || fail "libc of the container not readable: $lib"
+    cmp -s "$lib" "${lib#/proc/$boxed/root}" || fail "$lib is not a copy of ${lib#/proc/$boxed/root}"
 fi
 echo "first scan: $(grep "^scan" <<<"$out")"
 
