@@ -290,6 +290,104 @@ static void test_parse_cuda_visible_devices(void **state)
     assert_string_equal(ri.gpu_uuid, "GPU-8f1e2d3c-0000-1111-2222-333344445555");
 }
 
+/* Hostile input: random environments built from the variables that matter
+ * and values that are good, bad, huge or binary, cut at random places. What
+ * comes out must keep the invariants the rest of the agent relies on. */
+static void check_invariants(int r, const struct rank_info *ri)
+{
+    assert_true(r == 0 || r == 1);
+    if (r == 0) {
+        assert_non_null(ri->reason);
+        return;
+    }
+    size_t jl = strlen(ri->job);
+    assert_true(jl > 0 && jl <= DISCOVERY_JOB_MAX);
+    for (size_t i = 0; i < jl; i++)
+        assert_true(ri->job[i] >= 0x20 && ri->job[i] <= 0x7e);
+    assert_true(ri->world_size >= 1 && ri->world_size <= DISCOVERY_WORLD_MAX);
+    assert_true(ri->rank < ri->world_size);
+    assert_true(ri->local_rank < ri->world_size);
+    assert_true(ri->gpu >= -1);
+    assert_true(strlen(ri->gpu_uuid) < DISCOVERY_UUID_MAX);
+    if (ri->tp_size && ri->dp_size && ri->pp_size) {
+        assert_int_equal((uint64_t)ri->tp_size * ri->dp_size * ri->pp_size, ri->world_size);
+        assert_true(ri->tp < ri->tp_size && ri->dp < ri->dp_size && ri->pp < ri->pp_size);
+        assert_true(ri->ep_size >= 1 && ri->dp_size % ri->ep_size == 0 && ri->ep < ri->ep_size);
+    }
+}
+
+static void test_parse_random(void **state)
+{
+    static const char *const names[] = {"RANK",
+                                        "LOCAL_RANK",
+                                        "WORLD_SIZE",
+                                        "LOCAL_WORLD_SIZE",
+                                        "GROUP_RANK",
+                                        "SLURM_LOCALID",
+                                        "CUDA_VISIBLE_DEVICES",
+                                        "MASTER_ADDR",
+                                        "MASTER_PORT",
+                                        "ARGUS_JOB",
+                                        "TORCHELASTIC_RUN_ID",
+                                        "SLURM_JOB_ID",
+                                        "ARGUS_TP",
+                                        "ARGUS_DP",
+                                        "ARGUS_PP",
+                                        "ARGUS_EP",
+                                        "ARGUS_TP_SIZE",
+                                        "ARGUS_DP_SIZE",
+                                        "ARGUS_PP_SIZE",
+                                        "ARGUS_EP_SIZE",
+                                        "TP_SIZE",
+                                        "PP_SIZE",
+                                        "DP_SIZE",
+                                        "EP_SIZE",
+                                        "PATH",
+                                        ""};
+    static const char *const values[] = {"0",          "1",          "2",       "3",
+                                         "4",          "7",          "8",       "16",
+                                         "abc",        "",           "-1",      "4294967295",
+                                         "4294967296", "16777216",   "0,1,2,3", "GPU-1234-abcd",
+                                         "MIG-x/1/0",  "NoDevFiles", "none",    "j1",
+                                         "127.0.0.1",  "10.1.2.3",   "29500",   "\x01\x02",
+                                         "\xff\xfe",   "00000000001"};
+    const size_t nn = sizeof(names) / sizeof(names[0]), nv = sizeof(values) / sizeof(values[0]);
+    char buf[8192];
+    struct rank_info ri;
+    unsigned seed = 12345;
+    int ranks = 0, grouped = 0;
+
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t len = 0;
+        int nvars = rand_r(&seed) % 12;
+        if (rand_r(&seed) % 2) /* most random environments are not ranks: help it */
+            len = (size_t)snprintf(buf, sizeof(buf), "RANK=%d%cWORLD_SIZE=%d", rand_r(&seed) % 5,
+                                   '\0', 1 + rand_r(&seed) % 16) +
+                  1;
+        for (int v = 0; v < nvars; v++) {
+            const char *name = names[rand_r(&seed) % nn];
+            if (rand_r(&seed) % 8 == 0) { /* a long or binary value */
+                size_t n = (size_t)(rand_r(&seed) % 300);
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s=", name);
+                for (size_t i = 0; i < n && len < sizeof(buf) - 1; i++)
+                    buf[len++] = (char)(rand_r(&seed) % 256);
+                buf[len++] = '\0';
+            } else {
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s=%s", name,
+                                        values[rand_r(&seed) % nv]) +
+                       1;
+            }
+        }
+        size_t cut = len ? (size_t)rand_r(&seed) % (len + 1) : 0;
+        int r = discovery_parse_environ(buf, rand_r(&seed) % 4 ? len : cut, &node1, &ri);
+        check_invariants(r, &ri);
+        ranks += r == 1;
+        grouped += r == 1 && ri.tp_size && ri.dp_size && ri.pp_size;
+    }
+    printf("# random environments: %d ranks, %d with parallel groups, of 20000\n", ranks, grouped);
+    assert_true(ranks > 1000 && grouped > 20); /* the generator reaches the interesting cases */
+}
+
 /* --- a fake /proc tree ------------------------------------------------------- */
 
 struct events {
@@ -731,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_parse_groups_derived),
         cmocka_unit_test(test_parse_groups_explicit_and_bad),
         cmocka_unit_test(test_parse_cuda_visible_devices),
+        cmocka_unit_test(test_parse_random),
         cmocka_unit_test_setup_teardown(test_fake_scan_exit_reuse, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_children_and_deny, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_exec_and_exit_events, fake_setup, fake_teardown),
