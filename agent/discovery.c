@@ -609,10 +609,15 @@ static struct entry *entry_add(struct discovery *d, uint32_t pid, const struct p
     return e;
 }
 
-static bool comm_denied(const struct discovery_config *c, const char *comm)
+/* Denied by comm, or by the base name of exe: a shell script runs with its
+ * own name as comm ("train.sh") but exe is still the shell. */
+static bool rank_denied(const struct discovery_config *c, const struct rank_info *ri)
 {
+    const char *slash = strrchr(ri->exe, '/');
+    const char *exe_base = slash ? slash + 1 : ri->exe;
+
     for (size_t i = 0; i < c->ndeny; i++)
-        if (strcmp(c->deny[i], comm) == 0)
+        if (strcmp(c->deny[i], ri->comm) == 0 || strcmp(c->deny[i], exe_base) == 0)
             return true;
     return false;
 }
@@ -672,7 +677,7 @@ static void entry_classify(struct discovery *d, struct entry *e, const struct pr
                         e->pid, ri.comm, ri.reason);
         return;
     }
-    if (comm_denied(&d->cfg, ri.comm)) {
+    if (rank_denied(&d->cfg, &ri)) {
         e->kind = ENTRY_DENIED;
         d->stats.denied++;
         return;

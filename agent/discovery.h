@@ -3,10 +3,13 @@
  *
  * A process is a rank when its /proc/PID/environ has RANK (or LOCAL_RANK, see
  * below) and WORLD_SIZE, and it passes the filters:
- *  - its comm is not on the deny list (launchers and shells that carry a
- *    rank's environment but are not the training process; default
- *    DISCOVERY_DEFAULT_DENY). `python3 -m torch.distributed.run` has comm
- *    "python3" and cannot be denied by comm, but it has no RANK of its own;
+ *  - neither its comm nor the base name of its exe is on the deny list
+ *    (launchers and shells that carry a rank's environment but are not the
+ *    training process; default DISCOVERY_DEFAULT_DENY). Shells are on it
+ *    because a rank started as `bash -c "python train.py"` or as a script
+ *    (comm "train.sh", exe bash) would otherwise be tracked as the shell and
+ *    its python dropped as a descendant. `python3 -m torch.distributed.run` has
+ *    comm "python3" and cannot be denied by comm, but it has no RANK itself;
  *  - it is not a descendant of a tracked rank (or of such a descendant) with
  *    the same job and rank: dataloader workers, compile workers and
  *    subprocesses inherit the environment and are not ranks themselves.
@@ -15,7 +18,10 @@
  * clock ticks since boot), so a recycled pid is a new process. An exec keeps
  * both and replaces the environment: the exec event (discovery_check_pid)
  * and a changed comm make discovery read the process again. Zombies count as
- * exited.
+ * exited. Limits: the environment is what the kernel kept from exec, so a
+ * process that overwrote that area (setproctitle) before discovery first read
+ * it is missed; a worker orphaned by a dead rank and first seen by a
+ * restarted agent counts as a rank (its parent is no longer a rank).
  *
  * Environment values are hostile: numbers are plain decimal digits (at most
  * 10, no sign, no spaces), values have bounded lengths, rank < world_size.
@@ -42,7 +48,7 @@
  *     rank = (pp * dp_size + dp) * tp_size + tp,   ep = dp % ep_size
  * (expert-parallel groups are carved out of the data-parallel dimension).
  * Sizes come from ARGUS_{TP,PP,DP,EP}_SIZE, else {TP,PP,DP,EP}_SIZE. When any
- * of tp/pp/dp size is given, a missing tp or pp size is 1 and a missing dp
+ * of tp/pp/dp size is given, a missing tp, pp or ep size is 1, a missing dp
  * size is WORLD_SIZE / (tp_size * pp_size); the product must equal
  * WORLD_SIZE. Coordinates are ARGUS_{DP,TP,PP,EP} when set, else derived from
  * the rank with the formula. A job that gives no sizes gets sizes 0
@@ -53,9 +59,11 @@
  * GPU: CUDA_VISIBLE_DEVICES unset: gpu = LOCAL_RANK. Set to a list: the
  * entry at LOCAL_RANK (the entry itself when the list has one element, the
  * per-rank isolation of SLURM and Kubernetes); a numeric entry gives gpu, a
- * "GPU-..."/"MIG-..." entry gives gpu_uuid and gpu = -1. Empty, "-1",
- * "NoDevFiles" or an index past the list: gpu = -1 (no GPU). Inside a
- * container the index is the container's numbering.
+ * "GPU-..."/"MIG-..." entry gives gpu_uuid and gpu = -1. Like CUDA, the list
+ * ends at the first invalid entry: empty, "-1" or "NoDevFiles" give gpu = -1
+ * (no GPU). LOCAL_RANK past a longer list, or unknown with one: gpu = -1 and
+ * DISCOVERY_GPU_UNKNOWN. Inside a container the index is the container's
+ * numbering.
  *
  * Containers: rank_info.root is PROC_ROOT/PID/root. The paths /proc shows
  * the agent (exe, maps) are the container's own when the process is in
@@ -89,10 +97,11 @@
 #define DISCOVERY_ENVIRON_MAX (1u << 20) /* bytes of environ read; the rest is ignored */
 
 struct discovery_options {
-    const char *proc_root;  /* "/proc" when NULL; tests point it at a fake tree */
-    const char *node;       /* node name from the agent config; NULL/"": hostname */
-    const char *job_vars;   /* comma-separated, in order; NULL: DISCOVERY_DEFAULT_JOB_VARS */
-    const char *deny_comms; /* comma-separated comm names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
+    const char *proc_root; /* "/proc" when NULL; tests point it at a fake tree */
+    const char *node;      /* node name from the agent config; NULL/"": hostname */
+    const char *job_vars;  /* comma-separated, in order; NULL: DISCOVERY_DEFAULT_JOB_VARS */
+    const char
+        *deny_comms; /* comma-separated comm/exe names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
 };
 
 enum discovery_flags {

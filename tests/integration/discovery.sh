@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rank discovery against the real /proc: processes with and without a rank
-# environment, a forked worker of a rank, a shell wrapper (denied) around a
-# rank, a rank in a chroot (its own root: container paths), an exec seen
-# without an exec event, and a killed rank noticed by the next scan. Ends with scan timings (discovery_dump --bench).
+# environment, a bad RANK, a forked worker of a rank, a shell wrapper and a
+# shell script (denied) around a rank, a rank in a chroot and one in its own
+# mount namespace (container paths), an exec seen without an exec event, and
+# a killed rank noticed by the next scan. Ends with scan timings
+# (discovery_dump --bench).
 #
 #   ARGUS_DISCOVERY_LOAD=N  also start N idle processes first (timing on a busy node)
 set -u
@@ -15,7 +17,7 @@ pids=() out="" fifo="" croot=""
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
     [[ -n ${DUMP_PID:-} ]] && kill "$DUMP_PID" 2>/dev/null
-    [[ -n $fifo ]] && rm -f "$fifo"
+    [[ -n $fifo ]] && rm -f "$fifo" "$fifo.train.sh"
     [[ -n $croot ]] && rm -rf "$croot"
 }
 trap cleanup EXIT
@@ -45,6 +47,9 @@ start RANK=abc WORLD_SIZE=8 ARGUS_JOB=j1 sleep 30; bad=$!
 start RANK=5 LOCAL_RANK=1 WORLD_SIZE=8 SLURM_JOB_ID=777 CUDA_VISIBLE_DEVICES=4,5 \
     bash -c 'sleep 30; true'; wrapper=$!
 fifo=$(mktemp -u /tmp/argus-discovery-XXXXXX) && mkfifo "$fifo"
+script=$fifo.train.sh # a script runs with comm "train.sh" but exe bash
+printf '#!/bin/bash\nsleep 30\ntrue\n' >"$script" && chmod +x "$script"
+start RANK=0 WORLD_SIZE=8 ARGUS_JOB=j1 "$script"; scripted=$!
 start RANK=7 WORLD_SIZE=8 ARGUS_JOB=j1 bash -c "read x < $fifo; exec sleep 30"; execer=$!
 py=""
 if [[ -x /usr/bin/python3 ]]; then
@@ -71,7 +76,9 @@ else
 fi
 for p in $r3 $r6 $plain $bad; do wait_comm "$p" sleep; done
 wrapped=$(wait_child "$wrapper") || fail "no sleep under the bash wrapper"
-pids+=("$wrapped")
+under_script=$(wait_child "$scripted") || fail "no sleep under the script"
+pids+=("$wrapped" "$under_script")
+wait_comm "$under_script" sleep
 wait_comm "$wrapped" sleep
 if [[ -n $py ]]; then
     worker=$(wait_child "$py") || fail "python never forked"
@@ -95,7 +102,8 @@ scan
 has "^new pid=$r3 job=j1 source=ARGUS_JOB rank=3 local_rank=3 world=8 tp=1/2 dp=1/4 pp=0/1 ep=0/1 gpu=3 comm=sleep container=0 root=/proc/$r3/root exe=/.*sleep"
 has "^new pid=$r6 job=j1 source=ARGUS_JOB rank=6 local_rank=6 world=8 tp=0/2 dp=3/4 "
 has "^new pid=$wrapped job=777 source=SLURM_JOB_ID rank=5 local_rank=1 .* gpu=5 comm=sleep "
-hasnt "^new pid=($plain|$bad|$wrapper|$execer) "
+has "^new pid=$under_script job=j1 source=ARGUS_JOB rank=0 .* comm=sleep "
+hasnt "^new pid=($plain|$bad|$wrapper|$execer|$scripted) "
 if [[ -n $py ]]; then
     has "^new pid=$py job=j1 source=ARGUS_JOB rank=4 .* comm=python3 "
     hasnt "^new pid=$worker "

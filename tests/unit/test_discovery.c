@@ -552,9 +552,17 @@ static void test_fake_children_and_deny(void **state)
     /* torchrun carries RANK but is denied; its worker is the rank */
     FAKE(f, 200, 1, 400, "torchrun", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=j");
     FAKE(f, 201, 200, 410, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=j");
+    /* a shell script: comm is its name, exe the shell; its python is the rank */
+    FAKE(f, 400, 1, 420, "train.sh", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=s");
+    FAKE(f, 401, 400, 430, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=s");
+    char link[128];
+    snprintf(link, sizeof(link), "%s/400/exe", f->root);
+    assert_int_equal(symlink("/usr/bin/bash", link), 0);
     /* a child with another rank is a rank (a launcher that is itself one) */
     FAKE(f, 300, 100, 530, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=other");
-    assert_int_equal(scan(f), 3);
+    assert_int_equal(scan(f), 4);
+    assert_null(discovery_find(f->d, 400));
+    assert_non_null(discovery_find(f->d, 401));
     assert_non_null(discovery_find(f->d, 100));
     assert_null(discovery_find(f->d, 50));
     assert_null(discovery_find(f->d, 40));
@@ -564,16 +572,18 @@ static void test_fake_children_and_deny(void **state)
     struct discovery_stats st;
     discovery_get_stats(f->d, &st);
     assert_int_equal(st.children, 2);
-    assert_int_equal(st.denied, 1);
-    assert_int_equal(st.ranks, 3);
+    assert_int_equal(st.denied, 2);
+    assert_int_equal(st.ranks, 4);
 
     /* with an empty deny list torchrun is the rank and its worker a child */
     struct discovery_options o = {.proc_root = f->root, .node = "n", .deny_comms = ""};
     struct discovery *d2 = discovery_new(&o);
     assert_non_null(d2);
-    assert_int_equal(discovery_scan(d2, NULL, NULL), 3);
+    assert_int_equal(discovery_scan(d2, NULL, NULL), 4);
     assert_non_null(discovery_find(d2, 200));
     assert_null(discovery_find(d2, 201));
+    assert_non_null(discovery_find(d2, 400));
+    assert_null(discovery_find(d2, 401));
     discovery_free(d2);
 #undef RANK0
 }
