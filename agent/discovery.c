@@ -657,6 +657,25 @@ static bool rank_is_descendant(struct discovery *d, const struct rank_info *ri, 
            strcmp(p->ri->job, ri->job) == 0;
 }
 
+/* Two live processes claiming one (job, rank) on a node: unrelated jobs
+ * without a job variable sharing "default@NODE", or a stale process next to
+ * its restarted rank. Both stay tracked; count and warn. O(entries), once
+ * per new rank. */
+static void rank_check_duplicate(struct discovery *d, const struct rank_info *ri)
+{
+    for (size_t i = 0; i < d->nbuckets; i++) {
+        for (const struct entry *o = d->buckets[i]; o; o = o->next) {
+            if (o->kind != ENTRY_RANK || o->ri->rank != ri->rank || strcmp(o->ri->job, ri->job))
+                continue;
+            d->stats.duplicates++;
+            log_ratelimited(&d->warn_rl, LOG_LEVEL_WARN, "discovery",
+                            "pid %u and pid %u both claim rank %u of job %s", o->pid, ri->pid,
+                            ri->rank, ri->job);
+            return;
+        }
+    }
+}
+
 /* Decide what e is from its environment (already read into d->envbuf). */
 static void entry_classify(struct discovery *d, struct entry *e, const struct proc_stat *st,
                            size_t envlen, int depth, const struct discovery_call *call)
@@ -692,6 +711,7 @@ static void entry_classify(struct discovery *d, struct entry *e, const struct pr
         d->stats.children++;
         return;
     }
+    rank_check_duplicate(d, e->ri);
     e->kind = ENTRY_RANK;
     d->stats.ranks++;
     log_debug("discovery", "rank %u of job %s: pid %u (%s)", ri.rank, ri.job, e->pid, ri.comm);

@@ -156,6 +156,7 @@ struct discovery_stats {
     uint64_t vanished;   /* gone between readdir and read (ENOENT/ESRCH) */
     uint64_t permission; /* EACCES/EPERM on environ */
     uint64_t pid_reused; /* same pid, new start time */
+    uint64_t duplicates; /* new ranks whose (job, rank) another live rank holds */
 };
 
 struct discovery;

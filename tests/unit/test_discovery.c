@@ -575,6 +575,14 @@ static void test_fake_children_and_deny(void **state)
     assert_int_equal(st.denied, 2);
     assert_int_equal(st.ranks, 4);
 
+    assert_int_equal(st.duplicates, 0);
+    /* two unrelated processes claiming one rank: both tracked, counted */
+    FAKE(f, 500, 1, 540, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=other");
+    assert_int_equal(scan(f), 5);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.duplicates, 1);
+    fake_rm(f, 500);
+
     /* with an empty deny list torchrun is the rank and its worker a child */
     struct discovery_options o = {.proc_root = f->root, .node = "n", .deny_comms = ""};
     struct discovery *d2 = discovery_new(&o);
