@@ -1,0 +1,860 @@
+/* Rank discovery: the environ parser on synthetic environments, the process
+ * table on a fake /proc tree (scan, exit, pid reuse, exec, children, deny
+ * list), and a scan of the real /proc with spawned processes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/discovery.h"
+#include "common/log.h"
+
+static const struct discovery_options node1 = {.node = "node1"};
+
+/* Join NULL-terminated "K=V" strings into a NUL-separated environ. */
+static size_t env_build(char *buf, size_t cap, const char *const *vars)
+{
+    size_t len = 0;
+    for (; *vars; vars++) {
+        size_t n = strlen(*vars) + 1;
+        assert_true(len + n <= cap);
+        memcpy(buf + len, *vars, n);
+        len += n;
+    }
+    return len;
+}
+
+static int parse_with(const struct discovery_options *o, struct rank_info *ri,
+                      const char *const *vars)
+{
+    char buf[8192];
+    size_t len = env_build(buf, sizeof(buf), vars);
+    return discovery_parse_environ(buf, len, o, ri);
+}
+
+#define PARSE(ri, ...) parse_with(&node1, (ri), (const char *const[]){__VA_ARGS__, NULL})
+#define PARSE_O(o, ri, ...) parse_with((o), (ri), (const char *const[]){__VA_ARGS__, NULL})
+
+static void test_parse_good(void **state)
+{
+    struct rank_info ri;
+
+    assert_int_equal(PARSE(&ri, "PATH=/usr/bin", "RANK=3", "LOCAL_RANK=3", "WORLD_SIZE=8",
+                           "ARGUS_JOB=j1", "HOME=/root"),
+                     1);
+    assert_int_equal(ri.rank, 3);
+    assert_int_equal(ri.local_rank, 3);
+    assert_int_equal(ri.world_size, 8);
+    assert_string_equal(ri.job, "j1");
+    assert_string_equal(ri.job_source, "ARGUS_JOB");
+    assert_string_equal(ri.node, "node1");
+    assert_int_equal(ri.gpu, 3); /* no CUDA_VISIBLE_DEVICES: LOCAL_RANK */
+    assert_int_equal(ri.tp_size + ri.dp_size + ri.pp_size + ri.ep_size, 0);
+    assert_int_equal(ri.flags, 0);
+    assert_null(ri.reason);
+    /* no final NUL, and the last entry is the one that matters */
+    const char raw[] = "X=1\0WORLD_SIZE=2\0RANK=1";
+    assert_int_equal(discovery_parse_environ(raw, sizeof(raw) - 1, &node1, &ri), 1);
+    assert_int_equal(ri.rank, 1);
+    /* duplicates: the first wins (getenv); junk without '=' is skipped */
+    assert_int_equal(PARSE(&ri, "junk", "=x", "RANK=2", "RANK=7", "WORLD_SIZE=4"), 1);
+    assert_int_equal(ri.rank, 2);
+    assert_true(ri.flags & DISCOVERY_LOCAL_RANK_UNKNOWN);
+    assert_int_equal(ri.gpu, -1);
+}
+
+static void test_parse_not_rank(void **state)
+{
+    struct rank_info ri;
+
+    assert_int_equal(PARSE(&ri, "PATH=/bin", "WORLD_SIZE=8"), 0);
+    assert_string_equal(ri.reason, "no RANK or LOCAL_RANK");
+    assert_int_equal(discovery_parse_environ("", 0, &node1, &ri), 0);
+    assert_int_equal(PARSE(&ri, "RANK=3"), 0);
+    assert_string_equal(ri.reason, "RANK without WORLD_SIZE");
+    assert_int_equal(PARSE(&ri, "RANK=8", "WORLD_SIZE=8"), 0);
+    assert_string_equal(ri.reason, "RANK >= WORLD_SIZE");
+    assert_int_equal(PARSE(&ri, "RANK=0", "LOCAL_RANK=9", "WORLD_SIZE=8"), 0);
+    assert_string_equal(ri.reason, "LOCAL_RANK >= WORLD_SIZE");
+    /* arguments */
+    assert_int_equal(discovery_parse_environ(NULL, 4, &node1, &ri), -EINVAL);
+    assert_int_equal(discovery_parse_environ("RANK=1", 6, &node1, NULL), -EINVAL);
+    struct discovery_options bad = {.job_vars = "A,B,C,D,E,F,G,H,I"};
+    assert_int_equal(PARSE_O(&bad, &ri, "RANK=0", "WORLD_SIZE=1"), -EINVAL);
+    assert_int_equal(discovery_parse_environ(NULL, 0, NULL, &ri), 0);
+}
+
+static void test_parse_garbage_numbers(void **state)
+{
+    static const char *const bad_ranks[] = {
+        "RANK=abc", "RANK=-1", "RANK=+3",  "RANK= 3",          "RANK=3 ",
+        "RANK=3x",  "RANK=",   "RANK=0x1", "RANK=99999999999", "RANK=4294967296"};
+    struct rank_info ri;
+
+    for (size_t i = 0; i < sizeof(bad_ranks) / sizeof(bad_ranks[0]); i++) {
+        assert_int_equal(PARSE(&ri, bad_ranks[i], "WORLD_SIZE=8"), 0);
+        assert_string_equal(ri.reason, "RANK is not a number");
+    }
+    static const char *const bad_worlds[] = {"WORLD_SIZE=0", "WORLD_SIZE=abc",
+                                             "WORLD_SIZE=16777217", "WORLD_SIZE=-8"};
+    for (size_t i = 0; i < sizeof(bad_worlds) / sizeof(bad_worlds[0]); i++) {
+        assert_int_equal(PARSE(&ri, "RANK=0", bad_worlds[i]), 0);
+        assert_non_null(strstr(ri.reason, "WORLD_SIZE"));
+    }
+    assert_int_equal(PARSE(&ri, "RANK=1", "LOCAL_RANK=x", "WORLD_SIZE=8"), 0);
+    assert_string_equal(ri.reason, "LOCAL_RANK is not a number");
+    /* leading zeros are digits; SLURM_LOCALID stands in for LOCAL_RANK */
+    assert_int_equal(PARSE(&ri, "RANK=007", "WORLD_SIZE=0016", "SLURM_LOCALID=2"), 1);
+    assert_int_equal(ri.rank, 7);
+    assert_int_equal(ri.world_size, 16);
+    assert_int_equal(ri.local_rank, 2);
+}
+
+static void test_parse_local_rank_only(void **state)
+{
+    struct rank_info ri;
+
+    assert_int_equal(PARSE(&ri, "LOCAL_RANK=1", "WORLD_SIZE=2"), 1);
+    assert_int_equal(ri.rank, 1);
+    assert_true(ri.flags & DISCOVERY_RANK_FROM_LOCAL);
+    assert_int_equal(PARSE(&ri, "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "WORLD_SIZE=4"), 0);
+    assert_non_null(strstr(ri.reason, "multi-node"));
+    assert_int_equal(
+        PARSE(&ri, "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1", "WORLD_SIZE=4"), 1);
+    assert_int_equal(ri.rank, 3);
+    assert_int_equal(ri.local_rank, 1);
+}
+
+static void test_parse_job_precedence(void **state)
+{
+    struct rank_info ri;
+
+    /* order in the environment does not matter, the configured order does */
+    assert_int_equal(PARSE(&ri, "SLURM_JOB_ID=77", "TORCHELASTIC_RUN_ID=te", "ARGUS_JOB=aj",
+                           "RANK=0", "WORLD_SIZE=1"),
+                     1);
+    assert_string_equal(ri.job, "aj");
+    assert_int_equal(
+        PARSE(&ri, "SLURM_JOB_ID=77", "TORCHELASTIC_RUN_ID=te", "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_string_equal(ri.job, "te");
+    assert_string_equal(ri.job_source, "TORCHELASTIC_RUN_ID");
+    /* empty ARGUS_JOB and torchrun's default run id "none" count as unset */
+    assert_int_equal(PARSE(&ri, "ARGUS_JOB=", "TORCHELASTIC_RUN_ID=none", "SLURM_JOB_ID=77",
+                           "RANK=0", "WORLD_SIZE=1"),
+                     1);
+    assert_string_equal(ri.job, "77");
+    struct discovery_options custom = {.node = "n", .job_vars = " SLURM_JOB_ID , ARGUS_JOB"};
+    assert_int_equal(
+        PARSE_O(&custom, &ri, "ARGUS_JOB=aj", "SLURM_JOB_ID=77", "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_string_equal(ri.job, "77");
+    /* fallbacks */
+    assert_int_equal(
+        PARSE(&ri, "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500", "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_string_equal(ri.job, "torch-10.0.0.1:29500");
+    assert_string_equal(ri.job_source, "MASTER_ADDR");
+    assert_int_equal(
+        PARSE(&ri, "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_string_equal(ri.job, "torch-node1:29500");
+    assert_int_equal(PARSE(&ri, "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_string_equal(ri.job, "default@node1");
+    assert_string_equal(ri.job_source, "default");
+}
+
+static void test_parse_job_validation(void **state)
+{
+    char long_job[16 + DISCOVERY_JOB_MAX + 2];
+    struct rank_info ri;
+
+    snprintf(long_job, sizeof(long_job), "ARGUS_JOB=%0*d", DISCOVERY_JOB_MAX, 0);
+    assert_int_equal(PARSE(&ri, long_job, "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_int_equal(strlen(ri.job), DISCOVERY_JOB_MAX);
+    snprintf(long_job, sizeof(long_job), "ARGUS_JOB=%0*d", DISCOVERY_JOB_MAX + 1, 0);
+    assert_int_equal(PARSE(&ri, long_job, "RANK=0", "WORLD_SIZE=1"), 0);
+    assert_non_null(strstr(ri.reason, "job id"));
+    assert_int_equal(PARSE(&ri, "ARGUS_JOB=a\tb", "RANK=0", "WORLD_SIZE=1"), 0);
+    assert_int_equal(PARSE(&ri, "ARGUS_JOB=caf\xc3\xa9", "RANK=0", "WORLD_SIZE=1"), 0);
+    /* a bad value is not skipped for the next variable: that could merge jobs */
+    assert_int_equal(PARSE(&ri, "ARGUS_JOB=\x01", "SLURM_JOB_ID=1", "RANK=0", "WORLD_SIZE=1"), 0);
+}
+
+static void test_parse_groups_derived(void **state)
+{
+    char rank_var[32];
+    struct rank_info ri;
+    bool seen[16][2][4] = {{{false}}};
+
+    for (uint32_t r = 0; r < 16; r++) {
+        snprintf(rank_var, sizeof(rank_var), "RANK=%u", r);
+        assert_int_equal(PARSE(&ri, rank_var, "WORLD_SIZE=16", "TP_SIZE=2", "PP_SIZE=2"), 1);
+        assert_int_equal(ri.tp_size, 2);
+        assert_int_equal(ri.pp_size, 2);
+        assert_int_equal(ri.dp_size, 4);
+        assert_int_equal(ri.ep_size, 1);
+        assert_true(ri.flags & DISCOVERY_GROUPS_DERIVED);
+        /* Megatron order: tp fastest, then dp, then pp */
+        assert_int_equal((ri.pp * ri.dp_size + ri.dp) * ri.tp_size + ri.tp, r);
+        assert_false(seen[ri.dp][ri.tp][ri.pp]);
+        seen[ri.dp][ri.tp][ri.pp] = true;
+    }
+    assert_int_equal(PARSE(&ri, "RANK=13", "WORLD_SIZE=16", "TP_SIZE=2", "PP_SIZE=2"), 1);
+    assert_int_equal(ri.tp, 1);
+    assert_int_equal(ri.dp, 2);
+    assert_int_equal(ri.pp, 1);
+    /* ARGUS_ names win; EP is carved out of DP */
+    assert_int_equal(PARSE(&ri, "RANK=13", "WORLD_SIZE=16", "TP_SIZE=8", "ARGUS_TP_SIZE=2",
+                           "ARGUS_PP_SIZE=2", "ARGUS_EP_SIZE=2"),
+                     1);
+    assert_int_equal(ri.tp_size, 2);
+    assert_int_equal(ri.ep_size, 2);
+    assert_int_equal(ri.ep, 0); /* dp 2 % 2 */
+    assert_int_equal(PARSE(&ri, "RANK=5", "WORLD_SIZE=8", "ARGUS_DP_SIZE=8"), 1);
+    assert_int_equal(ri.dp, 5);
+    assert_int_equal(ri.tp_size, 1);
+}
+
+static void test_parse_groups_explicit_and_bad(void **state)
+{
+    struct rank_info ri;
+
+    assert_int_equal(PARSE(&ri, "RANK=5", "WORLD_SIZE=8", "ARGUS_DP=1", "ARGUS_TP=1", "ARGUS_PP=0",
+                           "ARGUS_EP=1", "ARGUS_DP_SIZE=2", "ARGUS_TP_SIZE=4", "ARGUS_PP_SIZE=1",
+                           "ARGUS_EP_SIZE=2"),
+                     1);
+    assert_int_equal(ri.dp, 1);
+    assert_int_equal(ri.tp, 1);
+    assert_int_equal(ri.ep, 1);
+    assert_true(ri.flags & DISCOVERY_GROUPS_EXPLICIT);
+    /* coordinates without sizes: kept, sizes unknown */
+    assert_int_equal(PARSE(&ri, "RANK=5", "WORLD_SIZE=8", "ARGUS_PP=3"), 1);
+    assert_int_equal(ri.pp, 3);
+    assert_int_equal(ri.pp_size, 0);
+    /* inconsistent or garbage: groups dropped, still a rank */
+    static const char *const bad[] = {"TP_SIZE=3",        "TP_SIZE=0",  "TP_SIZE=x",
+                                      "ARGUS_TP_SIZE=16", "ARGUS_TP=9", "ARGUS_DP=-1",
+                                      "ARGUS_EP_SIZE=3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(PARSE(&ri, "RANK=5", "WORLD_SIZE=8", "PP_SIZE=2", bad[i]), 1);
+        assert_int_equal(ri.rank, 5);
+        assert_true(ri.flags & DISCOVERY_GROUPS_DROPPED);
+        assert_int_equal(ri.pp_size + ri.tp_size + ri.dp_size + ri.tp + ri.dp + ri.pp, 0);
+        assert_non_null(ri.note);
+    }
+}
+
+static void test_parse_cuda_visible_devices(void **state)
+{
+    struct rank_info ri;
+
+    assert_int_equal(
+        PARSE(&ri, "RANK=2", "LOCAL_RANK=2", "WORLD_SIZE=8", "CUDA_VISIBLE_DEVICES=4,5,6,7"), 1);
+    assert_int_equal(ri.gpu, 6);
+    assert_int_equal(PARSE(&ri, "RANK=2", "LOCAL_RANK=2", "WORLD_SIZE=8", "CUDA_VISIBLE_DEVICES=3"),
+                     1);
+    assert_int_equal(ri.gpu, 3); /* one device per rank */
+    static const char *const none[] = {"CUDA_VISIBLE_DEVICES=", "CUDA_VISIBLE_DEVICES=-1",
+                                       "CUDA_VISIBLE_DEVICES=NoDevFiles"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(PARSE(&ri, "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=8", none[i]), 1);
+        assert_int_equal(ri.gpu, -1);
+        assert_string_equal(ri.gpu_uuid, "");
+    }
+    assert_int_equal(
+        PARSE(&ri, "RANK=5", "LOCAL_RANK=5", "WORLD_SIZE=8", "CUDA_VISIBLE_DEVICES=0,1"), 1);
+    assert_int_equal(ri.gpu, -1);
+    assert_true(ri.flags & DISCOVERY_GPU_UNKNOWN);
+    /* the list ends at the first invalid entry, like CUDA */
+    assert_int_equal(
+        PARSE(&ri, "RANK=3", "LOCAL_RANK=3", "WORLD_SIZE=8", "CUDA_VISIBLE_DEVICES=0,1,x,3"), 1);
+    assert_int_equal(ri.gpu, -1);
+    assert_int_equal(
+        PARSE(&ri, "RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=8", "CUDA_VISIBLE_DEVICES=0,2,x,3"), 1);
+    assert_int_equal(ri.gpu, 2);
+    assert_int_equal(
+        PARSE(&ri, "RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=8",
+              "CUDA_VISIBLE_DEVICES=GPU-aaaa,GPU-8f1e2d3c-0000-1111-2222-333344445555"),
+        1);
+    assert_int_equal(ri.gpu, -1);
+    assert_string_equal(ri.gpu_uuid, "GPU-8f1e2d3c-0000-1111-2222-333344445555");
+}
+
+/* Hostile input: random environments built from the variables that matter
+ * and values that are good, bad, huge or binary, cut at random places. What
+ * comes out must keep the invariants the rest of the agent relies on. */
+static void check_invariants(int r, const struct rank_info *ri)
+{
+    assert_true(r == 0 || r == 1);
+    if (r == 0) {
+        assert_non_null(ri->reason);
+        return;
+    }
+    size_t jl = strlen(ri->job);
+    assert_true(jl > 0 && jl <= DISCOVERY_JOB_MAX);
+    for (size_t i = 0; i < jl; i++)
+        assert_true(ri->job[i] >= 0x20 && ri->job[i] <= 0x7e);
+    assert_true(ri->world_size >= 1 && ri->world_size <= DISCOVERY_WORLD_MAX);
+    assert_true(ri->rank < ri->world_size);
+    assert_true(ri->local_rank < ri->world_size);
+    assert_true(ri->gpu >= -1);
+    assert_true(strlen(ri->gpu_uuid) < DISCOVERY_UUID_MAX);
+    if (ri->tp_size && ri->dp_size && ri->pp_size) {
+        assert_int_equal((uint64_t)ri->tp_size * ri->dp_size * ri->pp_size, ri->world_size);
+        assert_true(ri->tp < ri->tp_size && ri->dp < ri->dp_size && ri->pp < ri->pp_size);
+        assert_true(ri->ep_size >= 1 && ri->dp_size % ri->ep_size == 0 && ri->ep < ri->ep_size);
+    }
+}
+
+static void test_parse_random(void **state)
+{
+    static const char *const names[] = {"RANK",
+                                        "LOCAL_RANK",
+                                        "WORLD_SIZE",
+                                        "LOCAL_WORLD_SIZE",
+                                        "GROUP_RANK",
+                                        "SLURM_LOCALID",
+                                        "CUDA_VISIBLE_DEVICES",
+                                        "MASTER_ADDR",
+                                        "MASTER_PORT",
+                                        "ARGUS_JOB",
+                                        "TORCHELASTIC_RUN_ID",
+                                        "SLURM_JOB_ID",
+                                        "ARGUS_TP",
+                                        "ARGUS_DP",
+                                        "ARGUS_PP",
+                                        "ARGUS_EP",
+                                        "ARGUS_TP_SIZE",
+                                        "ARGUS_DP_SIZE",
+                                        "ARGUS_PP_SIZE",
+                                        "ARGUS_EP_SIZE",
+                                        "TP_SIZE",
+                                        "PP_SIZE",
+                                        "DP_SIZE",
+                                        "EP_SIZE",
+                                        "PATH",
+                                        ""};
+    static const char *const values[] = {"0",          "1",          "2",       "3",
+                                         "4",          "7",          "8",       "16",
+                                         "abc",        "",           "-1",      "4294967295",
+                                         "4294967296", "16777216",   "0,1,2,3", "GPU-1234-abcd",
+                                         "MIG-x/1/0",  "NoDevFiles", "none",    "j1",
+                                         "127.0.0.1",  "10.1.2.3",   "29500",   "\x01\x02",
+                                         "\xff\xfe",   "00000000001"};
+    const size_t nn = sizeof(names) / sizeof(names[0]), nv = sizeof(values) / sizeof(values[0]);
+    char buf[8192];
+    struct rank_info ri;
+    unsigned seed = 12345;
+    int ranks = 0, grouped = 0;
+
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t len = 0;
+        int nvars = rand_r(&seed) % 12;
+        if (rand_r(&seed) % 2) /* most random environments are not ranks: help it */
+            len = (size_t)snprintf(buf, sizeof(buf), "RANK=%d%cWORLD_SIZE=%d", rand_r(&seed) % 5,
+                                   '\0', 1 + rand_r(&seed) % 16) +
+                  1;
+        for (int v = 0; v < nvars; v++) {
+            const char *name = names[rand_r(&seed) % nn];
+            if (rand_r(&seed) % 8 == 0) { /* a long or binary value */
+                size_t n = (size_t)(rand_r(&seed) % 300);
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s=", name);
+                for (size_t i = 0; i < n && len < sizeof(buf) - 1; i++)
+                    buf[len++] = (char)(rand_r(&seed) % 256);
+                buf[len++] = '\0';
+            } else {
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s=%s", name,
+                                        values[rand_r(&seed) % nv]) +
+                       1;
+            }
+        }
+        size_t cut = len ? (size_t)rand_r(&seed) % (len + 1) : 0;
+        int r = discovery_parse_environ(buf, rand_r(&seed) % 4 ? len : cut, &node1, &ri);
+        check_invariants(r, &ri);
+        ranks += r == 1;
+        grouped += r == 1 && ri.tp_size && ri.dp_size && ri.pp_size;
+    }
+    printf("# random environments: %d ranks, %d with parallel groups, of 20000\n", ranks, grouped);
+    assert_true(ranks > 1000 && grouped > 20); /* the generator reaches the interesting cases */
+}
+
+/* --- a fake /proc tree ------------------------------------------------------- */
+
+struct events {
+    int news, exits;
+    uint32_t last_new_pid, last_exit_pid;
+    struct rank_info last_new;
+};
+
+static void on_new(void *ctx, const struct rank_info *ri)
+{
+    struct events *ev = ctx;
+    ev->news++;
+    ev->last_new_pid = ri->pid;
+    ev->last_new = *ri;
+}
+
+static void on_exit_cb(void *ctx, const struct rank_info *ri)
+{
+    struct events *ev = ctx;
+    ev->exits++;
+    ev->last_exit_pid = ri->pid;
+}
+
+static const struct discovery_callbacks callbacks = {on_new, on_exit_cb};
+
+struct fake {
+    char root[64];
+    struct discovery *d;
+    struct events ev;
+};
+
+static void fake_write(const struct fake *f, uint32_t pid, const char *name, const char *data,
+                       size_t len)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%u", f->root, pid);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/%u/%s", f->root, pid, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+/* One process: stat with comm, state, ppid and start time, and an environ. */
+static void fake_proc(const struct fake *f, uint32_t pid, uint32_t ppid, uint64_t start,
+                      const char *comm, char state, const char *const *env)
+{
+    char stat[512], envbuf[4096];
+    int n = snprintf(stat, sizeof(stat),
+                     "%u (%s) %c %u %u %u 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 4 0 %llu 1000 "
+                     "200 18446744073709551615\n",
+                     pid, comm, state, ppid, pid, pid, (unsigned long long)start);
+    fake_write(f, pid, "stat", stat, (size_t)n);
+    fake_write(f, pid, "environ", envbuf, env_build(envbuf, sizeof(envbuf), env));
+}
+
+#define FAKE(f, pid, ppid, start, comm, ...)                                                       \
+    fake_proc((f), (pid), (ppid), (start), (comm), 'S', (const char *const[]){__VA_ARGS__, NULL})
+
+static void fake_rm(const struct fake *f, uint32_t pid)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/%u'", f->root, pid);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int fake_setup(void **state)
+{
+    struct fake *f = calloc(1, sizeof(*f));
+    strcpy(f->root, "/tmp/argus-test-proc-XXXXXX");
+    assert_non_null(mkdtemp(f->root));
+    struct discovery_options o = {.proc_root = f->root, .node = "node1"};
+    f->d = discovery_new(&o);
+    assert_non_null(f->d);
+    *state = f;
+    return 0;
+}
+
+static int fake_teardown(void **state)
+{
+    struct fake *f = *state;
+    char cmd[128];
+    discovery_free(f->d);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+static int scan(struct fake *f)
+{
+    return discovery_scan(f->d, &callbacks, &f->ev);
+}
+
+static void test_fake_scan_exit_reuse(void **state)
+{
+    struct fake *f = *state;
+    struct discovery_stats st;
+
+    FAKE(f, 1, 0, 1, "init", "PATH=/bin");
+    FAKE(f, 100, 1, 500, "python3", "RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=3", "ARGUS_JOB=j1",
+         "TP_SIZE=2");
+    FAKE(f, 200, 1, 600, "a) (b", "RANK=4", "WORLD_SIZE=8", "ARGUS_JOB=j1");
+    FAKE(f, 300, 1, 700, "python3", "PATH=/bin");
+    assert_int_equal(scan(f), 2);
+    assert_int_equal(f->ev.news, 2);
+    const struct rank_info *ri = discovery_find(f->d, 100);
+    assert_non_null(ri);
+    assert_int_equal(ri->start_time, 500);
+    assert_int_equal(ri->ppid, 1);
+    assert_string_equal(ri->comm, "python3");
+    assert_int_equal(ri->tp, 1);
+    assert_int_equal(ri->dp, 1);
+    char want_root[128];
+    snprintf(want_root, sizeof(want_root), "%s/100/root", f->root);
+    assert_string_equal(ri->root, want_root);
+    assert_string_equal(discovery_find(f->d, 200)->comm, "a) (b");
+    assert_null(discovery_find(f->d, 300));
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.processes, 4);
+    assert_int_equal(st.evaluated, 4);
+
+    /* a second scan reads no environ and reports nothing new */
+    assert_int_equal(scan(f), 2);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.evaluated, 4);
+    assert_int_equal(f->ev.news, 2);
+
+    /* exit */
+    fake_rm(f, 200);
+    assert_int_equal(scan(f), 1);
+    assert_int_equal(f->ev.exits, 1);
+    assert_int_equal(f->ev.last_exit_pid, 200);
+
+    /* pid reuse: same pid, new start time, another rank */
+    FAKE(f, 100, 1, 900, "python3", "RANK=5", "WORLD_SIZE=8", "ARGUS_JOB=j2");
+    assert_int_equal(scan(f), 1);
+    assert_int_equal(f->ev.exits, 2);
+    assert_int_equal(f->ev.last_exit_pid, 100);
+    assert_int_equal(f->ev.news, 3);
+    assert_int_equal(discovery_find(f->d, 100)->rank, 5);
+    assert_string_equal(discovery_find(f->d, 100)->job, "j2");
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.pid_reused, 1);
+
+    /* a zombie is gone */
+    fake_proc(f, 100, 1, 900, "python3", 'Z', (const char *const[]){NULL});
+    assert_int_equal(scan(f), 0);
+    assert_int_equal(f->ev.exits, 3);
+}
+
+static void test_fake_children_and_deny(void **state)
+{
+    struct fake *f = *state;
+#define RANK0 "RANK=0", "WORLD_SIZE=2", "ARGUS_JOB=j"
+
+    /* a worker with a lower pid than its parent (pid wrap) and a grandchild */
+    FAKE(f, 50, 100, 510, "python3", RANK0);
+    FAKE(f, 100, 1, 500, "python3", RANK0);
+    FAKE(f, 40, 50, 520, "python3", RANK0);
+    /* torchrun carries RANK but is denied; its worker is the rank */
+    FAKE(f, 200, 1, 400, "torchrun", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=j");
+    FAKE(f, 201, 200, 410, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=j");
+    /* a shell script: comm is its name, exe the shell; its python is the rank */
+    FAKE(f, 400, 1, 420, "train.sh", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=s");
+    FAKE(f, 401, 400, 430, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=s");
+    char link[128];
+    snprintf(link, sizeof(link), "%s/400/exe", f->root);
+    assert_int_equal(symlink("/usr/bin/bash", link), 0);
+    /* a child with another rank is a rank (a launcher that is itself one) */
+    FAKE(f, 300, 100, 530, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=other");
+    assert_int_equal(scan(f), 4);
+    assert_null(discovery_find(f->d, 400));
+    assert_non_null(discovery_find(f->d, 401));
+    assert_non_null(discovery_find(f->d, 100));
+    assert_null(discovery_find(f->d, 50));
+    assert_null(discovery_find(f->d, 40));
+    assert_null(discovery_find(f->d, 200));
+    assert_non_null(discovery_find(f->d, 201));
+    assert_non_null(discovery_find(f->d, 300));
+    struct discovery_stats st;
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.children, 2);
+    assert_int_equal(st.denied, 2);
+    assert_int_equal(st.ranks, 4);
+
+    assert_int_equal(st.duplicates, 0);
+    /* two unrelated processes claiming one rank: both tracked, counted */
+    FAKE(f, 500, 1, 540, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=other");
+    assert_int_equal(scan(f), 5);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.duplicates, 1);
+    fake_rm(f, 500);
+
+    /* with an empty deny list torchrun is the rank and its worker a child */
+    struct discovery_options o = {.proc_root = f->root, .node = "n", .deny_comms = ""};
+    struct discovery *d2 = discovery_new(&o);
+    assert_non_null(d2);
+    assert_int_equal(discovery_scan(d2, NULL, NULL), 4);
+    assert_non_null(discovery_find(d2, 200));
+    assert_null(discovery_find(d2, 201));
+    assert_non_null(discovery_find(d2, 400));
+    assert_null(discovery_find(d2, 401));
+    discovery_free(d2);
+#undef RANK0
+}
+
+static void test_fake_exec_and_exit_events(void **state)
+{
+    struct fake *f = *state;
+
+    FAKE(f, 100, 1, 500, "bash", "RANK=0", "WORLD_SIZE=1", "ARGUS_JOB=j");
+    FAKE(f, 101, 1, 501, "sleep", "PATH=/bin");
+    assert_int_equal(scan(f), 0);
+    /* bash exec'd python: same pid and start time, new image */
+    FAKE(f, 100, 1, 500, "python3", "RANK=0", "WORLD_SIZE=1", "ARGUS_JOB=j", "X=1");
+    assert_int_equal(discovery_check_pid(f->d, 100, &callbacks, &f->ev), 1);
+    assert_int_equal(f->ev.news, 1);
+    /* a repeated event for the same image changes nothing */
+    assert_int_equal(discovery_check_pid(f->d, 100, &callbacks, &f->ev), 1);
+    assert_int_equal(f->ev.news, 1);
+    assert_int_equal(f->ev.exits, 0);
+    /* the scan sees a changed comm and re-reads: without an exec event */
+    FAKE(f, 101, 1, 501, "python3", "RANK=0", "WORLD_SIZE=1", "ARGUS_JOB=k");
+    assert_int_equal(scan(f), 2);
+    assert_int_equal(f->ev.news, 2);
+    assert_int_equal(f->ev.last_new_pid, 101);
+    /* an exec into another rank: exit of the old image, then the new one */
+    FAKE(f, 100, 1, 500, "python3", "RANK=0", "WORLD_SIZE=1", "ARGUS_JOB=j2");
+    assert_int_equal(discovery_check_pid(f->d, 100, &callbacks, &f->ev), 1);
+    assert_int_equal(f->ev.exits, 1);
+    assert_string_equal(f->ev.last_new.job, "j2");
+    /* exit event while /proc still shows it alive (a thread): kept */
+    assert_int_equal(discovery_exit_pid(f->d, 100, &callbacks, &f->ev), 0);
+    assert_non_null(discovery_find(f->d, 100));
+    fake_rm(f, 100);
+    assert_int_equal(discovery_exit_pid(f->d, 100, &callbacks, &f->ev), 1);
+    assert_int_equal(f->ev.exits, 2);
+    assert_null(discovery_find(f->d, 100));
+    assert_int_equal(discovery_exit_pid(f->d, 100, &callbacks, &f->ev), 0);
+    /* exec event for a pid that is already gone */
+    assert_int_equal(discovery_check_pid(f->d, 4242, &callbacks, &f->ev), 0);
+}
+
+static void test_fake_reject_warns_once(void **state)
+{
+    struct fake *f = *state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+
+    log_set_stream(mem);
+    FAKE(f, 100, 1, 500, "python3", "RANK=abc", "WORLD_SIZE=8");
+    assert_int_equal(scan(f), 0);
+    assert_int_equal(scan(f), 0);
+    log_set_stream(NULL);
+    fclose(mem);
+    assert_non_null(strstr(text, "pid 100 (python3): not a rank: RANK is not a number"));
+    assert_null(strstr(strstr(text, "not a rank") + 1, "not a rank"));
+    free(text);
+    struct discovery_stats st;
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.rejected, 1);
+}
+
+static unsigned long fake_file(const char *path)
+{
+    char cmd[512];
+    struct stat sb;
+    snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && echo elf > '%s'", path, path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(stat(path, &sb), 0);
+    return (unsigned long)sb.st_ino;
+}
+
+static void test_fake_mapping_and_resource(void **state)
+{
+    struct fake *f = *state;
+    char maps[2048], buf[256], want[256], in_root[256], host[256], map_file[256];
+
+    snprintf(in_root, sizeof(in_root), "%s/100/root/usr/lib/libnccl.so.2.18.1", f->root);
+    snprintf(host, sizeof(host), "%s/host/libhost.so.1", f->root);
+    snprintf(map_file, sizeof(map_file), "%s/100/map_files/7f30-7f31", f->root);
+    unsigned long nccl_ino = fake_file(in_root), host_ino = fake_file(host);
+    fake_file(map_file);
+    snprintf(want, sizeof(want), "%s/100/root/usr/lib/libfoo.so", f->root);
+    fake_file(want);
+    snprintf(maps, sizeof(maps),
+             "55d0-55d1 r--p 00000000 08:01 123 /usr/bin/python3.11\n"
+             "7f00-7f01 r-xp 00000000 00:00 0 \n"
+             "7f10-7f11 r-xp 00000000 08:01 456 /opt/old/libnccl.so.2 (deleted)\n"
+             "7f20-7f21 r-xp 00000000 08:01 %lu /usr/lib/libnccl.so.2.18.1\n"
+             "7f30-7f31 r-xp 00000000 08:01 999999 /opt/cuda/libcudart.so.12\n"
+             "7f40-7f41 r-xp 00000000 08:01 %lu %s\n"
+             "7f50-7f51 r-xp 00000000 08:01 999998 /usr/lib/libfoo.so\n"
+             "7f60-7f61 r-xp 00000000 08:01 999997 /usr/lib/libbar.so\n",
+             nccl_ino, host_ino, host);
+    FAKE(f, 100, 1, 500, "python3", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=8", "ARGUS_JOB=j1",
+         "CUDA_VISIBLE_DEVICES=6,7");
+    fake_write(f, 100, "maps", maps, strlen(maps));
+    assert_int_equal(scan(f), 1);
+    const struct rank_info *ri = discovery_find(f->d, 100);
+    /* the container's path under root, checked by inode (the deleted one skipped) */
+    assert_int_equal(discovery_find_mapping(ri, "libnccl.so", buf, sizeof(buf)), strlen(in_root));
+    assert_string_equal(buf, in_root);
+    /* a chroot in our namespace: the path is a host path already */
+    assert_int_equal(discovery_find_mapping(ri, "libhost.so", buf, sizeof(buf)), strlen(host));
+    assert_string_equal(buf, host);
+    /* reachable only through map_files */
+    assert_true(discovery_find_mapping(ri, "libcudart.so", buf, sizeof(buf)) > 0);
+    assert_string_equal(buf, map_file);
+    /* exists under root with another inode (overlayfs): root + path, unverified */
+    assert_true(discovery_find_mapping(ri, "libfoo", buf, sizeof(buf)) > 0);
+    assert_string_equal(buf, want);
+    assert_int_equal(discovery_find_mapping(ri, "libbar.so", buf, sizeof(buf)), -ENOENT);
+    assert_int_equal(discovery_find_mapping(ri, "libmissing.so", buf, sizeof(buf)), -ENOENT);
+    assert_int_equal(discovery_host_path(ri, "lib.so", buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(discovery_host_path(ri, "/usr/lib/x", buf, 8), -ENAMETOOLONG);
+
+    Argus__V1__Resource r;
+    discovery_fill_resource(ri, &r);
+    assert_string_equal(r.job, "j1");
+    assert_string_equal(r.node, "node1");
+    assert_int_equal(r.rank, 3);
+    assert_int_equal(r.local_rank, 1);
+    assert_int_equal(r.gpu, 7);
+    assert_int_equal(r.pid, 100);
+    assert_true(r.job == ri->job); /* points into ri */
+    /* it packs */
+    uint8_t packed[512];
+    assert_true(argus__v1__resource__get_packed_size(&r) < sizeof(packed));
+    assert_true(argus__v1__resource__pack(&r, packed) > 0);
+}
+
+static void test_options(void **state)
+{
+    struct discovery_options o = {.deny_comms = "a,b,averyveryverylongcommname"};
+    errno = 0;
+    assert_null(discovery_new(&o));
+    assert_int_equal(errno, EINVAL);
+    struct discovery *d = discovery_new(NULL);
+    assert_non_null(d);
+    discovery_free(d);
+    discovery_free(NULL);
+    struct discovery_options missing = {.proc_root = "/nonexistent-argus"};
+    d = discovery_new(&missing);
+    assert_int_equal(discovery_scan(d, NULL, NULL), -ENOENT);
+    discovery_free(d);
+}
+
+/* --- the real /proc -------------------------------------------------------------- */
+
+static pid_t spawn_sleep(char *const env[])
+{
+    char *argv[] = {"sleep", "30", NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawnp(&pid, "sleep", NULL, NULL, argv, env), 0);
+    /* wait until the exec is done: comm becomes "sleep" */
+    for (int i = 0; i < 200; i++) {
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof(comm), f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        if (strcmp(comm, "sleep\n") == 0)
+            break;
+        usleep(10000);
+    }
+    return pid;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_real_proc(void **state)
+{
+    char *env_a[] = {"PATH=/usr/bin:/bin", "RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=3", "ARGUS_JOB=j1",
+                     "ARGUS_TP_SIZE=2",    NULL};
+    char *env_b[] = {"PATH=/usr/bin:/bin", "RANK=6", "WORLD_SIZE=8", "LOCAL_RANK=6", "ARGUS_JOB=j1",
+                     "ARGUS_TP_SIZE=2",    NULL};
+    char *env_plain[] = {"PATH=/usr/bin:/bin", "WORLD_SIZE=8", NULL};
+    char *env_bad[] = {"PATH=/usr/bin:/bin", "RANK=abc", "WORLD_SIZE=8", NULL};
+    struct events ev = {0};
+    struct discovery_options o = {.node = "real"};
+    struct discovery *d = discovery_new(&o);
+    pid_t a = spawn_sleep(env_a), b = spawn_sleep(env_b);
+    pid_t plain = spawn_sleep(env_plain), bad = spawn_sleep(env_bad);
+
+    uint64_t t0 = now_ns();
+    int ranks = discovery_scan(d, &callbacks, &ev);
+    uint64_t t1 = now_ns();
+    assert_true(ranks >= 2); /* other ranks may run on this machine */
+    uint64_t t2 = now_ns();
+    discovery_scan(d, &callbacks, &ev);
+    uint64_t t3 = now_ns();
+    struct discovery_stats st;
+    discovery_get_stats(d, &st);
+    printf("# real /proc: %" PRIu64 " processes, first scan %.2f ms, steady scan %.2f ms\n",
+           st.processes, (double)(t1 - t0) / 1e6, (double)(t3 - t2) / 1e6);
+
+    const struct rank_info *ra = discovery_find(d, (uint32_t)a);
+    assert_non_null(ra);
+    assert_string_equal(ra->job, "j1");
+    assert_int_equal(ra->rank, 3);
+    assert_int_equal(ra->tp, 1);
+    assert_int_equal(ra->dp, 1);
+    assert_int_equal(ra->dp_size, 4);
+    assert_string_equal(ra->comm, "sleep");
+    assert_string_equal(ra->node, "real");
+    assert_non_null(strstr(ra->exe, "sleep"));
+    assert_true(ra->start_time > 0);
+    assert_int_equal(discovery_find(d, (uint32_t)b)->rank, 6);
+    assert_int_equal(discovery_find(d, (uint32_t)b)->tp, 0);
+    assert_int_equal(discovery_find(d, (uint32_t)b)->dp, 3);
+    assert_null(discovery_find(d, (uint32_t)plain));
+    assert_null(discovery_find(d, (uint32_t)bad));
+
+    int exits = ev.exits;
+    kill(a, SIGKILL);
+    waitpid(a, NULL, 0);
+    discovery_scan(d, &callbacks, &ev);
+    assert_int_equal(ev.exits, exits + 1);
+    assert_int_equal(ev.last_exit_pid, (uint32_t)a);
+    assert_null(discovery_find(d, (uint32_t)a));
+    assert_non_null(discovery_find(d, (uint32_t)b));
+
+    /* a zombie (killed, not yet reaped) counts as exited */
+    kill(b, SIGKILL);
+    usleep(50000);
+    discovery_scan(d, &callbacks, &ev);
+    assert_null(discovery_find(d, (uint32_t)b));
+    waitpid(b, NULL, 0);
+    kill(plain, SIGKILL);
+    kill(bad, SIGKILL);
+    waitpid(plain, NULL, 0);
+    waitpid(bad, NULL, 0);
+    discovery_free(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_not_rank),
+        cmocka_unit_test(test_parse_garbage_numbers),
+        cmocka_unit_test(test_parse_local_rank_only),
+        cmocka_unit_test(test_parse_job_precedence),
+        cmocka_unit_test(test_parse_job_validation),
+        cmocka_unit_test(test_parse_groups_derived),
+        cmocka_unit_test(test_parse_groups_explicit_and_bad),
+        cmocka_unit_test(test_parse_cuda_visible_devices),
+        cmocka_unit_test(test_parse_random),
+        cmocka_unit_test_setup_teardown(test_fake_scan_exit_reuse, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_children_and_deny, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_exec_and_exit_events, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_reject_warns_once, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_mapping_and_resource, fake_setup, fake_teardown),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_real_proc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
