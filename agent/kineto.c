@@ -288,7 +288,8 @@ static void assign_steps(struct parse *p)
 {
     struct kineto_trace *t = p->t;
 
-    qsort(t->steps, t->n_steps, sizeof(*t->steps), step_cmp);
+    if (t->n_steps > 1)
+        qsort(t->steps, t->n_steps, sizeof(*t->steps), step_cmp);
     for (size_t i = 0; i < t->n_spans; i++) {
         struct kineto_span *sp = &t->spans[i];
         uint64_t at = sp->ts_ns;

@@ -562,7 +562,8 @@ int summarizer_finish(struct summarizer *s, Argus__V1__StepRecord *out)
     for (uint32_t i = 0; i < s->n_groups; i++)
         if (s->groups[i].n)
             s->order[n++] = (struct group_key){s->groups[i].name_id, s->groups[i].stream, i};
-    qsort(s->order, n, sizeof(*s->order), group_cmp);
+    if (n > 1)
+        qsort(s->order, n, sizeof(*s->order), group_cmp);
     for (uint32_t i = 0; i < n; i++) {
         n_clusters[i] = group_summarize(s, &s->groups[s->order[i].index], total);
         total += n_clusters[i];
