@@ -13,6 +13,7 @@
 #define SUMMARIZE_KERNEL_SIGMAS 4.0 /* Gaussian kernel truncated at 4h */
 #define SUMMARIZE_GRID_PAD 3.0      /* grid spans [min - 3h, max + 3h] */
 #define SUMMARIZE_Z99 2.3263478740408408
+#define SUMMARIZE_MAX_DEPTH 4 /* re-splits of a segment with its own bandwidth */
 
 struct group {
     uint64_t name_id;
@@ -56,6 +57,7 @@ void summarize_options_default(struct summarize_options *o)
     *o = (struct summarize_options){
         .grid_points = SUMMARIZE_DEFAULT_GRID_POINTS,
         .min_count = SUMMARIZE_DEFAULT_MIN_COUNT,
+        .min_fraction = SUMMARIZE_DEFAULT_MIN_FRACTION,
         .min_log_gap = SUMMARIZE_DEFAULT_MIN_LOG_GAP,
         .max_valley_ratio = SUMMARIZE_DEFAULT_MAX_VALLEY_RATIO,
         .max_clusters = SUMMARIZE_DEFAULT_MAX_CLUSTERS,
@@ -68,10 +70,10 @@ void summarize_options_default(struct summarize_options *o)
 static bool options_valid(const struct summarize_options *o)
 {
     return o->grid_points >= 16 && o->grid_points <= SUMMARIZE_MAX_GRID_POINTS &&
-           o->min_count >= 1 && o->min_log_gap >= 0 && o->max_valley_ratio > 0 &&
-           o->max_valley_ratio <= 1 && o->max_clusters >= 1 &&
-           o->max_clusters <= SUMMARIZE_MAX_CLUSTERS && o->max_events >= 1 &&
-           (o->fields & ~SUMMARIZE_FIELDS_ALL) == 0 && o->quantize_bits <= 63;
+           o->min_count >= 1 && o->min_fraction >= 0 && o->min_fraction < 0.5 &&
+           o->min_log_gap >= 0 && o->max_valley_ratio > 0 && o->max_valley_ratio <= 1 &&
+           o->max_clusters >= 1 && o->max_clusters <= SUMMARIZE_MAX_CLUSTERS &&
+           o->max_events >= 1 && (o->fields & ~SUMMARIZE_FIELDS_ALL) == 0 && o->quantize_bits <= 63;
 }
 
 struct summarizer *summarizer_new(const struct summarize_options *o)
@@ -245,23 +247,12 @@ void summarizer_reset(struct summarizer *s)
 /* --- sorting ------------------------------------------------------------- */
 
 /* LSD radix sort, 8 bits per pass; passes where every key has the same digit
- * (the high bytes of durations) are skipped. tmp holds n values. */
-static void sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
+ * (the high bytes of durations) are skipped. tmp holds n values, n > 0. */
+static void radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
 {
     size_t hist[8][256] = {{0}};
     uint64_t *src = a, *dst = tmp;
 
-    if (n < SUMMARIZE_SMALL_SORT) {
-        for (size_t i = 1; i < n; i++) {
-            uint64_t v = a[i];
-            size_t j = i;
-
-            for (; j > 0 && a[j - 1] > v; j--)
-                a[j] = a[j - 1];
-            a[j] = v;
-        }
-        return;
-    }
     for (size_t i = 0; i < n; i++)
         for (int p = 0; p < 8; p++)
             hist[p][(a[i] >> (8 * p)) & 0xff]++;
@@ -284,6 +275,23 @@ static void sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
     }
     if (src != a)
         memcpy(a, src, n * sizeof(*a));
+}
+
+/* Sort n durations: insertion sort when few, radix sort otherwise. */
+static void sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
+{
+    if (n >= SUMMARIZE_SMALL_SORT) {
+        radix_sort_u64(a, tmp, n);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = a[i];
+        size_t j = i;
+
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
 }
 
 static int group_cmp(const void *pa, const void *pb)
@@ -404,7 +412,7 @@ static uint32_t kde_cuts(struct summarizer *s, const double *logs, size_t n, siz
     const struct summarize_options *o = &s->o;
     double mean = 0, var = 0, h, lo, dx;
     uint32_t g = o->grid_points, n_cuts = 0, left_peak, seg_start = 0;
-    size_t below_last = 0;
+    size_t below_last = 0, min_side = (size_t)ceil(o->min_fraction * (double)n);
 
     for (size_t i = 0; i < n; i++)
         mean += logs[i];
@@ -418,6 +426,8 @@ static uint32_t kde_cuts(struct summarizer *s, const double *logs, size_t n, siz
     lo = logs[0] - SUMMARIZE_GRID_PAD * h;
     dx = (logs[n - 1] + SUMMARIZE_GRID_PAD * h - lo) / (g - 1);
     kde_density(s, logs, n, h, lo, dx);
+    if (min_side < o->min_count)
+        min_side = o->min_count;
 
     for (uint32_t i = 1; i + 1 < g && n_cuts < max_cuts; i++) {
         const double *d = s->dens;
@@ -432,7 +442,7 @@ static uint32_t kde_cuts(struct summarizer *s, const double *logs, size_t n, siz
         left_peak = peak_in(d, seg_start, i);
         right_peak = peak_in(d, i, next);
         below = count_below(logs, n, lo + i * dx);
-        if (below - below_last >= o->min_count && n - below >= o->min_count &&
+        if (below - below_last >= min_side && n - below >= min_side &&
             (right_peak - left_peak) * dx >= o->min_log_gap &&
             d[i] <= o->max_valley_ratio * fmin(d[left_peak], d[right_peak])) {
             cuts[n_cuts++] = below;
@@ -441,6 +451,31 @@ static uint32_t kde_cuts(struct summarizer *s, const double *logs, size_t n, siz
         }
     }
     return n_cuts;
+}
+
+/* Cuts of logs[0..n) (counts below each cut, plus offset) appended to
+ * cuts[*n_cuts..max_cuts): one KDE pass, then each resulting segment again
+ * with its own bandwidth, because Scott's rule over several modes is wide
+ * enough to blur two neighbouring ones into one. */
+static void split_segment(struct summarizer *s, const double *logs, size_t n, size_t offset,
+                          size_t *cuts, uint32_t *n_cuts, uint32_t max_cuts, int depth)
+{
+    size_t local[SUMMARIZE_MAX_CLUSTERS], start = 0;
+    uint32_t found;
+
+    if (*n_cuts >= max_cuts || n < 2 * (size_t)s->o.min_count)
+        return;
+    found = kde_cuts(s, logs, n, local, max_cuts - *n_cuts);
+    for (uint32_t c = 0; c <= found && *n_cuts < max_cuts; c++) {
+        size_t end = c < found ? local[c] : n;
+
+        if (found && depth < SUMMARIZE_MAX_DEPTH)
+            split_segment(s, logs + start, end - start, offset + start, cuts, n_cuts, max_cuts,
+                          depth + 1);
+        if (c < found && *n_cuts < max_cuts)
+            cuts[(*n_cuts)++] = offset + end;
+        start = end;
+    }
 }
 
 /* Sort one group and append its clusters to s->clusters (room for
@@ -454,7 +489,7 @@ static uint32_t group_summarize(struct summarizer *s, struct group *g, size_t at
     if (n >= 2 * (size_t)s->o.min_count && s->o.max_clusters > 1) {
         for (size_t i = 0; i < n; i++)
             s->logs[i] = log(g->dur[i] ? (double)g->dur[i] : 1.0);
-        n_cuts = kde_cuts(s, s->logs, n, cuts, s->o.max_clusters - 1);
+        split_segment(s, s->logs, n, 0, cuts, &n_cuts, s->o.max_clusters - 1, 0);
     }
     for (uint32_t c = 0; c <= n_cuts; c++) {
         size_t end = c < n_cuts ? cuts[c] : n;

@@ -8,8 +8,10 @@
  * grid and the bins convolved with the kernel truncated at 4h, so the cost is
  * O(n + grid * kernel width), never O(n * grid)), find the density valleys
  * and cut at a valley only when
- *   - each side keeps at least min_count events (counted from the previous
- *     accepted cut on the left, to the end of the group on the right),
+ *   - each side keeps at least min_count events and min_fraction of the
+ *     segment being cut (counted from the previous accepted cut on the left,
+ *     to the end of the segment on the right): sparse tails of one big mode
+ *     make bumps of a few events that are noise, not modes,
  *   - the density peaks on either side are at least min_log_gap apart (natural
  *     log units: 0.25 = the modes differ by 28% or more), and
  *   - the valley is at most max_valley_ratio times the lower of the two peaks
@@ -39,6 +41,7 @@
 
 #define SUMMARIZE_DEFAULT_GRID_POINTS 256u
 #define SUMMARIZE_DEFAULT_MIN_COUNT 5u
+#define SUMMARIZE_DEFAULT_MIN_FRACTION 0.005
 #define SUMMARIZE_DEFAULT_MIN_LOG_GAP 0.25
 #define SUMMARIZE_DEFAULT_MAX_VALLEY_RATIO 0.8
 #define SUMMARIZE_DEFAULT_MAX_CLUSTERS 8u
@@ -49,6 +52,7 @@
 struct summarize_options {
     uint32_t grid_points;    /* KDE grid size, 16..SUMMARIZE_MAX_GRID_POINTS */
     uint32_t min_count;      /* events on each side of a cut, >= 1 */
+    double min_fraction;     /* share of the segment on each side of a cut, [0, 0.5) */
     double min_log_gap;      /* distance between the peaks of a cut, ln units, >= 0 */
     double max_valley_ratio; /* valley density / lower peak, in (0, 1] */
     uint32_t max_clusters;   /* clusters per group, 1..SUMMARIZE_MAX_CLUSTERS */
@@ -59,8 +63,9 @@ struct summarize_options {
                                 makes step-to-step values repeat and LZ4 find them */
 };
 
-/* The defaults above: 256 points, min_count 5, min_log_gap 0.25, valley ratio
- * 0.8, 8 clusters, 4 Mi events, all fields, exact values. */
+/* The defaults above: 256 points, min_count 5, min_fraction 0.5%,
+ * min_log_gap 0.25, valley ratio 0.8, 8 clusters, 4 Mi events, all fields,
+ * exact values. */
 void summarize_options_default(struct summarize_options *o);
 
 struct summarizer;
