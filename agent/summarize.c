@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SUMMARIZE_SMALL_SORT 48     /* insertion sort below this many durations */
-#define SUMMARIZE_KERNEL_SIGMAS 4.0 /* Gaussian kernel truncated at 4h */
-#define SUMMARIZE_GRID_PAD 3.0      /* grid spans [min - 3h, max + 3h] */
+#define SUMMARIZE_SMALL_SORT 48       /* insertion sort below this many durations */
+#define SUMMARIZE_KERNEL_SIGMAS 4.0   /* direct Gaussian kernel truncated at 4h */
+#define SUMMARIZE_RECURSIVE_SIGMA 3.0 /* wider kernels (grid steps): recursive filter */
+#define SUMMARIZE_GRID_PAD 3.0        /* grid spans [min - 3h, max + 3h] */
 #define SUMMARIZE_Z99 2.3263478740408408
 #define SUMMARIZE_MAX_DEPTH 4 /* re-splits of a segment with its own bandwidth */
 
@@ -355,14 +356,61 @@ static size_t count_below(const double *logs, size_t n, double x)
     return lo;
 }
 
-/* The KDE of the sorted logs on the grid lo + i * dx, into s->dens: linear
- * binning, then a convolution with the Gaussian truncated at 4h. */
+/* dens = bins convolved with a Gaussian of sigma grid steps, by the
+ * recursive filter of Young and van Vliet (1995): a causal and an anti-causal
+ * third-order pass, O(grid) whatever sigma. The grid's 3h padding holds no
+ * samples, so starting both passes from zero costs nothing where it matters. */
+static void gauss_recursive(const double *bins, double *dens, uint32_t g, double sigma)
+{
+    double q =
+        sigma >= 2.5 ? 0.98711 * sigma - 0.96330 : 3.97156 - 4.14554 * sqrt(1 - 0.26891 * sigma);
+    double b0 = 1.57825 + 2.44413 * q + 1.4281 * q * q + 0.422205 * q * q * q;
+    double b1 = (2.44413 * q + 2.85619 * q * q + 1.26661 * q * q * q) / b0;
+    double b2 = -(1.4281 * q * q + 1.26661 * q * q * q) / b0;
+    double b3 = 0.422205 * q * q * q / b0;
+    double gain = 1 - (b1 + b2 + b3), w1 = 0, w2 = 0, w3 = 0;
+
+    for (uint32_t i = 0; i < g; i++) {
+        double w = gain * bins[i] + b1 * w1 + b2 * w2 + b3 * w3;
+
+        dens[i] = w;
+        w3 = w2, w2 = w1, w1 = w;
+    }
+    w1 = w2 = w3 = 0;
+    for (uint32_t i = g; i-- > 0;) {
+        double y = gain * dens[i] + b1 * w1 + b2 * w2 + b3 * w3;
+
+        dens[i] = y;
+        w3 = w2, w2 = w1, w1 = y;
+    }
+}
+
+/* dens = bins convolved with the Gaussian of sigma grid steps truncated at
+ * 4 sigma, directly: for narrow kernels, where it is cheap and exact. */
+static void gauss_direct(const double *bins, double *dens, double *w, uint32_t g, double sigma)
+{
+    uint32_t k_max = (uint32_t)fmin(g - 1, ceil(SUMMARIZE_KERNEL_SIGMAS * sigma));
+
+    for (uint32_t k = 0; k <= k_max; k++)
+        w[k] = exp(-0.5 * (k / sigma) * (k / sigma));
+    memset(dens, 0, g * sizeof(*dens));
+    for (uint32_t j = 0; j < g; j++) {
+        uint32_t a = j > k_max ? j - k_max : 0, b = j + k_max < g - 1 ? j + k_max : g - 1;
+
+        if (bins[j] == 0)
+            continue;
+        for (uint32_t i = a; i <= b; i++)
+            dens[i] += bins[j] * w[i > j ? i - j : j - i];
+    }
+}
+
+/* The KDE of the sorted logs on the grid lo + i * dx, into s->dens (up to a
+ * constant factor): linear binning, then the Gaussian of bandwidth h. */
 static void kde_density(struct summarizer *s, const double *logs, size_t n, double h, double lo,
                         double dx)
 {
     uint32_t g = s->o.grid_points;
-    double *bins = s->bins, *dens = s->dens, *w = s->weights;
-    uint32_t k_max = (uint32_t)fmin(g - 1, ceil(SUMMARIZE_KERNEL_SIGMAS * h / dx));
+    double *bins = s->bins;
 
     memset(bins, 0, g * sizeof(*bins));
     for (size_t i = 0; i < n; i++) {
@@ -377,20 +425,10 @@ static void kde_density(struct summarizer *s, const double *logs, size_t n, doub
         bins[j] += 1 - frac;
         bins[j + 1] += frac;
     }
-    for (uint32_t k = 0; k <= k_max; k++) {
-        double z = k * dx / h;
-
-        w[k] = exp(-0.5 * z * z);
-    }
-    memset(dens, 0, g * sizeof(*dens));
-    for (uint32_t j = 0; j < g; j++) {
-        uint32_t a = j > k_max ? j - k_max : 0, b = j + k_max < g - 1 ? j + k_max : g - 1;
-
-        if (bins[j] == 0)
-            continue;
-        for (uint32_t i = a; i <= b; i++)
-            dens[i] += bins[j] * w[i > j ? i - j : j - i];
-    }
+    if (h / dx >= SUMMARIZE_RECURSIVE_SIGMA)
+        gauss_recursive(bins, s->dens, g, h / dx);
+    else
+        gauss_direct(bins, s->dens, s->weights, g, h / dx);
 }
 
 /* Index of the highest density in dens[a..b]. */
