@@ -63,8 +63,8 @@ void summarize_options_default(struct summarize_options *o)
         .max_valley_ratio = SUMMARIZE_DEFAULT_MAX_VALLEY_RATIO,
         .max_clusters = SUMMARIZE_DEFAULT_MAX_CLUSTERS,
         .max_events = SUMMARIZE_DEFAULT_MAX_EVENTS,
-        .fields = SUMMARIZE_FIELDS_ALL,
-        .quantize_bits = 0,
+        .fields = SUMMARIZE_DEFAULT_FIELDS,
+        .quantize_bits = SUMMARIZE_DEFAULT_QUANTIZE_BITS,
     };
 }
 

@@ -16,10 +16,20 @@
  *     log units: 0.25 = the modes differ by 28% or more), and
  *   - the valley is at most max_valley_ratio times the lower of the two peaks
  *     (so the wiggles of one broad mode are not cut).
- * Each cluster keeps count, sum, p50, p99, min and max, exact from the sorted
- * durations (nearest rank: the p-quantile of n sorted values is value
- * number ceil(p * n), 1-based). Groups with sigma = 0 (one event, identical
- * durations) or fewer than 2 * min_count events are one cluster.
+ * Each cluster gets count, sum, p50, p99, min and max computed exactly from
+ * the sorted durations (nearest rank: the p-quantile of n sorted values is
+ * value number ceil(p * n), 1-based). Groups with sigma = 0 (one event,
+ * identical durations) or fewer than 2 * min_count events are one cluster.
+ *
+ * What goes on the wire is set by fields and quantize_bits. The defaults are
+ * the ones that meet the >= 3,700x target (tests/bench/bench_compression: on
+ * a 46,000-kernel step, exact values with min/max give ~2,000x per step in a
+ * batch of 8 steps or 8 ranks, without min/max ~3,100x, and without min/max
+ * rounded to 8 significant bits ~4,600x): no min/max, and every ns value
+ * rounded to 8 significant bits (relative error <= 0.4%), so values that
+ * barely move from step to step or rank to rank repeat byte for byte and LZ4
+ * finds them. Exact output is one option away (fields = SUMMARIZE_FIELDS_ALL,
+ * quantize_bits = 0).
  *
  * Everything is deterministic: output groups are ordered by (name_id, stream)
  * and the result depends only on the multiset of events added, not on their
@@ -46,6 +56,8 @@
 #define SUMMARIZE_DEFAULT_MAX_VALLEY_RATIO 0.8
 #define SUMMARIZE_DEFAULT_MAX_CLUSTERS 8u
 #define SUMMARIZE_DEFAULT_MAX_EVENTS (4u << 20) /* per step */
+#define SUMMARIZE_DEFAULT_FIELDS SUMMARIZE_FIELD_SUM
+#define SUMMARIZE_DEFAULT_QUANTIZE_BITS 8u
 #define SUMMARIZE_MAX_GRID_POINTS 4096u
 #define SUMMARIZE_MAX_CLUSTERS 32u
 
@@ -64,8 +76,8 @@ struct summarize_options {
 };
 
 /* The defaults above: 256 points, min_count 5, min_fraction 0.5%,
- * min_log_gap 0.25, valley ratio 0.8, 8 clusters, 4 Mi events, all fields,
- * exact values. */
+ * min_log_gap 0.25, valley ratio 0.8, 8 clusters, 4 Mi events, sum but no
+ * min/max, values rounded to 8 significant bits. */
 void summarize_options_default(struct summarize_options *o);
 
 struct summarizer;

@@ -62,13 +62,25 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The defaults with exact values and every field, which most tests check. */
+static void options_exact(struct summarize_options *o)
+{
+    summarize_options_default(o);
+    o->fields = SUMMARIZE_FIELDS_ALL;
+    o->quantize_bits = 0;
+}
+
 /* Summarise durations v[0..n) as one group (name 42, stream 7) with options
- * o (NULL = defaults) into rec, which the caller frees with
+ * o (NULL = options_exact) into rec, which the caller frees with
  * summarizer_free_groups. */
 static void summarize_one(const struct summarize_options *o, const uint64_t *v, size_t n,
                           Argus__V1__StepRecord *rec)
 {
-    struct summarizer *s = summarizer_new(o);
+    struct summarize_options exact;
+    struct summarizer *s;
+
+    options_exact(&exact);
+    s = summarizer_new(o ? o : &exact);
 
     assert_non_null(s);
     argus__v1__step_record__init(rec);
@@ -215,7 +227,7 @@ static void test_close_modes_not_split(void **state)
     assert_int_equal(rec.kernels[0]->n_clusters, 1);
     summarizer_free_groups(&rec);
 
-    summarize_options_default(&o);
+    options_exact(&o);
     o.min_log_gap = 0.05;
     summarize_one(&o, v, n, &rec);
     assert_int_equal(rec.kernels[0]->n_clusters, 2);
@@ -235,7 +247,7 @@ static void test_small_n(void **state)
     assert_int_equal(rec.kernels[0]->clusters[0]->count, 8);
     summarizer_free_groups(&rec);
 
-    summarize_options_default(&o);
+    options_exact(&o);
     o.min_count = 3;
     summarize_one(&o, v, 8, &rec);
     assert_int_equal(rec.kernels[0]->n_clusters, 2);
@@ -402,9 +414,14 @@ static void test_quantize_and_fields(void **state)
 
     gen_mode(&rng, v, 0, 500, 123457, 0.2);
     summarize_one(NULL, v, 500, &exact);
-    summarize_options_default(&o);
+    summarize_options_default(&o); /* the wire defaults: 8 bits, no min/max */
+    summarize_one(&o, v, 500, &coarse);
+    /* ~123457 ns has 17 significant bits: 8 kept, the low 9 are zero */
+    assert_int_equal(coarse.kernels[0]->clusters[0]->p50_ns & 0x1ff, 0);
+    assert_int_equal(coarse.kernels[0]->clusters[0]->min_ns, 0);
+    assert_true(coarse.kernels[0]->clusters[0]->sum_ns > 0);
+    summarizer_free_groups(&coarse);
     o.quantize_bits = 6;
-    o.fields = SUMMARIZE_FIELD_SUM;
     summarize_one(&o, v, 500, &coarse);
     assert_int_equal(coarse.kernels[0]->n_clusters, exact.kernels[0]->n_clusters);
     for (size_t c = 0; c < exact.kernels[0]->n_clusters; c++) {
@@ -415,7 +432,7 @@ static void test_quantize_and_fields(void **state)
         assert_true(fabs((double)q->p50_ns - (double)e->p50_ns) <= e->p50_ns / 64.0);
         assert_true(fabs((double)q->p99_ns - (double)e->p99_ns) <= e->p99_ns / 64.0);
         assert_true(fabs((double)q->sum_ns - (double)e->sum_ns) <= e->sum_ns / 64.0);
-        assert_int_equal(q->p50_ns & 0xff, 0); /* 17 significant bits -> 6 */
+        assert_int_equal(q->p50_ns & 0x7ff, 0); /* 17 significant bits -> 6 */
         assert_int_equal(q->min_ns, 0);
         assert_int_equal(q->max_ns, 0);
     }
