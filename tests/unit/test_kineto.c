@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "agent/kineto.h"
+#include "agent/summarize.h"
 #include "common/name_id.h"
 
 static char data_dir[PATH_MAX];
@@ -150,6 +151,68 @@ static void test_real_nccl(void **state)
     assert_int_equal(t->spans[0].dur_ns, 41407);
     assert_int_equal(t->spans[0].stream, 7);
     check_steps(t, per_step);
+    kineto_free(t);
+}
+
+/* Each step of the NCCL trace through the summarizer: every kernel lands in
+ * exactly one cluster of its (name, stream) group. */
+static void test_real_summarized(void **state)
+{
+    struct kineto_trace *t;
+    struct summarizer *s;
+
+    if (!data_dir[0])
+        skip();
+    t = load_real("nccl_parser_config__nccl_data.json.gz");
+    s = summarizer_new(NULL);
+    assert_non_null(s);
+    for (size_t k = 0; k < t->n_steps; k++) {
+        Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
+        uint64_t in_clusters = 0;
+
+        for (size_t i = 0; i < t->n_spans; i++)
+            if (t->spans[i].step == (int32_t)k)
+                assert_int_equal(summarizer_add(s, t->name_ids[t->spans[i].name],
+                                                t->spans[i].stream, t->spans[i].dur_ns),
+                                 0);
+        assert_int_equal(summarizer_finish(s, &rec), 0);
+        assert_int_equal(rec.kernel_events, 900);
+        assert_int_equal(rec.n_kernels, 70); /* 70 names, each on one stream */
+        for (size_t g = 0; g < rec.n_kernels; g++)
+            for (size_t c = 0; c < rec.kernels[g]->n_clusters; c++)
+                in_clusters += rec.kernels[g]->clusters[c]->count;
+        assert_int_equal(in_clusters, 900);
+        summarizer_free_groups(&rec);
+    }
+    summarizer_free(s);
+    kineto_free(t);
+}
+
+/* A real trace cut anywhere is rejected as not JSON, never half-read. */
+static void test_real_truncated(void **state)
+{
+    char path[PATH_MAX + 64], err[256];
+    static char buf[4 << 20];
+    struct kineto_trace *t;
+    gzFile f;
+    int len;
+
+    if (!data_dir[0])
+        skip();
+    snprintf(path, sizeof(path), "%s/trace_filter__sampled_rank-1.json.gz", data_dir);
+    f = gzopen(path, "rb");
+    assert_non_null(f);
+    len = gzread(f, buf, sizeof(buf));
+    gzclose(f);
+    assert_true(len > 1000000);
+    for (int cut = 1; cut < 16; cut++) {
+        size_t at = (size_t)len / 16 * (size_t)cut + (size_t)cut * 7;
+
+        assert_int_equal(kineto_parse(buf, at, NULL, &t, err, sizeof(err)), -EBADMSG);
+        assert_null(t);
+    }
+    assert_int_equal(kineto_parse(buf, (size_t)len, NULL, &t, err, sizeof(err)), 0);
+    assert_int_equal(t->n_spans, 1104);
     kineto_free(t);
 }
 
@@ -289,9 +352,10 @@ static void test_load_files(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_real_rank0), cmocka_unit_test(test_real_rank1),
-        cmocka_unit_test(test_real_nccl),  cmocka_unit_test(test_synthetic_steps),
-        cmocka_unit_test(test_bad_input),  cmocka_unit_test(test_load_files),
+        cmocka_unit_test(test_real_rank0),     cmocka_unit_test(test_real_rank1),
+        cmocka_unit_test(test_real_nccl),      cmocka_unit_test(test_real_summarized),
+        cmocka_unit_test(test_real_truncated), cmocka_unit_test(test_synthetic_steps),
+        cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_load_files),
     };
 
     if (find_data_dir() < 0) {
