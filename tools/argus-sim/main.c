@@ -37,6 +37,8 @@ static const struct config_option sim_options[] = {
     OPT("pp", CONFIG_UINT, pp, "1", 1, 1024, "pipeline-parallel size"),
     OPT("verify", CONFIG_BOOL, verify, "false", 0, 0,
         "do not send: check the collector holds exactly what a run with these options sent"),
+    OPT("pregen", CONFIG_BOOL, pregen, "false", 0, 0,
+        "build every batch before the clock starts, so a benchmark measures the collector"),
     OPT("agent_prefix", CONFIG_STRING, agent_prefix, "sim-agent-", 0, 0, "agent id prefix"),
 };
 
@@ -90,6 +92,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "argus-sim: --verify needs the --base_time the run printed\n");
         config_free(&sim_table, &c);
         return 2;
+    }
+    if (c.pregen) {
+        uint64_t per_agent = (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
+        if (c.max_inflight < per_agent)
+            c.max_inflight = per_agent;
     }
     if (c.verify) {
         rc = sim_verify(&c);

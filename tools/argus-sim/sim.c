@@ -16,6 +16,7 @@
 /* One sealed batch waiting for its ack. */
 struct sim_pending {
     uint64_t seq;
+    uint64_t due_ns;  /* not sent before this time (rate pacing) */
     uint32_t nsteps;
     uint64_t sent_ns; /* 0 = not sent on this stream */
     void *frame;
@@ -121,6 +122,7 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
     if (r < 0)
         goto out;
     p->seq = a->next_seq++;
+    p->due_ns = a->due_ns;
     p->nsteps = (uint32_t)n;
     p->sent_ns = 0;
     a->qlen++;
@@ -207,7 +209,7 @@ static void sim_service(struct sim_thread *t, struct sim_agent *a, uint64_t now)
     }
     if (a->st && a->qsent < a->qlen && rpc_stream_can_send(a->st)) {
         struct sim_pending *p = &a->q[(a->qhead + a->qsent) % c->max_inflight];
-        if (rpc_stream_send(a->st, p->frame, p->len) == 0) {
+        if (now >= p->due_ns && rpc_stream_send(a->st, p->frame, p->len) == 0) {
             p->sent_ns = now;
             a->qsent++;
             t->r.batches_sent++;
@@ -294,6 +296,30 @@ static void sim_setup_agents(const struct sim_config *c, struct sim_thread *th, 
     }
 }
 
+/* Seal every batch of every agent up front (--pregen), paced from now. */
+static int sim_pregen(struct sim_thread *t)
+{
+    for (size_t i = 0; i < t->nagents; i++) {
+        struct sim_agent *a = &t->agents[i];
+        uint64_t first = a->due_ns;
+        while (a->next_step < t->c->steps) {
+            if (sim_seal(t, a) < 0)
+                return -ENOMEM;
+            if (t->c->rate > 0)
+                a->due_ns += (uint64_t)(t->c->steps_per_batch * 1e9 / t->c->rate);
+        }
+        a->due_ns = first;
+    }
+    return 0;
+}
+
+static void sim_shift_due(struct sim_thread *t, uint64_t delta)
+{
+    for (size_t i = 0; i < t->nagents; i++)
+        for (size_t k = 0; k < t->agents[i].qlen; k++)
+            t->agents[i].q[(t->agents[i].qhead + k) % t->c->max_inflight].due_ns += delta;
+}
+
 int sim_run(const struct sim_config *c, struct sim_result *out)
 {
     size_t nagents = (size_t)((c->ranks + c->ranks_per_node - 1) / c->ranks_per_node);
@@ -307,6 +333,15 @@ int sim_run(const struct sim_config *c, struct sim_result *out)
     if (!agents || !th || !ch)
         return -ENOMEM;
     sim_setup_agents(c, th, nthreads, agents, nagents);
+    if (c->pregen) {
+        for (size_t k = 0; k < nthreads; k++)
+            if (sim_pregen(&th[k]) < 0)
+                return -ENOMEM;
+        uint64_t now = clock_mono_ns();
+        for (size_t k = 0; k < nthreads; k++)
+            sim_shift_due(&th[k], now - start);
+        start = now;
+    }
     for (size_t k = 0; k < nthreads; k++) {
         th[k].ch = ch;
         th[k].q = rpc_queue_new();
