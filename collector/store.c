@@ -358,8 +358,10 @@ static size_t job_info_pack(const struct job_entry *j, uint8_t **buf, struct sto
 
 /* ---- open, close, reopen -------------------------------------------------- */
 
-/* Options of one family; cache (may be NULL) is shared by all of them. */
-static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, size_t write_buffer)
+/* Options of one family; cache (may be NULL) is shared by all of them.
+ * bulky: the steps family, with a big memtable, 16 KiB blocks and a ZSTD
+ * dictionary at the bottom (bench_store: 1266 -> 1035 B per rank-step). */
+static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky)
 {
     rocksdb_options_t *co = rocksdb_options_create();
     rocksdb_block_based_table_options_t *bbo = rocksdb_block_based_options_create();
@@ -367,11 +369,17 @@ static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, size_t write
     rocksdb_block_based_options_set_filter_policy(bbo, rocksdb_filterpolicy_create_bloom_full(10));
     if (cache)
         rocksdb_block_based_options_set_block_cache(bbo, cache);
+    if (bulky) {
+        rocksdb_block_based_options_set_block_size(bbo, 16 << 10);
+        /* window_bits, level, strategy, max_dict_bytes, enabled */
+        rocksdb_options_set_bottommost_compression_options(co, -14, 3, 0, 16 << 10, 1);
+        rocksdb_options_set_bottommost_compression_options_zstd_max_train_bytes(co, 1600 << 10, 1);
+    }
     rocksdb_options_set_block_based_table_factory(co, bbo);
     rocksdb_block_based_options_destroy(bbo);
     rocksdb_options_set_compression(co, rocksdb_lz4_compression);
     rocksdb_options_set_bottommost_compression(co, rocksdb_zstd_compression);
-    rocksdb_options_set_write_buffer_size(co, write_buffer);
+    rocksdb_options_set_write_buffer_size(co, bulky ? 32u << 20 : 4u << 20);
     rocksdb_options_set_max_write_buffer_number(co, 3);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(co, 1);
     return co;
@@ -395,7 +403,7 @@ static void options_create(struct store *s)
     if (s->opts.block_cache_bytes)
         cache = rocksdb_cache_create_lru(s->opts.block_cache_bytes);
     for (int i = 0; i < CF_COUNT; i++)
-        s->cf_opts[i] = cf_options_create(cache, i == CF_STEPS ? 32u << 20 : 4u << 20);
+        s->cf_opts[i] = cf_options_create(cache, i == CF_STEPS);
     if (cache)
         rocksdb_cache_destroy(cache); /* the table factories keep it */
     s->wo = rocksdb_writeoptions_create();

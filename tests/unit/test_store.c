@@ -238,6 +238,7 @@ static void test_ingest_and_scan(void **state)
 {
     struct fix *f = *state;
     struct tbatch *t = tbatch_new("agent-1", 1, "job-a", 0, 4, 10, 5, T0);
+    struct store_stats st;
     struct got g = {0};
     char err[256] = "";
 
@@ -290,6 +291,14 @@ static void test_ingest_and_scan(void **state)
     assert_int_equal(ji->first_seen_unix_ns, T0);
     assert_int_equal(ji->last_seen_unix_ns, T0 + 4 * NSEC_PER_SEC + 3000);
     argus__v1__job_info__free_unpacked(ji, NULL);
+    /* flushed and compacted, the same records are read from SST files */
+    assert_int_equal(store_compact(f->s), 0);
+    store_get_stats(f->s, &st);
+    assert_true(st.live_sst_bytes > 0);
+    assert_int_equal(store_scan_steps(f->s, "job-a", 3, 0, 0, collect, &g), 0);
+    assert_int_equal(g.n, 5);
+    assert_same_step(&g, 4, t->step_ptrs[4 * 4 + 3]);
+    got_free(&g);
     tbatch_free(t);
 }
 
