@@ -196,7 +196,7 @@ int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint
     }
     g = group_get(s, name_id, stream);
     if (g && g->n == g->cap) {
-        uint32_t cap = g->cap ? g->cap * 2 : 16;
+        uint32_t cap = !g->cap ? 16 : g->cap > UINT32_MAX / 2 ? UINT32_MAX : g->cap * 2;
         uint64_t *tmp = realloc(g->dur, (size_t)cap * sizeof(*tmp));
 
         if (tmp) {
