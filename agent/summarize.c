@@ -130,7 +130,19 @@ static uint32_t group_hash(uint64_t name_id, uint32_t stream)
     return (uint32_t)(h >> 32);
 }
 
-/* Rebuild the table for the current groups, with at least twice as many slots. */
+/* Insert every group into the (empty) table. */
+static void table_fill(struct summarizer *s)
+{
+    for (uint32_t i = 0; i < s->n_groups; i++) {
+        uint32_t h = group_hash(s->groups[i].name_id, s->groups[i].stream) & s->table_mask;
+
+        while (s->table[h])
+            h = (h + 1) & s->table_mask;
+        s->table[h] = i + 1;
+    }
+}
+
+/* Rebuild the table for the current groups with slots slots. */
 static int table_rebuild(struct summarizer *s, uint32_t slots)
 {
     uint32_t *t = calloc(slots, sizeof(*t));
@@ -140,13 +152,7 @@ static int table_rebuild(struct summarizer *s, uint32_t slots)
     free(s->table);
     s->table = t;
     s->table_mask = slots - 1;
-    for (uint32_t i = 0; i < s->n_groups; i++) {
-        uint32_t h = group_hash(s->groups[i].name_id, s->groups[i].stream) & s->table_mask;
-
-        while (t[h])
-            h = (h + 1) & s->table_mask;
-        t[h] = i + 1;
-    }
+    table_fill(s);
     return 0;
 }
 
@@ -190,7 +196,7 @@ int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint
     }
     g = group_get(s, name_id, stream);
     if (g && g->n == g->cap) {
-        uint32_t cap = g->cap ? g->cap * 2 : 16;
+        uint32_t cap = !g->cap ? 16 : g->cap > UINT32_MAX / 2 ? UINT32_MAX : g->cap * 2;
         uint64_t *tmp = realloc(g->dur, (size_t)cap * sizeof(*tmp));
 
         if (tmp) {
@@ -236,13 +242,7 @@ void summarizer_reset(struct summarizer *s)
     s->n_groups = kept;
     s->events = 0;
     memset(s->table, 0, (s->table_mask + 1) * sizeof(*s->table));
-    for (uint32_t i = 0; i < s->n_groups; i++) {
-        uint32_t h = group_hash(s->groups[i].name_id, s->groups[i].stream) & s->table_mask;
-
-        while (s->table[h])
-            h = (h + 1) & s->table_mask;
-        s->table[h] = i + 1;
-    }
+    table_fill(s);
 }
 
 /* --- sorting ------------------------------------------------------------- */
