@@ -74,6 +74,7 @@ struct scan {
     uint64_t size, start;
     uint8_t *buf;
     size_t cap, len;
+    int err; /* a failed read or allocation: not damage, never truncated */
 };
 
 struct spool {
@@ -372,14 +373,18 @@ static const uint8_t *scan_at(struct scan *sc, uint64_t off, size_t n)
         want = (size_t)(sc->size - off);
     if (want > sc->cap) {
         uint8_t *tmp = realloc(sc->buf, want);
-        if (!tmp)
+        if (!tmp) {
+            sc->err = -ENOMEM;
             return NULL;
+        }
         sc->buf = tmp;
         sc->cap = want;
     }
     r = read_full_at(sc->fd, sc->buf, want, off);
     sc->start = off;
     sc->len = r > 0 ? (size_t)r : 0;
+    if (sc->len < n)
+        sc->err = r < 0 ? (int)r : -EIO; /* the file shrank under us */
     return sc->len >= n ? sc->buf : NULL;
 }
 
@@ -473,11 +478,15 @@ static int seg_scan(struct spool *s, struct segment *g, struct scan *sc, struct 
         if (!rec_check(sc, off, st->prev, s->o.max_record_bytes, &e)) {
             uint64_t next = rec_resync(sc, off, st->prev, s->o.max_record_bytes, &e);
             st->bytes += next - off;
+            if (sc->err == -ENOMEM)
+                return sc->err;
             if (next == sc->size) {
                 st->records++;
                 break;
             }
         }
+        if (sc->err == -ENOMEM)
+            return sc->err;
         if (e.seq > base + 1)
             st->records += e.seq - base - 1;
         damage_attribute(s, st, e.seq);
@@ -509,9 +518,10 @@ static int seg_load(struct spool *s, size_t i, bool newest, struct scan *sc, str
     } else {
         sc->size = g->size = (uint64_t)sb.st_size;
         sc->start = sc->len = 0;
+        sc->err = 0;
         err = seg_scan(s, g, sc, st, &end);
     }
-    if (!err && newest && g->n && end < g->size && !ftruncate(sc->fd, (off_t)end))
+    if (!err && !sc->err && newest && g->n && end < g->size && !ftruncate(sc->fd, (off_t)end))
         g->size = end;
     close(sc->fd);
     return err;
@@ -588,14 +598,15 @@ static int spool_recover(struct spool *s)
 {
     struct scan_state st = {.count = true};
     int err;
+    bool have_meta = meta_read(s) == 0;
 
-    if (meta_read(s))
+    if (!have_meta)
         memset(&s->m, 0, sizeof(s->m));
     unlinkat(s->dirfd, "meta.tmp", 0);
     err = seg_list(s);
     if (err)
         return err;
-    for (size_t i = 0; !s->m.epoch && i < s->nseg; i++)
+    for (size_t i = 0; !have_meta && i < s->nseg; i++)
         s->m.epoch = max64(s->m.epoch, s->seg[i].epoch); /* meta lost: keep the records' */
     if (!s->m.epoch)
         s->m.epoch = max64(clock_real_ns(), 1);

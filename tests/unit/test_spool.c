@@ -493,6 +493,38 @@ static void test_garbage_files(void **state)
     spool_close(s);
 }
 
+/* Segments of an older epoch (a lost identity) are dropped and counted. */
+static void test_foreign_epoch(void **state)
+{
+    struct fixture *f = *state;
+    char old[128], cur[128], names[4][128], to[256], path[256];
+    struct spool *s;
+    uint64_t epoch;
+
+    snprintf(old, sizeof(old), "%s/old", f->dir);
+    snprintf(cur, sizeof(cur), "%s/cur", f->dir);
+    s = open_ok(old, NULL);
+    append_n(s, 3, 100);
+    spool_close(s);
+    s = open_ok(cur, NULL);
+    epoch = spool_epoch(s);
+    append_n(s, 2, 100);
+    spool_close(s);
+    assert_int_equal(seg_files(old, names, 4), 1);
+    snprintf(to, sizeof(to), "%s/%s", cur, strrchr(names[0], '/') + 1);
+    assert_int_equal(rename(names[0], to), 0);
+    snprintf(path, sizeof(path), "%s/meta", cur);
+    assert_int_equal(unlink(path), 0); /* meta lost: the newest epoch on disk wins */
+
+    s = open_ok(cur, NULL);
+    assert_int_equal(spool_epoch(s), epoch);
+    assert_int_equal(read_all(s, 0, 100, NULL, 0), 2);
+    assert_int_equal(stats_of(s).dropped_records, 3);
+    assert_int_equal(stats_of(s).dropped_bytes, 300);
+    assert_int_equal(stats_of(s).segments, 1);
+    spool_close(s);
+}
+
 static void test_fsync_policies(void **state)
 {
     struct fixture *f = *state;
@@ -673,6 +705,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_middle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_epoch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_policies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_damage, setup, teardown),
