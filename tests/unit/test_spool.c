@@ -436,6 +436,29 @@ static void test_corrupt_middle(void **state)
     spool_close(s);
 }
 
+/* Files deleted or cut under a live spool: replay counts and skips, no loop. */
+static void test_segment_vanishes(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.segment_bytes = 5 * (HDR + 1000)};
+    struct spool *s = open_ok(f->dir, &o);
+    char names[8][128];
+    uint64_t seqs[16];
+
+    append_n(s, 15, 1000); /* three closed segments: 1-5, 6-10, 11-15 */
+    assert_int_equal(seg_files(f->dir, names, 8), 3);
+    assert_int_equal(unlink(names[0]), 0);
+    assert_int_equal(truncate(names[1], 2 * (HDR + 1000)), 0); /* 8-10 gone */
+    assert_int_equal(read_all(s, 0, 1000, seqs, 16), 7);
+    assert_int_equal(seqs[0], 6);
+    assert_int_equal(seqs[2], 11);
+    assert_int_equal(stats_of(s).corrupt_records, 8);
+    assert_int_equal(stats_of(s).records, 7);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 7);
+    assert_int_equal(stats_of(s).corrupt_records, 8); /* counted once */
+    spool_close(s);
+}
+
 static void test_torn_tail(void **state)
 {
     struct fixture *f = *state;
@@ -727,6 +750,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_all_acked_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segment_vanishes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_epoch, setup, teardown),
