@@ -763,9 +763,8 @@ void spool_close(struct spool *s)
     if (!s)
         return;
     if (s->ready) {
-        uint64_t errors = s->fsync_errors;
         seg_close(s);
-        if (s->fsync_errors == errors) /* all synced: release the reservation */
+        if (!s->fsync_errors) /* everything reached the disk: release the reservation */
             s->m.seq_reserved = s->next_seq - 1;
         meta_write(s);
     }
