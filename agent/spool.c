@@ -905,25 +905,28 @@ static int seg_read_fd(struct spool *s, const struct segment *g)
     return s->rfd >= 0 ? s->rfd : neg_errno();
 }
 
-/* A record that was valid at open no longer is: count it (attributed to the
- * next valid seq, so the next open does not count it again), forget it. */
-static void rec_damaged(struct spool *s, size_t gi, size_t ei)
+/* Records [ei, end) of segment gi were valid at open and no longer are:
+ * count them, remember the spot (the next valid seq) so the next open does
+ * not count them again, forget them. meta follows at the next spool_tick. */
+static void rec_damaged(struct spool *s, size_t gi, size_t ei, size_t end)
 {
     struct segment *g = &s->seg[gi];
     uint64_t next = s->next_seq;
 
-    if (ei + 1 < g->n)
-        next = g->e[ei + 1].seq;
+    if (end < g->n)
+        next = g->e[end].seq;
     else
         for (size_t i = gi + 1; i < s->nseg && next == s->next_seq; i++)
             if (s->seg[i].n)
                 next = s->seg[i].e[0].seq;
-    s->m.corrupt_records++;
-    s->m.corrupt_bytes += REC_HDR + g->e[ei].len;
+    for (size_t i = ei; i < end; i++) {
+        s->m.corrupt_records++;
+        s->m.corrupt_bytes += REC_HDR + g->e[i].len;
+    }
     damage_remember(s, next);
-    memmove(g->e + ei, g->e + ei + 1, (g->n - ei - 1) * sizeof(*g->e));
-    g->n--;
-    meta_write(s);
+    memmove(g->e + ei, g->e + end, (g->n - end) * sizeof(*g->e));
+    g->n -= end - ei;
+    s->meta_dirty = true;
 }
 
 /* Read and check record ei of segment gi into s->buf. Returns 0, -EBADMSG
@@ -945,8 +948,12 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
         s->buf = tmp;
         s->bufcap = n;
     }
+    if (fd == -ENOENT) { /* the file is gone: so is the rest of it */
+        rec_damaged(s, gi, ei, g->n);
+        return -EBADMSG;
+    }
     r = fd >= 0 ? read_full_at(fd, s->buf, n, e.off) : fd;
-    if (r < 0 && r != -EIO && r != -ENOENT)
+    if (r < 0 && r != -EIO)
         return (int)r;
     if (r == (ssize_t)n) {
         memcpy(&magic, s->buf, 4);
@@ -957,7 +964,7 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
             crc == rec_crc(s->buf, s->buf + REC_HDR, len))
             return 0;
     }
-    rec_damaged(s, gi, ei);
+    rec_damaged(s, gi, ei, ei + 1);
     return -EBADMSG;
 }
 
