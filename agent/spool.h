@@ -25,7 +25,11 @@
  * meta before use, so a crash that loses unsynced records cannot lead to a
  * seq being handed out twice; after such a crash seqs skip ahead to the end
  * of the reservation (a gap, never a reuse). A clean spool_close() releases
- * the unused part of the reservation, so a clean restart has no gap.
+ * the unused part of the reservation, so a clean restart has no gap. The
+ * drop and corruption counters belong to the epoch (DropCounter.total is
+ * "since the start of this epoch"): they reset only with a new epoch.
+ * Segments of another epoch (left behind when meta was lost) are deleted at
+ * open and counted as dropped.
  *
  * Acks. The ack watermark is written on every spool_ack without fsync: after
  * a crash the spool may replay a few records the collector already acked
