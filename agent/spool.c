@@ -74,6 +74,7 @@ struct scan {
     uint64_t size, start;
     uint8_t *buf;
     size_t cap, len;
+    int err; /* a failed read or allocation: not damage, never truncated */
 };
 
 struct spool {
@@ -372,14 +373,18 @@ static const uint8_t *scan_at(struct scan *sc, uint64_t off, size_t n)
         want = (size_t)(sc->size - off);
     if (want > sc->cap) {
         uint8_t *tmp = realloc(sc->buf, want);
-        if (!tmp)
+        if (!tmp) {
+            sc->err = -ENOMEM;
             return NULL;
+        }
         sc->buf = tmp;
         sc->cap = want;
     }
     r = read_full_at(sc->fd, sc->buf, want, off);
     sc->start = off;
     sc->len = r > 0 ? (size_t)r : 0;
+    if (sc->len < n)
+        sc->err = r < 0 ? (int)r : -EIO; /* the file shrank under us */
     return sc->len >= n ? sc->buf : NULL;
 }
 
@@ -473,11 +478,15 @@ static int seg_scan(struct spool *s, struct segment *g, struct scan *sc, struct 
         if (!rec_check(sc, off, st->prev, s->o.max_record_bytes, &e)) {
             uint64_t next = rec_resync(sc, off, st->prev, s->o.max_record_bytes, &e);
             st->bytes += next - off;
+            if (sc->err == -ENOMEM)
+                return sc->err;
             if (next == sc->size) {
                 st->records++;
                 break;
             }
         }
+        if (sc->err == -ENOMEM)
+            return sc->err;
         if (e.seq > base + 1)
             st->records += e.seq - base - 1;
         damage_attribute(s, st, e.seq);
@@ -509,9 +518,10 @@ static int seg_load(struct spool *s, size_t i, bool newest, struct scan *sc, str
     } else {
         sc->size = g->size = (uint64_t)sb.st_size;
         sc->start = sc->len = 0;
+        sc->err = 0;
         err = seg_scan(s, g, sc, st, &end);
     }
-    if (!err && newest && g->n && end < g->size && !ftruncate(sc->fd, (off_t)end))
+    if (!err && !sc->err && newest && g->n && end < g->size && !ftruncate(sc->fd, (off_t)end))
         g->size = end;
     close(sc->fd);
     return err;
@@ -588,14 +598,15 @@ static int spool_recover(struct spool *s)
 {
     struct scan_state st = {.count = true};
     int err;
+    bool have_meta = meta_read(s) == 0;
 
-    if (meta_read(s))
+    if (!have_meta)
         memset(&s->m, 0, sizeof(s->m));
     unlinkat(s->dirfd, "meta.tmp", 0);
     err = seg_list(s);
     if (err)
         return err;
-    for (size_t i = 0; !s->m.epoch && i < s->nseg; i++)
+    for (size_t i = 0; !have_meta && i < s->nseg; i++)
         s->m.epoch = max64(s->m.epoch, s->seg[i].epoch); /* meta lost: keep the records' */
     if (!s->m.epoch)
         s->m.epoch = max64(clock_real_ns(), 1);
@@ -752,9 +763,8 @@ void spool_close(struct spool *s)
     if (!s)
         return;
     if (s->ready) {
-        uint64_t errors = s->fsync_errors;
         seg_close(s);
-        if (s->fsync_errors == errors) /* all synced: release the reservation */
+        if (!s->fsync_errors) /* everything reached the disk: release the reservation */
             s->m.seq_reserved = s->next_seq - 1;
         meta_write(s);
     }
@@ -895,25 +905,28 @@ static int seg_read_fd(struct spool *s, const struct segment *g)
     return s->rfd >= 0 ? s->rfd : neg_errno();
 }
 
-/* A record that was valid at open no longer is: count it (attributed to the
- * next valid seq, so the next open does not count it again), forget it. */
-static void rec_damaged(struct spool *s, size_t gi, size_t ei)
+/* Records [ei, end) of segment gi were valid at open and no longer are:
+ * count them, remember the spot (the next valid seq) so the next open does
+ * not count them again, forget them. meta follows at the next spool_tick. */
+static void rec_damaged(struct spool *s, size_t gi, size_t ei, size_t end)
 {
     struct segment *g = &s->seg[gi];
     uint64_t next = s->next_seq;
 
-    if (ei + 1 < g->n)
-        next = g->e[ei + 1].seq;
+    if (end < g->n)
+        next = g->e[end].seq;
     else
         for (size_t i = gi + 1; i < s->nseg && next == s->next_seq; i++)
             if (s->seg[i].n)
                 next = s->seg[i].e[0].seq;
-    s->m.corrupt_records++;
-    s->m.corrupt_bytes += REC_HDR + g->e[ei].len;
+    for (size_t i = ei; i < end; i++) {
+        s->m.corrupt_records++;
+        s->m.corrupt_bytes += REC_HDR + g->e[i].len;
+    }
     damage_remember(s, next);
-    memmove(g->e + ei, g->e + ei + 1, (g->n - ei - 1) * sizeof(*g->e));
-    g->n--;
-    meta_write(s);
+    memmove(g->e + ei, g->e + end, (g->n - end) * sizeof(*g->e));
+    g->n -= end - ei;
+    s->meta_dirty = true;
 }
 
 /* Read and check record ei of segment gi into s->buf. Returns 0, -EBADMSG
@@ -935,8 +948,12 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
         s->buf = tmp;
         s->bufcap = n;
     }
+    if (fd == -ENOENT) { /* the file is gone: so is the rest of it */
+        rec_damaged(s, gi, ei, g->n);
+        return -EBADMSG;
+    }
     r = fd >= 0 ? read_full_at(fd, s->buf, n, e.off) : fd;
-    if (r < 0 && r != -EIO && r != -ENOENT)
+    if (r < 0 && r != -EIO)
         return (int)r;
     if (r == (ssize_t)n) {
         memcpy(&magic, s->buf, 4);
@@ -947,7 +964,7 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
             crc == rec_crc(s->buf, s->buf + REC_HDR, len))
             return 0;
     }
-    rec_damaged(s, gi, ei);
+    rec_damaged(s, gi, ei, ei + 1);
     return -EBADMSG;
 }
 

@@ -25,7 +25,11 @@
  * meta before use, so a crash that loses unsynced records cannot lead to a
  * seq being handed out twice; after such a crash seqs skip ahead to the end
  * of the reservation (a gap, never a reuse). A clean spool_close() releases
- * the unused part of the reservation, so a clean restart has no gap.
+ * the unused part of the reservation, so a clean restart has no gap. The
+ * drop and corruption counters belong to the epoch (DropCounter.total is
+ * "since the start of this epoch"): they reset only with a new epoch.
+ * Segments of another epoch (left behind when meta was lost) are deleted at
+ * open and counted as dropped.
  *
  * Acks. The ack watermark is written on every spool_ack without fsync: after
  * a crash the spool may replay a few records the collector already acked
@@ -44,9 +48,12 @@
  * next valid record (magic, plausible length and seq, checksum), so later
  * records stay readable. A torn tail of the newest segment is truncated
  * away. A record found bad at replay time is counted and skipped the same
- * way. Counted corruption is remembered in meta, so a restart does not count
- * the same damage again. Files named like segments but holding no valid
- * record are counted and deleted.
+ * way. The spot of counted damage (the seq of the next valid record; the
+ * last 16 spots) is remembered in meta, so a restart does not count the same
+ * damage again. Damage among acked records is not counted. Files named like
+ * segments but holding no valid record are counted and deleted; directories
+ * and other names are left alone. A failed read or allocation during the
+ * scan is not damage: it never truncates anything.
  *
  * Errors are negative errno; nothing here exits or logs (the caller does).
  * Not thread-safe: one thread (the agent main loop) uses a spool.
@@ -135,7 +142,8 @@ int spool_ack(struct spool *s, uint64_t seq);
 int spool_read(struct spool *s, uint64_t after_seq, uint64_t *seq, const void **data, size_t *len);
 
 /* Periodic work for the main loop: under SPOOL_FSYNC_INTERVAL fdatasync the
- * open segment when it has unsynced data older than the interval; retry a
+ * open segment when it has unsynced data and the last fdatasync is at least
+ * fsync_interval_ns old (spool_append checks the same); retry a
  * meta write that failed earlier. now_ns is clock_mono_ns(). Returns 0 or
  * the -errno of a failed meta write. */
 int spool_tick(struct spool *s, uint64_t now_ns);

@@ -273,6 +273,7 @@ static void test_crash_never_reuses_seq(void **state)
     s = open_ok(live, &o);
     epoch = spool_epoch(s);
     append_n(s, 5, 500);
+    assert_int_equal(spool_ack(s, 2), 0);
     dir_copy(live, snap);
     spool_close(s);
     assert_int_equal(seg_files(snap, names, 8), 1);
@@ -280,13 +281,35 @@ static void test_crash_never_reuses_seq(void **state)
 
     c = open_ok(snap, &o);
     assert_int_equal(spool_epoch(c), epoch);
-    assert_int_equal(read_all(c, 0, 500, NULL, 0), 3);
+    assert_int_equal(stats_of(c).acked_seq, 2); /* from the ack file alone */
+    assert_int_equal(read_all(c, 0, 500, NULL, 0), 1);
     assert_int_equal(stats_of(c).corrupt_records, 1);
     assert_int_equal(stats_of(c).corrupt_bytes, 100);
     assert_true(spool_next_seq(c) > 5);
     append_n(c, 1, 500);
     assert_int_equal(spool_read(c, 3, &seq, &(const void *){NULL}, &(size_t){0}), 1);
     assert_true(seq > 5);
+    spool_close(c);
+}
+
+/* Past the first reserved block of seqs, a crash still never reuses one. */
+static void test_crash_after_reservation_renewal(void **state)
+{
+    struct fixture *f = *state;
+    char live[128], snap[128], names[8][128];
+    struct spool *s, *c;
+
+    snprintf(live, sizeof(live), "%s/live", f->dir);
+    snprintf(snap, sizeof(snap), "%s/snap", f->dir);
+    s = open_ok(live, NULL);
+    append_n(s, 5000, 1);
+    dir_copy(live, snap);
+    spool_close(s);
+    assert_int_equal(seg_files(snap, names, 8), 1);
+    assert_int_equal(truncate(names[0], 100 * (HDR + 1)), 0); /* only 1..100 survive */
+    c = open_ok(snap, NULL);
+    assert_int_equal(read_all(c, 0, 1, NULL, 0), 100);
+    assert_true(spool_next_seq(c) > 5000);
     spool_close(c);
 }
 
@@ -413,6 +436,29 @@ static void test_corrupt_middle(void **state)
     spool_close(s);
 }
 
+/* Files deleted or cut under a live spool: replay counts and skips, no loop. */
+static void test_segment_vanishes(void **state)
+{
+    struct fixture *f = *state;
+    struct spool_options o = {.segment_bytes = 5 * (HDR + 1000)};
+    struct spool *s = open_ok(f->dir, &o);
+    char names[8][128];
+    uint64_t seqs[16];
+
+    append_n(s, 15, 1000); /* three closed segments: 1-5, 6-10, 11-15 */
+    assert_int_equal(seg_files(f->dir, names, 8), 3);
+    assert_int_equal(unlink(names[0]), 0);
+    assert_int_equal(truncate(names[1], 2 * (HDR + 1000)), 0); /* 8-10 gone */
+    assert_int_equal(read_all(s, 0, 1000, seqs, 16), 7);
+    assert_int_equal(seqs[0], 6);
+    assert_int_equal(seqs[2], 11);
+    assert_int_equal(stats_of(s).corrupt_records, 8);
+    assert_int_equal(stats_of(s).records, 7);
+    assert_int_equal(read_all(s, 0, 1000, NULL, 0), 7);
+    assert_int_equal(stats_of(s).corrupt_records, 8); /* counted once */
+    spool_close(s);
+}
+
 static void test_torn_tail(void **state)
 {
     struct fixture *f = *state;
@@ -490,6 +536,38 @@ static void test_garbage_files(void **state)
     assert_int_equal(spool_epoch(s), epoch);
     assert_int_equal(read_all(s, 0, 700, NULL, 0), 5);
     assert_int_equal(spool_next_seq(s), 6);
+    spool_close(s);
+}
+
+/* Segments of an older epoch (a lost identity) are dropped and counted. */
+static void test_foreign_epoch(void **state)
+{
+    struct fixture *f = *state;
+    char old[128], cur[128], names[4][128], to[256], path[256];
+    struct spool *s;
+    uint64_t epoch;
+
+    snprintf(old, sizeof(old), "%s/old", f->dir);
+    snprintf(cur, sizeof(cur), "%s/cur", f->dir);
+    s = open_ok(old, NULL);
+    append_n(s, 3, 100);
+    spool_close(s);
+    s = open_ok(cur, NULL);
+    epoch = spool_epoch(s);
+    append_n(s, 2, 100);
+    spool_close(s);
+    assert_int_equal(seg_files(old, names, 4), 1);
+    snprintf(to, sizeof(to), "%s/%s", cur, strrchr(names[0], '/') + 1);
+    assert_int_equal(rename(names[0], to), 0);
+    snprintf(path, sizeof(path), "%s/meta", cur);
+    assert_int_equal(unlink(path), 0); /* meta lost: the newest epoch on disk wins */
+
+    s = open_ok(cur, NULL);
+    assert_int_equal(spool_epoch(s), epoch);
+    assert_int_equal(read_all(s, 0, 100, NULL, 0), 2);
+    assert_int_equal(stats_of(s).dropped_records, 3);
+    assert_int_equal(stats_of(s).dropped_bytes, 300);
+    assert_int_equal(stats_of(s).segments, 1);
     spool_close(s);
 }
 
@@ -668,11 +746,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_replays_unacked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_never_reuses_seq, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_after_reservation_renewal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_all_acked_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segment_vanishes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_epoch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_policies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_damage, setup, teardown),
