@@ -16,7 +16,7 @@
 /* One sealed batch waiting for its ack. */
 struct sim_pending {
     uint64_t seq;
-    uint64_t due_ns;  /* not sent before this time (rate pacing) */
+    uint64_t due_ns; /* not sent before this time (rate pacing) */
     uint32_t nsteps;
     uint64_t sent_ns; /* 0 = not sent on this stream */
     void *frame;

@@ -25,7 +25,7 @@ struct sim_config {
     uint64_t max_inflight; /* batches an agent keeps unacked before it stops generating */
     uint64_t tp, pp;
     bool verify;
-    bool pregen;           /* seal every batch before the clock starts (benchmarks) */
+    bool pregen; /* seal every batch before the clock starts (benchmarks) */
     char *agent_prefix;
 };
 
