@@ -3,9 +3,7 @@
 #include <stddef.h>
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
-    {                                                                                              \
-        key, type, offsetof(struct agent_config, field), def, lo, hi, help                         \
-    }
+    {key, type, offsetof(struct agent_config, field), def, lo, hi, help}
 
 static const struct config_option agent_options[] = {
     OPT("log.level", CONFIG_STRING, log_level, "info", 0, 0, "error, warn, info or debug"),
@@ -14,12 +12,50 @@ static const struct config_option agent_options[] = {
         "stable agent identity for delivery (empty: node name)"),
     OPT("collector.address", CONFIG_STRING, collector_address, "127.0.0.1:7700", 0, 0,
         "collector gRPC address HOST:PORT"),
+    OPT("collector.keepalive", CONFIG_DURATION, collector_keepalive, "30s", 1, 3600,
+        "keepalive ping interval; match the collector's grpc.keepalive"),
+    OPT("collector.backoff_min", CONFIG_DURATION, collector_backoff_min, "200ms", 0.001, 60,
+        "first reconnect delay"),
+    OPT("collector.backoff_max", CONFIG_DURATION, collector_backoff_max, "10s", 0.01, 600,
+        "longest reconnect delay (exponential backoff with jitter)"),
     OPT("spool.dir", CONFIG_STRING, spool_dir, "/var/lib/argus/spool", 0, 0,
         "directory of the on-disk spool of unacked batches"),
-    OPT("spool.cap", CONFIG_SIZE, spool_cap, "1GiB", 1 << 20, 1e13,
+    OPT("spool.cap", CONFIG_SIZE, spool_cap, "1GiB", 65536, 1e13,
         "hard cap on spool bytes; over it the oldest batches are dropped and counted"),
+    OPT("spool.segment", CONFIG_SIZE, spool_segment, "16MiB", 4096, 1e10,
+        "segment file size (at most cap / 4)"),
+    OPT("spool.fsync", CONFIG_STRING, spool_fsync, "interval", 0, 0,
+        "interval, segment or always"),
+    OPT("spool.fsync_interval", CONFIG_DURATION, spool_fsync_interval, "1s", 0.001, 3600,
+        "fsync period under spool.fsync = interval"),
+    OPT("batch.max_steps", CONFIG_UINT, batch_max_steps, "512", 1, 65536,
+        "step records per batch"),
+    OPT("batch.max_bytes", CONFIG_SIZE, batch_max_bytes, "2MiB", 4096, 16.0 * 1048576,
+        "packed step bytes per batch (keep under the collector's ingest.max_raw)"),
+    OPT("batch.max_age", CONFIG_DURATION, batch_max_age, "1s", 0.001, 600,
+        "seal a batch when its oldest step is this old"),
     OPT("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7701", 0, 0,
         "/metrics and /healthz address HOST:PORT (empty: off)"),
+    OPT("discovery.job_vars", CONFIG_STRING, discovery_job_vars,
+        "ARGUS_JOB,TORCHELASTIC_RUN_ID,SLURM_JOB_ID", 0, 0,
+        "environment variables naming the job; the first one set wins"),
+    OPT("discovery.deny", CONFIG_STRING, discovery_deny,
+        "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec", 0, 0,
+        "comm or exe names never counted as ranks"),
+    OPT("discovery.scan_interval", CONFIG_DURATION, discovery_scan_interval, "5s", 0.01, 3600,
+        "full /proc rescan period"),
+    OPT("replay.trace", CONFIG_STRING, replay_trace, "", 0, 0,
+        "play this Kineto trace as local ranks (testing without a GPU; empty: off)"),
+    OPT("replay.job", CONFIG_STRING, replay_job, "replay", 0, 0, "job id of replayed ranks"),
+    OPT("replay.ranks", CONFIG_UINT, replay_ranks, "1", 1, 4096, "replayed ranks"),
+    OPT("replay.rank_base", CONFIG_UINT, replay_rank_base, "0", 0, 1e7,
+        "global rank of the first replayed rank"),
+    OPT("replay.world", CONFIG_UINT, replay_world, "0", 0, 1e7,
+        "world size of the replayed job (0: rank_base + ranks)"),
+    OPT("replay.rate", CONFIG_DOUBLE, replay_rate, "10", 0.001, 100000,
+        "replayed steps per second per rank"),
+    OPT("replay.steps", CONFIG_UINT, replay_steps, "0", 0, 0,
+        "steps per replayed rank (0: forever)"),
 };
 
 const struct config_table agent_config_table = {

@@ -2,6 +2,7 @@
 #ifndef ARGUS_AGENT_CONFIG_H
 #define ARGUS_AGENT_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -11,9 +12,19 @@ struct agent_config {
     char *node_name; /* "" = hostname */
     char *agent_id;  /* "" = node name */
     char *collector_address;
+    uint64_t collector_keepalive;
+    uint64_t collector_backoff_min, collector_backoff_max;
     char *spool_dir;
-    uint64_t spool_cap;
+    uint64_t spool_cap, spool_segment;
+    char *spool_fsync;
+    uint64_t spool_fsync_interval;
+    uint64_t batch_max_steps, batch_max_bytes, batch_max_age;
     char *http_listen;
+    char *discovery_job_vars, *discovery_deny;
+    uint64_t discovery_scan_interval;
+    char *replay_trace, *replay_job;
+    uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;
+    double replay_rate;
 };
 
 extern const struct config_table agent_config_table;

@@ -23,6 +23,7 @@ enum agent_event_kind {
     AGENT_EVENT_PROC_EXEC,   /* a process exec'd (pid): discovery should look at it */
     AGENT_EVENT_PROC_EXIT,   /* a process exited (pid) */
     AGENT_EVENT_DROPS,       /* a source lost events: add to a drop counter */
+    AGENT_EVENT_RANK,        /* a source knows a rank directly (replay, CUPTI hello) */
 };
 
 enum agent_counter {
@@ -81,6 +82,11 @@ struct agent_event {
             uint64_t count;
             const char *reason; /* static string, e.g. "cupti_ring_full" */
         } drops;
+        struct {
+            /* an argus.v1.Resource (Argus__V1__Resource *), valid during the call;
+             * its pid field is the key events of this rank carry */
+            const void *resource;
+        } rank;
     };
 };
 

@@ -1,7 +1,5 @@
-/* argus-agent: the node daemon. */
-#include <string.h>
-#include <unistd.h>
-
+/* argus-agent: the node daemon (agent/agent.h). */
+#include "agent/agent.h"
 #include "agent/config.h"
 #include "common/daemon.h"
 #include "common/log.h"
@@ -10,23 +8,23 @@ int main(int argc, char **argv)
 {
     struct agent_config cfg = {0};
     struct config_result res;
-    int sigfd, r;
+    struct agent *a;
+    int r;
 
     r = daemon_config(&agent_config_table, &cfg, argc, argv, &cfg.log_level, &res);
     if (r != 0)
         return r > 0 ? 0 : 2;
-    sigfd = daemon_signalfd();
-    if (sigfd < 0) {
-        log_error("main", "signalfd: %s", strerror(-sigfd));
+    log_info("main", "starting (config %s)", res.path ? res.path : "built-in defaults");
+    config_log(&agent_config_table, &cfg);
+    a = agent_setup(&cfg, argc, argv);
+    if (!a) {
         config_free(&agent_config_table, &cfg);
         return 1;
     }
-    log_info("main", "starting (config %s)", res.path ? res.path : "built-in defaults");
-    config_log(&agent_config_table, &cfg);
-    while (daemon_wait_signal(sigfd, -1) != DAEMON_SIGNAL_STOP)
-        ;
+    r = agent_run(a);
+    log_info("main", "stopping");
+    agent_teardown(a);
     log_info("main", "stopped");
-    close(sigfd);
     config_free(&agent_config_table, &cfg);
-    return 0;
+    return r == 0 ? 0 : 1;
 }

@@ -94,6 +94,9 @@ struct spool {
     uint64_t appended, acked, fsyncs, fsync_errors;
 };
 
+/* An open segment this large that is fully acked is closed and deleted. */
+#define SPOOL_ROTATE_ACKED_BYTES (256u << 10)
+
 static int neg_errno(void)
 {
     return errno > 0 ? -errno : -EIO;
@@ -886,6 +889,11 @@ int spool_ack(struct spool *s, uint64_t seq)
     s->m.acked = seq;
     while (s->nseg && !(s->fd >= 0 && s->nseg == 1) && seg_last(&s->seg[0]) <= seq)
         seg_remove(s, 0);
+    /* A fully acked open segment of some size goes too (the next append opens
+     * a new one), so an agent that keeps up holds ~nothing on disk. */
+    if (s->fd >= 0 && s->nseg && seg_last(&s->seg[s->nseg - 1]) <= seq &&
+        s->seg[s->nseg - 1].size >= SPOOL_ROTATE_ACKED_BYTES)
+        seg_close(s);
     return ack_write(s);
 }
 

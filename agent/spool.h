@@ -34,7 +34,8 @@
  * Acks. The ack watermark is written on every spool_ack without fsync: after
  * a crash the spool may replay a few records the collector already acked
  * (the collector de-duplicates by (agent, epoch, seq)). Closed segments are
- * deleted once all their records are acked; the open segment when it closes.
+ * deleted once all their records are acked; the open segment when it closes,
+ * or as soon as it is fully acked and holds 256 KiB or more.
  *
  * Cap. Segment files never exceed cap_bytes in total: an append that would go
  * over it first deletes whole oldest segments; their unacked records are

@@ -21,8 +21,17 @@ struct ingest_job_names {
     struct u64set ids;
 };
 
+struct ingest_drop {
+    char *agent, *reason, *job;
+    int32_t rank;
+    uint64_t total;
+};
+
 struct ingest {
     struct store *store;
+    pthread_mutex_t drops_lock;
+    struct ingest_drop *drops;
+    size_t ndrops;
     struct ingest_limits limits;
     ingest_hook_fn hook;
     void *hook_ctx;
@@ -225,6 +234,42 @@ static int ingest_admit_names(struct ingest *in, const Argus__V1__Batch *b, char
     return r;
 }
 
+/* Remember the newest value of each reported drop counter. */
+static void ingest_record_drops(struct ingest *in, const Argus__V1__Batch *b)
+{
+    pthread_mutex_lock(&in->drops_lock);
+    for (size_t i = 0; i < b->n_drops; i++) {
+        const Argus__V1__DropCounter *d = b->drops[i];
+        size_t k;
+        for (k = 0; k < in->ndrops; k++)
+            if (in->drops[k].rank == d->rank && strcmp(in->drops[k].agent, b->agent_id) == 0 &&
+                strcmp(in->drops[k].reason, d->reason) == 0 && strcmp(in->drops[k].job, d->job) == 0)
+                break;
+        if (k == in->ndrops) {
+            struct ingest_drop *grown = realloc(in->drops, (in->ndrops + 1) * sizeof(*grown));
+            if (!grown)
+                break;
+            in->drops = grown;
+            in->drops[k] = (struct ingest_drop){strdup(b->agent_id), strdup(d->reason),
+                                                strdup(d->job), d->rank, 0};
+            if (!in->drops[k].agent || !in->drops[k].reason || !in->drops[k].job)
+                break;
+            in->ndrops++;
+        }
+        in->drops[k].total = d->total;
+    }
+    pthread_mutex_unlock(&in->drops_lock);
+}
+
+void ingest_foreach_drop(struct ingest *in, ingest_drop_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&in->drops_lock);
+    for (size_t i = 0; i < in->ndrops; i++)
+        fn(ctx, in->drops[i].agent, in->drops[i].reason, in->drops[i].job, in->drops[i].rank,
+           in->drops[i].total);
+    pthread_mutex_unlock(&in->drops_lock);
+}
+
 /* --- the stream handler ------------------------------------------------------- */
 
 struct ingest *ingest_new(struct store *store, const struct ingest_limits *limits,
@@ -239,6 +284,7 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
     in->hook = hook;
     in->hook_ctx = hook_ctx;
     pthread_mutex_init(&in->names_lock, NULL);
+    pthread_mutex_init(&in->drops_lock, NULL);
     return in;
 }
 
@@ -251,7 +297,14 @@ void ingest_free(struct ingest *in)
         u64set_clear(&in->jobs[i].ids);
     }
     free(in->jobs);
+    for (size_t i = 0; i < in->ndrops; i++) {
+        free(in->drops[i].agent);
+        free(in->drops[i].reason);
+        free(in->drops[i].job);
+    }
+    free(in->drops);
     pthread_mutex_destroy(&in->names_lock);
+    pthread_mutex_destroy(&in->drops_lock);
     free(in);
 }
 
@@ -327,6 +380,8 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b,
     } else {
         atomic_fetch_add(&s->in->batches, 1);
         atomic_fetch_add(&s->in->rank_steps, b->n_steps);
+        if (b->n_drops)
+            ingest_record_drops(s->in, b);
         if (s->in->hook)
             s->in->hook(s->in->hook_ctx, b);
     }

@@ -76,4 +76,11 @@ struct ingest_stats {
 };
 void ingest_get_stats(struct ingest *in, struct ingest_stats *out);
 
+/* The newest cumulative drop counters each agent reported (Batch.drops), so
+ * "no data" can be told from "healthy": fn is called for each under the
+ * ingest lock; it must not call back into ingest. */
+typedef void (*ingest_drop_fn)(void *ctx, const char *agent, const char *reason, const char *job,
+                               int32_t rank, uint64_t total);
+void ingest_foreach_drop(struct ingest *in, ingest_drop_fn fn, void *ctx);
+
 #endif

@@ -1,11 +1,34 @@
 #include "collector/metrics.h"
 
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "collector/ingest.h"
 #include "collector/store.h"
 #include "collector/transport.h"
+
+struct collector_drop_ctx {
+    struct http_buf *b;
+    bool first;
+};
+
+static void collector_drop(void *ctx, const char *agent, const char *reason, const char *job,
+                           int32_t rank, uint64_t total)
+{
+    struct collector_drop_ctx *d = ctx;
+    char labels[600], e1[160], e2[160], e3[160];
+
+    snprintf(labels, sizeof(labels), "agent=\"%s\",reason=\"%s\",job=\"%s\",rank=\"%d\"",
+             http_label_escape(e1, sizeof(e1), agent), http_label_escape(e2, sizeof(e2), reason),
+             http_label_escape(e3, sizeof(e3), job), rank);
+    if (d->first)
+        http_buf_metric(d->b, "argus_agent_reported_drops", "gauge",
+                        "cumulative drop counters as reported by each agent", labels, total);
+    else
+        http_buf_sample(d->b, "argus_agent_reported_drops", labels, total);
+    d->first = false;
+}
 
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
@@ -43,6 +66,8 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.live_sst_bytes);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    struct collector_drop_ctx dc = {b, true};
+    ingest_foreach_drop(m->ingest, collector_drop, &dc);
 }
 
 void collector_http_handler(void *ctx, const char *path, struct http_response *resp)

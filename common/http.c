@@ -168,3 +168,22 @@ void http_buf_metric(struct http_buf *b, const char *name, const char *type, con
     http_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
     http_buf_sample(b, name, labels, value);
 }
+
+char *http_label_escape(char *dst, size_t len, const char *src)
+{
+    size_t k = 0;
+
+    for (; src && *src && k + 3 < len; src++) {
+        if (*src == '"' || *src == '\\')
+            dst[k++] = '\\';
+        if (*src == '\n') {
+            dst[k++] = '\\';
+            dst[k++] = 'n';
+            continue;
+        }
+        dst[k++] = *src;
+    }
+    if (len)
+        dst[k] = '\0';
+    return dst;
+}

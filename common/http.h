@@ -43,6 +43,9 @@ void http_buf_printf(struct http_buf *b, const char *fmt, ...)
 void http_buf_metric(struct http_buf *b, const char *name, const char *type, const char *help,
                      const char *labels, double value);
 
+/* Copy src into dst (len bytes) escaped for a Prometheus label value. */
+char *http_label_escape(char *dst, size_t len, const char *src);
+
 /* One more sample of a metric already introduced with http_buf_metric. */
 void http_buf_sample(struct http_buf *b, const char *name, const char *labels, double value);
 

@@ -51,3 +51,47 @@ json_get() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv
 
 CPORT=$(free_port)
 HPORT=$(free_port)
+
+TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.json.gz}
+
+# start_agent SPOOLDIR [extra flags...]: an agent on $APORT (HTTP) sending to
+# $CPORT; sets AGENT_PID.
+start_agent() {
+    local dir=$1; shift
+    "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" \
+        --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.backoff_max 1s "$@" \
+        >>"$T/agent.log" 2>&1 &
+    AGENT_PID=$!
+    PIDS+=("$AGENT_PID")
+    wait_for "agent on :$APORT" 10 curl -sf "127.0.0.1:$APORT/healthz"
+}
+
+# metric PORT NAME: the value of an unlabelled sample.
+metric() { curl -s "127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
+
+# check_job JOB RANKS: every rank's steps are 0..K-1 with no hole, stored
+# once (job rank_steps == distinct keys). Prints "K_min K_max total".
+check_job() {
+    ctl steps --job "$1" --limit 100000 >"$T/check.txt" || fail "argusctl steps --job $1"
+    ctl --json jobs >"$T/jobs.json"
+    /usr/bin/python3 - "$T/check.txt" "$T/jobs.json" "$1" "$2" <<'PY'
+import json, sys
+rows = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:] if l[:1] == " "]
+jobs = {j["job"]: j for j in json.load(open(sys.argv[2]))["jobs"]}
+job, ranks = sys.argv[3], int(sys.argv[4])
+keys = [(int(r[1]), int(r[0])) for r in rows]
+assert len(keys) == len(set(keys)), "duplicate step records"
+per = {}
+for r, s in keys:
+    per.setdefault(r, []).append(s)
+assert sorted(per) == list(range(ranks)), "ranks %s" % sorted(per)
+for r, ss in per.items():
+    ss.sort()
+    assert ss == list(range(ss[0], ss[0] + len(ss))), "rank %d has holes: %s" % (r, ss[:20])
+stored = int(jobs[job]["rank_steps"])
+assert stored == len(keys), "job says %d rank-steps stored, %d distinct: written twice" % (stored, len(keys))
+lo = min(min(v) for v in per.values())
+print(min(len(v) for v in per.values()), max(len(v) for v in per.values()), len(keys), lo)
+PY
+}
+APORT=$(free_port)

@@ -1,0 +1,506 @@
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "agent/agent_http.h"
+#include "agent/assembler.h"
+#include "agent/batcher.h"
+#include "agent/discovery.h"
+#include "agent/exporter.h"
+#include "agent/names.h"
+#include "agent/source_replay.h"
+#include "agent/spool.h"
+#include "common/clock.h"
+#include "common/daemon.h"
+#include "common/http.h"
+#include "common/log.h"
+
+#define AGENT_TICK_MS 10
+#define AGENT_FLUSH_NS (3 * NSEC_PER_SEC) /* SIGTERM: try this long to get the spool acked */
+
+struct agent {
+    struct agent_config *cfg;
+    int argc;
+    char **argv;
+    char node[256], agent_id[256];
+    struct names *names;
+    struct batcher *batcher;
+    struct spool *spool;
+    struct exporter *exporter;
+    struct assembler *assembler;
+    struct discovery *discovery;
+    struct agent_source sources[AGENT_MAX_SOURCES];
+    size_t nsources;
+    struct event_sink sink;
+    struct replay_config replay;
+    struct agent_http http_state;
+    struct http_server *http;
+    int epfd, sigfd;
+    uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
+    uint64_t spool_dropped_seen, spool_corrupt_seen;
+    struct log_ratelimit rl;
+};
+
+/* --- the event path ------------------------------------------------------- */
+
+static void agent_track_all(struct agent *a, uint32_t pid, const char *root, bool add)
+{
+    for (size_t i = 0; i < a->nsources; i++)
+        if (a->sources[i].running && a->sources[i].ops->track)
+            a->sources[i].ops->track(a->sources[i].state, pid, root, add);
+}
+
+static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char *root)
+{
+    if (assembler_track(a->assembler, r) < 0 || names_set_resource(a->names, r) < 0) {
+        log_error("agent", "out of memory tracking rank %u of job %s", r->rank, r->job);
+        return;
+    }
+    log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
+             r->world_size, r->node);
+    agent_track_all(a, r->pid, root, true);
+}
+
+static void agent_on_rank_new(void *ctx, const struct rank_info *ri)
+{
+    Argus__V1__Resource r;
+
+    discovery_fill_resource(ri, &r);
+    agent_rank(ctx, &r, ri->root);
+}
+
+static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
+{
+    struct agent *a = ctx;
+
+    log_info("agent", "rank %u of job %s (pid %u) is gone", ri->rank, ri->job, ri->pid);
+    agent_track_all(a, ri->pid, ri->root, false);
+    assembler_untrack(a->assembler, ri->pid);
+}
+
+static const struct discovery_callbacks agent_discovery_cb = {agent_on_rank_new,
+                                                              agent_on_rank_exit};
+
+static void agent_on_event(void *ctx, const struct agent_event *ev)
+{
+    struct agent *a = ctx;
+
+    switch (ev->kind) {
+    case AGENT_EVENT_RANK:
+        agent_rank(a, ev->rank.resource, "/");
+        break;
+    case AGENT_EVENT_PROC_EXEC:
+        discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
+        break;
+    case AGENT_EVENT_PROC_EXIT:
+        discovery_exit_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
+        break;
+    case AGENT_EVENT_DROPS:
+        batcher_drop(a->batcher, ev->drops.reason, NULL, -1, ev->drops.count);
+        break;
+    default:
+        assembler_event(a->assembler, ev);
+    }
+}
+
+static void agent_on_name(void *ctx, uint64_t id, const char *name)
+{
+    struct agent *a = ctx;
+
+    names_define(a->names, id, name);
+}
+
+static void agent_on_step(void *ctx, const Argus__V1__StepRecord *s)
+{
+    struct agent *a = ctx;
+
+    batcher_add_step(a->batcher, s, clock_mono_ns());
+}
+
+/* --- batches into the spool ----------------------------------------------- */
+
+static void agent_seal(struct agent *a)
+{
+    void *frame;
+    size_t len;
+    int r = batcher_seal(a->batcher, spool_epoch(a->spool), spool_next_seq(a->spool), &frame, &len);
+
+    if (r == -ENODATA)
+        return;
+    if (r == 0) {
+        r = spool_append(a->spool, frame, len, NULL);
+        free(frame);
+    }
+    if (r < 0) {
+        a->batch_errors++;
+        batcher_drop(a->batcher, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
+        log_ratelimited(&a->rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
+                        strerror(-r));
+    }
+}
+
+/* Spool losses become drop counters that travel to the collector. */
+static void agent_spool_drops(struct agent *a)
+{
+    struct spool_stats ss;
+
+    spool_stats(a->spool, &ss);
+    if (ss.dropped_records > a->spool_dropped_seen) {
+        batcher_drop(a->batcher, "spool_cap", NULL, -1, ss.dropped_records - a->spool_dropped_seen);
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
+                        "spool over spool.cap: %llu oldest batches dropped so far",
+                        (unsigned long long)ss.dropped_records);
+        a->spool_dropped_seen = ss.dropped_records;
+    }
+    if (ss.corrupt_records > a->spool_corrupt_seen) {
+        batcher_drop(a->batcher, "spool_corrupt", NULL, -1,
+                     ss.corrupt_records - a->spool_corrupt_seen);
+        a->spool_corrupt_seen = ss.corrupt_records;
+    }
+}
+
+/* --- sources ---------------------------------------------------------------- */
+
+/* Create and start one source; a source that cannot run is recorded with its
+ * reason and the agent runs on without it. */
+static void agent_add_source(struct agent *a, const struct source_ops *ops, const void *config)
+{
+    struct agent_source *s;
+
+    if (a->nsources >= AGENT_MAX_SOURCES)
+        return;
+    s = &a->sources[a->nsources++];
+    *s = (struct agent_source){.ops = ops, .fd = -1};
+    if (ops->supported && ops->supported(s->why, sizeof(s->why)) < 0)
+        goto off;
+    s->state = ops->create(config, s->why, sizeof(s->why));
+    if (!s->state)
+        goto off;
+    if (ops->start(s->state, &a->sink, s->why, sizeof(s->why)) < 0)
+        goto off;
+    s->running = true;
+    s->fd = ops->fd ? ops->fd(s->state) : -1;
+    if (s->fd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fd, &ev);
+    }
+    log_info("agent", "source %s running", ops->name);
+    return;
+off:
+    log_warn("agent", "source %s is off: %s", ops->name, s->why[0] ? s->why : "unsupported");
+    if (s->state)
+        ops->destroy(s->state);
+    s->state = NULL;
+}
+
+static void agent_dispatch(struct agent *a, struct agent_source *s)
+{
+    int r = s->ops->dispatch(s->state);
+
+    if (r < 0)
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent", "source %s: %s", s->ops->name,
+                        strerror(-r));
+}
+
+static void agent_start_sources(struct agent *a)
+{
+    const struct agent_config *c = a->cfg;
+
+    if (*c->replay_trace) {
+        a->replay = (struct replay_config){
+            .path = c->replay_trace,
+            .job = c->replay_job,
+            .node = a->node,
+            .ranks = (uint32_t)c->replay_ranks,
+            .rank_base = (uint32_t)c->replay_rank_base,
+            .world = (uint32_t)c->replay_world,
+            .rate = c->replay_rate,
+            .steps = c->replay_steps,
+        };
+        agent_add_source(a, &source_replay_ops, &a->replay);
+    }
+}
+
+/* --- setup ------------------------------------------------------------------ */
+
+static int agent_parse_fsync(const char *text, enum spool_fsync *out)
+{
+    if (strcmp(text, "interval") == 0)
+        *out = SPOOL_FSYNC_INTERVAL;
+    else if (strcmp(text, "segment") == 0)
+        *out = SPOOL_FSYNC_SEGMENT;
+    else if (strcmp(text, "always") == 0)
+        *out = SPOOL_FSYNC_ALWAYS;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static int agent_open_spool(struct agent *a)
+{
+    struct spool_options so = {
+        .cap_bytes = a->cfg->spool_cap,
+        .segment_bytes = a->cfg->spool_segment,
+        .fsync_interval_ns = a->cfg->spool_fsync_interval,
+    };
+    struct spool_stats ss;
+    int r;
+
+    if (agent_parse_fsync(a->cfg->spool_fsync, &so.fsync) < 0) {
+        log_error("agent", "spool.fsync: '%s' is not interval, segment or always",
+                  a->cfg->spool_fsync);
+        return -EINVAL;
+    }
+    if (so.segment_bytes > so.cap_bytes / 4)
+        so.segment_bytes = so.cap_bytes / 4;
+    r = spool_open(a->cfg->spool_dir, &so, &a->spool);
+    if (r < 0) {
+        log_error("agent", "cannot open spool.dir %s: %s", a->cfg->spool_dir,
+                  r == -EBUSY ? "another agent holds it" : strerror(-r));
+        return r;
+    }
+    spool_stats(a->spool, &ss);
+    log_info("agent", "spool %s: epoch %llu, next seq %llu, %llu unacked batches (%llu bytes), "
+             "%llu dropped and %llu corrupt so far",
+             a->cfg->spool_dir, (unsigned long long)ss.epoch, (unsigned long long)ss.next_seq,
+             (unsigned long long)ss.records, (unsigned long long)ss.bytes,
+             (unsigned long long)ss.dropped_records, (unsigned long long)ss.corrupt_records);
+    return 0;
+}
+
+static int agent_build_pipeline(struct agent *a)
+{
+    const struct agent_config *c = a->cfg;
+    struct batcher_options bo = {a->agent_id, c->batch_max_steps, c->batch_max_bytes,
+                                 c->batch_max_age};
+    struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
+    struct exporter_options eo = {c->collector_address, c->collector_keepalive,
+                                  c->collector_backoff_min, c->collector_backoff_max};
+    struct discovery_options dopt = {.node = a->node,
+                                     .job_vars = c->discovery_job_vars,
+                                     .deny_comms = c->discovery_deny};
+
+    a->names = names_new();
+    a->batcher = a->names ? batcher_new(&bo, a->names) : NULL;
+    a->assembler = assembler_new(&ao, agent_on_step, a);
+    a->discovery = discovery_new(&dopt);
+    if (!a->batcher || !a->assembler || !a->discovery)
+        return -ENOMEM;
+    if (agent_open_spool(a) < 0)
+        return -EIO;
+    a->exporter = exporter_new(&eo, a->spool, a->names, a->batcher);
+    return a->exporter ? 0 : -ENOMEM;
+}
+
+static int agent_start_http(struct agent *a)
+{
+    char err[256];
+
+    pthread_mutex_init(&a->http_state.lock, NULL);
+    if (!*a->cfg->http_listen)
+        return 0;
+    a->http = http_start(a->cfg->http_listen, agent_http_handler, &a->http_state, err, sizeof(err));
+    if (!a->http) {
+        log_error("agent", "http.listen: %s", err);
+        return -EADDRINUSE;
+    }
+    log_info("agent", "HTTP /metrics and /healthz on %s (port %d)", a->cfg->http_listen,
+             http_port(a->http));
+    return 0;
+}
+
+struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
+{
+    struct agent *a = calloc(1, sizeof(*a));
+
+    if (!a)
+        return NULL;
+    a->cfg = cfg;
+    a->argc = argc;
+    a->argv = argv;
+    a->epfd = a->sigfd = -1;
+    a->rl = (struct log_ratelimit){.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
+    a->sink = (struct event_sink){agent_on_event, agent_on_name, a};
+    if (*cfg->node_name)
+        snprintf(a->node, sizeof(a->node), "%s", cfg->node_name);
+    else if (gethostname(a->node, sizeof(a->node)) < 0)
+        snprintf(a->node, sizeof(a->node), "localhost");
+    snprintf(a->agent_id, sizeof(a->agent_id), "%s", *cfg->agent_id ? cfg->agent_id : a->node);
+    a->sigfd = daemon_signalfd();
+    a->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (a->sigfd < 0 || a->epfd < 0 || agent_build_pipeline(a) < 0 || agent_start_http(a) < 0) {
+        agent_teardown(a);
+        return NULL;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
+    agent_start_sources(a);
+    discovery_scan(a->discovery, &agent_discovery_cb, a);
+    log_info("agent", "agent %s on node %s, collector %s", a->agent_id, a->node,
+             cfg->collector_address);
+    return a;
+}
+
+/* --- the loop --------------------------------------------------------------- */
+
+static void agent_publish(struct agent *a, uint64_t now)
+{
+    struct agent_snapshot s = {.tick_ns = now};
+    struct assembler_stats as;
+    struct batcher_stats bs;
+    struct spool_stats ss;
+    struct exporter_stats es;
+    struct discovery_stats ds;
+
+    assembler_get_stats(a->assembler, &as);
+    batcher_get_stats(a->batcher, &bs);
+    spool_stats(a->spool, &ss);
+    exporter_get_stats(a->exporter, &es);
+    discovery_get_stats(a->discovery, &ds);
+    s.ranks = as.ranks;
+    s.steps = as.steps;
+    s.events = as.events;
+    s.untracked_events = as.untracked;
+    s.batches = bs.batches;
+    s.batch_raw_bytes = bs.raw_bytes;
+    s.batch_frame_bytes = bs.frame_bytes;
+    s.batch_errors = a->batch_errors;
+    s.spool_bytes = ss.bytes;
+    s.spool_records = ss.records;
+    s.spool_dropped = ss.dropped_records;
+    s.spool_dropped_bytes = ss.dropped_bytes;
+    s.spool_corrupt = ss.corrupt_records;
+    s.spool_fsync_errors = ss.fsync_errors;
+    s.spool_acked_seq = ss.acked_seq;
+    s.spool_epoch = ss.epoch;
+    s.connected = es.connected;
+    s.sent = es.sent;
+    s.acked = es.acked;
+    s.reconnects = es.reconnects;
+    s.rejected = es.rejected;
+    s.resent = es.resent;
+    s.discovery_scans = ds.scans;
+    s.discovery_processes = ds.processes;
+    s.nsources = a->nsources;
+    for (size_t i = 0; i < a->nsources; i++) {
+        s.sources[i].name = a->sources[i].ops->name;
+        s.sources[i].running = a->sources[i].running;
+    }
+    pthread_mutex_lock(&a->http_state.lock);
+    a->http_state.snap = s;
+    pthread_mutex_unlock(&a->http_state.lock);
+}
+
+/* Periodic work of one tick. */
+static void agent_tick(struct agent *a, uint64_t now)
+{
+    if (now >= a->next_dispatch_ns) {
+        for (size_t i = 0; i < a->nsources; i++)
+            if (a->sources[i].running && a->sources[i].fd < 0)
+                agent_dispatch(a, &a->sources[i]);
+        a->next_dispatch_ns = now + 100 * NSEC_PER_MSEC;
+    }
+    if (now >= a->next_scan_ns) {
+        discovery_scan(a->discovery, &agent_discovery_cb, a);
+        a->next_scan_ns = now + a->cfg->discovery_scan_interval;
+    }
+    agent_spool_drops(a);
+    if (batcher_due(a->batcher, now))
+        agent_seal(a);
+    exporter_poll(a->exporter, now);
+    spool_tick(a->spool, now);
+    agent_publish(a, now);
+}
+
+static void agent_reload(struct agent *a)
+{
+    struct agent_config fresh = {0};
+    struct config_result res;
+    enum log_level level;
+
+    daemon_notify("RELOADING=1");
+    if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0 ||
+        log_level_parse(fresh.log_level, &level) < 0) {
+        log_error("agent", "reload rejected, keeping the running config: %s",
+                  res.error[0] ? res.error : "bad log.level");
+    } else {
+        log_set_level(level);
+        log_info("agent", "reloaded: log.level=%s (other keys apply at restart)", fresh.log_level);
+    }
+    config_free(&agent_config_table, &fresh);
+    daemon_notify("READY=1");
+}
+
+int agent_run(struct agent *a)
+{
+    struct epoll_event evs[32];
+    uint64_t watchdog = daemon_watchdog_ns(), next_watchdog = 0;
+
+    daemon_notify("READY=1");
+    for (;;) {
+        int n = epoll_wait(a->epfd, evs, 32, AGENT_TICK_MS);
+        for (int i = 0; i < n; i++) {
+            struct agent_source *s = evs[i].data.ptr;
+            if (s) {
+                agent_dispatch(a, s);
+                continue;
+            }
+            enum daemon_signal sig = daemon_read_signal(a->sigfd);
+            if (sig == DAEMON_SIGNAL_STOP)
+                return 0;
+            if (sig == DAEMON_SIGNAL_RELOAD)
+                agent_reload(a);
+        }
+        uint64_t now = clock_mono_ns();
+        agent_tick(a, now);
+        if (watchdog && now >= next_watchdog) {
+            daemon_notify("WATCHDOG=1");
+            next_watchdog = now + watchdog / 3;
+        }
+    }
+}
+
+/* SIGTERM: close open steps, seal them into the spool, and give the exporter
+ * a bounded time to get everything acked; what is left stays spooled. */
+static void agent_flush(struct agent *a)
+{
+    uint64_t end = clock_mono_ns() + AGENT_FLUSH_NS;
+
+    assembler_flush(a->assembler);
+    agent_spool_drops(a);
+    agent_seal(a);
+    while (!exporter_idle(a->exporter) && clock_mono_ns() < end) {
+        exporter_poll(a->exporter, clock_mono_ns());
+        clock_sleep_ns(5 * NSEC_PER_MSEC);
+    }
+}
+
+void agent_teardown(struct agent *a)
+{
+    if (!a)
+        return;
+    daemon_notify("STOPPING=1");
+    http_stop(a->http);
+    if (a->spool && a->exporter && a->assembler)
+        agent_flush(a);
+    for (size_t i = 0; i < a->nsources; i++)
+        if (a->sources[i].state)
+            a->sources[i].ops->destroy(a->sources[i].state);
+    exporter_free(a->exporter);
+    spool_close(a->spool);
+    assembler_free(a->assembler);
+    batcher_free(a->batcher);
+    names_free(a->names);
+    discovery_free(a->discovery);
+    if (a->epfd >= 0)
+        close(a->epfd);
+    if (a->sigfd >= 0)
+        close(a->sigfd);
+    pthread_mutex_destroy(&a->http_state.lock);
+    free(a);
+}

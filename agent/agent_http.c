@@ -1,0 +1,87 @@
+/* The agent's /metrics and /healthz, served from the snapshot the main loop
+ * publishes each tick (the HTTP thread never touches live state). */
+#include "agent/agent_http.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
+{
+    char labels[96];
+
+    http_buf_metric(b, "argus_agent_ranks", "gauge", "ranks tracked", "", s->ranks);
+    http_buf_metric(b, "argus_agent_steps_total", "counter", "step records assembled", "",
+                    s->steps);
+    http_buf_metric(b, "argus_agent_events_total", "counter", "events from sources", "",
+                    s->events);
+    http_buf_metric(b, "argus_agent_untracked_events_total", "counter",
+                    "events of processes that are not ranks", "", s->untracked_events);
+    http_buf_metric(b, "argus_agent_batches_total", "counter", "batches sealed", "", s->batches);
+    http_buf_metric(b, "argus_agent_batch_bytes_total", "counter", "batch bytes before LZ4", "",
+                    s->batch_raw_bytes);
+    http_buf_metric(b, "argus_agent_frame_bytes_total", "counter", "frame bytes after LZ4", "",
+                    s->batch_frame_bytes);
+    http_buf_metric(b, "argus_agent_batch_errors_total", "counter",
+                    "batches lost before the spool (encode or spool write failed)", "",
+                    s->batch_errors);
+    http_buf_metric(b, "argus_agent_spool_bytes", "gauge", "bytes in spool segments", "",
+                    s->spool_bytes);
+    http_buf_metric(b, "argus_agent_spool_records", "gauge", "unacked batches in the spool", "",
+                    s->spool_records);
+    http_buf_metric(b, "argus_agent_spool_dropped_total", "counter",
+                    "unacked batches dropped by the spool cap", "", s->spool_dropped);
+    http_buf_metric(b, "argus_agent_spool_corrupt_total", "counter",
+                    "spool records lost to corruption", "", s->spool_corrupt);
+    http_buf_metric(b, "argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs", "",
+                    s->spool_fsync_errors);
+    http_buf_metric(b, "argus_agent_collector_connected", "gauge", "stream to the collector up",
+                    "", s->connected);
+    http_buf_metric(b, "argus_agent_sent_total", "counter", "batches sent (with resends)", "",
+                    s->sent);
+    http_buf_metric(b, "argus_agent_acked_seq", "gauge", "highest acked batch seq", "", s->acked);
+    http_buf_metric(b, "argus_agent_reconnects_total", "counter", "stream reconnects", "",
+                    s->reconnects);
+    http_buf_metric(b, "argus_agent_rejected_total", "counter",
+                    "batches the collector refused as invalid (dropped)", "", s->rejected);
+    http_buf_metric(b, "argus_agent_discovery_scans_total", "counter", "/proc scans", "",
+                    s->discovery_scans);
+    for (size_t i = 0; i < s->nsources; i++) {
+        snprintf(labels, sizeof(labels), "source=\"%s\"", s->sources[i].name);
+        if (i == 0)
+            http_buf_metric(b, "argus_agent_source_up", "gauge",
+                            "1 when the source runs, 0 when unsupported or failed", labels,
+                            s->sources[i].running);
+        else
+            http_buf_sample(b, "argus_agent_source_up", labels, s->sources[i].running);
+    }
+}
+
+void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
+{
+    struct agent_http *h = ctx;
+    struct agent_snapshot s;
+    struct http_buf b = {0};
+
+    pthread_mutex_lock(&h->lock);
+    s = h->snap;
+    pthread_mutex_unlock(&h->lock);
+    if (strcmp(path, "/metrics") == 0) {
+        agent_metrics(&s, &b);
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->status = 200;
+    } else if (strcmp(path, "/healthz") == 0) {
+        bool alive = clock_mono_ns() - s.tick_ns < 5 * NSEC_PER_SEC;
+        http_buf_printf(&b, "%s\nranks %llu, spool %llu batches, collector %s\n",
+                        alive ? "ok" : "main loop stalled", (unsigned long long)s.ranks,
+                        (unsigned long long)s.spool_records,
+                        s.connected ? "connected" : "disconnected");
+        resp->status = alive ? 200 : 503;
+    } else {
+        resp->status = 404;
+        return;
+    }
+    resp->body = b.data;
+    resp->len = b.len;
+}

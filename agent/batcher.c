@@ -1,0 +1,220 @@
+#include "agent/batcher.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/frame.h"
+
+struct batcher_drop {
+    const char *reason;
+    char *job;
+    int32_t rank;
+    uint64_t total;
+};
+
+struct batcher {
+    struct batcher_options o;
+    char *agent_id;
+    struct names *names;
+    uint8_t *buf; /* packed StepRecords, each as Batch field 6 */
+    size_t len, cap;
+    size_t nsteps;
+    uint64_t first_ns;
+    uint64_t last_seal_ns;
+    struct batcher_drop *drops;
+    size_t ndrops;
+    struct batcher_stats stats;
+};
+
+#define BATCH_STEPS_TAG 0x32 /* field 6, wire type 2 */
+
+struct batcher *batcher_new(const struct batcher_options *o, struct names *names)
+{
+    struct batcher *b = calloc(1, sizeof(*b));
+
+    if (!b)
+        return NULL;
+    b->o = *o;
+    b->agent_id = strdup(o->agent_id ? o->agent_id : "agent");
+    b->names = names;
+    if (!b->agent_id) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void batcher_free(struct batcher *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->ndrops; i++)
+        free(b->drops[i].job);
+    free(b->drops);
+    free(b->buf);
+    free(b->agent_id);
+    free(b);
+}
+
+static size_t batcher_varint(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
+{
+    for (size_t i = 0; i < s->n_phases; i++)
+        names_reference(b->names, s->job, s->phases[i]->name_id);
+    for (size_t i = 0; i < s->n_kernels; i++)
+        names_reference(b->names, s->job, s->kernels[i]->name_id);
+    for (size_t i = 0; i < s->n_collectives; i++)
+        names_reference(b->names, s->job, s->collectives[i]->name_id);
+}
+
+int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
+{
+    size_t n = argus__v1__step_record__get_packed_size(s), need = b->len + n + 11;
+
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *grown = realloc(b->buf, cap);
+        if (!grown) {
+            batcher_drop(b, "batcher_nomem", s->job, (int32_t)s->rank, 1);
+            return -ENOMEM;
+        }
+        b->buf = grown;
+        b->cap = cap;
+    }
+    b->buf[b->len++] = BATCH_STEPS_TAG;
+    b->len += batcher_varint(b->buf + b->len, n);
+    b->len += argus__v1__step_record__pack(s, b->buf + b->len);
+    if (b->nsteps++ == 0)
+        b->first_ns = now_ns;
+    b->stats.steps++;
+    batcher_reference(b, s);
+    return 0;
+}
+
+void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_t rank,
+                  uint64_t count)
+{
+    for (size_t i = 0; i < b->ndrops; i++) {
+        struct batcher_drop *d = &b->drops[i];
+        if (d->rank == rank && strcmp(d->reason, reason) == 0 &&
+            strcmp(d->job ? d->job : "", job ? job : "") == 0) {
+            d->total += count;
+            return;
+        }
+    }
+    struct batcher_drop *grown = realloc(b->drops, (b->ndrops + 1) * sizeof(*grown));
+    if (!grown)
+        return;
+    b->drops = grown;
+    b->drops[b->ndrops++] = (struct batcher_drop){reason, job ? strdup(job) : NULL, rank, count};
+}
+
+uint64_t batcher_drop_total(const struct batcher *b, const char *reason)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < b->ndrops; i++)
+        if (strcmp(b->drops[i].reason, reason) == 0)
+            total += b->drops[i].total;
+    return total;
+}
+
+bool batcher_due(const struct batcher *b, uint64_t now_ns)
+{
+    if (!b->nsteps) {
+        /* ranks without steps yet still reach the collector, once per max_age */
+        if (!names_pending_resources(b->names) || now_ns - b->last_seal_ns < b->o.max_age_ns)
+            return false;
+        return true;
+    }
+    return b->nsteps >= b->o.max_steps || b->len >= b->o.max_bytes ||
+           now_ns - b->first_ns >= b->o.max_age_ns;
+}
+
+size_t batcher_steps(const struct batcher *b)
+{
+    return b->nsteps;
+}
+
+/* Pack the batch header (everything but the steps) into a new buffer with
+ * room for the steps after it. */
+static uint8_t *batcher_header(struct batcher *b, uint64_t epoch, uint64_t seq, size_t *hlen)
+{
+    Argus__V1__Batch batch = ARGUS__V1__BATCH__INIT;
+    Argus__V1__DropCounter *dc = calloc(b->ndrops + 1, sizeof(*dc));
+    Argus__V1__DropCounter **dp = calloc(b->ndrops + 1, sizeof(*dp));
+    uint8_t *out = NULL;
+
+    if (!dc || !dp)
+        goto out;
+    batch.agent_id = b->agent_id;
+    batch.epoch = epoch;
+    batch.seq = seq;
+    batch.created_unix_ns = clock_real_ns();
+    batch.n_names = names_take(b->names, seq, &batch.names);
+    batch.n_resources = names_take_resources(b->names, seq, &batch.resources);
+    for (size_t i = 0; i < b->ndrops; i++) {
+        argus__v1__drop_counter__init(&dc[i]);
+        dc[i].reason = (char *)b->drops[i].reason;
+        dc[i].job = b->drops[i].job ? b->drops[i].job : "";
+        dc[i].rank = b->drops[i].rank;
+        dc[i].total = b->drops[i].total;
+        dp[i] = &dc[i];
+    }
+    batch.n_drops = b->ndrops;
+    batch.drops = dp;
+    *hlen = argus__v1__batch__get_packed_size(&batch);
+    out = malloc(*hlen + b->len + 1);
+    if (out)
+        argus__v1__batch__pack(&batch, out);
+out:
+    free(dc);
+    free(dp);
+    return out;
+}
+
+int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, size_t *len)
+{
+    size_t hlen;
+    uint8_t *raw;
+    int r;
+
+    if (!b->nsteps && !names_pending_resources(b->names))
+        return -ENODATA;
+    b->last_seal_ns = clock_mono_ns();
+    raw = batcher_header(b, epoch, seq, &hlen);
+    if (!raw)
+        return -ENOMEM;
+    /* concatenated messages merge: the steps become Batch.steps */
+    memcpy(raw + hlen, b->buf, b->len);
+    r = frame_encode(raw, hlen + b->len, FRAME_CODEC_LZ4, frame, len);
+    if (r == 0) {
+        b->stats.batches++;
+        b->stats.raw_bytes += hlen + b->len;
+        b->stats.frame_bytes += *len;
+        b->len = 0;
+        b->nsteps = 0;
+    }
+    free(raw);
+    return r;
+}
+
+void batcher_get_stats(const struct batcher *b, struct batcher_stats *out)
+{
+    *out = b->stats;
+}

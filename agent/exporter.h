@@ -1,0 +1,49 @@
+/* The exporter: the agent's end of /argus.v1.Ingest/Push. It sends every
+ * unacked spool record in seq order on one long-lived stream, one message
+ * in flight at a time, and advances the spool (and the names registry) on
+ * each ack. On any stream failure it reconnects with exponential backoff and
+ * jitter and re-sends from the last ack, so delivery is at-least-once and the
+ * collector's dedup makes it exactly-once. A batch the collector rejects as
+ * invalid (INVALID_ARGUMENT / RESOURCE_EXHAUSTED) would be rejected forever:
+ * it is dropped from the spool and counted, never retried. Polled from the
+ * main loop; never blocks. */
+#ifndef ARGUS_AGENT_EXPORTER_H
+#define ARGUS_AGENT_EXPORTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct spool;
+struct names;
+struct batcher;
+
+struct exporter_options {
+    const char *collector;   /* HOST:PORT, copied */
+    uint64_t keepalive_ns;   /* must match the collector's */
+    uint64_t backoff_min_ns; /* first reconnect delay */
+    uint64_t backoff_max_ns; /* cap of the exponential backoff */
+};
+
+struct exporter;
+
+/* spool, names and batcher (for the "rejected" drop counter) are not owned. */
+struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
+                              struct names *names, struct batcher *batcher);
+void exporter_free(struct exporter *e);
+
+/* Do what can be done now without blocking: connect when due, handle
+ * completed sends and acks, start the next send. now_ns is monotonic. */
+void exporter_poll(struct exporter *e, uint64_t now_ns);
+
+/* True when every spooled record is acked. */
+bool exporter_idle(const struct exporter *e);
+
+struct exporter_stats {
+    bool connected;
+    uint64_t sent, acked, reconnects, rejected, resent;
+    uint64_t last_ack_ns; /* monotonic time of the last ack */
+    char last_error[256];
+};
+void exporter_get_stats(const struct exporter *e, struct exporter_stats *out);
+
+#endif

@@ -1,0 +1,54 @@
+/* What the agent must keep re-sending until the collector has it: the name
+ * dictionary (per job) and rank resources. An entry goes into every sealed
+ * batch that needs it until a batch that carried it is acked; after that it
+ * is never sent again (until the agent restarts). */
+#ifndef ARGUS_AGENT_NAMES_H
+#define ARGUS_AGENT_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/argus.pb-c.h"
+
+struct names;
+
+struct names *names_new(void);
+void names_free(struct names *n);
+
+/* Remember the string of id (copied). Returns 0, -ENOMEM. */
+int names_define(struct names *n, uint64_t id, const char *name);
+
+/* The string of id, or NULL. Valid while n lives. */
+const char *names_lookup(const struct names *n, uint64_t id);
+
+/* A step of job references id: when (job, id) is not acked yet and has a
+ * known string, it is queued for the batch being built. */
+void names_reference(struct names *n, const char *job, uint64_t id);
+
+/* The entries queued since the last call, stamped with seq (the batch that
+ * carries them), as NameEntry structs valid until the next call or
+ * names_free. Returns how many. */
+size_t names_take(struct names *n, uint64_t seq, Argus__V1__NameEntry ***out);
+
+/* A rank's resource (copied, replacing an older one of the same job and
+ * rank) to send until acked. */
+int names_set_resource(struct names *n, const Argus__V1__Resource *r);
+
+/* Resources not acked yet, stamped with seq; valid until the next call. */
+size_t names_take_resources(struct names *n, uint64_t seq, Argus__V1__Resource ***out);
+
+/* Resources not acked yet (queued or in flight). */
+size_t names_pending_resources(const struct names *n);
+
+/* Every entry carried by a batch with seq <= acked is now known to the
+ * collector. */
+void names_ack(struct names *n, uint64_t acked);
+
+/* The collector's epoch of knowledge was lost (new spool epoch): send
+ * everything again. */
+void names_reset_acks(struct names *n);
+
+size_t names_count(const struct names *n);
+
+#endif

@@ -1,0 +1,192 @@
+#include "agent/source_replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agent/kineto.h"
+#include "common/clock.h"
+#include "common/name_id.h"
+#include "proto/argus.pb-c.h"
+
+struct replay {
+    struct replay_config c;
+    char *path, *job, *node;
+    struct kineto_trace *trace;
+    const struct event_sink *sink;
+    int tfd;
+    uint64_t start_ns, played;
+    uint64_t *next_step; /* per rank */
+};
+
+static int replay_supported(char *why, size_t whylen)
+{
+    return 0;
+}
+
+static void *replay_create(const void *config, char *why, size_t whylen)
+{
+    const struct replay_config *c = config;
+    struct replay *r;
+    char err[256];
+
+    if (!c || !c->path || !*c->path || c->ranks == 0 || !(c->rate > 0)) {
+        snprintf(why, whylen, "replay needs a trace path, ranks >= 1 and rate > 0");
+        return NULL;
+    }
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->c = *c;
+    r->path = strdup(c->path);
+    r->job = strdup(c->job && *c->job ? c->job : "replay");
+    r->node = strdup(c->node ? c->node : "");
+    r->next_step = calloc(c->ranks, sizeof(*r->next_step));
+    r->tfd = -1;
+    if (!r->path || !r->job || !r->node || !r->next_step) {
+        snprintf(why, whylen, "out of memory");
+        goto fail;
+    }
+    if (kineto_load(r->path, NULL, &r->trace, err, sizeof(err)) < 0) {
+        snprintf(why, whylen, "%s: %s", r->path, err);
+        goto fail;
+    }
+    if (r->trace->n_steps == 0) {
+        snprintf(why, whylen, "%s: no ProfilerStep#N ranges to replay", r->path);
+        goto fail;
+    }
+    return r;
+fail:
+    source_replay_ops.destroy(r);
+    return NULL;
+}
+
+static void replay_announce(struct replay *r)
+{
+    struct agent_event ev = {.kind = AGENT_EVENT_RANK, .ts_ns = clock_mono_ns()};
+    uint32_t world = r->c.world ? r->c.world : r->c.rank_base + r->c.ranks;
+
+    for (size_t i = 0; i < r->trace->n_names; i++)
+        r->sink->name(r->sink->ctx, r->trace->name_ids[i], r->trace->names[i]);
+    r->sink->name(r->sink->ctx, name_id("step"), "step");
+    for (uint32_t i = 0; i < r->c.ranks; i++) {
+        Argus__V1__Resource res = ARGUS__V1__RESOURCE__INIT;
+        res.job = r->job;
+        res.rank = r->c.rank_base + i;
+        res.local_rank = i;
+        res.world_size = world;
+        res.node = r->node;
+        res.gpu = (int32_t)i;
+        res.pid = REPLAY_PID_BASE + i;
+        res.dp = res.rank;
+        res.dp_size = world;
+        res.tp_size = res.pp_size = res.ep_size = 1;
+        ev.pid = res.pid;
+        ev.rank.resource = &res;
+        r->sink->event(r->sink->ctx, &ev);
+    }
+}
+
+static int replay_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
+{
+    struct replay *r = state;
+    struct itimerspec its = {.it_interval = {0, 10 * 1000 * 1000}, .it_value = {0, 1000 * 1000}};
+
+    r->sink = sink;
+    r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (r->tfd < 0 || timerfd_settime(r->tfd, 0, &its, NULL) < 0) {
+        snprintf(why, whylen, "timerfd: %s", strerror(errno));
+        return -errno;
+    }
+    r->start_ns = clock_mono_ns();
+    replay_announce(r);
+    return 0;
+}
+
+static int replay_fd(void *state)
+{
+    return ((struct replay *)state)->tfd;
+}
+
+/* Emit step number n of rank index i at time ts: a STEP event, then the
+ * kernels of trace step n % n_steps with their offsets in the trace. */
+static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
+{
+    const struct kineto_trace *t = r->trace;
+    const struct kineto_step *st = &t->steps[n % t->n_steps];
+    struct agent_event ev = {.kind = AGENT_EVENT_STEP, .pid = REPLAY_PID_BASE + i, .ts_ns = ts};
+    int count = 1;
+
+    ev.step.number = n;
+    ev.step.source = ARGUS__V1__STEP_SOURCE__STEP_SOURCE_IMPORTED;
+    r->sink->event(r->sink->ctx, &ev);
+    for (size_t k = 0; k < t->n_spans; k++) {
+        const struct kineto_span *s = &t->spans[k];
+        if (s->step != (int32_t)(n % t->n_steps))
+            continue;
+        struct agent_event kev = {.kind = AGENT_EVENT_KERNEL, .pid = ev.pid};
+        kev.ts_ns = ts + (s->ts_ns > st->ts_ns ? s->ts_ns - st->ts_ns : 0);
+        kev.kernel.name_id = t->name_ids[s->name];
+        kev.kernel.duration_ns = s->dur_ns;
+        kev.kernel.stream = s->stream;
+        kev.kernel.correlation = (uint32_t)s->correlation;
+        r->sink->event(r->sink->ctx, &kev);
+        count++;
+    }
+    return count;
+}
+
+static int replay_dispatch(void *state)
+{
+    struct replay *r = state;
+    uint64_t expirations, now = clock_mono_ns(), period = (uint64_t)(1e9 / r->c.rate);
+    int events = 0;
+
+    if (read(r->tfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+        return -errno;
+    for (uint32_t i = 0; i < r->c.ranks; i++) {
+        /* rank i's step n is due at start + n * period (+ a small per-rank skew) */
+        uint64_t skew = period / 50 * i / r->c.ranks;
+        while ((!r->c.steps || r->next_step[i] < r->c.steps) &&
+               r->start_ns + r->next_step[i] * period + skew <= now) {
+            uint64_t ts = r->start_ns + r->next_step[i] * period + skew;
+            events += replay_step(r, i, r->next_step[i]++, ts);
+            r->played++;
+        }
+    }
+    return events;
+}
+
+uint64_t source_replay_played(void *state)
+{
+    return ((struct replay *)state)->played;
+}
+
+static void replay_destroy(void *state)
+{
+    struct replay *r = state;
+
+    if (!r)
+        return;
+    if (r->tfd >= 0)
+        close(r->tfd);
+    kineto_free(r->trace);
+    free(r->path);
+    free(r->job);
+    free(r->node);
+    free(r->next_step);
+    free(r);
+}
+
+const struct source_ops source_replay_ops = {
+    .name = "replay",
+    .supported = replay_supported,
+    .create = replay_create,
+    .start = replay_start,
+    .fd = replay_fd,
+    .dispatch = replay_dispatch,
+    .destroy = replay_destroy,
+};
