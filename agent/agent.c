@@ -265,7 +265,8 @@ static int agent_open_spool(struct agent *a)
         return r;
     }
     spool_stats(a->spool, &ss);
-    log_info("agent", "spool %s: epoch %llu, next seq %llu, %llu unacked batches (%llu bytes), "
+    log_info("agent",
+             "spool %s: epoch %llu, next seq %llu, %llu unacked batches (%llu bytes), "
              "%llu dropped and %llu corrupt so far",
              a->cfg->spool_dir, (unsigned long long)ss.epoch, (unsigned long long)ss.next_seq,
              (unsigned long long)ss.records, (unsigned long long)ss.bytes,
@@ -281,9 +282,8 @@ static int agent_build_pipeline(struct agent *a)
     struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
     struct exporter_options eo = {c->collector_address, c->collector_keepalive,
                                   c->collector_backoff_min, c->collector_backoff_max};
-    struct discovery_options dopt = {.node = a->node,
-                                     .job_vars = c->discovery_job_vars,
-                                     .deny_comms = c->discovery_deny};
+    struct discovery_options dopt = {
+        .node = a->node, .job_vars = c->discovery_job_vars, .deny_comms = c->discovery_deny};
 
     a->names = names_new();
     a->batcher = a->names ? batcher_new(&bo, a->names) : NULL;

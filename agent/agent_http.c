@@ -14,8 +14,7 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
     http_buf_metric(b, "argus_agent_ranks", "gauge", "ranks tracked", "", s->ranks);
     http_buf_metric(b, "argus_agent_steps_total", "counter", "step records assembled", "",
                     s->steps);
-    http_buf_metric(b, "argus_agent_events_total", "counter", "events from sources", "",
-                    s->events);
+    http_buf_metric(b, "argus_agent_events_total", "counter", "events from sources", "", s->events);
     http_buf_metric(b, "argus_agent_untracked_events_total", "counter",
                     "events of processes that are not ranks", "", s->untracked_events);
     http_buf_metric(b, "argus_agent_batches_total", "counter", "batches sealed", "", s->batches);
@@ -36,8 +35,8 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     "spool records lost to corruption", "", s->spool_corrupt);
     http_buf_metric(b, "argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs", "",
                     s->spool_fsync_errors);
-    http_buf_metric(b, "argus_agent_collector_connected", "gauge", "stream to the collector up",
-                    "", s->connected);
+    http_buf_metric(b, "argus_agent_collector_connected", "gauge", "stream to the collector up", "",
+                    s->connected);
     http_buf_metric(b, "argus_agent_sent_total", "counter", "batches sent (with resends)", "",
                     s->sent);
     http_buf_metric(b, "argus_agent_acked_seq", "gauge", "highest acked batch seq", "", s->acked);

@@ -239,8 +239,8 @@ static void assembler_counter(struct assembler_rank *r, uint32_t counter, uint64
 static void assembler_step(struct assembler *a, struct assembler_rank *r,
                            const struct agent_event *ev)
 {
-    uint64_t next = ev->step.number == UINT64_MAX ? (r->in_step ? r->step + 1 : 0)
-                                                  : ev->step.number;
+    uint64_t next =
+        ev->step.number == UINT64_MAX ? (r->in_step ? r->step + 1 : 0) : ev->step.number;
 
     assembler_close(a, r, ev->ts_ns);
     r->in_step = true;

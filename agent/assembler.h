@@ -26,8 +26,7 @@ struct assembler_options {
 
 struct assembler;
 
-struct assembler *assembler_new(const struct assembler_options *o, assembler_step_fn fn,
-                                void *ctx);
+struct assembler *assembler_new(const struct assembler_options *o, assembler_step_fn fn, void *ctx);
 void assembler_free(struct assembler *a);
 
 /* Start tracking a rank: events with this resource's pid are its. The
@@ -44,11 +43,11 @@ void assembler_event(struct assembler *a, const struct agent_event *ev);
 void assembler_flush(struct assembler *a);
 
 struct assembler_stats {
-    uint64_t ranks;           /* tracked now */
-    uint64_t steps;           /* closed steps */
+    uint64_t ranks; /* tracked now */
+    uint64_t steps; /* closed steps */
     uint64_t events;
-    uint64_t untracked;       /* events of unknown pids */
-    uint64_t outside_step;    /* events of a rank before its first step */
+    uint64_t untracked;    /* events of unknown pids */
+    uint64_t outside_step; /* events of a rank before its first step */
     uint64_t dropped_phases, dropped_collectives, dropped_kernels;
 };
 void assembler_get_stats(const struct assembler *a, struct assembler_stats *out);

@@ -23,6 +23,7 @@ struct batcher {
     size_t nsteps;
     uint64_t first_ns;
     uint64_t last_seal_ns;
+    bool drops_dirty; /* a drop counter changed since the last sealed batch */
     struct batcher_drop *drops;
     size_t ndrops;
     struct batcher_stats stats;
@@ -114,6 +115,7 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
         if (d->rank == rank && strcmp(d->reason, reason) == 0 &&
             strcmp(d->job ? d->job : "", job ? job : "") == 0) {
             d->total += count;
+            b->drops_dirty = true;
             return;
         }
     }
@@ -122,6 +124,7 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
         return;
     b->drops = grown;
     b->drops[b->ndrops++] = (struct batcher_drop){reason, job ? strdup(job) : NULL, rank, count};
+    b->drops_dirty = true;
 }
 
 uint64_t batcher_drop_total(const struct batcher *b, const char *reason)
@@ -137,10 +140,10 @@ uint64_t batcher_drop_total(const struct batcher *b, const char *reason)
 bool batcher_due(const struct batcher *b, uint64_t now_ns)
 {
     if (!b->nsteps) {
-        /* ranks without steps yet still reach the collector, once per max_age */
-        if (!names_pending_resources(b->names) || now_ns - b->last_seal_ns < b->o.max_age_ns)
-            return false;
-        return true;
+        /* new ranks and changed drop counters reach the collector even when no
+         * step does, at most once per max_age */
+        return (names_unsent_resources(b->names) || b->drops_dirty) &&
+               now_ns - b->last_seal_ns >= b->o.max_age_ns;
     }
     return b->nsteps >= b->o.max_steps || b->len >= b->o.max_bytes ||
            now_ns - b->first_ns >= b->o.max_age_ns;
@@ -194,8 +197,9 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     uint8_t *raw;
     int r;
 
-    if (!b->nsteps && !names_pending_resources(b->names))
+    if (!b->nsteps && !names_unsent_resources(b->names) && !b->drops_dirty)
         return -ENODATA;
+    b->drops_dirty = false;
     b->last_seal_ns = clock_mono_ns();
     raw = batcher_header(b, epoch, seq, &hlen);
     if (!raw)

@@ -40,7 +40,9 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
 /* Total of one drop reason over all jobs and ranks. */
 uint64_t batcher_drop_total(const struct batcher *b, const char *reason);
 
-/* True when the open batch should be sealed now. */
+/* True when the open batch should be sealed now: it is full or old, or it
+ * has no steps but new ranks or changed drop counters must go out (at most
+ * once per max_age). */
 bool batcher_due(const struct batcher *b, uint64_t now_ns);
 
 /* Steps in the open batch. */

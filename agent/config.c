@@ -3,7 +3,9 @@
 #include <stddef.h>
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
-    {key, type, offsetof(struct agent_config, field), def, lo, hi, help}
+    {                                                                                              \
+        key, type, offsetof(struct agent_config, field), def, lo, hi, help                         \
+    }
 
 static const struct config_option agent_options[] = {
     OPT("log.level", CONFIG_STRING, log_level, "info", 0, 0, "error, warn, info or debug"),
@@ -24,12 +26,10 @@ static const struct config_option agent_options[] = {
         "hard cap on spool bytes; over it the oldest batches are dropped and counted"),
     OPT("spool.segment", CONFIG_SIZE, spool_segment, "16MiB", 4096, 1e10,
         "segment file size (at most cap / 4)"),
-    OPT("spool.fsync", CONFIG_STRING, spool_fsync, "interval", 0, 0,
-        "interval, segment or always"),
+    OPT("spool.fsync", CONFIG_STRING, spool_fsync, "interval", 0, 0, "interval, segment or always"),
     OPT("spool.fsync_interval", CONFIG_DURATION, spool_fsync_interval, "1s", 0.001, 3600,
         "fsync period under spool.fsync = interval"),
-    OPT("batch.max_steps", CONFIG_UINT, batch_max_steps, "512", 1, 65536,
-        "step records per batch"),
+    OPT("batch.max_steps", CONFIG_UINT, batch_max_steps, "512", 1, 65536, "step records per batch"),
     OPT("batch.max_bytes", CONFIG_SIZE, batch_max_bytes, "2MiB", 4096, 16.0 * 1048576,
         "packed step bytes per batch (keep under the collector's ingest.max_raw)"),
     OPT("batch.max_age", CONFIG_DURATION, batch_max_age, "1s", 0.001, 600,

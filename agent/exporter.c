@@ -22,7 +22,7 @@ struct exporter {
     struct batcher *batcher;
     struct rpc_channel *ch;
     struct rpc_stream *st;
-    uint64_t cursor;  /* highest seq sent on this stream */
+    uint64_t cursor; /* highest seq sent on this stream */
     uint64_t reconnect_ns, backoff_ns;
     uint64_t rng;
     struct exporter_stats stats;

@@ -183,7 +183,8 @@ static int names_grow_states(struct names *n)
             continue;
         size_t k = names_state_slot(t, cap, s->key, s->job, s->id);
         t[k] = *s;
-        if (s->queued && names_grow((void **)&n->queue, &n->qcap, n->nqueue + 1, sizeof(size_t)) == 0)
+        if (s->queued &&
+            names_grow((void **)&n->queue, &n->qcap, n->nqueue + 1, sizeof(size_t)) == 0)
             n->queue[n->nqueue++] = k;
         if (s->inflight &&
             names_grow((void **)&n->inflight, &n->icap, n->ninflight + 1, sizeof(size_t)) == 0)
@@ -334,11 +335,11 @@ size_t names_count(const struct names *n)
     return n->scount;
 }
 
-size_t names_pending_resources(const struct names *n)
+size_t names_unsent_resources(const struct names *n)
 {
     size_t k = 0;
 
     for (size_t i = 0; i < n->nres; i++)
-        k += !n->res[i].acked;
+        k += !n->res[i].acked && !n->res[i].sent_seq;
     return k;
 }

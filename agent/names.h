@@ -38,8 +38,8 @@ int names_set_resource(struct names *n, const Argus__V1__Resource *r);
 /* Resources not acked yet, stamped with seq; valid until the next call. */
 size_t names_take_resources(struct names *n, uint64_t seq, Argus__V1__Resource ***out);
 
-/* Resources not acked yet (queued or in flight). */
-size_t names_pending_resources(const struct names *n);
+/* Resources never sent yet (a batch without steps is sealed for them). */
+size_t names_unsent_resources(const struct names *n);
 
 /* Every entry carried by a batch with seq <= acked is now known to the
  * collector. */

@@ -243,7 +243,8 @@ static void ingest_record_drops(struct ingest *in, const Argus__V1__Batch *b)
         size_t k;
         for (k = 0; k < in->ndrops; k++)
             if (in->drops[k].rank == d->rank && strcmp(in->drops[k].agent, b->agent_id) == 0 &&
-                strcmp(in->drops[k].reason, d->reason) == 0 && strcmp(in->drops[k].job, d->job) == 0)
+                strcmp(in->drops[k].reason, d->reason) == 0 &&
+                strcmp(in->drops[k].job, d->job) == 0)
                 break;
         if (k == in->ndrops) {
             struct ingest_drop *grown = realloc(in->drops, (in->ndrops + 1) * sizeof(*grown));
