@@ -1,0 +1,130 @@
+/* cupti-app: a stand-in CUDA application. It loads libargus-cupti.so and
+ * calls InitializeInjection as the CUDA driver does at cuInit, then drives the
+ * CUPTI test double (which the library loaded through ARGUS_CUPTI_LIB).
+ *
+ *   cupti-app LIB [replay FILE [RATE]] | [gen RATE COUNT] | [foreign RATE COUNT]
+ *             | [steps RATE COUNT EVERY]
+ *
+ * Prints "skipped" when the library did not set CUPTI up (not a rank), else
+ * one line "stats k=v ..." with the double's counters and the app's own
+ * wall time. Exit 0 unless something failed to load. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/cupti/double.h"
+
+struct dbl {
+    cupti_double_load_fn load;
+    cupti_double_play_fn play;
+    cupti_double_wait_fn wait;
+    cupti_double_foreign_fn foreign;
+    cupti_double_stats_fn stats;
+    cupti_double_gen_steps_fn steps;
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int dbl_open(struct dbl *d)
+{
+    const char *path = getenv("ARGUS_CUPTI_LIB");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+
+    if (!h)
+        return -1;
+    *(void **)&d->load = dlsym(h, "cupti_double_load");
+    *(void **)&d->play = dlsym(h, "cupti_double_play");
+    *(void **)&d->wait = dlsym(h, "cupti_double_wait");
+    *(void **)&d->foreign = dlsym(h, "cupti_double_foreign");
+    *(void **)&d->stats = dlsym(h, "cupti_double_stats");
+    *(void **)&d->steps = dlsym(h, "cupti_double_gen_steps");
+    return d->load && d->play && d->wait && d->foreign && d->stats && d->steps ? 0 : -1;
+}
+
+/* Another CUPTI client comes and goes mid-run; report what the library did. */
+static void app_foreign(struct dbl *d)
+{
+    struct cupti_double_stats st;
+    int aside, back;
+
+    usleep(200000);
+    d->foreign(1);
+    usleep(300000);
+    d->stats(&st);
+    aside = !st.enabled_kernel;
+    d->foreign(0);
+    usleep(300000);
+    d->stats(&st);
+    back = st.enabled_kernel == 1;
+    printf("foreign aside=%d back=%d\n", aside, back);
+}
+
+static void app_print(struct dbl *d, uint64_t wall)
+{
+    struct cupti_double_stats st;
+
+    d->stats(&st);
+    printf("stats produced=%" PRIu64 " dropped=%" PRIu64 " skipped=%" PRIu64 " kernels=%" PRIu64
+           " buffers=%" PRIu64 " empty_requests=%" PRIu64 " callbacks=%" PRIu64
+           " cb_max_ns=%" PRIu64 " cb_p99_ns=%" PRIu64 " wall_ms=%" PRIu64 "\n",
+           st.produced, st.dropped, st.skipped, st.kernels, st.buffers, st.empty_requests,
+           st.callbacks, st.cb_max_ns, st.cb_p99_ns, wall / 1000000);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    struct dbl d;
+    void *lib;
+    int (*init)(void);
+    const char *mode = argc > 2 ? argv[2] : "gen";
+    uint64_t t0, rate = 0, count = 1000;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s LIB [replay FILE [RATE] | gen RATE COUNT | ...]\n", argv[0]);
+        return 2;
+    }
+    lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib || !(*(void **)&init = dlsym(lib, "InitializeInjection"))) {
+        fprintf(stderr, "cupti-app: %s\n", dlerror());
+        return 1;
+    }
+    init();
+    if (dbl_open(&d) < 0) {
+        printf("skipped (CUPTI double not loaded)\n");
+        return 0;
+    }
+    if (strcmp(mode, "replay") == 0) {
+        if (argc < 4 || d.load(argv[3]) < 0) {
+            fprintf(stderr, "cupti-app: cannot load %s\n", argc > 3 ? argv[3] : "(none)");
+            return 1;
+        }
+        rate = argc > 4 ? strtoull(argv[4], NULL, 0) : 0;
+    } else {
+        rate = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
+        count = argc > 4 ? strtoull(argv[4], NULL, 0) : 1000;
+        if (strcmp(mode, "steps") == 0)
+            d.steps(argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 0) : 1000);
+    }
+    t0 = mono_ns();
+    if (d.play(rate, count) < 0) {
+        printf("skipped (the library registered no CUPTI callbacks)\n");
+        return 0;
+    }
+    if (strcmp(mode, "foreign") == 0)
+        app_foreign(&d);
+    d.wait();
+    app_print(&d, mono_ns() - t0);
+    return 0;
+}
