@@ -10,7 +10,8 @@
  * Environment: ARGUS_CUPTI_LIB, ARGUS_CUPTI_DENY (comm names, comma
  * separated), ARGUS_CUPTI_POOL (buffers, <= 64), ARGUS_CUPTI_BUFSZ (bytes),
  * ARGUS_CUPTI_RING_SLOTS (power of two), ARGUS_AGENT_SOCKET,
- * ARGUS_CUPTI_RECONNECT_MS, ARGUS_CUPTI_PROBE_MS, ARGUS_CUPTI_DISABLE=1. */
+ * ARGUS_CUPTI_RECONNECT_MS, ARGUS_CUPTI_PROBE_MS, ARGUS_CUPTI_FLUSH_MS,
+ * ARGUS_CUPTI_DISABLE=1. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -163,6 +164,7 @@ static const char *inject_resolve(void)
     INJECT_SYM(dropped, "cuptiActivityGetNumDroppedRecords");
     INJECT_SYM(subscribe, "cuptiSubscribe");
     INJECT_SYM(unsubscribe, "cuptiUnsubscribe");
+    *(void **)&lib.fn.flush_period = dlsym(lib.cupti, "cuptiActivityFlushPeriod");
     return NULL;
 }
 
@@ -196,13 +198,16 @@ static void CUPTIAPI inject_buffer_requested(uint8_t **buffer, size_t *size, siz
     atomic_fetch_add_explicit(&lib.empty_requests, 1, memory_order_relaxed);
 }
 
-/* CUPTI hands a buffer back: mark it ready for the worker, wake it if it
- * sleeps. Only an eventfd write, never a lock or an allocation. */
+/* CUPTI hands a buffer back: mark it ready for the worker. The worker polls
+ * every few ms; it is woken (one eventfd write) only when half the pool is
+ * out, because waking it can get this thread preempted. Never a lock or an
+ * allocation. */
 static void CUPTIAPI inject_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
                                              size_t size, size_t valid)
 {
     size_t idx;
     uint64_t one = 1;
+    uint32_t free;
 
     if (!buffer || buffer < lib.pool || buffer >= lib.pool + lib.pool_count * lib.buf_size)
         return; /* not ours */
@@ -210,7 +215,10 @@ static void CUPTIAPI inject_buffer_completed(CUcontext ctx, uint32_t stream, uin
     lib.meta[idx].valid = valid;
     lib.meta[idx].seq = atomic_fetch_add_explicit(&lib.seq, 1, memory_order_relaxed);
     atomic_fetch_or_explicit(&lib.ready_mask, UINT64_C(1) << idx, memory_order_release);
-    if (atomic_load_explicit(&lib.worker_sleeping, memory_order_acquire))
+    free =
+        (uint32_t)__builtin_popcountll(atomic_load_explicit(&lib.free_mask, memory_order_relaxed));
+    if (free <= lib.pool_count / 2 &&
+        atomic_load_explicit(&lib.worker_sleeping, memory_order_acquire))
         (void)!write(lib.wake_fd, &one, sizeof(one));
 }
 
@@ -260,6 +268,10 @@ static const char *inject_start(void)
         return "cuptiActivityRegisterCallbacks failed";
     if (worker_start() < 0)
         return "cannot start the worker thread";
+    /* buffers come back at least this often, so steps and sampling switches
+     * are seen in time even when few records are produced */
+    if (lib.fn.flush_period)
+        lib.fn.flush_period((uint32_t)env_u64("ARGUS_CUPTI_FLUSH_MS", 100, 1, 60000));
     if (!lib.stepped_aside)
         lib_set_tracing(true, true);
     atexit(inject_atexit);

@@ -30,6 +30,7 @@ struct cupti_fns {
     CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
     CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
     CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*flush_period)(uint32_t); /* optional */
 };
 
 struct lib_buffer_meta {

@@ -410,7 +410,7 @@ static void *worker_main(void *arg)
         atomic_store(&lib.worker_sleeping, 1);
         p[1].fd = wk->sock;
         if (!atomic_load(&lib.ready_mask))
-            poll(p, 2, 20);
+            poll(p, 2, 5);
         atomic_store(&lib.worker_sleeping, 0);
         (void)!read(lib.wake_fd, &v, sizeof(v));
         if (wk->sock >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))

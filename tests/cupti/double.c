@@ -41,6 +41,8 @@ static struct {
     int playing, started;
     uint64_t rate, count;
     uint32_t steps_every;
+    _Atomic uint32_t flush_period_ms;
+    uint64_t buf_since; /* when the current buffer got its first record */
     void *real;
     CUptiResult (*real_next)(uint8_t *, size_t, CUpti_Activity **);
 } d = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -113,6 +115,8 @@ static void put_locked(const struct rec *r)
             return;
         }
     }
+    if (!d.used)
+        d.buf_since = mono();
     memcpy(d.buf + d.used, &r->u, r->size);
     d.used += sz;
     d.st.produced++;
@@ -221,6 +225,9 @@ static void *play_main(void *arg)
             }
             put_locked(&r);
         }
+        if (d.flush_period_ms && d.buf && d.used &&
+            mono() - d.buf_since > d.flush_period_ms * UINT64_C(1000000))
+            complete_locked(); /* CUPTI's periodic flush */
         pthread_mutex_unlock(&d.lock);
         if (d.rate)
             pace(t0, i + 256, d.rate);
@@ -343,6 +350,12 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
     if (d.buf && d.done)
         complete_locked();
     pthread_mutex_unlock(&d.lock);
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
+{
+    d.flush_period_ms = ms;
     return CUPTI_SUCCESS;
 }
 

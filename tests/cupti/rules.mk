@@ -8,6 +8,9 @@ CUPTI_APP    := $(B)/tests/cupti/cupti-app
 CUPTI_AGENT  := $(B)/tests/cupti/cupti-agent
 TEST_EXTRA   += $(CUPTI_DOUBLE) $(CUPTI_APP) $(CUPTI_AGENT)
 
+# The CUPTI unit tests use the toolkit headers for the record types.
+$(B)/obj/tests/unit/test_cupti_%.o: ALL_CFLAGS += -I$(CUDA)/include
+
 $(B)/obj/tests/cupti/%.o: tests/cupti/%.c | $(GEN_HEADERS)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CFLAGS) -fvisibility=hidden -I$(CUDA)/include -c $< -o $@
