@@ -113,15 +113,23 @@ static void src_range_launch(struct client *c, const struct cupti_span *sp)
     }
 }
 
+/* Remember a kernel for projection: two ways per correlation id, one per
+ * stream (a launch rarely runs on two streams; graphs merge per stream). */
 static void src_kernel_note(struct client *c, const struct cupti_span *sp)
 {
-    struct kern_slot *k = &c->kern[sp->correlation & (CORR_SLOTS - 1)];
+    struct kern_slot *w = &c->kern[(sp->correlation & (CORR_SLOTS - 1)) * 2], *k = NULL;
     uint64_t end = sp->start_ns + sp->dur_ns;
 
-    if (k->corr == sp->correlation && k->stream == sp->stream) { /* graph: many kernels */
+    for (int i = 0; i < 2 && !k; i++)
+        if (w[i].corr == sp->correlation && w[i].stream == sp->stream)
+            k = &w[i];
+    if (k) {
         k->start = sp->start_ns < k->start ? sp->start_ns : k->start;
         k->end = end > k->end ? end : k->end;
     } else {
+        k = w[0].corr != sp->correlation ? &w[0] : &w[1];
+        if (k == &w[0] && w[1].corr != sp->correlation)
+            w[1].corr = 0; /* the other way is stale */
         *k = (struct kern_slot){sp->correlation, sp->stream, sp->start_ns, end};
     }
     if (sp->correlation > c->max_corr)
@@ -135,6 +143,22 @@ struct stream_acc {
     uint64_t busy, first, last;
 };
 
+static int src_acc_add(struct stream_acc *acc, int n, const struct kern_slot *k)
+{
+    int i;
+
+    for (i = 0; i < n && acc[i].stream != k->stream; i++)
+        ;
+    if (i == MAX_STREAMS)
+        return n;
+    if (i == n)
+        acc[n++] = (struct stream_acc){k->stream, 0, k->start, k->end};
+    acc[i].busy += k->end - k->start;
+    acc[i].first = k->start < acc[i].first ? k->start : acc[i].first;
+    acc[i].last = k->end > acc[i].last ? k->end : acc[i].last;
+    return n;
+}
+
 /* Project a finished range and emit its PHASE event (none without kernels). */
 static void src_range_project(struct cupti_src *s, struct client *c, struct range *r)
 {
@@ -143,19 +167,12 @@ static void src_range_project(struct cupti_src *s, struct client *c, struct rang
 
     for (uint32_t corr = r->corr_lo; r->corr_lo && corr <= r->corr_hi; corr++) {
         struct api_slot *a = &c->api[corr & (CORR_SLOTS - 1)];
-        struct kern_slot *k = &c->kern[corr & (CORR_SLOTS - 1)];
-        int i;
-        if (a->corr != corr || a->tid != r->tid || k->corr != corr)
+        struct kern_slot *w = &c->kern[(corr & (CORR_SLOTS - 1)) * 2];
+        if (a->corr != corr || a->tid != r->tid)
             continue;
-        for (i = 0; i < n && acc[i].stream != k->stream; i++)
-            ;
-        if (i == n && n < MAX_STREAMS)
-            acc[n++] = (struct stream_acc){k->stream, 0, k->start, k->end};
-        if (i == MAX_STREAMS)
-            continue;
-        acc[i].busy += k->end - k->start;
-        acc[i].first = k->start < acc[i].first ? k->start : acc[i].first;
-        acc[i].last = k->end > acc[i].last ? k->end : acc[i].last;
+        for (int j = 0; j < 2; j++)
+            if (w[j].corr == corr)
+                n = src_acc_add(acc, n, &w[j]);
     }
     for (int i = 0; i < n; i++)
         if (!best || acc[i].busy > best->busy)
@@ -352,7 +369,7 @@ static int src_client_map(struct cupti_src *s, struct client *c, int rfd)
     if (c->ring->magic != CUPTI_RING_MAGIC || c->ring->slots != c->hello.slots)
         return -EPROTO;
     c->api = calloc(CORR_SLOTS, sizeof(*c->api));
-    c->kern = calloc(CORR_SLOTS, sizeof(*c->kern));
+    c->kern = calloc(CORR_SLOTS * 2, sizeof(*c->kern));
     if (!c->api || !c->kern)
         return -ENOMEM;
     c->pid = c->hello.pid;

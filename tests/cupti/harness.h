@@ -46,7 +46,7 @@ struct h_sink {
     } names[H_NAMES];
 };
 
-static const char *h_name(struct h_sink *h, uint64_t id)
+static __attribute__((unused)) const char *h_name(struct h_sink *h, uint64_t id)
 {
     size_t i = id & (H_NAMES - 1);
 
@@ -55,7 +55,7 @@ static const char *h_name(struct h_sink *h, uint64_t id)
     return h->names[i].id ? h->names[i].s : NULL;
 }
 
-static void h_on_name(void *ctx, uint64_t id, const char *name)
+static __attribute__((unused)) void h_on_name(void *ctx, uint64_t id, const char *name)
 {
     struct h_sink *h = ctx;
     size_t i = id & (H_NAMES - 1);
@@ -69,7 +69,7 @@ static void h_on_name(void *ctx, uint64_t id, const char *name)
     }
 }
 
-static void h_on_event(void *ctx, const struct agent_event *ev)
+static __attribute__((unused)) void h_on_event(void *ctx, const struct agent_event *ev)
 {
     struct h_sink *h = ctx;
 
@@ -101,7 +101,7 @@ static void h_on_event(void *ctx, const struct agent_event *ev)
     }
 }
 
-static void h_sink_free(struct h_sink *h)
+static __attribute__((unused)) void h_sink_free(struct h_sink *h)
 {
     for (size_t i = 0; i < H_NAMES; i++)
         free(h->names[i].s);
@@ -110,13 +110,13 @@ static void h_sink_free(struct h_sink *h)
 }
 
 /* Where the build put things (tests/run.sh exports ARGUS_BUILD). */
-static const char *h_build(void)
+static __attribute__((unused)) const char *h_build(void)
 {
     const char *b = getenv("ARGUS_BUILD");
     return b ? b : "build";
 }
 
-static void *h_source(struct h_sink *h, const char *sock)
+static __attribute__((unused)) void *h_source(struct h_sink *h, const char *sock)
 {
     struct source_cupti_config cfg = {.socket_path = sock};
     struct event_sink sink = {h_on_event, h_on_name, h};
@@ -131,7 +131,7 @@ static void *h_source(struct h_sink *h, const char *sock)
     return s;
 }
 
-static void h_pump(void *src, uint64_t ns)
+static __attribute__((unused)) void h_pump(void *src, uint64_t ns)
 {
     uint64_t end = clock_mono_ns() + ns;
 
@@ -151,7 +151,8 @@ struct h_app {
 
 /* Start cupti-app with args and env ("K=V" strings, NULL-terminated; "K="
  * unsets K). Returns 0 or -errno. */
-static int h_app_start(struct h_app *a, char *const args[], char *const env[])
+static __attribute__((unused)) int h_app_start(struct h_app *a, char *const args[],
+                                               char *const env[])
 {
     char lib[512], dbl[512], app[512];
     int p[2];
@@ -196,7 +197,7 @@ static int h_app_start(struct h_app *a, char *const args[], char *const env[])
     return a->pid < 0 ? -errno : 0;
 }
 
-static void h_app_read(struct h_app *a)
+static __attribute__((unused)) void h_app_read(struct h_app *a)
 {
     ssize_t r;
 
@@ -208,7 +209,7 @@ static void h_app_read(struct h_app *a)
 
 /* Dispatch src (may be NULL) until the app exits or timeout; returns its
  * exit status, or -ETIMEDOUT (the app is killed). */
-static int h_app_wait(struct h_app *a, void *src, uint64_t timeout_ns)
+static __attribute__((unused)) int h_app_wait(struct h_app *a, void *src, uint64_t timeout_ns)
 {
     uint64_t end = clock_mono_ns() + timeout_ns;
     int status;
@@ -237,7 +238,7 @@ static int h_app_wait(struct h_app *a, void *src, uint64_t timeout_ns)
 }
 
 /* The value of key=V in the app's "stats" line, or UINT64_MAX. */
-static uint64_t h_stat(const struct h_app *a, const char *key)
+static __attribute__((unused)) uint64_t h_stat(const struct h_app *a, const char *key)
 {
     char pat[64];
     const char *p;
