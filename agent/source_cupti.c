@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,14 @@
 #include <sys/un.h>
 
 #include "agent/source_cupti.h"
-#include "common/log.h"
+
+/* argus.v1.StepSource STEP_SOURCE_NVTX; spelled out so this file also builds
+ * without the generated proto code (tests/gpu/run.sh on a bare GPU host). */
+#define SRC_STEP_SOURCE_NVTX 1
+#if __has_include("proto/argus.pb-c.h")
 #include "proto/argus.pb-c.h"
+_Static_assert(SRC_STEP_SOURCE_NVTX == ARGUS__V1__STEP_SOURCE__STEP_SOURCE_NVTX, "StepSource");
+#endif
 
 #define CORR_SLOTS (1u << 17) /* launches remembered per process for projection */
 #define MAX_RANGES 64         /* NVTX phase ranges open or waiting per process */
@@ -229,7 +236,7 @@ static void src_span_step(struct cupti_src *s, struct client *c, const struct cu
         .kind = AGENT_EVENT_STEP, .pid = c->pid, .tid = sp->stream, .ts_ns = sp->start_ns};
 
     ev.step.number = (sp->flags & CUPTI_SPAN_STEP_NUMBERED) ? sp->aux : UINT64_MAX;
-    ev.step.source = ARGUS__V1__STEP_SOURCE__STEP_SOURCE_NVTX;
+    ev.step.source = SRC_STEP_SOURCE_NVTX;
     if (sp->flags & CUPTI_SPAN_SAMPLED)
         ev.flags |= SOURCE_CUPTI_STEP_SAMPLED;
     src_emit(s, &ev);

@@ -287,6 +287,7 @@ ARGUS_EXPORT int InitializeInjection(void)
     static int done;
     const char *why, *sym;
     char comm[32];
+    uint32_t version = 0;
 
     if (done++)
         return 1;
@@ -304,6 +305,11 @@ ARGUS_EXPORT int InitializeInjection(void)
         fprintf(stderr, "argus-cupti: CUPTI lacks %s, GPU tracing off\n", sym);
         return 1;
     }
+    if (lib.fn.get_version(&version) == CUPTI_SUCCESS && version / 10000 != 13)
+        fprintf(stderr,
+                "argus-cupti: CUPTI API version %u; records are read with the CUDA 13 "
+                "layout (kernel fields argus uses share the prefix)\n",
+                version);
     if ((why = inject_start()))
         fprintf(stderr, "argus-cupti: %s, GPU tracing off\n", why);
     return 1;

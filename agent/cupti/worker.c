@@ -404,13 +404,14 @@ static void *worker_main(void *arg)
     struct pollfd p[2] = {{.fd = lib.wake_fd, .events = POLLIN}, {.events = POLLIN}};
     uint64_t v;
 
+    pthread_setname_np(pthread_self(), "argus-cupti");
     while (!atomic_load(&lib.stop)) {
         uint64_t now = worker_now();
         worker_tick(now);
         atomic_store(&lib.worker_sleeping, 1);
         p[1].fd = wk->sock;
         if (!atomic_load(&lib.ready_mask))
-            poll(p, 2, 5);
+            poll(p, 2, 20);
         atomic_store(&lib.worker_sleeping, 0);
         (void)!read(lib.wake_fd, &v, sizeof(v));
         if (wk->sock >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))

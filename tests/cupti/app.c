@@ -77,9 +77,10 @@ static void app_print(struct dbl *d, uint64_t wall)
     d->stats(&st);
     printf("stats produced=%" PRIu64 " dropped=%" PRIu64 " skipped=%" PRIu64 " kernels=%" PRIu64
            " buffers=%" PRIu64 " empty_requests=%" PRIu64 " callbacks=%" PRIu64
-           " cb_max_ns=%" PRIu64 " cb_p99_ns=%" PRIu64 " wall_ms=%" PRIu64 "\n",
+           " cb_max_ns=%" PRIu64 " cb_p99_ns=%" PRIu64 " cb_total_ns=%" PRIu64 " wall_ms=%" PRIu64
+           "\n",
            st.produced, st.dropped, st.skipped, st.kernels, st.buffers, st.empty_requests,
-           st.callbacks, st.cb_max_ns, st.cb_p99_ns, wall / 1000000);
+           st.callbacks, st.cb_max_ns, st.cb_p99_ns, st.cb_total_ns, wall / 1000000);
     fflush(stdout);
 }
 
@@ -126,5 +127,7 @@ int main(int argc, char **argv)
         app_foreign(&d);
     d.wait();
     app_print(&d, mono_ns() - t0);
+    if (getenv("CUPTI_APP_LINGER_MS")) /* let a benchmark read our threads */
+        usleep((useconds_t)atoi(getenv("CUPTI_APP_LINGER_MS")) * 1000);
     return 0;
 }

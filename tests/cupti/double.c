@@ -72,6 +72,7 @@ static void lat_add(uint64_t ns)
     if (d.lat)
         d.lat[d.nlat++ % LAT_SAMPLES] = ns;
     d.st.callbacks++;
+    d.st.cb_total_ns += ns;
     if (ns > d.st.cb_max_ns)
         d.st.cb_max_ns = ns;
 }

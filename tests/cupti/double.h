@@ -21,6 +21,7 @@ struct cupti_double_stats {
     uint64_t empty_requests; /* requests answered with no buffer */
     uint64_t callbacks;      /* request + completion callbacks timed */
     uint64_t cb_max_ns;      /* slowest client callback */
+    uint64_t cb_total_ns;    /* time spent in client callbacks */
     uint64_t cb_p99_ns;
     uint32_t enabled_kernel; /* CONCURRENT_KERNEL enabled now */
 };
