@@ -32,7 +32,7 @@ PY
     "$AGENT" "$sock" 20 -x 1 >"$tmp/agent.out" 2>&1 &
     apid=$!
     for _ in $(seq 100); do grep -q listening "$tmp/agent.out" 2>/dev/null && break; sleep 0.05; done
-    RANK=0 ARGUS_AGENT_SOCKET=$sock ARGUS_CUPTI_LIB=$PWD/$DBL "$APP" "$LIB" replay "$trace" >"$tmp/app.out" 2>&1
+    RANK=0 ARGUS_AGENT_SOCKET=$sock ARGUS_CUPTI_LIB=$(realpath "$DBL") "$APP" "$LIB" replay "$trace" >"$tmp/app.out" 2>&1
     wait $apid
     got_gpu=$(grep -c '^K ' "$tmp/agent.out")
     got_k=$(awk '$1=="K" && $6==0' "$tmp/agent.out" | wc -l)
