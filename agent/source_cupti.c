@@ -363,9 +363,12 @@ static int src_client_map(struct cupti_src *s, struct client *c, int rfd)
     struct stat st;
     size_t bytes = cupti_ring_bytes(c->hello.slots);
 
+    /* the memfd must be sealed against shrinking, or the process could make
+     * our reads fault (SIGBUS) */
     if (c->hello.magic != CUPTI_RING_MAGIC || c->hello.version != CUPTI_RING_VERSION ||
-        !c->hello.slots || (c->hello.slots & (c->hello.slots - 1)) || fstat(rfd, &st) < 0 ||
-        (size_t)st.st_size < bytes)
+        !c->hello.slots || (c->hello.slots & (c->hello.slots - 1)) || c->hello.slots > (1u << 26) ||
+        fstat(rfd, &st) < 0 || (size_t)st.st_size < bytes ||
+        !(fcntl(rfd, F_GET_SEALS) & F_SEAL_SHRINK))
         return -EPROTO;
     c->ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
     if (c->ring == MAP_FAILED) {
@@ -379,7 +382,6 @@ static int src_client_map(struct cupti_src *s, struct client *c, int rfd)
     c->kern = calloc(CORR_SLOTS * 2, sizeof(*c->kern));
     if (!c->api || !c->kern)
         return -ENOMEM;
-    c->pid = c->hello.pid;
     s->st.clients++;
     s->st.connected++;
     if (s->cfg.sample_mode != CUPTI_SAMPLE_ALWAYS)
@@ -442,6 +444,8 @@ static void src_accept(struct cupti_src *s)
     while ((fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
         struct epoll_event ev = {.events = EPOLLIN};
         struct client *c = NULL;
+        struct ucred cred;
+        socklen_t clen = sizeof(cred);
         uint32_t i;
         for (i = 0; i < s->cfg.max_clients && s->clients[i]; i++)
             ;
@@ -450,6 +454,10 @@ static void src_accept(struct cupti_src *s)
             continue;
         }
         c->fd = fd;
+        /* the kernel's word for who connected (and in our pid namespace),
+         * not the hello's */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+            c->pid = (uint32_t)cred.pid;
         s->clients[i] = c;
         ev.data.u64 = (uint64_t)i + 1;
         epoll_ctl(s->efd, EPOLL_CTL_ADD, fd, &ev);

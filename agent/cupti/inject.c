@@ -224,7 +224,27 @@ static void CUPTIAPI inject_buffer_completed(CUcontext ctx, uint32_t stream, uin
 
 CUptiResult lib_register(void)
 {
+    CUptiResult r = lib.fn.register_timestamp(inject_timestamp);
+
+    if (r != CUPTI_SUCCESS)
+        return r;
     return lib.fn.register_callbacks(inject_buffer_requested, inject_buffer_completed);
+}
+
+static void CUPTIAPI inject_probe_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
+                                     const void *data)
+{
+}
+
+/* Another CUPTI client already there? Then touch nothing and wait for it. */
+static bool inject_foreign_client(void)
+{
+    CUpti_SubscriberHandle sub;
+    CUptiResult r = lib.fn.subscribe(&sub, inject_probe_cb, NULL);
+
+    if (r == CUPTI_SUCCESS)
+        lib.fn.unsubscribe(sub);
+    return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 }
 
 void lib_set_tracing(bool on, bool all)
@@ -249,7 +269,9 @@ static int inject_pool_alloc(void)
 
 static void inject_atexit(void)
 {
-    if (lib.fn.flush_all)
+    if ((uint32_t)getpid() != lib.hello.pid)
+        return; /* a forked child: the worker thread is not here, CUPTI is not ours */
+    if (lib.fn.flush_all && !lib.stepped_aside)
         lib.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     worker_stop();
 }
@@ -257,15 +279,14 @@ static void inject_atexit(void)
 /* Returns NULL or why tracing is off. */
 static const char *inject_start(void)
 {
-    CUptiResult r;
-
     if (inject_pool_alloc() < 0)
         return "no memory for the buffer pool";
-    r = lib.fn.register_timestamp(inject_timestamp);
-    if (r != CUPTI_SUCCESS)
-        return "cuptiActivityRegisterTimestampCallback failed";
-    if (lib_register() != CUPTI_SUCCESS)
-        return "cuptiActivityRegisterCallbacks failed";
+    if (inject_foreign_client()) {
+        lib.stepped_aside = true; /* the worker comes back when it leaves */
+        lib.step_asides = 1;
+    } else if (lib_register() != CUPTI_SUCCESS) {
+        return "cuptiActivityRegisterTimestampCallback/RegisterCallbacks failed";
+    }
     if (worker_start() < 0)
         return "cannot start the worker thread";
     /* buffers come back at least this often, so steps and sampling switches

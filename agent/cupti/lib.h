@@ -83,8 +83,9 @@ extern const size_t lib_traced_kinds_count;
 /* Enable (on) or disable the traced kinds; MARKER with them when all is set. */
 void lib_set_tracing(bool on, bool all);
 
-/* Register argus's buffer callbacks with CUPTI again (coming back after
- * another client left). Returns the CUPTI result. */
+/* Register argus's timestamp (CLOCK_MONOTONIC) and buffer callbacks with
+ * CUPTI: at start, and again when coming back after another client left.
+ * Returns the CUPTI result. */
 CUptiResult lib_register(void);
 
 /* worker.c: start the worker thread (0 or -errno) and stop it, draining what

@@ -180,12 +180,14 @@ static void worker_disconnect(void)
 
 static int worker_new_ring(void)
 {
-    int fd = memfd_create("argus-cupti", MFD_CLOEXEC);
+    int fd = memfd_create("argus-cupti", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
     wk->ring_bytes = cupti_ring_bytes(lib.ring_slots);
     if (fd < 0)
         return -errno;
-    if (ftruncate(fd, (off_t)wk->ring_bytes) < 0)
+    /* sealed at its size: the agent can map it without fearing SIGBUS */
+    if (ftruncate(fd, (off_t)wk->ring_bytes) < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
         goto fail;
     wk->ring = mmap(NULL, wk->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (wk->ring == MAP_FAILED) {
@@ -361,7 +363,11 @@ static void CUPTIAPI worker_probe_cb(void *ud, CUpti_CallbackDomain d, CUpti_Cal
 {
 }
 
-/* Is another CUPTI client there? It holds the one subscriber slot. */
+/* Is another CUPTI client there (torch.profiler, Nsight)? It holds the one
+ * subscriber slot. Stepping aside touches no CUPTI state: activity kinds are
+ * process-wide and now the other client's; it has registered its own buffer
+ * callbacks, so ours simply stop being used. When it leaves (its own
+ * teardown disables the kinds), argus registers and enables again. */
 static void worker_probe(void)
 {
     CUpti_SubscriberHandle sub;
@@ -379,8 +385,6 @@ static void worker_probe(void)
     } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && !lib.stepped_aside) {
         lib.stepped_aside = true;
         lib.step_asides++;
-        lib_set_tracing(false, true);
-        lib.fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
 }
 
@@ -434,7 +438,6 @@ int worker_start(void)
         return -ENOMEM;
     wk->sock = -1;
     wk->sampled = true;
-    worker_probe(); /* start stepped aside if someone else is there */
     worker_connect();
     wk->next_connect_ns = worker_now() + lib.reconnect_ns;
     wk->next_probe_ns = worker_now() + lib.probe_ns;

@@ -3,7 +3,7 @@
  * CUPTI test double (which the library loaded through ARGUS_CUPTI_LIB).
  *
  *   cupti-app LIB [replay FILE [RATE]] | [gen RATE COUNT] | [foreign RATE COUNT]
- *             | [steps RATE COUNT EVERY]
+ *             | [steps RATE COUNT EVERY] | [fork RATE COUNT]
  *
  * Prints "skipped" when the library did not set CUPTI up (not a rank), else
  * one line "stats k=v ..." with the double's counters and the app's own
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "tests/cupti/double.h"
 
@@ -52,22 +53,25 @@ static int dbl_open(struct dbl *d)
     return d->load && d->play && d->wait && d->foreign && d->stats && d->steps ? 0 : -1;
 }
 
-/* Another CUPTI client comes and goes mid-run; report what the library did. */
+/* Another CUPTI client comes and goes mid-run; report what the library did:
+ * while the other client is there argus must leave its kinds and callbacks
+ * alone; after it left argus must have registered and enabled again. */
 static void app_foreign(struct dbl *d)
 {
     struct cupti_double_stats st;
-    int aside, back;
+    int untouched, got, back;
 
     usleep(200000);
     d->foreign(1);
     usleep(300000);
     d->stats(&st);
-    aside = !st.enabled_kernel;
+    untouched = st.enabled_kernel == 1 && st.foreign_callbacks == 1;
+    got = st.foreign_records > 0;
     d->foreign(0);
     usleep(300000);
     d->stats(&st);
-    back = st.enabled_kernel == 1;
-    printf("foreign aside=%d back=%d\n", aside, back);
+    back = st.enabled_kernel == 1 && st.foreign_callbacks == 0;
+    printf("foreign untouched=%d foreign_got=%d back=%d\n", untouched, got, back);
 }
 
 static void app_print(struct dbl *d, uint64_t wall)
@@ -76,11 +80,12 @@ static void app_print(struct dbl *d, uint64_t wall)
 
     d->stats(&st);
     printf("stats produced=%" PRIu64 " dropped=%" PRIu64 " skipped=%" PRIu64 " kernels=%" PRIu64
-           " buffers=%" PRIu64 " empty_requests=%" PRIu64 " callbacks=%" PRIu64
-           " cb_max_ns=%" PRIu64 " cb_p99_ns=%" PRIu64 " cb_total_ns=%" PRIu64 " wall_ms=%" PRIu64
-           "\n",
+           " buffers=%" PRIu64 " empty_requests=%" PRIu64 " foreign_records=%" PRIu64
+           " callbacks=%" PRIu64 " cb_max_ns=%" PRIu64 " cb_p99_ns=%" PRIu64 " cb_total_ns=%" PRIu64
+           " wall_ms=%" PRIu64 "\n",
            st.produced, st.dropped, st.skipped, st.kernels, st.buffers, st.empty_requests,
-           st.callbacks, st.cb_max_ns, st.cb_p99_ns, st.cb_total_ns, wall / 1000000);
+           st.foreign_records, st.callbacks, st.cb_max_ns, st.cb_p99_ns, st.cb_total_ns,
+           wall / 1000000);
     fflush(stdout);
 }
 
@@ -126,6 +131,14 @@ int main(int argc, char **argv)
     if (strcmp(mode, "foreign") == 0)
         app_foreign(&d);
     d.wait();
+    if (strcmp(mode, "fork") == 0) { /* a dataloader-style child exits through atexit */
+        int status = -1;
+        pid_t pid = fork();
+        if (pid == 0)
+            exit(0);
+        waitpid(pid, &status, 0);
+        printf("fork child_exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
     app_print(&d, mono_ns() - t0);
     if (getenv("CUPTI_APP_LINGER_MS")) /* let a benchmark read our threads */
         usleep((useconds_t)atoi(getenv("CUPTI_APP_LINGER_MS")) * 1000);

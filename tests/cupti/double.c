@@ -91,6 +91,21 @@ static void complete_locked(void)
     d.buf = NULL;
 }
 
+/* The foreign client's callbacks: one static buffer, records counted. */
+static _Alignas(8) uint8_t foreign_buf[1 << 16];
+
+static void CUPTIAPI foreign_request(uint8_t **buf, size_t *size, size_t *max)
+{
+    *buf = foreign_buf;
+    *size = sizeof(foreign_buf);
+    *max = 0;
+}
+
+static void CUPTIAPI foreign_complete(CUcontext c, uint32_t s, uint8_t *buf, size_t size,
+                                      size_t valid)
+{
+}
+
 static void put_locked(const struct rec *r)
 {
     size_t sz = (r->size + 7) & ~(size_t)7;
@@ -121,7 +136,9 @@ static void put_locked(const struct rec *r)
     memcpy(d.buf + d.used, &r->u, r->size);
     d.used += sz;
     d.st.produced++;
-    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+    if (d.req == foreign_request)
+        d.st.foreign_records++;
+    else if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
         d.st.kernels++;
 }
 
@@ -280,7 +297,19 @@ EXPORT int cupti_double_gen_steps(uint32_t every)
 
 EXPORT void cupti_double_foreign(int on)
 {
-    d.foreign = on;
+    pthread_mutex_lock(&d.lock);
+    complete_locked(); /* what was in the current buffer goes to its owner */
+    if (on) {
+        d.foreign = 1;
+        d.req = foreign_request;
+        d.done = foreign_complete;
+        d.enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = 1;
+    } else {
+        for (int i = 0; i < 64; i++)
+            d.enabled[i] = 0;
+        d.foreign = 0;
+    }
+    pthread_mutex_unlock(&d.lock);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -306,6 +335,7 @@ EXPORT void cupti_double_stats(struct cupti_double_stats *out)
         }
     }
     out->enabled_kernel = (uint32_t)d.enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
+    out->foreign_callbacks = d.req == foreign_request;
     pthread_mutex_unlock(&d.lock);
 }
 

@@ -23,7 +23,9 @@ struct cupti_double_stats {
     uint64_t cb_max_ns;      /* slowest client callback */
     uint64_t cb_total_ns;    /* time spent in client callbacks */
     uint64_t cb_p99_ns;
-    uint32_t enabled_kernel; /* CONCURRENT_KERNEL enabled now */
+    uint64_t foreign_records;   /* records that went to the foreign client */
+    uint32_t enabled_kernel;    /* CONCURRENT_KERNEL enabled now */
+    uint32_t foreign_callbacks; /* the foreign client's buffer callbacks are registered */
 };
 
 /* Load a Kineto trace (gzip'd Chrome trace JSON) for replay. Returns the
@@ -35,8 +37,11 @@ typedef int (*cupti_double_load_fn)(const char *path);
 typedef int (*cupti_double_play_fn)(uint64_t rate, uint64_t count);
 /* Wait until play is done and every buffer went back. */
 typedef void (*cupti_double_wait_fn)(void);
-/* While on, cuptiSubscribe answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
- * (another CUPTI client, e.g. torch.profiler, holds CUPTI). */
+/* Another CUPTI client (torch.profiler, Nsight) arrives (on) or leaves. On
+ * arrival it holds the subscriber slot (cuptiSubscribe answers
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), registers its own buffer
+ * callbacks and enables kernels; on leaving it disables every kind and
+ * leaves its callbacks registered, as a real client's teardown does. */
 typedef void (*cupti_double_foreign_fn)(int on);
 typedef void (*cupti_double_stats_fn)(struct cupti_double_stats *out);
 /* Generated mode: emit a ProfilerStep#N NVTX range every `every` launches. */

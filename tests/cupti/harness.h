@@ -40,6 +40,7 @@ struct h_sink {
     uint64_t steps, sampled_steps;
     uint64_t drops[CUPTI_DROP_REASONS];
     uint64_t names_announced;
+    uint32_t pid0; /* pid of the first event */
     struct {
         uint64_t id;
         char *s;
@@ -73,6 +74,8 @@ static __attribute__((unused)) void h_on_event(void *ctx, const struct agent_eve
 {
     struct h_sink *h = ctx;
 
+    if (!h->pid0)
+        h->pid0 = ev->pid;
     if (ev->kind == AGENT_EVENT_KERNEL) {
         if (h->nk == h->capk) {
             size_t cap = h->capk ? h->capk * 2 : 4096;

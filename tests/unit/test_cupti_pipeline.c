@@ -391,14 +391,67 @@ static void test_foreign_client_step_aside(void **state)
 {
     struct h_sink *h = calloc(1, sizeof(*h));
     struct h_app app;
-    char *args[] = {"foreign", "100000", "100000", NULL};
-    struct source_cupti_stats st = {0};
+    char envsock[200];
+    char *args[] = {"foreign", "100000", "100000", NULL}; /* 1 s */
+    char *env[] = {"RANK=0", envsock, "ARGUS_CUPTI_PROBE_MS=20", NULL};
+    void *src = h_source(h, sock);
+    struct source_cupti_stats st;
 
-    assert_int_equal(run_gen(h, &app, args, "ARGUS_CUPTI_PROBE_MS=20", NULL), 0);
+    snprintf(envsock, sizeof(envsock), "ARGUS_AGENT_SOCKET=%s", sock);
+    assert_non_null(src);
+    if (h_app_start(&app, args, env) == -ENOENT) {
+        printf("skip: the library or the double is not built\n");
+        skip();
+    }
+    assert_int_equal(h_app_wait(&app, src, 20 * SEC), 0);
+    source_cupti_get_stats(src, &st);
+    printf("%sstep_asides %" PRIu64 " kernels at agent %zu\n", app.text, st.step_asides, h->nk);
+    assert_non_null(strstr(app.text, "foreign untouched=1 foreign_got=1 back=1"));
+    assert_int_equal(st.step_asides, 1);
+    /* every kernel CUPTI gave argus arrived: before the other client and after */
+    assert_int_equal(h->nk, h_stat(&app, "kernels"));
+    assert_true(h_stat(&app, "foreign_records") > 0);
+    assert_true(h->nk > 10000); /* 0.2 s before, about 0.3 s after */
+    source_cupti_ops.destroy(src);
+    h_sink_free(h);
+    free(h);
+}
+
+static void test_sampling_time_window(void **state)
+{
+    struct h_sink *h = calloc(1, sizeof(*h));
+    struct h_app app;
+    char envsock[200];
+    char *args[] = {"gen", "400000", "400000", NULL}; /* 1 s, 200k kernels */
+    char *env[] = {"RANK=0", envsock, NULL};
+    void *src = h_source(h, sock);
+
+    snprintf(envsock, sizeof(envsock), "ARGUS_AGENT_SOCKET=%s", sock);
+    assert_non_null(src);
+    assert_int_equal(source_cupti_set_sampling(src, CUPTI_SAMPLE_TIME, 100, 400), 0);
+    if (h_app_start(&app, args, env) == -ENOENT) {
+        printf("skip: the library or the double is not built\n");
+        skip();
+    }
+    assert_int_equal(h_app_wait(&app, src, 20 * SEC), 0);
+    printf("%skernels %zu of 200000 with 100 ms of every 400 ms\n", app.text, h->nk);
+    assert_int_equal(h->nk, h_stat(&app, "kernels")); /* what was traced all arrived */
+    assert_true(h->nk > 20000 && h->nk < 100000);     /* about a quarter */
+    source_cupti_ops.destroy(src);
+    h_sink_free(h);
+    free(h);
+}
+
+static void test_forked_child_exits_cleanly(void **state)
+{
+    struct h_sink *h = calloc(1, sizeof(*h));
+    struct h_app app;
+    char *args[] = {"fork", "0", "1000", NULL};
+
+    assert_int_equal(run_gen(h, &app, args, NULL, NULL), 0);
     printf("%s", app.text);
-    assert_non_null(strstr(app.text, "foreign aside=1 back=1"));
-    assert_true(h_stat(&app, "skipped") > 0); /* records not produced while aside */
-    (void)st;
+    assert_non_null(strstr(app.text, "fork child_exit=0"));
+    assert_int_equal(h->nk, 500); /* and the parent's records still arrive once */
     h_sink_free(h);
     free(h);
 }
@@ -442,6 +495,8 @@ int main(void)
         cmocka_unit_test_setup(test_agent_down_then_up, setup),
         cmocka_unit_test_setup(test_non_rank_skipped, setup),
         cmocka_unit_test_setup(test_foreign_client_step_aside, setup),
+        cmocka_unit_test_setup(test_forked_child_exits_cleanly, setup),
+        cmocka_unit_test_setup(test_sampling_time_window, setup),
         cmocka_unit_test_setup(test_sampling_k_of_n_steps, setup),
     };
     signal(SIGPIPE, SIG_IGN);

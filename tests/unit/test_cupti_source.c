@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -25,7 +26,7 @@ struct fake {
 
 static char sock_path[128];
 
-static int fake_connect(struct fake *f, uint32_t slots, uint32_t magic)
+static int fake_connect_sealed(struct fake *f, uint32_t slots, uint32_t magic, bool seal)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct cupti_hello hello = {.magic = magic,
@@ -40,11 +41,13 @@ static int fake_connect(struct fake *f, uint32_t slots, uint32_t magic)
     struct msghdr msg = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    int fd = memfd_create("fake-ring", MFD_CLOEXEC);
+    int fd = memfd_create("fake-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
     memset(f, 0, sizeof(*f));
     f->bytes = cupti_ring_bytes(slots);
     if (fd < 0 || ftruncate(fd, (off_t)f->bytes) < 0)
+        return -1;
+    if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
         return -1;
     f->ring = mmap(NULL, f->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     f->ring->magic = CUPTI_RING_MAGIC;
@@ -62,6 +65,11 @@ static int fake_connect(struct fake *f, uint32_t slots, uint32_t magic)
         return -1;
     close(fd);
     return 0;
+}
+
+static int fake_connect(struct fake *f, uint32_t slots, uint32_t magic)
+{
+    return fake_connect_sealed(f, slots, magic, true);
 }
 
 static void fake_put(struct fake *f, struct cupti_span s)
@@ -132,6 +140,7 @@ static void test_names_kernels_and_drops(void **state)
     assert_int_equal(h->k[0].stream, 7);
     assert_int_equal(h->k[0].corr, 11);
     assert_int_equal(h->k[0].kind, AGENT_KERNEL_COMPUTE);
+    assert_int_equal(h->pid0, getpid()); /* SO_PEERCRED, not the hello's 4242 */
     assert_int_equal(h->k[1].kind, AGENT_KERNEL_MEMCPY);
     assert_int_equal(h->drops[CUPTI_DROP_RING_FULL], 5);
     atomic_store(&f.ring->drops[CUPTI_DROP_RING_FULL], 8); /* cumulative: +3 */
@@ -254,17 +263,19 @@ static void test_bad_hello_and_sampling_control(void **state)
     void *src = h_source(h, sock_path);
     struct source_cupti_stats st;
     struct cupti_control ctl = {0};
-    struct fake bad, good;
+    struct fake bad, good, unsealed;
 
     assert_non_null(src);
     assert_int_equal(fake_connect(&bad, 256, 0xdeadbeef), 0);
     assert_int_equal(fake_connect(&good, 100, CUPTI_RING_MAGIC), 0); /* not a power of two */
+    assert_int_equal(fake_connect_sealed(&unsealed, 256, CUPTI_RING_MAGIC, false), 0);
     h_pump(src, 20000000);
     source_cupti_get_stats(src, &st);
-    assert_int_equal(st.bad_hellos, 2);
+    assert_int_equal(st.bad_hellos, 3);
     assert_int_equal(st.connected, 0);
     fake_close(&bad);
     fake_close(&good);
+    fake_close(&unsealed);
 
     assert_int_equal(fake_connect(&good, 256, CUPTI_RING_MAGIC), 0);
     h_pump(src, 20000000);
