@@ -16,6 +16,7 @@
 #include <sys/un.h>
 
 #include "agent/source_cupti.h"
+#include "agent/source_cupti_proj.h"
 
 /* argus.v1.StepSource STEP_SOURCE_NVTX; spelled out so this file also builds
  * without the generated proto code (tests/gpu/run.sh on a bare GPU host). */
@@ -25,25 +26,7 @@
 _Static_assert(SRC_STEP_SOURCE_NVTX == ARGUS__V1__STEP_SOURCE__STEP_SOURCE_NVTX, "StepSource");
 #endif
 
-#define CORR_SLOTS (1u << 17) /* launches remembered per process for projection */
-#define MAX_RANGES 64         /* NVTX phase ranges open or waiting per process */
-#define MAX_STREAMS 16        /* streams compared per range */
 #define SPANS_PER_DISPATCH (1u << 20)
-
-struct api_slot {
-    uint32_t corr, tid;
-};
-
-struct kern_slot {
-    uint32_t corr, stream;
-    uint64_t start, end;
-};
-
-struct range {
-    uint64_t name_id, start, end;
-    uint32_t id, tid, corr_lo, corr_hi;
-    bool used, closed;
-};
 
 struct client {
     int fd;
@@ -53,11 +36,7 @@ struct client {
     size_t ring_bytes;
     uint64_t drops_seen[CUPTI_DROP_REASONS];
     uint64_t asides_seen;
-    uint32_t max_corr;
-    uint64_t last_ts;
-    struct api_slot *api;
-    struct kern_slot *kern;
-    struct range ranges[MAX_RANGES];
+    struct cupti_proj *proj;
     char name[CUPTI_RING_NAME_MAX + 1];
 };
 
@@ -78,138 +57,32 @@ static void src_emit(struct cupti_src *s, const struct agent_event *ev)
     s->sink.event(s->sink.ctx, ev);
 }
 
-/* --- projection --------------------------------------------------------- */
-
-static struct range *src_range_find(struct client *c, uint32_t id)
-{
-    for (int i = 0; i < MAX_RANGES; i++)
-        if (c->ranges[i].used && c->ranges[i].id == id)
-            return &c->ranges[i];
-    return NULL;
-}
-
-static void src_range_open(struct client *c, const struct cupti_span *sp)
-{
-    struct range *r = NULL;
-
-    for (int i = 0; i < MAX_RANGES && !r; i++)
-        if (!c->ranges[i].used)
-            r = &c->ranges[i];
-    if (!r)
-        return; /* more than MAX_RANGES nested or waiting: not projected */
-    *r = (struct range){.name_id = sp->name_id,
-                        .start = sp->start_ns,
-                        .id = sp->aux,
-                        .tid = sp->stream,
-                        .used = true};
-}
-
-/* A launch on thread tid at time t: it belongs to every open range there. */
-static void src_range_launch(struct client *c, const struct cupti_span *sp)
-{
-    c->api[sp->correlation & (CORR_SLOTS - 1)] = (struct api_slot){sp->correlation, sp->stream};
-    for (int i = 0; i < MAX_RANGES; i++) {
-        struct range *r = &c->ranges[i];
-        if (!r->used || r->tid != sp->stream || sp->start_ns < r->start ||
-            (r->closed && sp->start_ns > r->end))
-            continue;
-        if (!r->corr_lo || sp->correlation < r->corr_lo)
-            r->corr_lo = sp->correlation;
-        if (sp->correlation > r->corr_hi)
-            r->corr_hi = sp->correlation;
-    }
-}
-
-/* Remember a kernel for projection: two ways per correlation id, one per
- * stream (a launch rarely runs on two streams; graphs merge per stream). */
-static void src_kernel_note(struct client *c, const struct cupti_span *sp)
-{
-    struct kern_slot *w = &c->kern[(sp->correlation & (CORR_SLOTS - 1)) * 2], *k = NULL;
-    uint64_t end = sp->start_ns + sp->dur_ns;
-
-    for (int i = 0; i < 2 && !k; i++)
-        if (w[i].corr == sp->correlation && w[i].stream == sp->stream)
-            k = &w[i];
-    if (k) {
-        k->start = sp->start_ns < k->start ? sp->start_ns : k->start;
-        k->end = end > k->end ? end : k->end;
-    } else {
-        k = w[0].corr != sp->correlation ? &w[0] : &w[1];
-        if (k == &w[0] && w[1].corr != sp->correlation)
-            w[1].corr = 0; /* the other way is stale */
-        *k = (struct kern_slot){sp->correlation, sp->stream, sp->start_ns, end};
-    }
-    if (sp->correlation > c->max_corr)
-        c->max_corr = sp->correlation;
-    if (end > c->last_ts)
-        c->last_ts = end;
-}
-
-struct stream_acc {
-    uint32_t stream;
-    uint64_t busy, first, last;
+struct src_emit_ctx {
+    struct cupti_src *s;
+    struct client *c;
 };
 
-static int src_acc_add(struct stream_acc *acc, int n, const struct kern_slot *k)
+static void src_emit_phase(void *ctx, uint64_t name_id, uint64_t start, uint64_t dur,
+                           uint32_t stream)
 {
-    int i;
+    struct src_emit_ctx *e = ctx;
+    struct agent_event ev = {.kind = AGENT_EVENT_PHASE,
+                             .pid = e->c->pid,
+                             .flags = SOURCE_CUPTI_PHASE_GPU,
+                             .ts_ns = start};
 
-    for (i = 0; i < n && acc[i].stream != k->stream; i++)
-        ;
-    if (i == MAX_STREAMS)
-        return n;
-    if (i == n)
-        acc[n++] = (struct stream_acc){k->stream, 0, k->start, k->end};
-    acc[i].busy += k->end - k->start;
-    acc[i].first = k->start < acc[i].first ? k->start : acc[i].first;
-    acc[i].last = k->end > acc[i].last ? k->end : acc[i].last;
-    return n;
+    ev.phase.name_id = name_id;
+    ev.phase.duration_ns = dur;
+    ev.phase.stream = stream;
+    src_emit(e->s, &ev);
+    e->s->st.phases++;
 }
 
-/* Project a finished range and emit its PHASE event (none without kernels). */
-static void src_range_project(struct cupti_src *s, struct client *c, struct range *r)
-{
-    struct stream_acc acc[MAX_STREAMS] = {{0}}, *best = NULL;
-    int n = 0;
-
-    for (uint32_t corr = r->corr_lo; r->corr_lo && corr <= r->corr_hi; corr++) {
-        struct api_slot *a = &c->api[corr & (CORR_SLOTS - 1)];
-        struct kern_slot *w = &c->kern[(corr & (CORR_SLOTS - 1)) * 2];
-        if (a->corr != corr || a->tid != r->tid)
-            continue;
-        for (int j = 0; j < 2; j++)
-            if (w[j].corr == corr)
-                n = src_acc_add(acc, n, &w[j]);
-    }
-    for (int i = 0; i < n; i++)
-        if (!best || acc[i].busy > best->busy)
-            best = &acc[i];
-    if (best) {
-        struct agent_event ev = {.kind = AGENT_EVENT_PHASE,
-                                 .pid = c->pid,
-                                 .flags = SOURCE_CUPTI_PHASE_GPU,
-                                 .ts_ns = best->first};
-        ev.phase.name_id = r->name_id;
-        ev.phase.duration_ns = best->last - best->first;
-        ev.phase.stream = best->stream;
-        src_emit(s, &ev);
-        s->st.phases++;
-    }
-    r->used = false;
-}
-
-/* Ranges whose kernels have all come (a later launch's kernel was seen, the
- * horizon passed, or the process is gone) are projected. */
 static void src_range_settle(struct cupti_src *s, struct client *c, bool all)
 {
-    for (int i = 0; i < MAX_RANGES; i++) {
-        struct range *r = &c->ranges[i];
-        if (!r->used || !r->closed)
-            continue;
-        if (all || (r->corr_hi && c->max_corr > r->corr_hi) ||
-            c->last_ts > r->end + s->cfg.phase_horizon_ns)
-            src_range_project(s, c, r);
-    }
+    struct src_emit_ctx e = {s, c};
+
+    cupti_proj_settle(c->proj, all, s->cfg.phase_horizon_ns, src_emit_phase, &e);
 }
 
 /* --- spans -------------------------------------------------------------- */
@@ -227,7 +100,8 @@ static void src_span_kernel(struct cupti_src *s, struct client *c, const struct 
                                                             : AGENT_KERNEL_MEMSET;
     src_emit(s, &ev);
     s->st.kernels++;
-    src_kernel_note(c, sp);
+    cupti_proj_kernel(c->proj, sp->correlation, sp->stream, sp->start_ns,
+                      sp->start_ns + sp->dur_ns);
 }
 
 static void src_span_step(struct cupti_src *s, struct client *c, const struct cupti_span *sp)
@@ -248,7 +122,6 @@ static uint32_t src_span(struct cupti_src *s, struct client *c, uint64_t at, uin
 {
     struct cupti_ring_header *h = c->ring;
     struct cupti_span sp = cupti_ring_slots(h)[at & (h->slots - 1)];
-    struct range *r;
     uint32_t n;
 
     switch (sp.kind) {
@@ -258,17 +131,14 @@ static uint32_t src_span(struct cupti_src *s, struct client *c, uint64_t at, uin
         src_span_kernel(s, c, &sp);
         break;
     case CUPTI_SPAN_API:
-        src_range_launch(c, &sp);
+        cupti_proj_launch(c->proj, sp.correlation, sp.stream, sp.start_ns);
         break;
     case CUPTI_SPAN_MARKER:
         if (sp.flags & CUPTI_SPAN_PHASE)
-            src_range_open(c, &sp);
+            cupti_proj_open(c->proj, sp.aux, sp.name_id, sp.stream, sp.start_ns);
         break;
     case CUPTI_SPAN_RANGE_END:
-        if ((r = src_range_find(c, sp.aux)) && !r->closed) {
-            r->closed = true;
-            r->end = sp.start_ns;
-        }
+        cupti_proj_close(c->proj, sp.aux, sp.start_ns);
         break;
     case CUPTI_SPAN_STEP:
         src_span_step(s, c, &sp);
@@ -343,8 +213,7 @@ static void src_client_close(struct cupti_src *s, int idx)
     }
     epoll_ctl(s->efd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    free(c->api);
-    free(c->kern);
+    cupti_proj_free(c->proj);
     free(c);
     s->clients[idx] = NULL;
 }
@@ -378,9 +247,7 @@ static int src_client_map(struct cupti_src *s, struct client *c, int rfd)
     c->ring_bytes = bytes;
     if (c->ring->magic != CUPTI_RING_MAGIC || c->ring->slots != c->hello.slots)
         return -EPROTO;
-    c->api = calloc(CORR_SLOTS, sizeof(*c->api));
-    c->kern = calloc(CORR_SLOTS * 2, sizeof(*c->kern));
-    if (!c->api || !c->kern)
+    if (!(c->proj = cupti_proj_new()))
         return -ENOMEM;
     s->st.clients++;
     s->st.connected++;
