@@ -169,7 +169,11 @@ static void worker_disconnect(void)
 {
     worker_publish();
     if (wk->ring) {
-        memcpy(wk->reported, lib.drops, sizeof(wk->reported));
+        /* what the agent had not read when it went is lost: reported on the
+         * next ring (when the process itself exits there is none) */
+        uint64_t unread = wk->head - atomic_load_explicit(&wk->ring->tail, memory_order_acquire);
+        memcpy(wk->reported, lib.drops, sizeof(wk->reported)); /* what this ring told */
+        lib.drops[CUPTI_DROP_NO_AGENT] += unread;
         munmap(wk->ring, wk->ring_bytes);
     }
     if (wk->sock >= 0)
@@ -180,7 +184,7 @@ static void worker_disconnect(void)
 
 static int worker_new_ring(void)
 {
-    int fd = memfd_create("argus-cupti", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int fd = memfd_create("argus-cupti", MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
 
     wk->ring_bytes = cupti_ring_bytes(lib.ring_slots);
     if (fd < 0)
@@ -201,8 +205,9 @@ static int worker_new_ring(void)
     wk->head = wk->tail_seen = 0;
     return fd;
 fail:
+    err = -errno;
     close(fd);
-    return -errno;
+    return err;
 }
 
 static int worker_send_hello(int fd)
