@@ -49,8 +49,8 @@ struct cupti_src {
     struct source_cupti_stats st;
 };
 
-static const char *const drop_reason[CUPTI_DROP_REASONS] = {
-    "cupti_no_buffer", "cupti_ring_full", "cupti_no_agent", "cupti_queue_full", NULL};
+static const char *const drop_reason[CUPTI_DROP_REASONS] = {"cupti_no_buffer", "cupti_ring_full",
+                                                            "cupti_no_agent"};
 
 static void src_emit(struct cupti_src *s, const struct agent_event *ev)
 {
@@ -161,7 +161,7 @@ static void src_drops(struct cupti_src *s, struct client *c)
     for (int i = 0; i < CUPTI_DROP_REASONS; i++) {
         uint64_t v = atomic_load_explicit(&c->ring->drops[i], memory_order_relaxed);
         struct agent_event ev = {.kind = AGENT_EVENT_DROPS, .pid = c->pid};
-        if (v <= c->drops_seen[i] || !drop_reason[i])
+        if (v <= c->drops_seen[i])
             continue;
         ev.drops.count = v - c->drops_seen[i];
         ev.drops.reason = drop_reason[i];
@@ -441,8 +441,6 @@ static size_t src_metrics(void *state, char *buf, size_t len)
 
     off = w > 0 ? ((size_t)w < len ? (size_t)w : len) : 0;
     for (int i = 0; i < CUPTI_DROP_REASONS && off < len; i++) {
-        if (!drop_reason[i])
-            continue;
         w = snprintf(buf + off, len - off, "argus_cupti_drops_total{reason=\"%s\"} %" PRIu64 "\n",
                      drop_reason[i], s->st.drops[i]);
         off += w > 0 ? ((size_t)w < len - off ? (size_t)w : len - off) : 0;

@@ -80,13 +80,14 @@ struct cupti_span {
 };
 _Static_assert(sizeof(struct cupti_span) == 40, "cupti_span is 40 bytes");
 
-/* Drop reasons, counted in the header (cumulative over the process life). */
+/* Drop reasons, counted in the header (per ring: what this connection has
+ * not been told yet; records lost while no agent was there are reported on
+ * the next ring). The completion queue cannot overflow (one slot per pool
+ * buffer), so it has no reason; sampled-out steps are not losses. */
 enum cupti_drop_reason {
     CUPTI_DROP_NO_BUFFER = 0, /* pool empty: CUPTI dropped records (its count) */
     CUPTI_DROP_RING_FULL,     /* reader too slow */
     CUPTI_DROP_NO_AGENT,      /* no agent connected */
-    CUPTI_DROP_QUEUE_FULL,    /* (unused: the completion queue cannot overflow) */
-    CUPTI_DROP_UNSAMPLED,     /* sampled out: not a loss, reported apart */
     CUPTI_DROP_REASONS
 };
 

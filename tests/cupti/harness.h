@@ -98,8 +98,7 @@ static __attribute__((unused)) void h_on_event(void *ctx, const struct agent_eve
         for (int i = 0; i < CUPTI_DROP_REASONS; i++)
             if (ev->drops.reason && strstr(ev->drops.reason, i == 0   ? "no_buffer"
                                                              : i == 1 ? "ring_full"
-                                                             : i == 2 ? "no_agent"
-                                                                      : "queue_full"))
+                                                                      : "no_agent"))
                 h->drops[i] += ev->drops.count;
     }
 }
