@@ -277,15 +277,29 @@ static void inject_atexit(void)
 }
 
 /* Returns NULL or why tracing is off. */
+static void inject_pool_free(void)
+{
+    free(lib.pool);
+    lib.pool = NULL;
+    if (lib.wake_fd >= 0)
+        close(lib.wake_fd);
+    lib.wake_fd = -1;
+}
+
+/* Returns NULL or why tracing is off (what is set up so far is undone,
+ * except after the callbacks were registered: CUPTI may still hold them). */
 static const char *inject_start(void)
 {
-    if (inject_pool_alloc() < 0)
+    if (inject_pool_alloc() < 0) {
+        inject_pool_free();
         return "no memory for the buffer pool";
+    }
     if (inject_foreign_client()) {
         lib.stepped_aside = true; /* the worker comes back when it leaves */
         lib.step_asides = 1;
     } else if (lib_register() != CUPTI_SUCCESS) {
-        return "cuptiActivityRegisterTimestampCallback/RegisterCallbacks failed";
+        inject_pool_free(); /* no GPU or no driver: CUPTI answers CUPTI_ERROR_UNKNOWN */
+        return "CUPTI refused the timestamp or buffer callbacks (no GPU or driver?)";
     }
     if (worker_start() < 0)
         return "cannot start the worker thread";

@@ -177,6 +177,7 @@ static __attribute__((unused)) int h_app_start(struct h_app *a, char *const args
     a->pid = fork();
     if (a->pid == 0) {
         dup2(p[1], 1);
+        dup2(p[1], 2);
         setenv("ARGUS_CUPTI_LIB", dbl, 1);
         unsetenv("ASAN_OPTIONS");
         unsetenv("LD_PRELOAD");

@@ -387,6 +387,28 @@ static void test_non_rank_skipped(void **state)
     assert_int_equal(h_stat(&app, "produced"), 100);
 }
 
+/* A node without a GPU: the real libcupti.so.13 refuses; the app runs on. */
+static void test_real_cupti_without_gpu_fails_cleanly(void **state)
+{
+    struct h_app app;
+    char *args[] = {"gen", "0", "10", NULL};
+    char *env[] = {"RANK=0", "ARGUS_CUPTI_LIB=/usr/local/cuda/lib64/libcupti.so.13",
+                   "ARGUS_AGENT_SOCKET=/nonexistent/x.sock", NULL};
+
+    if (access("/usr/local/cuda/lib64/libcupti.so.13", R_OK) || !access("/dev/nvidiactl", F_OK)) {
+        printf("skip: needs the real libcupti.so.13 and no GPU\n");
+        skip();
+    }
+    if (h_app_start(&app, args, env) == -ENOENT) {
+        printf("skip: the library or the double is not built\n");
+        skip();
+    }
+    assert_int_equal(h_app_wait(&app, NULL, 20 * SEC), 0);
+    printf("%s", app.text);
+    assert_non_null(strstr(app.text, "argus-cupti: CUPTI refused"));
+    assert_non_null(strstr(app.text, "GPU tracing off"));
+}
+
 static void test_foreign_client_step_aside(void **state)
 {
     struct h_sink *h = calloc(1, sizeof(*h));
@@ -494,6 +516,7 @@ int main(void)
         cmocka_unit_test_setup(test_tiny_pool_drops_counted_exactly, setup),
         cmocka_unit_test_setup(test_agent_down_then_up, setup),
         cmocka_unit_test_setup(test_non_rank_skipped, setup),
+        cmocka_unit_test_setup(test_real_cupti_without_gpu_fails_cleanly, setup),
         cmocka_unit_test_setup(test_foreign_client_step_aside, setup),
         cmocka_unit_test_setup(test_forked_child_exits_cleanly, setup),
         cmocka_unit_test_setup(test_sampling_time_window, setup),
