@@ -11,7 +11,8 @@
  * separated), ARGUS_CUPTI_POOL (buffers, <= 64), ARGUS_CUPTI_BUFSZ (bytes),
  * ARGUS_CUPTI_RING_SLOTS (power of two), ARGUS_AGENT_SOCKET,
  * ARGUS_CUPTI_RECONNECT_MS, ARGUS_CUPTI_PROBE_MS, ARGUS_CUPTI_FLUSH_MS,
- * ARGUS_CUPTI_DISABLE=1. */
+ * ARGUS_CUPTI_NVTX=0 (leave NVTX_INJECTION64_PATH alone), ARGUS_CUPTI_DISABLE=1. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -313,6 +314,23 @@ static const char *inject_start(void)
     return NULL;
 }
 
+/* NVTX ranges reach CUPTI only when the NVTX library finds CUPTI through
+ * NVTX_INJECTION64_PATH, which it reads at the process's first NVTX call
+ * (after cuInit in a PyTorch job). Point it at the CUPTI argus loaded unless
+ * the user (or Nsight) set it, or ARGUS_CUPTI_NVTX=0. */
+static void inject_nvtx(void)
+{
+    const char *off = getenv("ARGUS_CUPTI_NVTX");
+    char path[4096];
+    Dl_info info;
+
+    if ((off && strcmp(off, "0") == 0) || getenv("NVTX_INJECTION64_PATH"))
+        return;
+    if (dladdr(*(void **)&lib.fn.get_version, &info) && info.dli_fname &&
+        realpath(info.dli_fname, path))
+        setenv("NVTX_INJECTION64_PATH", path, 0);
+}
+
 /* Called by the CUDA driver at cuInit. Returns 1 (the driver ignores the
  * value); never fails the application. Safe to call twice (second is a
  * no-op). */
@@ -347,5 +365,7 @@ ARGUS_EXPORT int InitializeInjection(void)
                 version);
     if ((why = inject_start()))
         fprintf(stderr, "argus-cupti: %s, GPU tracing off\n", why);
+    else
+        inject_nvtx();
     return 1;
 }

@@ -79,6 +79,7 @@ static void app_print(struct dbl *d, uint64_t wall)
     struct cupti_double_stats st;
 
     d->stats(&st);
+    printf("nvtx %s\n", getenv("NVTX_INJECTION64_PATH") ? getenv("NVTX_INJECTION64_PATH") : "-");
     printf("stats produced=%" PRIu64 " dropped=%" PRIu64 " skipped=%" PRIu64 " kernels=%" PRIu64
            " buffers=%" PRIu64 " empty_requests=%" PRIu64 " foreign_records=%" PRIu64
            " callbacks=%" PRIu64 " cb_max_ns=%" PRIu64 " cb_p99_ns=%" PRIu64 " cb_total_ns=%" PRIu64

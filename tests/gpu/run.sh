@@ -115,7 +115,7 @@ nvidia-smi -L | sed 's/^/gpu-check: /'
 run_train() { # label, extra env...
     local label=$1; shift
     env "$@" timeout 300 "$PY" "$OUT/train.py" "$STEPS" >"$OUT/$label.out" 2>"$OUT/$label.err" ||
-        { say "FAIL: training ($label), see $OUT/$label.err"; tail -5 "$OUT/$label.err"; exit 1; }
+        { say "FAIL: training ($label), see $OUT/$label.err" >&2; tail -5 "$OUT/$label.err" >&2; return 1; }
     awk '/median_step_ms/{print $2}' "$OUT/$label.out"
 }
 
@@ -127,7 +127,7 @@ traced() { # label, agent extra args...
     sleep 0.5
     local ms
     ms=$(run_train "$label" RANK=0 LOCAL_RANK=0 CUDA_INJECTION64_PATH="$LIB" \
-        ARGUS_AGENT_SOCKET="$sock" ${CUPTI:+ARGUS_CUPTI_LIB=$CUPTI})
+        ARGUS_AGENT_SOCKET="$sock" ${CUPTI:+ARGUS_CUPTI_LIB=$CUPTI NVTX_INJECTION64_PATH=$CUPTI})
     for _ in $(seq 50); do kill -0 $apid 2>/dev/null || break; sleep 0.1; done
     kill $apid 2>/dev/null; wait $apid 2>/dev/null
     grep -h 'argus-cupti' "$OUT/$label.err" | sed 's/^/gpu-check: library says: /' >&2
@@ -141,7 +141,7 @@ report() { # label, base_ms, ms
     say "$1: $sum"
     say "$1: records captured $(grep -c '^K ' "$f"), dropped $(echo "$sum" |
         awk '{for(i=1;i<=NF;i++){split($i,kv,"="); if(kv[1]~/no_buffer|ring_full|no_agent/) d+=kv[2]} print d+0}')"
-    awk '/^P /{n[$5]++; t[$5]+=$4} END{for(k in n) printf "gpu-check: '"$1"': phase %-10s %5d seen, mean GPU time %.3f ms\n", k, n[k], t[k]/n[k]/1e6}' "$f"
+    awk '/^P /{k=$5; for(i=6;i<=NF;i++) k=k" "$i; n[k]++; t[k]+=$4} END{for(k in n) printf "gpu-check: '"$1"': phase %-10s %5d seen, mean GPU time %.3f ms\n", k, n[k], t[k]/n[k]/1e6}' "$f"
 }
 
 say "running $STEPS steps untraced"
@@ -150,6 +150,10 @@ say "running $STEPS steps traced (always on)"
 always=$(traced always | tail -1)
 say "running $STEPS steps traced (sampling 1 of every 4 steps)"
 sampled=$(traced sampled -s 1 1 4 | tail -1)
+if [[ -z $base || -z $always || -z $sampled ]]; then
+    say "FAIL: a training run gave no step time (outputs in $OUT)"
+    exit 1
+fi
 report always "$base" "$always"
 report sampled "$base" "$sampled"
 say "outputs in $OUT"

@@ -385,6 +385,8 @@ static void test_non_rank_skipped(void **state)
     printf("%s", app.text);
     assert_null(strstr(app.text, "skipped ("));
     assert_int_equal(h_stat(&app, "produced"), 100);
+    /* NVTX is pointed at the CUPTI argus loaded (here the double) */
+    assert_non_null(strstr(app.text, "libcupti-double.so\n"));
 }
 
 /* A node without a GPU: the real libcupti.so.13 refuses; the app runs on. */
