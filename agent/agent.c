@@ -13,6 +13,7 @@
 #include "agent/discovery.h"
 #include "agent/exporter.h"
 #include "agent/names.h"
+#include "agent/source_cupti.h"
 #include "agent/source_replay.h"
 #include "agent/spool.h"
 #include "common/clock.h"
@@ -38,6 +39,7 @@ struct agent {
     size_t nsources;
     struct event_sink sink;
     struct replay_config replay;
+    struct source_cupti_config cupti;
     struct agent_http http_state;
     struct http_server *http;
     int epfd, sigfd;
@@ -207,9 +209,32 @@ static void agent_dispatch(struct agent *a, struct agent_source *s)
                         strerror(-r));
 }
 
+static int agent_sample_mode(const char *text, uint32_t *mode)
+{
+    if (strcmp(text, "always") == 0)
+        *mode = CUPTI_SAMPLE_ALWAYS;
+    else if (strcmp(text, "steps") == 0)
+        *mode = CUPTI_SAMPLE_STEPS;
+    else if (strcmp(text, "time") == 0)
+        *mode = CUPTI_SAMPLE_TIME;
+    else
+        return -EINVAL;
+    return 0;
+}
+
 static void agent_start_sources(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
+
+    if (c->cupti_enable) {
+        a->cupti = (struct source_cupti_config){
+            .socket_path = c->cupti_socket,
+            .sample_k = (uint32_t)c->cupti_sample_k,
+            .sample_n = (uint32_t)c->cupti_sample_n,
+        };
+        agent_sample_mode(c->cupti_sample_mode, &a->cupti.sample_mode); /* validated */
+        agent_add_source(a, &source_cupti_ops, &a->cupti);
+    }
 
     if (*c->replay_trace) {
         a->replay = (struct replay_config){
@@ -314,10 +339,36 @@ static int agent_start_http(struct agent *a)
     return 0;
 }
 
+/* Checks the table cannot express. Logs and returns -EINVAL on the first. */
+static int agent_validate(const struct agent_config *c)
+{
+    enum spool_fsync f;
+    uint32_t mode;
+
+    if (agent_parse_fsync(c->spool_fsync, &f) < 0) {
+        log_error("agent", "spool.fsync: '%s' is not interval, segment or always", c->spool_fsync);
+        return -EINVAL;
+    }
+    if (agent_sample_mode(c->cupti_sample_mode, &mode) < 0) {
+        log_error("agent", "cupti.sample_mode: '%s' is not always, steps or time",
+                  c->cupti_sample_mode);
+        return -EINVAL;
+    }
+    if (c->cupti_sample_k > c->cupti_sample_n) {
+        log_error("agent", "cupti.sample_k (%llu) must not exceed cupti.sample_n (%llu)",
+                  (unsigned long long)c->cupti_sample_k, (unsigned long long)c->cupti_sample_n);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 {
-    struct agent *a = calloc(1, sizeof(*a));
+    struct agent *a;
 
+    if (agent_validate(cfg) < 0)
+        return NULL;
+    a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
     a->cfg = cfg;
@@ -425,7 +476,7 @@ static void agent_reload(struct agent *a)
 
     daemon_notify("RELOADING=1");
     if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0 ||
-        log_level_parse(fresh.log_level, &level) < 0) {
+        log_level_parse(fresh.log_level, &level) < 0 || agent_validate(&fresh) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
                   res.error[0] ? res.error : "bad log.level");
     } else {

@@ -22,6 +22,7 @@ struct assembler_rank {
     bool in_step;
     uint64_t step, start_ts, last_ts;
     uint32_t source;
+    bool sampled;
     Argus__V1__Phase *phases, **phase_ptrs;
     size_t nphases;
     Argus__V1__Collective *colls, **coll_ptrs;
@@ -140,7 +141,7 @@ static void assembler_close(struct assembler *a, struct assembler_rank *r, uint6
     s.start_unix_ns = clock_mono_to_real(r->start_ts, a->o.mono_to_real);
     s.duration_ns = end_ts > r->start_ts ? end_ts - r->start_ts : 0;
     s.source = r->source;
-    s.sampled = 1;
+    s.sampled = r->sampled;
     for (size_t i = 0; i < r->nphases; i++)
         r->phase_ptrs[i] = &r->phases[i];
     for (size_t i = 0; i < r->ncolls; i++)
@@ -247,6 +248,9 @@ static void assembler_step(struct assembler *a, struct assembler_rank *r,
     r->step = next;
     r->start_ts = ev->ts_ns;
     r->source = ev->step.source;
+    /* Only the CUPTI source samples kernels (duty cycle); it says per step. */
+    r->sampled = ev->step.source != ARGUS__V1__STEP_SOURCE__STEP_SOURCE_NVTX ||
+                 (ev->flags & AGENT_EVENT_FLAG_SAMPLED);
 }
 
 void assembler_event(struct assembler *a, const struct agent_event *ev)

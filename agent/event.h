@@ -90,6 +90,10 @@ struct agent_event {
     };
 };
 
+/* agent_event.flags */
+#define AGENT_EVENT_FLAG_SAMPLED (1u << 0) /* STEP (NVTX): this step's kernels were traced */
+#define AGENT_EVENT_FLAG_GPU (1u << 1)     /* PHASE: GPU time projected from NVTX, not host time */
+
 /* Where a source delivers. Both callbacks run on the agent's main thread and
  * must not be called from another thread. */
 struct event_sink {

@@ -25,8 +25,8 @@
 #include "agent/cupti/ring.h"
 #include "agent/source.h"
 
-#define SOURCE_CUPTI_STEP_SAMPLED (1u << 0) /* agent_event.flags of STEP */
-#define SOURCE_CUPTI_PHASE_GPU (1u << 1)    /* agent_event.flags of PHASE: GPU time */
+#define SOURCE_CUPTI_STEP_SAMPLED AGENT_EVENT_FLAG_SAMPLED /* agent_event.flags of STEP */
+#define SOURCE_CUPTI_PHASE_GPU AGENT_EVENT_FLAG_GPU /* agent_event.flags of PHASE: GPU time */
 
 struct source_cupti_config {
     const char *socket_path;     /* NULL: ARGUS_AGENT_SOCKET, else CUPTI_SOCKET_DEFAULT */
