@@ -1,0 +1,474 @@
+/* L2 rank and phase: see diag_l2.h. */
+#include "collector/diag_l2.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/diag_stats.h"
+
+struct diag_l2_cand {
+    double pz, pv, pm; /* best high compute phase: z, value, group median */
+    int pi;            /* its index, -1 none */
+    bool busy_hi, busy_known;
+    double lz, lv, lm; /* best high transfer */
+    int li;
+    double hz, hv, hm; /* lateness */
+    bool host_late;
+};
+
+struct diag_l2_entry {
+    uint64_t comm, seq;
+    uint32_t count;
+    uint8_t name;
+    bool used;
+    double sum_start, sum_arrival, sum_end;
+    double max_start;
+};
+
+void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
+{
+    memset(l, 0, sizeof(*l));
+    l->o = *o;
+    if (l->o.z <= 0)
+        l->o.z = 5;
+    if (l->o.min_effect <= 0)
+        l->o.min_effect = 0.10;
+    if (l->o.link_ratio <= 1)
+        l->o.link_ratio = 1.3;
+    if (l->o.group_ratio <= 1)
+        l->o.group_ratio = 1.5;
+    if (l->o.host_late_frac <= 0)
+        l->o.host_late_frac = 0.05;
+    if (l->o.offset_alpha <= 0 || l->o.offset_alpha > 1)
+        l->o.offset_alpha = 0.3;
+    if (l->o.abs_floor_ns <= 0)
+        l->o.abs_floor_ns = 20000;
+    if (l->o.rel_floor <= 0)
+        l->o.rel_floor = 0.01;
+}
+
+void diag_l2_free(struct diag_l2 *l)
+{
+    free(l->offset);
+    free(l->late);
+    free(l->arr_late);
+    free(l->transfer);
+    free(l->resid);
+    free(l->vals);
+    free(l->scratch);
+    free(l->resid_n);
+    free(l->who);
+    free(l->cand);
+    free(l->table);
+    free(l->slot_of);
+    struct diag_l2_options o = l->o;
+    memset(l, 0, sizeof(*l));
+    l->o = o;
+}
+
+void diag_l2_rebase(struct diag_l2 *l)
+{
+    memset(l->phase_hist_n, 0, sizeof(l->phase_hist_n));
+}
+
+double diag_l2_offset(const struct diag_l2 *l, uint32_t rank)
+{
+    return rank < l->cap ? l->offset[rank] : 0;
+}
+
+/* realloc *p to n elements of size sz, zeroing the new tail from old. */
+static int grow(void **p, size_t old, size_t n, size_t sz)
+{
+    void *t = realloc(*p, n * sz);
+
+    if (!t)
+        return -ENOMEM;
+    memset((char *)t + old * sz, 0, (n - old) * sz);
+    *p = t;
+    return 0;
+}
+
+static int reserve(struct diag_l2 *l, uint32_t cap, size_t colls)
+{
+    int err = 0;
+
+    if (cap > l->cap) {
+        size_t o = l->cap, c = cap, nc = DIAG_MAX_COLL_NAMES;
+        err = grow((void **)&l->offset, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->late, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->arr_late, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->transfer, o * nc, c * nc, sizeof(double));
+        err = err ? err : grow((void **)&l->resid, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->vals, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->resid_n, o, c, sizeof(uint32_t));
+        err = err ? err : grow((void **)&l->who, o, c, sizeof(uint32_t));
+        err = err ? err : grow((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
+        if (err)
+            return err;
+        l->cap = cap;
+    }
+    size_t tc = 16;
+    while (tc < colls * 2)
+        tc *= 2;
+    if (tc > l->table_cap) {
+        err = grow((void **)&l->table, 0, tc, sizeof(struct diag_l2_entry));
+        if (err)
+            return err;
+        l->table_cap = tc;
+    }
+    if (colls > l->slot_cap) {
+        err = grow((void **)&l->slot_of, 0, colls, sizeof(uint32_t));
+        if (err)
+            return err;
+        l->slot_cap = colls;
+    }
+    return 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+/* Put every collective call of f in the table keyed by (comm, name, seq). */
+static void table_build(struct diag_l2 *l, const struct diag_frame *f)
+{
+    size_t mask = l->table_cap - 1;
+
+    memset(l->table, 0, l->table_cap * sizeof(*l->table));
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_coll *c = &f->colls[i];
+        size_t h = mix(c->comm_id ^ mix(c->seq * 31 + c->name)) & mask;
+        while (l->table[h].used && !(l->table[h].comm == c->comm_id && l->table[h].seq == c->seq &&
+                                     l->table[h].name == c->name))
+            h = (h + 1) & mask;
+        struct diag_l2_entry *e = &l->table[h];
+        e->used = true;
+        e->comm = c->comm_id;
+        e->seq = c->seq;
+        e->name = c->name;
+        e->count++;
+        l->slot_of[i] = (uint32_t)h;
+    }
+}
+
+/* One Jacobi round: each rank's offset moves by alpha times its mean
+ * residual end time against the members of its collectives. */
+static void offsets_round(struct diag_l2 *l, const struct diag_frame *f, double alpha)
+{
+    for (size_t i = 0; i < l->table_cap; i++)
+        l->table[i].sum_end = 0;
+    memset(l->resid, 0, l->cap * sizeof(double));
+    memset(l->resid_n, 0, l->cap * sizeof(uint32_t));
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_coll *c = &f->colls[i];
+        l->table[l->slot_of[i]].sum_end += (double)c->end - l->offset[c->rank];
+    }
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_coll *c = &f->colls[i];
+        const struct diag_l2_entry *e = &l->table[l->slot_of[i]];
+        if (e->count < 2)
+            continue;
+        l->resid[c->rank] += (double)c->end - l->offset[c->rank] - e->sum_end / e->count;
+        l->resid_n[c->rank]++;
+    }
+    for (uint32_t r = 0; r < l->cap; r++)
+        if (l->resid_n[r])
+            l->offset[r] += alpha * l->resid[r] / l->resid_n[r];
+}
+
+/* Lateness and transfer time of every call, with clocks aligned. */
+static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
+{
+    memset(l->late, 0, l->cap * sizeof(double));
+    memset(l->arr_late, 0, l->cap * sizeof(double));
+    memset(l->transfer, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(double));
+    for (size_t i = 0; i < l->table_cap; i++)
+        l->table[i].max_start = -INFINITY;
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_coll *c = &f->colls[i];
+        struct diag_l2_entry *e = &l->table[l->slot_of[i]];
+        double off = l->offset[c->rank], s = (double)c->start - off;
+        e->sum_start += s;
+        e->sum_arrival += (double)c->arrival - off;
+        if (s > e->max_start)
+            e->max_start = s;
+    }
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_coll *c = &f->colls[i];
+        const struct diag_l2_entry *e = &l->table[l->slot_of[i]];
+        double off = l->offset[c->rank];
+        if (e->count < 2)
+            continue;
+        double late = (double)c->start - off - e->sum_start / e->count;
+        double arr = (double)c->arrival - off - e->sum_arrival / e->count;
+        double xfer = (double)c->end - off - e->max_start;
+        l->late[c->rank] += late > 0 ? late : 0;
+        l->arr_late[c->rank] += arr > 0 ? arr : 0;
+        l->transfer[(size_t)c->rank * DIAG_MAX_COLL_NAMES + c->name] += xfer > 0 ? xfer : 0;
+    }
+}
+
+enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP };
+
+static double metric_get(const struct diag_l2 *l, const struct diag_frame *f, uint32_t r,
+                         enum metric m, int idx)
+{
+    switch (m) {
+    case M_PHASE:
+        return (double)f->ranks[r].phase_ns[idx];
+    case M_BUSY:
+        return (double)f->ranks[r].busy_ns;
+    case M_XFER:
+        return l->transfer[(size_t)r * DIAG_MAX_COLL_NAMES + idx];
+    case M_LATE:
+        return l->late[r];
+    case M_STEP:
+        return (double)f->ranks[r].duration_ns;
+    }
+    return 0;
+}
+
+/* Values of one metric over the present members of a group into l->vals and
+ * l->who; zeros are "no data" except for lateness. Returns their number and
+ * the group's median and floored MAD. */
+static uint32_t metric_stats(struct diag_l2 *l, const struct diag_frame *f, const uint32_t *mem,
+                             uint32_t n, enum metric m, int idx, double *med, double *mad)
+{
+    uint32_t k = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = mem[i];
+        if (r >= f->cap || !f->ranks[r].present)
+            continue;
+        double v = metric_get(l, f, r, m, idx);
+        if (v <= 0 && m != M_LATE)
+            continue;
+        l->vals[k] = v;
+        l->who[k++] = r;
+    }
+    *med = diag_stats_median(l->vals, k, l->scratch);
+    *mad = diag_stats_mad_floor(diag_stats_mad(l->vals, k, *med, l->scratch), *med, l->o.rel_floor,
+                                l->o.abs_floor_ns);
+    return k;
+}
+
+static bool is_compute_phase(const struct diag_dict *d, uint32_t p)
+{
+    for (uint32_t i = 0; i < d->n_coll; i++)
+        if (d->coll[i] == d->phase[p])
+            return false;
+    return true;
+}
+
+/* Phases and busy time of one group. */
+static void scan_compute(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                         const uint32_t *mem, uint32_t n)
+{
+    double med, mad;
+
+    for (uint32_t p = 0; p < d->n_phase; p++) {
+        if (!is_compute_phase(d, p))
+            continue;
+        uint32_t k = metric_stats(l, f, mem, n, M_PHASE, (int)p, &med, &mad);
+        for (uint32_t i = 0; k >= 4 && i < k; i++) {
+            struct diag_l2_cand *c = &l->cand[l->who[i]];
+            double z = diag_stats_robust_z(l->vals[i], med, mad);
+            if (z > l->o.z && l->vals[i] > med * (1 + l->o.min_effect) && z > c->pz) {
+                c->pz = z;
+                c->pv = l->vals[i];
+                c->pm = med;
+                c->pi = (int)p;
+            }
+        }
+    }
+    uint32_t k = metric_stats(l, f, mem, n, M_BUSY, 0, &med, &mad);
+    for (uint32_t i = 0; k >= 4 && i < k; i++) {
+        struct diag_l2_cand *c = &l->cand[l->who[i]];
+        c->busy_known = true;
+        c->busy_hi = diag_stats_robust_z(l->vals[i], med, mad) > l->o.z / 2 &&
+                     l->vals[i] > med * (1 + l->o.min_effect / 2);
+    }
+}
+
+/* Transfer times and lateness of one group. */
+static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                       const uint32_t *mem, uint32_t n)
+{
+    double med, mad, step_med, step_mad;
+
+    for (uint32_t cn = 0; cn < d->n_coll; cn++) {
+        uint32_t k = metric_stats(l, f, mem, n, M_XFER, (int)cn, &med, &mad);
+        for (uint32_t i = 0; k >= 4 && i < k; i++) {
+            struct diag_l2_cand *c = &l->cand[l->who[i]];
+            double z = diag_stats_robust_z(l->vals[i], med, mad);
+            if (z > l->o.z && l->vals[i] > med * l->o.link_ratio && z > c->lz) {
+                c->lz = z;
+                c->lv = l->vals[i];
+                c->lm = med;
+                c->li = (int)cn;
+            }
+        }
+    }
+    metric_stats(l, f, mem, n, M_STEP, 0, &step_med, &step_mad);
+    uint32_t k = metric_stats(l, f, mem, n, M_LATE, 0, &med, &mad);
+    for (uint32_t i = 0; k >= 4 && i < k; i++) {
+        struct diag_l2_cand *c = &l->cand[l->who[i]];
+        c->hz = diag_stats_robust_z(l->vals[i], med, mad);
+        c->hv = l->vals[i];
+        c->hm = med;
+        c->host_late = c->hz > l->o.z && l->vals[i] - med > l->o.host_late_frac * step_med;
+    }
+}
+
+static void flag_set(struct diag_flag *flags, uint32_t r, int cause, int kind, int idx, double v,
+                     double med, double score, bool group_wide)
+{
+    struct diag_flag *fl = &flags[(size_t)r * DIAG_CAUSE_N + cause];
+
+    if (fl->set)
+        return;
+    *fl = (struct diag_flag){.set = true,
+                             .group_wide = group_wide,
+                             .level = ARGUS__V1__LEVEL__LEVEL_L2_PHASE,
+                             .kind = (uint8_t)kind,
+                             .index = (uint8_t)idx,
+                             .value = v,
+                             .median = med,
+                             .score = score};
+}
+
+/* A whole group's transfer time against the other groups of its stage. */
+static void link_groups(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                        const struct diag_groups *g, double *gm, struct diag_flag *flags)
+{
+    double med, mad, ref[256];
+    uint32_t n, idx[256];
+
+    for (uint32_t cn = 0; cn < d->n_coll; cn++) {
+        for (uint32_t gi = 0; gi < g->n_groups; gi++) {
+            const uint32_t *mem = diag_groups_members(g, gi, &n);
+            gm[gi] = metric_stats(l, f, mem, n, M_XFER, (int)cn, &med, &mad) >= 2 ? med : 0;
+        }
+        for (uint32_t a = 0; a < g->n_groups; a++) {
+            uint32_t m = 0, bad = 0;
+            bool first = true;
+            for (uint32_t b = 0; b < g->n_groups && m < 256; b++) {
+                if (g->stage[b] != g->stage[a] || gm[b] <= 0)
+                    continue;
+                first = first && b >= a;
+                ref[m] = gm[b];
+                idx[m++] = b;
+            }
+            if (!first || m < 3)
+                continue;
+            double rmed = diag_stats_median_inplace(ref, m);
+            for (uint32_t j = 0; j < m; j++)
+                bad += gm[idx[j]] > rmed * l->o.group_ratio;
+            if (bad == 0 || bad * 2 >= m)
+                continue;
+            for (uint32_t j = 0; j < m; j++) {
+                if (gm[idx[j]] <= rmed * l->o.group_ratio)
+                    continue;
+                const uint32_t *mem = diag_groups_members(g, idx[j], &n);
+                for (uint32_t i = 0; i < n; i++)
+                    if (mem[i] < f->cap && f->ranks[mem[i]].present)
+                        flag_set(flags, mem[i], DIAG_CAUSE_LINK, DIAG_WHERE_COLL, (int)cn,
+                                 gm[idx[j]], rmed, gm[idx[j]] / rmed, true);
+            }
+        }
+    }
+}
+
+static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_flag *flags,
+                   struct diag_l2_result *res)
+{
+    for (uint32_t r = 0; r < f->cap; r++) {
+        const struct diag_l2_cand *c = &l->cand[r];
+        if (!f->ranks[r].present)
+            continue;
+        if (l->late[r] > res->late_ns) {
+            res->late_ns = l->late[r];
+            res->late_rank = r;
+        }
+        if (c->pi >= 0 && (c->busy_hi || !c->busy_known))
+            flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
+                     false);
+        else if (c->pi >= 0)
+            res->waiting++;
+        if (c->li >= 0)
+            flag_set(flags, r, DIAG_CAUSE_LINK, DIAG_WHERE_COLL, c->li, c->lv, c->lm, c->lz, false);
+        bool linked = flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_LINK].set;
+        if (c->host_late && c->pi < 0 && !linked)
+            flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, false);
+    }
+}
+
+/* Job-wide median of each compute phase against its own history. */
+static void phase_history(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                          struct diag_l2_result *res)
+{
+    for (uint32_t p = 0; p < d->n_phase; p++) {
+        uint32_t k = 0;
+        for (uint32_t r = 0; r < f->cap; r++)
+            if (f->ranks[r].present && f->ranks[r].phase_ns[p])
+                l->vals[k++] = (double)f->ranks[r].phase_ns[p];
+        if (k == 0 || !is_compute_phase(d, p))
+            continue;
+        double med = diag_stats_median_inplace(l->vals, k), *h = &l->phase_hist[p];
+        uint32_t *hn = &l->phase_hist_n[p];
+        double shift = *hn ? med / *h - 1 : 0;
+        if (*hn >= 10 && shift > res->job_phase_shift) {
+            res->job_phase_shift = shift;
+            res->job_phase = (int)p;
+        }
+        if (*hn < 10 || fabs(shift) < 0.10) {
+            double a = *hn < 10 ? 1.0 / (*hn + 1) : 0.05;
+            *h = *hn ? (1 - a) * *h + a * med : med;
+            (*hn)++;
+        }
+    }
+}
+
+int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                const struct diag_groups *g, struct diag_flag *flags, struct diag_l2_result *res)
+{
+    uint32_t cap = f->cap > g->n_ranks ? f->cap : g->n_ranks;
+    int err = reserve(l, cap, f->n_colls);
+    double *gm = NULL;
+
+    memset(res, 0, sizeof(*res));
+    res->late_rank = UINT32_MAX;
+    res->job_phase = -1;
+    if (err)
+        return err;
+    gm = malloc((g->n_groups ? g->n_groups : 1) * sizeof(*gm));
+    if (!gm)
+        return -ENOMEM;
+    table_build(l, f);
+    for (int i = 0; i < (l->offsets_init ? 1 : 3); i++)
+        offsets_round(l, f, l->offsets_init ? l->o.offset_alpha : 1.0);
+    l->offsets_init = f->n_colls > 0;
+    match_colls(l, f);
+    res->matched = (uint32_t)f->n_colls;
+    for (uint32_t r = 0; r < l->cap; r++)
+        l->cand[r] = (struct diag_l2_cand){.pi = -1, .li = -1};
+    for (uint32_t gi = 0; gi < g->n_groups; gi++) {
+        uint32_t n;
+        const uint32_t *mem = diag_groups_members(g, gi, &n);
+        scan_compute(l, f, d, mem, n);
+        scan_colls(l, f, d, mem, n);
+    }
+    link_groups(l, f, d, g, gm, flags);
+    decide(l, f, flags, res);
+    phase_history(l, f, d, res);
+    free(gm);
+    return 0;
+}
