@@ -36,6 +36,8 @@ struct diag_engine {
     struct rank_info *ri;
     struct diag_coord *coords;
     uint32_t n_present, n_silent;
+    uint32_t world_size; /* largest Resource.world_size: ranks [0, it) exist */
+    bool learned;        /* the rank set is known: world_size, or one step timed out */
     bool groups_dirty;
     struct diag_groups groups;
     struct diag_dict dict;
@@ -193,6 +195,16 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
     free(ri->node);
     ri->node = node;
     ri->gpu = r->gpu;
+    if (r->world_size > e->world_size && r->world_size <= e->o.max_ranks) {
+        /* Every rank of the world exists: one that never reports is silent. */
+        err = reserve_rank(e, r->world_size - 1);
+        if (err)
+            return err;
+        e->world_size = r->world_size;
+        for (uint32_t i = 0; i < e->world_size; i++)
+            mark_present(e, i);
+        e->learned = true;
+    }
     struct diag_coord *c = &e->coords[r->rank];
     mark_present(e, r->rank);
     if (!c->known || c->pp != r->pp || c->tp != r->tp || c->ep != r->ep || c->dp != r->dp)
@@ -387,14 +399,16 @@ static int regression_suspect(struct diag_engine *e, const struct diag_l1_event 
     if (r2->job_phase_shift < min_rel && r3->job_shift < min_rel)
         return 0; /* explained by suspects, or not broad: no job finding */
     bool by_phase = r2->job_phase_shift >= r3->job_shift;
-    if (by_phase)
+    if (by_phase && r2->job_phase == DIAG_L2_JOB_BUSY)
+        snprintf(where, sizeof(where), "compute kernel time");
+    else if (by_phase)
         diag_evidence_name(&nm, e->dict.phase[r2->job_phase], where, sizeof(where));
     else
         diag_evidence_name(&nm, e->dict.kernel[r3->job_kernel], where, sizeof(where));
     snprintf(text, sizeof(text),
-             "step time %.2fx since step %" PRIu64 " (L1 change point on log T); %s %s %.2fx "
+             "step time %.2fx since step %" PRIu64 " (L1 change point on log T); %s%s %.2fx "
              "its history across the job%s",
-             ev->regression_ratio, ev->regression_from, by_phase ? "phase" : "kernel", where,
+             ev->regression_ratio, ev->regression_from, by_phase ? "" : "kernel ", where,
              1 + (by_phase ? r2->job_phase_shift : r3->job_shift),
              r3->job_shift >= min_rel && by_phase ? ", kernels too" : "");
     diag_l2_rebase(&e->l2);
@@ -501,8 +515,7 @@ static int close_ready(struct diag_engine *e, uint64_t now_ns, bool force, uint6
             e->next_step++; /* nobody reported this step */
             continue;
         }
-        uint32_t expect = e->n_present - e->n_silent;
-        bool done = f->reported >= expect;
+        bool done = e->learned && f->reported >= e->n_present - e->n_silent;
         bool timeout = now_ns >= f->first_ns + e->o.step_timeout_ns;
         bool forced = force && f->step <= upto;
         if (!done && !timeout && !forced)
@@ -510,6 +523,7 @@ static int close_ready(struct diag_engine *e, uint64_t now_ns, bool force, uint6
         int err = close_frame(e, f, now_ns, !done);
         if (err)
             return err;
+        e->learned = true; /* after one full timeout, the ranks that exist reported */
         closed++;
     }
     return closed;

@@ -85,6 +85,19 @@ static void spike_update(struct diag_l1 *l, uint64_t step, double t, double med,
     }
 }
 
+/* Every value of the recent window is above the base median by min: the
+ * shift is complete, so its size and start step are right. */
+static bool recent_all_high(const struct diag_l1 *l, double min, double *scratch)
+{
+    const double *base = l->logt + l->n_logt - l->o.cp_recent - l->o.cp_base;
+    double med = diag_stats_median(base, l->o.cp_base, scratch);
+
+    for (uint32_t i = l->n_logt - l->o.cp_recent; i < l->n_logt; i++)
+        if (l->logt[i] < med + min)
+            return false;
+    return true;
+}
+
 void diag_l1_step(struct diag_l1 *l, uint64_t step, double t_ns, uint32_t rank,
                   struct diag_l1_event *ev)
 {
@@ -101,7 +114,7 @@ void diag_l1_step(struct diag_l1 *l, uint64_t step, double t_ns, uint32_t rank,
     push_logt(l, log(w));
     if (diag_stats_change_point(l->logt, l->n_logt, l->o.cp_base, l->o.cp_recent, l->o.cp_k,
                                 log(l->o.cp_min_ratio), 0.005, &shift, scratch) &&
-        shift > 0) {
+        shift > 0 && recent_all_high(l, log(l->o.cp_min_ratio) / 2, scratch)) {
         ev->regression = true;
         ev->regression_ratio = exp(shift);
         ev->regression_from = step + 1 - l->o.cp_recent;

@@ -71,6 +71,7 @@ void diag_l2_free(struct diag_l2 *l)
 void diag_l2_rebase(struct diag_l2 *l)
 {
     memset(l->phase_hist_n, 0, sizeof(l->phase_hist_n));
+    l->busy_hist_n = 0;
 }
 
 double diag_l2_offset(const struct diag_l2 *l, uint32_t rank)
@@ -210,8 +211,14 @@ static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
         double late = (double)c->start - off - e->sum_start / e->count;
         double arr = (double)c->arrival - off - e->sum_arrival / e->count;
         double xfer = (double)c->end - off - e->max_start;
-        l->late[c->rank] += late > 0 ? late : 0;
-        l->arr_late[c->rank] += arr > 0 ? arr : 0;
+        /* Late by GPU start or by host arrival (a deep GPU queue can hide a
+         * host stall from the start time); the worst call counts. */
+        if (arr > late)
+            late = arr;
+        if (late > l->late[c->rank])
+            l->late[c->rank] = late;
+        if (arr > l->arr_late[c->rank])
+            l->arr_late[c->rank] = arr;
         l->transfer[(size_t)c->rank * DIAG_MAX_COLL_NAMES + c->name] += xfer > 0 ? xfer : 0;
     }
 }
@@ -411,28 +418,51 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
     }
 }
 
-/* Job-wide median of each compute phase against its own history. */
+/* One job-wide median against its history (EWMA after a warmup mean,
+ * frozen while the job is off it by 10% or more). Returns the shift. */
+static double history_update(double med, double *h, uint32_t *hn)
+{
+    double shift = *hn ? med / *h - 1 : 0;
+
+    if (*hn < 10 || fabs(shift) < 0.10) {
+        double a = *hn < 10 ? 1.0 / (*hn + 1) : 0.05;
+        *h = *hn ? (1 - a) * *h + a * med : med;
+        (*hn)++;
+        return *hn > 10 ? shift : 0;
+    }
+    return shift;
+}
+
+/* The job's own compute time against its history: the median over ranks of
+ * kernel busy time where kernels are traced (a phase's wall span also
+ * grows when half the job waits for the other half), else of each compute
+ * phase. */
 static void phase_history(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
                           struct diag_l2_result *res)
 {
+    uint32_t k = 0;
+
+    for (uint32_t r = 0; r < f->cap; r++)
+        if (f->ranks[r].present && f->ranks[r].busy_ns)
+            l->vals[k++] = (double)f->ranks[r].busy_ns;
+    if (k) {
+        double med = diag_stats_median_inplace(l->vals, k);
+        res->job_phase_shift = history_update(med, &l->busy_hist, &l->busy_hist_n);
+        res->job_phase = DIAG_L2_JOB_BUSY;
+        return;
+    }
     for (uint32_t p = 0; p < d->n_phase; p++) {
-        uint32_t k = 0;
+        k = 0;
         for (uint32_t r = 0; r < f->cap; r++)
             if (f->ranks[r].present && f->ranks[r].phase_ns[p])
                 l->vals[k++] = (double)f->ranks[r].phase_ns[p];
         if (k == 0 || !is_compute_phase(d, p))
             continue;
-        double med = diag_stats_median_inplace(l->vals, k), *h = &l->phase_hist[p];
-        uint32_t *hn = &l->phase_hist_n[p];
-        double shift = *hn ? med / *h - 1 : 0;
-        if (*hn >= 10 && shift > res->job_phase_shift) {
+        double med = diag_stats_median_inplace(l->vals, k);
+        double shift = history_update(med, &l->phase_hist[p], &l->phase_hist_n[p]);
+        if (shift > res->job_phase_shift) {
             res->job_phase_shift = shift;
             res->job_phase = (int)p;
-        }
-        if (*hn < 10 || fabs(shift) < 0.10) {
-            double a = *hn < 10 ? 1.0 / (*hn + 1) : 0.05;
-            *h = *hn ? (1 - a) * *h + a * med : med;
-            (*hn)++;
         }
     }
 }

@@ -6,8 +6,9 @@
  * name, sequence number); per-rank clock offsets are estimated from the
  * collective end times, which are nearly simultaneous on all members, and
  * removed before arrivals are compared. For every collective call:
- *   lateness = own start - mean start of the members (the culprit arrives
- *              last, and its collective looks shortest),
+ *   lateness = own start (or host arrival, whichever is later) - the
+ *              members' mean: the culprit arrives last, and its collective
+ *              looks shortest; a rank's lateness is its worst call,
  *   transfer = own end - last member's start (the part that is not waiting).
  * Cause per rank and step:
  *   COMPUTE  a compute phase is high and so is the rank's own kernel busy time
@@ -49,6 +50,8 @@ struct diag_l2_result {
     uint32_t matched;       /* collective calls matched with peers */
 };
 
+#define DIAG_L2_JOB_BUSY (-2)
+
 struct diag_l2_cand; /* per-rank candidates, private */
 struct diag_l2_entry;
 
@@ -65,6 +68,8 @@ struct diag_l2 {
     size_t table_cap, slot_cap;
     double phase_hist[DIAG_MAX_PHASES];
     uint32_t phase_hist_n[DIAG_MAX_PHASES];
+    double busy_hist;
+    uint32_t busy_hist_n;
 };
 
 void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o);

@@ -1,0 +1,367 @@
+/* The diagnosis engine end to end on generated jobs: each fault class of
+ * DESIGN.md section 7 must page exactly the right ranks with the right cause
+ * (or, for job-level classes, produce the job finding and page nobody); plus
+ * step closing (any order, timeouts, silent ranks) and the cost per closed
+ * step at 1,024 and 10,240 ranks. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "collector/diag_engine.h"
+#include "collector/diag_report.h"
+#include "tests/lib/diag_scenario.h"
+
+#define STEPS 100
+#define MAX_PAGED 256
+
+struct outcome {
+    uint32_t paged_rank[MAX_PAGED];
+    Argus__V1__Cause paged_cause[MAX_PAGED];
+    uint32_t n_paged;         /* distinct (rank, cause) that paged */
+    uint32_t job_findings[8]; /* by cause, rank-less suspects */
+    uint32_t l1_spikes;       /* L1 spike findings */
+    uint32_t reports;
+    char first_evidence[512];
+    double close_ns_avg, close_ns_max;
+};
+
+static void note_suspect(struct outcome *o, const Argus__V1__Suspect *s)
+{
+    if (s->rank == DIAG_RANK_NONE) {
+        if (s->cause < 8)
+            o->job_findings[s->cause]++;
+        return;
+    }
+    if (s->level == ARGUS__V1__LEVEL__LEVEL_L1_ITERATION)
+        o->l1_spikes++;
+    if (!diag_suspect_pages(s))
+        return;
+    for (uint32_t i = 0; i < o->n_paged; i++)
+        if (o->paged_rank[i] == s->rank && o->paged_cause[i] == s->cause)
+            return;
+    if (o->n_paged < MAX_PAGED) {
+        if (o->n_paged == 0)
+            snprintf(o->first_evidence, sizeof(o->first_evidence), "rank %u %s: %s", s->rank,
+                     s->where, s->evidence);
+        o->paged_rank[o->n_paged] = s->rank;
+        o->paged_cause[o->n_paged++] = s->cause;
+    }
+}
+
+static void drain(struct diag_engine *e, struct outcome *o)
+{
+    Argus__V1__Report **reps;
+    size_t n = diag_engine_take_reports(e, &reps);
+
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(reps[i]->id);
+        assert_true(reps[i]->n_suspects > 0);
+        assert_true(reps[i]->from_step <= reps[i]->to_step);
+        for (size_t j = 0; j < reps[i]->n_suspects; j++)
+            note_suspect(o, reps[i]->suspects[j]);
+        if (getenv("DIAG_VERBOSE"))
+            for (size_t j = 0; j < reps[i]->n_suspects; j++)
+                printf("    report %s [%s] rank %d cause %d level %d: %s\n", reps[i]->id,
+                       reps[i]->suspects[j]->group, (int)reps[i]->suspects[j]->rank,
+                       reps[i]->suspects[j]->cause, reps[i]->suspects[j]->level,
+                       reps[i]->suspects[j]->evidence);
+        diag_report_free(reps[i]);
+        o->reports++;
+    }
+    free(reps);
+}
+
+/* Run a scenario through a fresh engine. */
+static void run_scenario(const struct diag_scn_config *c, uint32_t steps, struct outcome *o)
+{
+    struct diag_scn *s = diag_scn_new(c);
+    struct diag_options opt = {.step_timeout_ns = 2000000000ULL};
+    size_t nres;
+    uint64_t end = 0;
+
+    assert_non_null(s);
+    opt.name = diag_scn_name;
+    opt.name_ctx = s;
+    struct diag_engine *e = diag_engine_new(&opt);
+    assert_non_null(e);
+    memset(o, 0, sizeof(*o));
+    Argus__V1__Resource *const *res = diag_scn_resources(s, &nres);
+    for (size_t i = 0; i < nres; i++)
+        assert_int_equal(diag_engine_add_resource(e, res[i]), 0);
+    for (uint32_t k = 0; k < steps; k++) {
+        Argus__V1__StepRecord *const *recs;
+        size_t n = diag_scn_next(s, &recs, &end);
+        for (size_t i = 0; i < n; i++)
+            assert_true(diag_engine_add_step(e, recs[i], end + i) >= 0);
+        assert_true(diag_engine_tick(e, end + 1000) >= 0);
+        drain(e, o);
+    }
+    diag_engine_flush(e, end + 10000000000ULL);
+    drain(e, o);
+    struct diag_engine_stats st;
+    diag_engine_get_stats(e, &st);
+    o->close_ns_avg = st.steps_closed ? (double)st.close_ns_total / st.steps_closed : 0;
+    o->close_ns_max = (double)st.close_ns_max;
+    diag_engine_free(e);
+    diag_scn_free(s);
+}
+
+/* Precision and recall of the pages against the expected (rank, cause). */
+static void check_pages(const char *name, const struct outcome *o, const uint32_t *want,
+                        uint32_t n_want, Argus__V1__Cause cause)
+{
+    uint32_t hit = 0;
+
+    for (uint32_t i = 0; i < o->n_paged; i++)
+        for (uint32_t j = 0; j < n_want; j++)
+            hit += o->paged_rank[i] == want[j] && o->paged_cause[i] == cause;
+    double precision = o->n_paged ? (double)hit / o->n_paged : 1.0;
+    double recall = n_want ? (double)hit / n_want : 1.0;
+    printf("  %-22s precision %.2f recall %.2f (paged %u, expected %u, reports %u, "
+           "l1 spikes %u, close avg %.0f us)\n",
+           name, precision, recall, o->n_paged, n_want, o->reports, o->l1_spikes,
+           o->close_ns_avg / 1e3);
+    if (o->n_paged)
+        printf("    e.g. %s\n", o->first_evidence);
+    for (uint32_t i = 0; i < o->n_paged && precision < 1; i++)
+        printf("    paged rank %u cause %d\n", o->paged_rank[i], o->paged_cause[i]);
+    assert_true(precision == 1.0);
+    assert_true(recall == 1.0);
+}
+
+static void test_healthy_pages_nobody(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_HEALTHY, .tp = 2, .seed = 1};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("healthy", &o, NULL, 0, 0);
+    assert_int_equal(o.reports, 0);
+}
+
+static void test_compute_straggler(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_COMPUTE_STRAGGLER,
+                                .tp = 2,
+                                .seed = 2,
+                                .fault_rank = 37,
+                                .fault_start = 20};
+    uint32_t want[] = {37};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("compute-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
+}
+
+static void test_masked_straggler(void **state)
+{
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_MASKED, .tp = 2, .seed = 3, .fault_rank = 12, .fault_start = 20};
+    uint32_t want[] = {12};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("masked-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+}
+
+static void test_pipeline_stage_straggler(void **state)
+{
+    /* PP=4, TP=2, DP=8: rank 21 = dp 2, pp 2, tp 1. */
+    struct diag_scn_config c = {.fault = DIAG_SCN_PIPELINE,
+                                .tp = 2,
+                                .pp = 4,
+                                .seed = 4,
+                                .fault_rank = 21,
+                                .fault_start = 20};
+    uint32_t want[] = {21};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("pipeline-stage", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+}
+
+static void test_link_degraded_group(void **state)
+{
+    /* TP=4, DP=16: the grad all-reduce communicator of tp=1 (16 ranks, one
+     * whole peer group) is 3x slower. */
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_LINK_GROUP, .tp = 4, .seed = 5, .fault_tp = 1, .fault_start = 20};
+    uint32_t want[16];
+    struct outcome o;
+
+    for (uint32_t d = 0; d < 16; d++)
+        want[d] = d * 4 + 1;
+    run_scenario(&c, STEPS, &o);
+    check_pages("link-degraded-group", &o, want, 16, ARGUS__V1__CAUSE__CAUSE_LINK);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
+}
+
+static void test_jit_stalls_page_nobody(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_JIT, .tp = 2, .seed = 6, .fault_start = 10};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("jit-stalls", &o, NULL, 0, 0);
+    assert_true(o.l1_spikes >= 3); /* stalls at steps 30, 53, 76, 99 (last one open) */
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
+}
+
+static void test_data_skew_is_imbalance(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_DATA_SKEW, .tp = 2, .seed = 7};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("data-skew", &o, NULL, 0, 0);
+    assert_true(o.job_findings[ARGUS__V1__CAUSE__CAUSE_DATA_SKEW] >= 1);
+}
+
+static void test_everyone_slower_is_job_regression(void **state)
+{
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_EVERYONE_SLOWER, .tp = 2, .seed = 8, .fault_start = 50};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("everyone-slower", &o, NULL, 0, 0);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 1);
+}
+
+static void test_silent_rank(void **state)
+{
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_SILENT, .tp = 2, .seed = 9, .fault_rank = 5, .fault_start = 30};
+    uint32_t want[] = {5};
+    struct outcome o;
+
+    run_scenario(&c, 60, &o);
+    check_pages("silent", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_SILENT);
+}
+
+static void test_api_corner_cases(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_HEALTHY, .ranks = 16, .tp = 2, .seed = 10};
+    struct diag_scn *s = diag_scn_new(&c);
+    struct diag_options opt = {.job = diag_scn_job(s), .max_ranks = 16};
+    struct diag_engine *e = diag_engine_new(&opt);
+    Argus__V1__StepRecord *const *recs;
+    Argus__V1__Report **reps;
+    struct diag_engine_stats st;
+    uint64_t end;
+
+    assert_non_null(e);
+    size_t n = diag_scn_next(s, &recs, &end);
+    Argus__V1__StepRecord other = *recs[0];
+    other.job = "someone-else";
+    assert_int_equal(diag_engine_add_step(e, &other, end), -EINVAL);
+    other = *recs[0];
+    other.rank = 16;
+    assert_int_equal(diag_engine_add_step(e, &other, end), -ERANGE);
+    for (size_t i = 0; i + 1 < n; i++)
+        assert_int_equal(diag_engine_add_step(e, recs[i], end), 0);
+    assert_int_equal(diag_engine_add_step(e, recs[0], end), 1); /* duplicate */
+    /* No Resource: the engine cannot know that 16 ranks exist, so the step
+     * stays open until its timeout even when the 16th rank comes. */
+    assert_int_equal(diag_engine_add_step(e, recs[n - 1], end), 0);
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, 0);
+    assert_int_equal(st.duplicates, 1);
+    assert_int_equal(st.rejected, 2);
+    assert_int_equal(diag_engine_tick(e, end + 1000), 0);
+    assert_int_equal(diag_engine_tick(e, end + 60000000000ULL), 1);
+    /* A record of the closed step is late now. */
+    assert_int_equal(diag_engine_add_step(e, recs[1], end + 60000000001ULL), 1);
+    /* Step 1: all 16 ranks reported, the set is learned: it closes at once. */
+    n = diag_scn_next(s, &recs, &end);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(diag_engine_add_step(e, recs[i], end), 0);
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, 2);
+    assert_int_equal(st.late, 1);
+    assert_int_equal(diag_engine_take_reports(e, &reps), 0);
+    assert_null(reps);
+    diag_engine_free(e);
+    diag_engine_free(NULL);
+    diag_scn_free(s);
+}
+
+/* Cost per closed step with ranks ranks (TP=8, PP=4). */
+static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_ms)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_COMPUTE_STRAGGLER,
+                                .ranks = ranks,
+                                .tp = 8,
+                                .pp = 4,
+                                .seed = 11,
+                                .fault_rank = ranks / 3,
+                                .fault_start = 2};
+    struct diag_scn *s = diag_scn_new(&c);
+    struct diag_options opt = {0};
+    struct diag_engine_stats st;
+    size_t nres;
+    uint64_t end;
+
+    assert_non_null(s);
+    struct diag_engine *e = diag_engine_new(&opt);
+    assert_non_null(e);
+    Argus__V1__Resource *const *res = diag_scn_resources(s, &nres);
+    for (size_t i = 0; i < nres; i++)
+        assert_int_equal(diag_engine_add_resource(e, res[i]), 0);
+    for (uint32_t k = 0; k < steps; k++) {
+        Argus__V1__StepRecord *const *recs;
+        size_t n = diag_scn_next(s, &recs, &end);
+        for (size_t i = 0; i < n; i++)
+            assert_true(diag_engine_add_step(e, recs[i], end) >= 0);
+    }
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, steps);
+    *avg_ms = (double)st.close_ns_total / st.steps_closed / 1e6;
+    *max_ms = (double)st.close_ns_max / 1e6;
+    Argus__V1__Report **reps;
+    size_t nr = diag_engine_take_reports(e, &reps);
+    for (size_t i = 0; i < nr; i++)
+        diag_report_free(reps[i]);
+    free(reps);
+    diag_engine_free(e);
+    diag_scn_free(s);
+}
+
+static void test_cost_per_closed_step(void **state)
+{
+    double avg, max;
+
+    measure(1024, 12, &avg, &max);
+    printf("  1,024 ranks: %.2f ms per closed step (max %.2f ms)\n", avg, max);
+    assert_true(max < 1000);
+    measure(10240, 6, &avg, &max);
+    printf("  10,240 ranks: %.2f ms per closed step (max %.2f ms)\n", avg, max);
+    assert_true(max < 1000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_healthy_pages_nobody),
+        cmocka_unit_test(test_compute_straggler),
+        cmocka_unit_test(test_masked_straggler),
+        cmocka_unit_test(test_pipeline_stage_straggler),
+        cmocka_unit_test(test_link_degraded_group),
+        cmocka_unit_test(test_jit_stalls_page_nobody),
+        cmocka_unit_test(test_data_skew_is_imbalance),
+        cmocka_unit_test(test_everyone_slower_is_job_regression),
+        cmocka_unit_test(test_silent_rank),
+        cmocka_unit_test(test_api_corner_cases),
+        cmocka_unit_test(test_cost_per_closed_step),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
