@@ -42,7 +42,7 @@ void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
     if (l->o.host_late_frac <= 0)
         l->o.host_late_frac = 0.05;
     if (l->o.offset_alpha <= 0 || l->o.offset_alpha > 1)
-        l->o.offset_alpha = 0.3;
+        l->o.offset_alpha = 0.1;
     if (l->o.abs_floor_ns <= 0)
         l->o.abs_floor_ns = 20000;
     if (l->o.rel_floor <= 0)
@@ -58,7 +58,8 @@ void diag_l2_free(struct diag_l2 *l)
     free(l->resid);
     free(l->vals);
     free(l->scratch);
-    free(l->resid_n);
+    free(l->resid_w);
+    free(l->prev);
     free(l->who);
     free(l->cand);
     free(l->table);
@@ -104,7 +105,8 @@ static int reserve(struct diag_l2 *l, uint32_t cap, size_t colls)
         err = err ? err : grow((void **)&l->resid, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->vals, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->resid_n, o, c, sizeof(uint32_t));
+        err = err ? err : grow((void **)&l->resid_w, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->prev, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->who, o, c, sizeof(uint32_t));
         err = err ? err : grow((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
         if (err)
@@ -160,14 +162,15 @@ static void table_build(struct diag_l2 *l, const struct diag_frame *f)
     }
 }
 
-/* One Jacobi round: each rank's offset moves by alpha times its mean
- * residual end time against the members of its collectives. */
-static void offsets_round(struct diag_l2 *l, const struct diag_frame *f, double alpha)
+/* One Jacobi round: each rank's offset moves to where its collective end
+ * times agree with its peers', each call weighted by its number of peers (a
+ * 32-member all-reduce says more than a pair on the same node). */
+static void offsets_round(struct diag_l2 *l, const struct diag_frame *f)
 {
     for (size_t i = 0; i < l->table_cap; i++)
         l->table[i].sum_end = 0;
     memset(l->resid, 0, l->cap * sizeof(double));
-    memset(l->resid_n, 0, l->cap * sizeof(uint32_t));
+    memset(l->resid_w, 0, l->cap * sizeof(double));
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
         l->table[l->slot_of[i]].sum_end += (double)c->end - l->offset[c->rank];
@@ -177,12 +180,30 @@ static void offsets_round(struct diag_l2 *l, const struct diag_frame *f, double 
         const struct diag_l2_entry *e = &l->table[l->slot_of[i]];
         if (e->count < 2)
             continue;
-        l->resid[c->rank] += (double)c->end - l->offset[c->rank] - e->sum_end / e->count;
-        l->resid_n[c->rank]++;
+        double w = e->count - 1;
+        l->resid[c->rank] += w * ((double)c->end - l->offset[c->rank] - e->sum_end / e->count);
+        l->resid_w[c->rank] += w;
     }
     for (uint32_t r = 0; r < l->cap; r++)
-        if (l->resid_n[r])
-            l->offset[r] += alpha * l->resid[r] / l->resid_n[r];
+        if (l->resid_w[r] > 0)
+            l->offset[r] += l->resid[r] / l->resid_w[r];
+}
+
+/* This step's offsets by a few rounds from the last estimate, then blended
+ * into it: a running mean over the first steps, an EWMA after. */
+static void estimate_offsets(struct diag_l2 *l, const struct diag_frame *f)
+{
+    if (f->n_colls == 0)
+        return;
+    memcpy(l->prev, l->offset, l->cap * sizeof(double));
+    for (int i = 0; i < (l->offset_steps ? 3 : 6); i++)
+        offsets_round(l, f);
+    double a = 1.0 / (l->offset_steps + 1);
+    if (a < l->o.offset_alpha)
+        a = l->o.offset_alpha;
+    for (uint32_t r = 0; r < l->cap; r++)
+        l->offset[r] = l->prev[r] + a * (l->offset[r] - l->prev[r]);
+    l->offset_steps++;
 }
 
 /* Lateness and transfer time of every call, with clocks aligned. */
@@ -483,9 +504,7 @@ int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag
     if (!gm)
         return -ENOMEM;
     table_build(l, f);
-    for (int i = 0; i < (l->offsets_init ? 1 : 3); i++)
-        offsets_round(l, f, l->offsets_init ? l->o.offset_alpha : 1.0);
-    l->offsets_init = f->n_colls > 0;
+    estimate_offsets(l, f);
     match_colls(l, f);
     res->matched = (uint32_t)f->n_colls;
     for (uint32_t r = 0; r < l->cap; r++)

@@ -35,7 +35,7 @@ struct diag_l2_options {
     double link_ratio;     /* transfer / group median above this (1.3) */
     double group_ratio;    /* group transfer / median of its stage's groups (1.5) */
     double host_late_frac; /* lateness above this fraction of the step (0.05) */
-    double offset_alpha;   /* clock offset EWMA weight per step (0.3) */
+    double offset_alpha;   /* clock offset EWMA weight per step, after a running mean (0.1) */
     double abs_floor_ns;   /* MAD floor in ns (20,000) */
     double rel_floor;      /* MAD floor relative to the median (0.01) */
 };
@@ -58,10 +58,10 @@ struct diag_l2_entry;
 struct diag_l2 {
     struct diag_l2_options o;
     uint32_t cap;
-    double *offset; /* ns to subtract from each rank's clock */
-    bool offsets_init;
-    double *late, *arr_late, *transfer, *resid, *vals, *scratch;
-    uint32_t *resid_n, *who;
+    double *offset;        /* ns to subtract from each rank's clock */
+    uint64_t offset_steps; /* steps that contributed to the offsets */
+    double *late, *arr_late, *transfer, *resid, *resid_w, *prev, *vals, *scratch;
+    uint32_t *who;
     struct diag_l2_cand *cand;
     struct diag_l2_entry *table;
     uint32_t *slot_of;

@@ -80,8 +80,13 @@ static void drain(struct diag_engine *e, struct outcome *o)
 }
 
 /* Run a scenario through a fresh engine. */
-static void run_scenario(const struct diag_scn_config *c, uint32_t steps, struct outcome *o)
+static void run_scenario(const struct diag_scn_config *cfg, uint32_t steps, struct outcome *o)
 {
+    struct diag_scn_config c0 = *cfg;
+    const struct diag_scn_config *c = &c0;
+    /* DIAG_SEED=n reruns every scenario with other random draws. */
+    if (getenv("DIAG_SEED"))
+        c0.seed += strtoull(getenv("DIAG_SEED"), NULL, 10) * 1000;
     struct diag_scn *s = diag_scn_new(c);
     struct diag_options opt = {.step_timeout_ns = 2000000000ULL};
     size_t nres;
