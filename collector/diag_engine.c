@@ -39,7 +39,8 @@ struct diag_engine {
     uint32_t world_size; /* largest Resource.world_size: ranks [0, it) exist */
     bool learned;        /* the rank set is known: world_size, or one step timed out */
     bool groups_dirty;
-    struct diag_groups groups;
+    struct diag_groups groups;  /* work groups: (pp, tp) */
+    struct diag_groups xgroups; /* expert groups: (pp, ep) */
     struct diag_dict dict;
     struct diag_frame *frames; /* max_open_steps slots, step % max_open */
     bool started;
@@ -110,6 +111,7 @@ void diag_engine_free(struct diag_engine *e)
     free(e->ri);
     free(e->coords);
     diag_groups_free(&e->groups);
+    diag_groups_free(&e->xgroups);
     for (uint32_t i = 0; e->frames && i < e->o.max_open_steps; i++)
         diag_frame_free(&e->frames[i]);
     free(e->frames);
@@ -245,11 +247,16 @@ static const Argus__V1__Cause cause_of[DIAG_CAUSE_N] = {
     [DIAG_CAUSE_HOST] = ARGUS__V1__CAUSE__CAUSE_HOST,
 };
 
+static const char *group_label_of(const struct diag_groups *gs, uint32_t rank)
+{
+    uint32_t g = rank < gs->n_ranks ? gs->group_of[rank] : DIAG_GROUP_NONE;
+
+    return g == DIAG_GROUP_NONE ? "" : gs->label[g];
+}
+
 static const char *group_label(const struct diag_engine *e, uint32_t rank)
 {
-    uint32_t g = rank < e->groups.n_ranks ? e->groups.group_of[rank] : DIAG_GROUP_NONE;
-
-    return g == DIAG_GROUP_NONE ? "" : e->groups.label[g];
+    return group_label_of(&e->groups, rank);
 }
 
 static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint32_t r, int c)
@@ -258,12 +265,12 @@ static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint3
     struct diag_namer nm = {e->o.name, e->o.name_ctx, &e->dict};
     char ev[512], where[128];
     uint32_t hits = diag_persist_hits(&e->persist, r, c);
+    const char *group = group_label_of(f->expert ? &e->xgroups : &e->groups, r);
 
-    diag_evidence_flag(&nm, f, c, group_label(e, r), hits, e->o.window, ev, sizeof(ev));
+    diag_evidence_flag(&nm, f, c, group, hits, e->o.window, ev, sizeof(ev));
     diag_evidence_where(&nm, f, where, sizeof(where));
-    Argus__V1__Suspect *s =
-        diag_suspect_new(r, e->ri[r].node, e->ri[r].gpu, group_label(e, r), f->level, cause_of[c],
-                         where, f->score, hits, e->o.window, ev);
+    Argus__V1__Suspect *s = diag_suspect_new(r, e->ri[r].node, e->ri[r].gpu, group, f->level,
+                                             cause_of[c], where, f->score, hits, e->o.window, ev);
     return s ? diag_report_add(rep, s) : -ENOMEM;
 }
 
@@ -439,7 +446,8 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     uint32_t trank;
 
     memset(e->flags, 0, (size_t)e->cap * DIAG_CAUSE_N * sizeof(*e->flags));
-    int err = diag_l2_run(&e->l2, f, &e->dict, &e->groups, e->flags, &r2);
+    diag_dict_classify(&e->dict, e->o.name, e->o.name_ctx);
+    int err = diag_l2_run(&e->l2, f, &e->dict, &e->groups, &e->xgroups, e->flags, &r2);
     err = err ? err : diag_l3_run(&e->l3, f, &e->dict, &e->groups, e->flags, &r3);
     if (err)
         return err;
@@ -469,6 +477,7 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
 
     if (e->groups_dirty) {
         err = diag_groups_build(&e->groups, e->coords, e->cap, DIAG_GROUP_WORK);
+        err = err ? err : diag_groups_build(&e->xgroups, e->coords, e->cap, DIAG_GROUP_EXPERT);
         if (err)
             return err;
         e->groups_dirty = false;

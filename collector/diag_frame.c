@@ -1,6 +1,7 @@
 /* Per-step feature extraction: see diag_frame.h. */
 #include "collector/diag_frame.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +163,36 @@ int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
     add_kernels(r, dict, s);
     f->reported++;
     return 0;
+}
+
+static bool expert_name(const char *name)
+{
+    static const char *const words[] = {"expert", "moe", "alltoall", "all_to_all", "all2all"};
+    char low[128];
+    size_t n = 0;
+
+    for (; name[n] && n + 1 < sizeof(low); n++)
+        low[n] = (char)tolower((unsigned char)name[n]);
+    low[n] = 0;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(low, words[i]))
+            return true;
+    return false;
+}
+
+static void classify(uint8_t *cls, const uint64_t *ids, uint32_t n, diag_dict_name_fn fn, void *ctx)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (cls[i] != DIAG_CLASS_UNKNOWN)
+            continue;
+        const char *name = fn ? fn(ctx, ids[i]) : NULL;
+        if (name)
+            cls[i] = expert_name(name) ? DIAG_CLASS_EXPERT : DIAG_CLASS_WORK;
+    }
+}
+
+void diag_dict_classify(struct diag_dict *d, diag_dict_name_fn name, void *ctx)
+{
+    classify(d->phase_class, d->phase, d->n_phase, name, ctx);
+    classify(d->coll_class, d->coll, d->n_coll, name, ctx);
 }

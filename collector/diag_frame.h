@@ -23,14 +23,25 @@
 #define DIAG_QGRID 16       /* points of each quantile function */
 #define DIAG_MAX_CLUSTERS 8 /* clusters used per kernel group */
 
+/* Name of an id, or NULL while unknown (see diag_engine.h). */
+typedef const char *(*diag_dict_name_fn)(void *ctx, uint64_t name_id);
+
+enum diag_name_class {
+    DIAG_CLASS_UNKNOWN = 0, /* name not known yet: treated as work */
+    DIAG_CLASS_WORK = 1,    /* same work across DP replicas: work groups */
+    DIAG_CLASS_EXPERT = 2,  /* expert phase or all-to-all: expert groups */
+};
+
 /* Name-id dictionaries of one job, filled first come first served. */
 struct diag_dict {
     uint64_t phase[DIAG_MAX_PHASES];
+    uint8_t phase_class[DIAG_MAX_PHASES];
     uint32_t n_phase;
     uint64_t kernel[DIAG_MAX_KERNELS];
     uint32_t kernel_stream[DIAG_MAX_KERNELS];
     uint32_t n_kernel;
     uint64_t coll[DIAG_MAX_COLL_NAMES];
+    uint8_t coll_class[DIAG_MAX_COLL_NAMES];
     uint32_t n_coll;
     uint32_t coll_stream[DIAG_MAX_COLL_STREAMS]; /* streams that ran collectives */
     uint32_t n_coll_stream;
@@ -88,7 +99,24 @@ void diag_frame_free(struct diag_frame *f);
 int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
                           const Argus__V1__StepRecord *s);
 
-/* Index of a kernel group's stream in the collective stream list, or -1. */
+/* Whether stream ran collectives in this job. */
 bool diag_dict_is_coll_stream(const struct diag_dict *d, uint32_t stream);
+
+/* Classify the phase and collective names not classified yet through the
+ * name callback: names containing "expert", "moe", "alltoall", "all_to_all"
+ * or "all2all" (any case) are expert work, measured in expert groups; the
+ * rest is work. A name the callback does not know yet stays unknown (treated
+ * as work) and is tried again on the next call. O(names). */
+void diag_dict_classify(struct diag_dict *d, diag_dict_name_fn name, void *ctx);
+
+/* True when phase index p (or collective name index c) is expert work. */
+static inline bool diag_dict_phase_expert(const struct diag_dict *d, uint32_t p)
+{
+    return d->phase_class[p] == DIAG_CLASS_EXPERT;
+}
+static inline bool diag_dict_coll_expert(const struct diag_dict *d, uint32_t c)
+{
+    return d->coll_class[c] == DIAG_CLASS_EXPERT;
+}
 
 #endif

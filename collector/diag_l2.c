@@ -14,7 +14,8 @@ struct diag_l2_cand {
     bool busy_hi, busy_known;
     double lz, lv, lm; /* best high transfer */
     int li;
-    double hz, hv, hm; /* lateness */
+    bool pexpert, lexpert; /* found in expert groups */
+    double hz, hv, hm;     /* lateness */
     bool host_late;
 };
 
@@ -55,6 +56,7 @@ void diag_l2_free(struct diag_l2 *l)
     free(l->late);
     free(l->arr_late);
     free(l->transfer);
+    free(l->calls);
     free(l->resid);
     free(l->vals);
     free(l->scratch);
@@ -102,6 +104,7 @@ static int reserve(struct diag_l2 *l, uint32_t cap, size_t colls)
         err = err ? err : grow((void **)&l->late, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->arr_late, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->transfer, o * nc, c * nc, sizeof(double));
+        err = err ? err : grow((void **)&l->calls, o * nc, c * nc, sizeof(uint32_t));
         err = err ? err : grow((void **)&l->resid, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->vals, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
@@ -212,6 +215,7 @@ static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
     memset(l->late, 0, l->cap * sizeof(double));
     memset(l->arr_late, 0, l->cap * sizeof(double));
     memset(l->transfer, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(double));
+    memset(l->calls, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(uint32_t));
     for (size_t i = 0; i < l->table_cap; i++)
         l->table[i].max_start = -INFINITY;
     for (size_t i = 0; i < f->n_colls; i++) {
@@ -240,8 +244,14 @@ static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
             l->late[c->rank] = late;
         if (arr > l->arr_late[c->rank])
             l->arr_late[c->rank] = arr;
-        l->transfer[(size_t)c->rank * DIAG_MAX_COLL_NAMES + c->name] += xfer > 0 ? xfer : 0;
+        size_t k = (size_t)c->rank * DIAG_MAX_COLL_NAMES + c->name;
+        l->transfer[k] += xfer > 0 ? xfer : 0;
+        l->calls[k]++;
     }
+    /* Mean transfer per call, so evidence reads per call of that name. */
+    for (size_t k = 0; k < (size_t)l->cap * DIAG_MAX_COLL_NAMES; k++)
+        if (l->calls[k] > 1)
+            l->transfer[k] /= l->calls[k];
 }
 
 enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP };
@@ -296,14 +306,14 @@ static bool is_compute_phase(const struct diag_dict *d, uint32_t p)
     return true;
 }
 
-/* Phases and busy time of one group. */
+/* Phases (of the class the groups are for) and busy time of one group. */
 static void scan_compute(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
-                         const uint32_t *mem, uint32_t n)
+                         const uint32_t *mem, uint32_t n, bool expert)
 {
     double med, mad;
 
     for (uint32_t p = 0; p < d->n_phase; p++) {
-        if (!is_compute_phase(d, p))
+        if (!is_compute_phase(d, p) || diag_dict_phase_expert(d, p) != expert)
             continue;
         uint32_t k = metric_stats(l, f, mem, n, M_PHASE, (int)p, &med, &mad);
         for (uint32_t i = 0; k >= 4 && i < k; i++) {
@@ -314,9 +324,12 @@ static void scan_compute(struct diag_l2 *l, const struct diag_frame *f, const st
                 c->pv = l->vals[i];
                 c->pm = med;
                 c->pi = (int)p;
+                c->pexpert = expert;
             }
         }
     }
+    if (expert)
+        return;
     uint32_t k = metric_stats(l, f, mem, n, M_BUSY, 0, &med, &mad);
     for (uint32_t i = 0; k >= 4 && i < k; i++) {
         struct diag_l2_cand *c = &l->cand[l->who[i]];
@@ -326,13 +339,16 @@ static void scan_compute(struct diag_l2 *l, const struct diag_frame *f, const st
     }
 }
 
-/* Transfer times and lateness of one group. */
+/* Transfer times (of the class the groups are for) and lateness of one
+ * group. */
 static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
-                       const uint32_t *mem, uint32_t n)
+                       const uint32_t *mem, uint32_t n, bool expert)
 {
     double med, mad, step_med, step_mad;
 
     for (uint32_t cn = 0; cn < d->n_coll; cn++) {
+        if (diag_dict_coll_expert(d, cn) != expert)
+            continue;
         uint32_t k = metric_stats(l, f, mem, n, M_XFER, (int)cn, &med, &mad);
         for (uint32_t i = 0; k >= 4 && i < k; i++) {
             struct diag_l2_cand *c = &l->cand[l->who[i]];
@@ -342,9 +358,12 @@ static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const stru
                 c->lv = l->vals[i];
                 c->lm = med;
                 c->li = (int)cn;
+                c->lexpert = expert;
             }
         }
     }
+    if (expert)
+        return;
     metric_stats(l, f, mem, n, M_STEP, 0, &step_med, &step_mad);
     uint32_t k = metric_stats(l, f, mem, n, M_LATE, 0, &med, &mad);
     for (uint32_t i = 0; k >= 4 && i < k; i++) {
@@ -356,15 +375,19 @@ static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const stru
     }
 }
 
+#define FLAG_GROUP_WIDE 1u
+#define FLAG_EXPERT 2u
+
 static void flag_set(struct diag_flag *flags, uint32_t r, int cause, int kind, int idx, double v,
-                     double med, double score, bool group_wide)
+                     double med, double score, unsigned bits)
 {
     struct diag_flag *fl = &flags[(size_t)r * DIAG_CAUSE_N + cause];
 
     if (fl->set)
         return;
     *fl = (struct diag_flag){.set = true,
-                             .group_wide = group_wide,
+                             .group_wide = bits & FLAG_GROUP_WIDE,
+                             .expert = bits & FLAG_EXPERT,
                              .level = ARGUS__V1__LEVEL__LEVEL_L2_PHASE,
                              .kind = (uint8_t)kind,
                              .index = (uint8_t)idx,
@@ -375,12 +398,15 @@ static void flag_set(struct diag_flag *flags, uint32_t r, int cause, int kind, i
 
 /* A whole group's transfer time against the other groups of its stage. */
 static void link_groups(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
-                        const struct diag_groups *g, double *gm, struct diag_flag *flags)
+                        const struct diag_groups *g, bool expert, double *gm,
+                        struct diag_flag *flags)
 {
     double med, mad, ref[256];
     uint32_t n, idx[256];
 
     for (uint32_t cn = 0; cn < d->n_coll; cn++) {
+        if (diag_dict_coll_expert(d, cn) != expert)
+            continue;
         for (uint32_t gi = 0; gi < g->n_groups; gi++) {
             const uint32_t *mem = diag_groups_members(g, gi, &n);
             gm[gi] = metric_stats(l, f, mem, n, M_XFER, (int)cn, &med, &mad) >= 2 ? med : 0;
@@ -409,7 +435,8 @@ static void link_groups(struct diag_l2 *l, const struct diag_frame *f, const str
                 for (uint32_t i = 0; i < n; i++)
                     if (mem[i] < f->cap && f->ranks[mem[i]].present)
                         flag_set(flags, mem[i], DIAG_CAUSE_LINK, DIAG_WHERE_COLL, (int)cn,
-                                 gm[idx[j]], rmed, gm[idx[j]] / rmed, true);
+                                 gm[idx[j]], rmed, gm[idx[j]] / rmed,
+                                 FLAG_GROUP_WIDE | (expert ? FLAG_EXPERT : 0));
             }
         }
     }
@@ -426,16 +453,19 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
             res->late_ns = l->late[r];
             res->late_rank = r;
         }
-        if (c->pi >= 0 && (c->busy_hi || !c->busy_known))
+        /* Expert phases vary with routing: kernel busy time (compared in
+         * work groups) cannot corroborate them. */
+        if (c->pi >= 0 && (c->busy_hi || !c->busy_known || c->pexpert))
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
-                     false);
+                     c->pexpert ? FLAG_EXPERT : 0);
         else if (c->pi >= 0)
             res->waiting++;
         if (c->li >= 0)
-            flag_set(flags, r, DIAG_CAUSE_LINK, DIAG_WHERE_COLL, c->li, c->lv, c->lm, c->lz, false);
+            flag_set(flags, r, DIAG_CAUSE_LINK, DIAG_WHERE_COLL, c->li, c->lv, c->lm, c->lz,
+                     c->lexpert ? FLAG_EXPERT : 0);
         bool linked = flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_LINK].set;
         if (c->host_late && c->pi < 0 && !linked)
-            flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, false);
+            flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, 0);
     }
 }
 
@@ -488,10 +518,24 @@ static void phase_history(struct diag_l2 *l, const struct diag_frame *f, const s
     }
 }
 
+/* Scan every group of one kind (work or expert). */
+static void scan_groups(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                        const struct diag_groups *g, bool expert)
+{
+    for (uint32_t gi = 0; gi < g->n_groups; gi++) {
+        uint32_t n;
+        const uint32_t *mem = diag_groups_members(g, gi, &n);
+        scan_compute(l, f, d, mem, n, expert);
+        scan_colls(l, f, d, mem, n, expert);
+    }
+}
+
 int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
-                const struct diag_groups *g, struct diag_flag *flags, struct diag_l2_result *res)
+                const struct diag_groups *g, const struct diag_groups *xg, struct diag_flag *flags,
+                struct diag_l2_result *res)
 {
     uint32_t cap = f->cap > g->n_ranks ? f->cap : g->n_ranks;
+    uint32_t ng = xg && xg->n_groups > g->n_groups ? xg->n_groups : g->n_groups;
     int err = reserve(l, cap, f->n_colls);
     double *gm = NULL;
 
@@ -500,7 +544,7 @@ int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag
     res->job_phase = -1;
     if (err)
         return err;
-    gm = malloc((g->n_groups ? g->n_groups : 1) * sizeof(*gm));
+    gm = malloc((ng ? ng : 1) * sizeof(*gm));
     if (!gm)
         return -ENOMEM;
     table_build(l, f);
@@ -509,13 +553,12 @@ int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag
     res->matched = (uint32_t)f->n_colls;
     for (uint32_t r = 0; r < l->cap; r++)
         l->cand[r] = (struct diag_l2_cand){.pi = -1, .li = -1};
-    for (uint32_t gi = 0; gi < g->n_groups; gi++) {
-        uint32_t n;
-        const uint32_t *mem = diag_groups_members(g, gi, &n);
-        scan_compute(l, f, d, mem, n);
-        scan_colls(l, f, d, mem, n);
+    scan_groups(l, f, d, g, false);
+    link_groups(l, f, d, g, false, gm, flags);
+    if (xg) {
+        scan_groups(l, f, d, xg, true);
+        link_groups(l, f, d, xg, true, gm, flags);
     }
-    link_groups(l, f, d, g, gm, flags);
     decide(l, f, flags, res);
     phase_history(l, f, d, res);
     free(gm);

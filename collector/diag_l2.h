@@ -9,7 +9,8 @@
  *   lateness = own start (or host arrival, whichever is later) - the
  *              members' mean: the culprit arrives last, and its collective
  *              looks shortest; a rank's lateness is its worst call,
- *   transfer = own end - last member's start (the part that is not waiting).
+ *   transfer = own end - last member's start (the part that is not waiting),
+ *              averaged over the rank's calls of that name.
  * Cause per rank and step:
  *   COMPUTE  a compute phase is high and so is the rank's own kernel busy time
  *            (a phase that is long only because it waited inside - a pipeline
@@ -61,7 +62,7 @@ struct diag_l2 {
     double *offset;        /* ns to subtract from each rank's clock */
     uint64_t offset_steps; /* steps that contributed to the offsets */
     double *late, *arr_late, *transfer, *resid, *resid_w, *prev, *vals, *scratch;
-    uint32_t *who;
+    uint32_t *who, *calls;
     struct diag_l2_cand *cand;
     struct diag_l2_entry *table;
     uint32_t *slot_of;
@@ -79,10 +80,13 @@ void diag_l2_free(struct diag_l2 *l);
 void diag_l2_rebase(struct diag_l2 *l);
 
 /* Analyse closed frame f: fills flags[rank * DIAG_CAUSE_N + cause] (level
- * L2) for ranks [0, f->cap) and *res. Returns 0 or -ENOMEM. O(ranks +
- * collective calls). */
+ * L2) for ranks [0, f->cap) and *res. Work phases and collectives are
+ * compared within the work groups g, expert ones (diag_dict_classify) within
+ * the expert groups xg (NULL: everything in g). Returns 0 or -ENOMEM.
+ * O(ranks + collective calls). */
 int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
-                const struct diag_groups *g, struct diag_flag *flags, struct diag_l2_result *res);
+                const struct diag_groups *g, const struct diag_groups *xg, struct diag_flag *flags,
+                struct diag_l2_result *res);
 
 /* Current clock offset estimate of rank (ns, relative: only differences
  * between ranks mean anything). */

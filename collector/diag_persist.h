@@ -30,6 +30,7 @@ enum diag_where_kind {
 struct diag_flag {
     bool set;
     bool group_wide; /* the whole peer group was flagged against other groups */
+    bool expert;     /* found in the expert groups (else the work groups) */
     uint8_t level;   /* ARGUS__V1__LEVEL__* */
     uint8_t kind;    /* enum diag_where_kind */
     uint8_t index;

@@ -300,7 +300,9 @@ static void tp_colls(struct diag_scn *s, uint32_t idx)
             for (uint32_t t = 0; t < s->c.tp; t++)
                 mem[t] = rank_at(s, d, p, t);
             uint64_t comm = 0x7000000000000000ULL | ((uint64_t)d << 16) | p;
-            sync_comm(s, mem, s->c.tp, TP_XFER_NS * noise(s, 0.03), comm,
+            bool slow = s->c.fault == DIAG_SCN_LINK_TP && s->step >= s->c.fault_start &&
+                        d == dp_of(s, s->c.fault_rank) && p == pp_of(s, s->c.fault_rank);
+            sync_comm(s, mem, s->c.tp, TP_XFER_NS * (slow ? 3 : 1) * noise(s, 0.03), comm,
                       s->step * N_TP_COLLS + idx, s->ids[NM_TP]);
         }
 }

@@ -29,6 +29,7 @@ enum diag_scn_fault {
     DIAG_SCN_DATA_SKEW,         /* a random rank 1.5-2x each step */
     DIAG_SCN_EVERYONE_SLOWER,   /* all compute 1.3x from fault_start */
     DIAG_SCN_SILENT,            /* fault_rank stops reporting at fault_start */
+    DIAG_SCN_LINK_TP,           /* the TP communicator of fault_rank's replica 3x transfer */
 };
 
 struct diag_scn_config {

@@ -210,6 +210,21 @@ static void test_link_degraded_group(void **state)
     assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
 }
 
+static void test_link_degraded_tp_group(void **state)
+{
+    /* TP=4: the NVLink of replica 5 (ranks 20-23) is 3x slower. Their phases
+     * grow too (they wait inside them) and the whole job waits for them at
+     * the grad all-reduce: still a link, on those four ranks only. */
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_LINK_TP, .tp = 4, .seed = 12, .fault_rank = 21, .fault_start = 20};
+    uint32_t want[] = {20, 21, 22, 23};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("link-degraded-tp", &o, want, 4, ARGUS__V1__CAUSE__CAUSE_LINK);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
+}
+
 static void test_jit_stalls_page_nobody(void **state)
 {
     struct diag_scn_config c = {.fault = DIAG_SCN_JIT, .tp = 2, .seed = 6, .fault_start = 10};
@@ -361,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_masked_straggler),
         cmocka_unit_test(test_pipeline_stage_straggler),
         cmocka_unit_test(test_link_degraded_group),
+        cmocka_unit_test(test_link_degraded_tp_group),
         cmocka_unit_test(test_jit_stalls_page_nobody),
         cmocka_unit_test(test_data_skew_is_imbalance),
         cmocka_unit_test(test_everyone_slower_is_job_regression),

@@ -86,7 +86,7 @@ static void run(const double *fwd, const double *late, const double *skew, struc
         assert_int_equal(diag_frame_add_record(&f, &d, &x[r].s), 0);
     assert_int_equal(diag_frame_add_record(&f, &d, &x[2].s), 1); /* duplicate */
     memset(flags, 0, RANKS * DIAG_CAUSE_N * sizeof(*flags));
-    assert_int_equal(diag_l2_run(l2, &f, &d, &g, flags, res), 0);
+    assert_int_equal(diag_l2_run(l2, &f, &d, &g, NULL, flags, res), 0);
     diag_frame_free(&f);
     diag_groups_free(&g);
 }
@@ -184,12 +184,101 @@ static void test_clock_offsets_from_generated_job(void **state)
     diag_scn_free(s);
 }
 
+static bool know_moe = true;
+
+static const char *moe_names(void *ctx, uint64_t id)
+{
+    switch (id) {
+    case 11:
+        return "forward";
+    case 33:
+        return know_moe ? "MoE_experts" : NULL;
+    case 44:
+        return "ncclAllToAll";
+    default:
+        return NULL;
+    }
+}
+
+static void test_name_classes(void **state)
+{
+    struct diag_dict d = {0};
+
+    d.n_phase = 2;
+    d.phase[0] = 11;
+    d.phase[1] = 33;
+    d.n_coll = 1;
+    d.coll[0] = 44;
+    know_moe = false;
+    diag_dict_classify(&d, moe_names, NULL);
+    assert_int_equal(d.phase_class[0], DIAG_CLASS_WORK);
+    assert_int_equal(d.phase_class[1], DIAG_CLASS_UNKNOWN); /* name not known yet */
+    assert_true(diag_dict_coll_expert(&d, 0));
+    know_moe = true;
+    diag_dict_classify(&d, moe_names, NULL);
+    assert_true(diag_dict_phase_expert(&d, 1));
+    assert_false(diag_dict_phase_expert(&d, 0));
+}
+
+/* 16 ranks, EP=4: the expert phase takes 10 ms on even EP ranks and 20 ms on
+ * odd ones (different experts, different load); rank 5 (ep 1) takes 24 ms. */
+static void test_expert_phase_in_expert_groups(void **state)
+{
+    enum { N = 16 };
+    struct diag_frame f = {0};
+    struct diag_dict d = {0};
+    struct diag_groups g = {0}, xg = {0};
+    struct diag_coord co[N];
+    struct diag_flag flags[N * DIAG_CAUSE_N];
+    struct diag_l2_result res;
+    struct diag_l2 l2;
+    struct diag_l2_options o = {0};
+
+    for (uint32_t r = 0; r < N; r++)
+        co[r] = (struct diag_coord){.known = true, .present = true, .ep = r % 4, .dp = r};
+    assert_int_equal(diag_groups_build(&g, co, N, DIAG_GROUP_WORK), 0);
+    assert_int_equal(diag_groups_build(&xg, co, N, DIAG_GROUP_EXPERT), 0);
+    assert_int_equal(diag_frame_reserve(&f, N), 0);
+    diag_frame_reset(&f, 0, 0);
+    d.n_phase = 2;
+    d.phase[0] = 11;
+    d.phase[1] = 33;
+    diag_dict_classify(&d, moe_names, NULL);
+    for (uint32_t r = 0; r < N; r++) {
+        f.ranks[r].present = true;
+        f.ranks[r].duration_ns = 50 * MS;
+        f.ranks[r].phase_ns[0] = 10 * MS + r * 1000;
+        f.ranks[r].phase_ns[1] = ((r % 2) ? 20 : 10) * MS + r * 1000;
+    }
+    f.ranks[5].phase_ns[1] = 24 * MS;
+    f.reported = N;
+    diag_l2_init(&l2, &o);
+    /* Compared with everyone, the bimodal expert phase hides rank 5. */
+    memset(flags, 0, sizeof(flags));
+    assert_int_equal(diag_l2_run(&l2, &f, &d, &g, NULL, flags, &res), 0);
+    for (int r = 0; r < N; r++)
+        assert_false(is_set(flags, r, DIAG_CAUSE_COMPUTE));
+    /* Within its expert group it stands out, and nobody else does. */
+    memset(flags, 0, sizeof(flags));
+    assert_int_equal(diag_l2_run(&l2, &f, &d, &g, &xg, flags, &res), 0);
+    for (int r = 0; r < N; r++)
+        assert_int_equal(is_set(flags, r, DIAG_CAUSE_COMPUTE), r == 5);
+    assert_true(flags[5 * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE].expert);
+    assert_int_equal(flags[5 * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE].index, 1);
+    diag_l2_free(&l2);
+    diag_frame_free(&f);
+    diag_groups_free(&g);
+    diag_groups_free(&xg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_late_arrival_with_skewed_clocks),
         cmocka_unit_test(test_masked_compute_straggler),
         cmocka_unit_test(test_clock_offsets_from_generated_job),
+        cmocka_unit_test(test_name_classes),
+        cmocka_unit_test(test_expert_phase_in_expert_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
