@@ -12,6 +12,7 @@
 #include "collector/diag_frame.h"
 #include "collector/diag_groups.h"
 #include "collector/diag_persist.h"
+#include "collector/diag_steps.h"
 
 #define SPIKE_RING 8
 
@@ -42,9 +43,7 @@ struct diag_engine {
     struct diag_groups groups;  /* work groups: (pp, tp) */
     struct diag_groups xgroups; /* expert groups: (pp, ep) */
     struct diag_dict dict;
-    struct diag_frame *frames; /* max_open_steps slots, step % max_open */
-    bool started;
-    uint64_t next_step; /* lowest step not closed */
+    struct diag_steps win; /* open steps */
     struct diag_flag *flags;
     struct diag_l1 l1;
     struct diag_l2 l2;
@@ -77,6 +76,8 @@ static void options_defaults(struct diag_options *o)
         o->report_every = o->window;
     if (!o->skew_min_ranks)
         o->skew_min_ranks = 4;
+    if (!o->max_step_jump)
+        o->max_step_jump = 1000000;
 }
 
 struct diag_engine *diag_engine_new(const struct diag_options *o)
@@ -90,8 +91,7 @@ struct diag_engine *diag_engine_new(const struct diag_options *o)
     options_defaults(&e->o);
     e->job = e->o.job ? strdup(e->o.job) : NULL;
     e->o.job = NULL;
-    e->frames = calloc(e->o.max_open_steps, sizeof(*e->frames));
-    if ((o && o->job && !e->job) || !e->frames) {
+    if ((o && o->job && !e->job) || diag_steps_init(&e->win, e->o.max_open_steps)) {
         diag_engine_free(e);
         return NULL;
     }
@@ -112,9 +112,7 @@ void diag_engine_free(struct diag_engine *e)
     free(e->coords);
     diag_groups_free(&e->groups);
     diag_groups_free(&e->xgroups);
-    for (uint32_t i = 0; e->frames && i < e->o.max_open_steps; i++)
-        diag_frame_free(&e->frames[i]);
-    free(e->frames);
+    diag_steps_free(&e->win);
     free(e->flags);
     diag_l2_free(&e->l2);
     diag_l3_free(&e->l3);
@@ -148,9 +146,8 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
     if (!fl)
         return -ENOMEM;
     e->flags = fl;
-    for (uint32_t i = 0; i < e->o.max_open_steps; i++)
-        if (diag_frame_reserve(&e->frames[i], cap))
-            return -ENOMEM;
+    if (diag_steps_reserve(&e->win, cap))
+        return -ENOMEM;
     if (diag_persist_reserve(&e->persist, cap))
         return -ENOMEM;
     memset(ri + e->cap, 0, (size_t)(cap - e->cap) * sizeof(*ri));
@@ -486,8 +483,6 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
     if (!rep)
         return -ENOMEM;
     err = analyse(e, f, rep);
-    f->used = false;
-    e->next_step = f->step + 1;
     e->st.steps_closed++;
     e->st.steps_timed_out += timed_out;
     if (!err && rep->n_suspects) {
@@ -506,30 +501,21 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
     return err;
 }
 
-/* Close the oldest open steps that are complete or timed out (force: all up
- * to and including step `upto`). Returns the number closed or -errno. */
-static int close_ready(struct diag_engine *e, uint64_t now_ns, bool force, uint64_t upto)
+/* Close the oldest open steps that are complete or timed out, and those
+ * before force_upto. Returns the number closed or -errno. */
+static int close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto)
 {
+    struct diag_frame *f;
+    bool complete;
     int closed = 0;
 
-    while (e->started) {
-        struct diag_frame *f = &e->frames[e->next_step % e->o.max_open_steps];
-        bool used = f->used && f->step == e->next_step;
-        if (!used) {
-            bool later = false;
-            for (uint32_t i = 0; i < e->o.max_open_steps; i++)
-                later = later || (e->frames[i].used && e->frames[i].step > e->next_step);
-            if (!later)
-                break;
-            e->next_step++; /* nobody reported this step */
-            continue;
-        }
-        bool done = e->learned && f->reported >= e->n_present - e->n_silent;
-        bool timeout = now_ns >= f->first_ns + e->o.step_timeout_ns;
-        bool forced = force && f->step <= upto;
-        if (!done && !timeout && !forced)
+    for (;;) {
+        uint32_t expect = e->learned ? e->n_present - e->n_silent : 0;
+        f = diag_steps_ready(&e->win, now_ns, expect, e->o.step_timeout_ns, force_upto, &complete);
+        if (!f)
             break;
-        int err = close_frame(e, f, now_ns, !done);
+        int err = close_frame(e, f, now_ns, !complete);
+        diag_steps_closed(&e->win, f);
         if (err)
             return err;
         e->learned = true; /* after one full timeout, the ranks that exist reported */
@@ -540,33 +526,28 @@ static int close_ready(struct diag_engine *e, uint64_t now_ns, bool force, uint6
 
 int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
+    struct diag_frame *f = NULL;
     int err = check_job(e, s->job);
 
     err = err ? err : reserve_rank(e, s->rank);
+    if (!err && e->win.started && s->step > e->win.next + e->o.max_step_jump)
+        err = -ERANGE; /* a broken or hostile step number would close everything */
     if (err) {
         e->st.rejected++;
         return err;
     }
     mark_present(e, s->rank);
-    if (!e->started) {
-        e->started = true;
-        e->next_step = s->step;
+    int slot = diag_steps_slot(&e->win, s->step, now_ns, &f);
+    if (slot == 2) { /* too far ahead: close the oldest steps to make room */
+        err = close_ready(e, now_ns, s->step - e->win.n + 1);
+        if (err < 0)
+            return err;
+        slot = diag_steps_slot(&e->win, s->step, now_ns, &f);
     }
-    if (s->step < e->next_step) {
+    if (slot != 0) {
         e->st.late++;
         return 1;
     }
-    /* Too far ahead: close the oldest steps to make room. */
-    if (s->step >= e->next_step + e->o.max_open_steps) {
-        err = close_ready(e, now_ns, true, s->step - e->o.max_open_steps);
-        if (err < 0)
-            return err;
-        if (e->next_step < s->step + 1 - e->o.max_open_steps)
-            e->next_step = s->step + 1 - e->o.max_open_steps;
-    }
-    struct diag_frame *f = &e->frames[s->step % e->o.max_open_steps];
-    if (!f->used || f->step != s->step)
-        diag_frame_reset(f, s->step, now_ns);
     err = diag_frame_add_record(f, &e->dict, s);
     if (err < 0)
         return err;
@@ -575,18 +556,18 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
         return 1;
     }
     e->st.records++;
-    err = close_ready(e, now_ns, false, 0);
+    err = close_ready(e, now_ns, DIAG_STEPS_NO_FORCE);
     return err < 0 ? err : 0;
 }
 
 int diag_engine_tick(struct diag_engine *e, uint64_t now_ns)
 {
-    return close_ready(e, now_ns, false, 0);
+    return close_ready(e, now_ns, DIAG_STEPS_NO_FORCE);
 }
 
 int diag_engine_flush(struct diag_engine *e, uint64_t now_ns)
 {
-    return close_ready(e, now_ns, true, UINT64_MAX);
+    return close_ready(e, now_ns, UINT64_MAX);
 }
 
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)

@@ -36,6 +36,7 @@ struct diag_options {
     uint32_t silent_steps;    /* consecutive closed steps without a record (3) */
     uint32_t report_every;    /* re-report firing suspects every so many steps (= window) */
     uint32_t skew_min_ranks;  /* data skew: transient ranks at least (4) */
+    uint64_t max_step_jump;   /* refuse a step this far past the open window (10^6) */
     struct diag_l1_options l1;
     struct diag_l2_options l2;
     struct diag_l3_options l3;
@@ -73,7 +74,8 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
 /* Feed one step record (kept as features; the message stays the caller's).
  * now_ns is the caller's clock (UNIX ns), used for timeouts and report times.
  * May close steps (in step order). Returns 0, 1 when the record was ignored
- * (duplicate or its step already closed), -EINVAL, -ERANGE or -ENOMEM. */
+ * (duplicate or its step already closed), -EINVAL (other job), -ERANGE (rank
+ * over max_ranks, step over max_step_jump ahead) or -ENOMEM. */
 int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, uint64_t now_ns);
 
 /* Close the steps whose timeout passed. Returns the number closed, or a

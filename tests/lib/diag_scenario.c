@@ -374,6 +374,10 @@ static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
         s->ff[r] = s->bf[r] = 1.5 + 0.5 * rnd(s);
         break;
     }
+    case DIAG_SCN_HOST_STRAGGLER:
+        stalled = s->c.fault_rank;
+        *stall_ns = 30 * MS * noise(s, 0.05);
+        break;
     case DIAG_SCN_JIT:
         if (s->step % 23 == 7) {
             stalled = (uint32_t)(rnd(s) * n);

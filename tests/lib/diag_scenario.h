@@ -30,6 +30,7 @@ enum diag_scn_fault {
     DIAG_SCN_EVERYONE_SLOWER,   /* all compute 1.3x from fault_start */
     DIAG_SCN_SILENT,            /* fault_rank stops reporting at fault_start */
     DIAG_SCN_LINK_TP,           /* the TP communicator of fault_rank's replica 3x transfer */
+    DIAG_SCN_HOST_STRAGGLER,    /* fault_rank's host stalls 30 ms before every step's work */
 };
 
 struct diag_scn_config {

@@ -225,6 +225,19 @@ static void test_link_degraded_tp_group(void **state)
     assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
 }
 
+static void test_host_straggler(void **state)
+{
+    /* A rank whose host stalls every step (dataloader, CPU contention): late
+     * at every collective with normal phases: host, not compute. */
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_HOST_STRAGGLER, .tp = 2, .seed = 13, .fault_rank = 42, .fault_start = 20};
+    uint32_t want[] = {42};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("host-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_HOST);
+}
+
 static void test_jit_stalls_page_nobody(void **state)
 {
     struct diag_scn_config c = {.fault = DIAG_SCN_JIT, .tp = 2, .seed = 6, .fault_start = 10};
@@ -315,8 +328,66 @@ static void test_api_corner_cases(void **state)
     diag_scn_free(s);
 }
 
+/* The window of open steps: order, gaps, room, timeouts, hostile steps. */
+static void test_step_window(void **state)
+{
+    Argus__V1__Resource res = ARGUS__V1__RESOURCE__INIT;
+    Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
+    struct diag_options opt = {.step_timeout_ns = 1000, .max_open_steps = 8};
+    struct diag_engine *e = diag_engine_new(&opt);
+    struct diag_engine_stats st;
+
+    assert_non_null(e);
+    res.job = rec.job = "w";
+    res.world_size = 4;
+    assert_int_equal(diag_engine_add_resource(e, &res), 0);
+    rec.duration_ns = 100000000;
+    for (uint32_t r = 0; r < 4; r++) { /* step 0 complete */
+        rec.rank = r;
+        rec.step = 0;
+        assert_int_equal(diag_engine_add_step(e, &rec, 10), 0);
+    }
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, 1);
+    for (uint32_t r = 0; r < 4; r++) { /* step 2 in reverse order; nobody sends 1 */
+        rec.rank = 3 - r;
+        rec.step = 2;
+        assert_int_equal(diag_engine_add_step(e, &rec, 20), 0);
+    }
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, 2);
+    rec.step = 1; /* now late */
+    assert_int_equal(diag_engine_add_step(e, &rec, 30), 1);
+    rec.step = 3; /* one rank of step 3, then step 11: step 3 must make room */
+    assert_int_equal(diag_engine_add_step(e, &rec, 40), 0);
+    rec.step = 11;
+    assert_int_equal(diag_engine_add_step(e, &rec, 41), 0);
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, 3);
+    assert_int_equal(st.steps_timed_out, 1);
+    rec.step = 2000000000ULL; /* a broken step number is refused */
+    assert_int_equal(diag_engine_add_step(e, &rec, 42), -ERANGE);
+    assert_int_equal(diag_engine_tick(e, 41 + 999), 0);
+    assert_int_equal(diag_engine_tick(e, 41 + 1000), 1); /* step 11 timed out */
+    assert_int_equal(diag_engine_flush(e, 5000), 0);
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed, 4);
+    assert_int_equal(st.late, 1);
+    assert_int_equal(st.rejected, 1);
+    diag_engine_free(e);
+}
+
 /* Cost per closed step with ranks ranks (TP=8, PP=4). */
-static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_ms)
+static double now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_ms,
+                    double *ingest_us)
 {
     struct diag_scn_config c = {.fault = DIAG_SCN_COMPUTE_STRAGGLER,
                                 .ranks = ranks,
@@ -337,16 +408,21 @@ static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_
     Argus__V1__Resource *const *res = diag_scn_resources(s, &nres);
     for (size_t i = 0; i < nres; i++)
         assert_int_equal(diag_engine_add_resource(e, res[i]), 0);
+    double add_ns = 0;
     for (uint32_t k = 0; k < steps; k++) {
         Argus__V1__StepRecord *const *recs;
         size_t n = diag_scn_next(s, &recs, &end);
+        double t0 = now_ns();
         for (size_t i = 0; i < n; i++)
             assert_true(diag_engine_add_step(e, recs[i], end) >= 0);
+        add_ns += now_ns() - t0;
     }
     diag_engine_get_stats(e, &st);
     assert_int_equal(st.steps_closed, steps);
     *avg_ms = (double)st.close_ns_total / st.steps_closed / 1e6;
     *max_ms = (double)st.close_ns_max / 1e6;
+    /* add_step time includes the closes it triggered. */
+    *ingest_us = (add_ns - (double)st.close_ns_total) / ((double)steps * ranks) / 1e3;
     Argus__V1__Report **reps;
     size_t nr = diag_engine_take_reports(e, &reps);
     for (size_t i = 0; i < nr; i++)
@@ -358,13 +434,17 @@ static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_
 
 static void test_cost_per_closed_step(void **state)
 {
-    double avg, max;
+    double avg, max, ingest;
 
-    measure(1024, 12, &avg, &max);
-    printf("  1,024 ranks: %.2f ms per closed step (max %.2f ms)\n", avg, max);
+    measure(1024, 12, &avg, &max, &ingest);
+    printf("  1,024 ranks: %.2f ms per closed step (max %.2f ms), ingest %.2f us per record\n", avg,
+           max, ingest);
     assert_true(max < 1000);
-    measure(10240, 6, &avg, &max);
-    printf("  10,240 ranks: %.2f ms per closed step (max %.2f ms)\n", avg, max);
+    /* DIAG_BENCH_STEPS=n measures n steps at 10,240 ranks (default 6). */
+    uint32_t steps = getenv("DIAG_BENCH_STEPS") ? (uint32_t)atoi(getenv("DIAG_BENCH_STEPS")) : 6;
+    measure(10240, steps ? steps : 6, &avg, &max, &ingest);
+    printf("  10,240 ranks: %.2f ms per closed step (max %.2f ms), ingest %.2f us per record\n",
+           avg, max, ingest);
     assert_true(max < 1000);
 }
 
@@ -377,11 +457,13 @@ int main(void)
         cmocka_unit_test(test_pipeline_stage_straggler),
         cmocka_unit_test(test_link_degraded_group),
         cmocka_unit_test(test_link_degraded_tp_group),
+        cmocka_unit_test(test_host_straggler),
         cmocka_unit_test(test_jit_stalls_page_nobody),
         cmocka_unit_test(test_data_skew_is_imbalance),
         cmocka_unit_test(test_everyone_slower_is_job_regression),
         cmocka_unit_test(test_silent_rank),
         cmocka_unit_test(test_api_corner_cases),
+        cmocka_unit_test(test_step_window),
         cmocka_unit_test(test_cost_per_closed_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
