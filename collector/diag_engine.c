@@ -76,6 +76,8 @@ static void options_defaults(struct diag_options *o)
         o->report_every = o->window;
     if (!o->skew_min_ranks)
         o->skew_min_ranks = 4;
+    if (!o->max_reports)
+        o->max_reports = 1024;
     if (!o->max_step_jump)
         o->max_step_jump = 1000000;
 }
@@ -224,8 +226,16 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Queue a report for diag_engine_take_reports; over max_reports the oldest
+ * goes (counted), so a caller that never takes them cannot grow us. */
 static int push_report(struct diag_engine *e, Argus__V1__Report *r)
 {
+    if (e->n_reports >= e->o.max_reports) {
+        diag_report_free(e->reports[0]);
+        memmove(e->reports, e->reports + 1, (e->n_reports - 1) * sizeof(*e->reports));
+        e->n_reports--;
+        e->st.reports_dropped++;
+    }
     Argus__V1__Report **tmp = realloc(e->reports, (e->n_reports + 1) * sizeof(*tmp));
 
     if (!tmp) {

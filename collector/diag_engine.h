@@ -37,6 +37,7 @@ struct diag_options {
     uint32_t report_every;    /* re-report firing suspects every so many steps (= window) */
     uint32_t skew_min_ranks;  /* data skew: transient ranks at least (4) */
     uint64_t max_step_jump;   /* refuse a step this far past the open window (10^6) */
+    uint32_t max_reports;     /* reports kept until taken; the oldest go first (1024) */
     struct diag_l1_options l1;
     struct diag_l2_options l2;
     struct diag_l3_options l3;
@@ -55,7 +56,8 @@ struct diag_engine_stats {
     uint64_t close_ns_total;  /* CPU time spent closing steps */
     uint64_t close_ns_max;
     uint64_t reports;
-    uint64_t names_overflow;
+    uint64_t reports_dropped; /* over max_reports before they were taken */
+    uint64_t names_overflow;  /* phase/kernel/collective names over the DIAG_MAX_* tables */
 };
 
 struct diag_engine;

@@ -1,6 +1,8 @@
 /* Report building: see diag_report.h. */
 #include "collector/diag_report.h"
 
+#include "common/name_id.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -60,7 +62,10 @@ Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, ui
     if (!r)
         return NULL;
     argus__v1__report__init(r);
-    snprintf(id, sizeof(id), "%020" PRIu64 "-%06" PRIu64, created_unix_ns, seq % 1000000);
+    /* Sortable by time; the job hash keeps ids of jobs created in the same
+     * nanosecond apart. */
+    snprintf(id, sizeof(id), "%020" PRIu64 "-%08" PRIx32 "-%06" PRIu64, created_unix_ns,
+             (uint32_t)name_id(job ? job : ""), seq % 1000000);
     r->created_unix_ns = created_unix_ns;
     r->id = strdup(id);
     r->job = dup_or_empty(job);

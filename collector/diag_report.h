@@ -21,7 +21,8 @@ Argus__V1__Suspect *diag_suspect_new(uint32_t rank, const char *node, int32_t gp
                                      Argus__V1__Cause cause, const char *where, double score,
                                      uint32_t persisted, uint32_t window, const char *evidence);
 
-/* A new empty report for job with id "<created 20 digits>-<seq 6 digits>". */
+/* A new empty report for job, id "<created ns, 20 digits>-<job hash, 8 hex>-<seq, 6
+ * digits>" (sorts by creation time). NULL on ENOMEM. */
 Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, uint64_t seq);
 
 /* Append s to r (r takes it; on -ENOMEM s is freed). */

@@ -214,6 +214,8 @@ struct diag_scn *diag_scn_new(const struct diag_scn_config *c)
         s->c.tp = 2;
     if (!s->c.pp)
         s->c.pp = 1;
+    if (s->c.noise <= 0)
+        s->c.noise = 0.02;
     if (s->c.clock_skew_ns == 0)
         s->c.clock_skew_ns = 5 * MS;
     n = s->c.ranks;
@@ -343,6 +345,11 @@ static void pipeline_couple(struct diag_scn *s, bool forward)
             }
 }
 
+static double slow(const struct diag_scn *s, double dflt)
+{
+    return s->c.factor > 0 ? s->c.factor : dflt;
+}
+
 /* Compute factors and host stalls of this step. Returns the stalled rank's
  * stall in ns through *stall (index) or UINT32_MAX. */
 static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
@@ -357,17 +364,17 @@ static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
         return stalled;
     switch (s->c.fault) {
     case DIAG_SCN_COMPUTE_STRAGGLER:
-        s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = 1.6;
+        s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = slow(s, 1.6);
         break;
     case DIAG_SCN_MASKED:
-        s->ff[s->c.fault_rank] = 1.3;
+        s->ff[s->c.fault_rank] = slow(s, 1.3);
         break;
     case DIAG_SCN_PIPELINE:
-        s->bf[s->c.fault_rank] = 1.9;
+        s->bf[s->c.fault_rank] = slow(s, 1.9);
         break;
     case DIAG_SCN_EVERYONE_SLOWER:
         for (uint32_t r = 0; r < n; r++)
-            s->ff[r] = s->bf[r] = 1.3;
+            s->ff[r] = s->bf[r] = slow(s, 1.3);
         break;
     case DIAG_SCN_DATA_SKEW: {
         uint32_t r = (uint32_t)(rnd(s) * n);
@@ -408,10 +415,10 @@ static void fill_kernels(struct diag_scn *s, uint32_t r)
     double cf = (FWD_NS * s->ff[r] + BWD_NS * s->bf[r]) / (FWD_NS + BWD_NS);
     double coll_max = 0, coll_sum = 0;
 
-    set_cluster(&p->cl[0], 300, 150e3 * cf * noise(s, 0.02));
-    set_cluster(&p->cl[1], 120, 120e3 * cf * noise(s, 0.02));
-    set_cluster(&p->cl[2], 200, 8e3 * cf * noise(s, 0.02));
-    set_cluster(&p->cl[3], 40, 30e3 * cf * noise(s, 0.02));
+    set_cluster(&p->cl[0], 300, 150e3 * cf * noise(s, s->c.noise));
+    set_cluster(&p->cl[1], 120, 120e3 * cf * noise(s, s->c.noise));
+    set_cluster(&p->cl[2], 200, 8e3 * cf * noise(s, s->c.noise));
+    set_cluster(&p->cl[3], 40, 30e3 * cf * noise(s, s->c.noise));
     for (uint32_t i = 0; i < s->ncoll[r]; i++) {
         double d = (double)(p->co[i].gpu_end_unix_ns - p->co[i].gpu_start_unix_ns);
         coll_sum += d;
@@ -431,7 +438,7 @@ static void run_phase(struct diag_scn *s, int phase, double base, const double *
         s->phase_start[r] = s->cur[r];
     for (uint32_t part = 0; part < 3; part++) {
         for (uint32_t r = 0; r < n; r++)
-            s->cur[r] += base / 3 * factor[r] * noise(s, 0.02);
+            s->cur[r] += base / 3 * factor[r] * noise(s, s->c.noise);
         if (part < 2)
             tp_colls(s, first_coll + part);
     }
@@ -461,7 +468,7 @@ size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uin
     dp_colls(s);
     for (uint32_t r = 0; r < n; r++) {
         struct rank_pool *p = &s->pool[r];
-        double opt = OPT_NS * noise(s, 0.02);
+        double opt = OPT_NS * noise(s, s->c.noise);
         p->ph[2].start_ns = (uint64_t)(s->cur[r] - s->t0[r]);
         p->ph[2].duration_ns = (uint64_t)opt;
         s->cur[r] += opt;

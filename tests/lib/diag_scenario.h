@@ -43,6 +43,8 @@ struct diag_scn_config {
     uint64_t seed;
     double clock_skew_ns; /* node clock offsets uniform in +-this (5 ms) */
     bool no_kernels;      /* leave kernel summaries out */
+    double noise;         /* relative jitter of every compute segment (0.02) */
+    double factor;        /* slowdown of the faulty thing, 0 = the class default */
 };
 
 struct diag_scn;

@@ -281,6 +281,60 @@ static void test_silent_rank(void **state)
     check_pages("silent", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_SILENT);
 }
 
+static void test_noisy_job(void **state)
+{
+    /* 5% jitter on every compute segment (a noisy cluster): still nobody
+     * paged when healthy, and a 1.25x straggler still found. */
+    struct diag_scn_config h = {.fault = DIAG_SCN_HEALTHY, .tp = 2, .seed = 14, .noise = 0.05};
+    struct diag_scn_config c = {.fault = DIAG_SCN_COMPUTE_STRAGGLER,
+                                .tp = 2,
+                                .seed = 15,
+                                .noise = 0.05,
+                                .factor = 1.25,
+                                .fault_rank = 50,
+                                .fault_start = 20};
+    uint32_t want[] = {50};
+    struct outcome o;
+
+    run_scenario(&h, STEPS, &o);
+    check_pages("healthy-noisy", &o, NULL, 0, 0);
+    assert_int_equal(o.reports, 0);
+    run_scenario(&c, STEPS, &o);
+    check_pages("straggler-1.25x-noisy", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+}
+
+static void test_reports_bounded(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_JIT, .tp = 2, .seed = 6, .fault_start = 10};
+    struct diag_scn *s = diag_scn_new(&c);
+    struct diag_options opt = {.max_reports = 1};
+    struct diag_engine_stats st;
+    Argus__V1__Report **reps;
+    size_t nres;
+    uint64_t end;
+
+    struct diag_engine *e = diag_engine_new(&opt);
+    Argus__V1__Resource *const *res = diag_scn_resources(s, &nres);
+    for (size_t i = 0; i < nres; i++)
+        assert_int_equal(diag_engine_add_resource(e, res[i]), 0);
+    for (int k = 0; k < 80; k++) { /* three stalls, never taken */
+        Argus__V1__StepRecord *const *recs;
+        size_t n = diag_scn_next(s, &recs, &end);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(diag_engine_add_step(e, recs[i], end), 0);
+    }
+    diag_engine_get_stats(e, &st);
+    assert_int_equal(st.reports, 3);
+    assert_int_equal(st.reports_dropped, 2);
+    assert_int_equal(diag_engine_take_reports(e, &reps), 1);
+    assert_int_equal(reps[0]->to_step, 77); /* the newest (stall of step 76) is kept */
+    assert_int_equal(strlen(reps[0]->id), 20 + 1 + 8 + 1 + 6);
+    diag_report_free(reps[0]);
+    free(reps);
+    diag_engine_free(e);
+    diag_scn_free(s);
+}
+
 static void test_api_corner_cases(void **state)
 {
     struct diag_scn_config c = {.fault = DIAG_SCN_HEALTHY, .ranks = 16, .tp = 2, .seed = 10};
@@ -462,6 +516,8 @@ int main(void)
         cmocka_unit_test(test_data_skew_is_imbalance),
         cmocka_unit_test(test_everyone_slower_is_job_regression),
         cmocka_unit_test(test_silent_rank),
+        cmocka_unit_test(test_noisy_job),
+        cmocka_unit_test(test_reports_bounded),
         cmocka_unit_test(test_api_corner_cases),
         cmocka_unit_test(test_step_window),
         cmocka_unit_test(test_cost_per_closed_step),
