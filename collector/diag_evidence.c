@@ -36,7 +36,7 @@ const char *diag_evidence_where(const struct diag_namer *n, const struct diag_fl
 void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, int cause,
                         const char *group, uint32_t hits, uint32_t window, char *buf, size_t len)
 {
-    char where[128], a[32], b[32];
+    char where[128], a[32], b[32], c[32];
 
     diag_evidence_where(n, f, where, sizeof(where));
     diag_fmt_ns(a, sizeof(a), f->value);
@@ -55,8 +55,13 @@ void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, i
     else if (cause == DIAG_CAUSE_HOST)
         snprintf(buf, len,
                  "arrives %s late at collectives vs group median %s, z = %.0f, phases normal, "
+                 "off-CPU %s, persisted %u/%u steps",
+                 a, b, f->score, diag_fmt_ns(c, sizeof(c), f->aux), hits, window);
+    else if (cause == DIAG_CAUSE_COMPUTE && f->aux > 0)
+        snprintf(buf, len,
+                 "%s %s vs group median %s, z = %.0f, own kernel time %.2fx group, "
                  "persisted %u/%u steps",
-                 a, b, f->score, hits, window);
+                 where, a, b, f->score, f->aux, hits, window);
     else
         snprintf(buf, len, "%s%s %s vs group median %s, z = %.0f, persisted %u/%u steps", where,
                  cause == DIAG_CAUSE_LINK ? " transfer" : "", a, b, f->score, hits, window);

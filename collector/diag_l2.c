@@ -15,6 +15,7 @@ struct diag_l2_cand {
     double lz, lv, lm; /* best high transfer */
     int li;
     bool pexpert, lexpert; /* found in expert groups */
+    double busy_ratio;     /* own kernel busy time / group median */
     double hz, hv, hm;     /* lateness */
     bool host_late;
 };
@@ -334,6 +335,7 @@ static void scan_compute(struct diag_l2 *l, const struct diag_frame *f, const st
     for (uint32_t i = 0; k >= 4 && i < k; i++) {
         struct diag_l2_cand *c = &l->cand[l->who[i]];
         c->busy_known = true;
+        c->busy_ratio = med > 0 ? l->vals[i] / med : 0;
         c->busy_hi = diag_stats_robust_z(l->vals[i], med, mad) > l->o.z / 2 &&
                      l->vals[i] > med * (1 + l->o.min_effect / 2);
     }
@@ -455,17 +457,21 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         }
         /* Expert phases vary with routing: kernel busy time (compared in
          * work groups) cannot corroborate them. */
-        if (c->pi >= 0 && (c->busy_hi || !c->busy_known || c->pexpert))
+        struct diag_flag *fl = &flags[(size_t)r * DIAG_CAUSE_N];
+        if (c->pi >= 0 && (c->busy_hi || !c->busy_known || c->pexpert)) {
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
                      c->pexpert ? FLAG_EXPERT : 0);
-        else if (c->pi >= 0)
+            fl[DIAG_CAUSE_COMPUTE].aux = c->busy_known ? c->busy_ratio : 0;
+        } else if (c->pi >= 0)
             res->waiting++;
         if (c->li >= 0)
             flag_set(flags, r, DIAG_CAUSE_LINK, DIAG_WHERE_COLL, c->li, c->lv, c->lm, c->lz,
                      c->lexpert ? FLAG_EXPERT : 0);
         bool linked = flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_LINK].set;
-        if (c->host_late && c->pi < 0 && !linked)
+        if (c->host_late && c->pi < 0 && !linked) {
             flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, 0);
+            fl[DIAG_CAUSE_HOST].aux = (double)f->ranks[r].off_cpu_ns;
+        }
     }
 }
 

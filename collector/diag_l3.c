@@ -191,12 +191,15 @@ static void compare_groups(struct diag_l3 *l, const struct diag_groups *g, int k
         for (uint32_t j = 0; j < m; j++) {
             double own = diag_stats_qmean(l->qs[j], DIAG_QGRID);
             double s = mean > 0 ? diag_stats_w1(l->qs[j], ref, DIAG_QGRID) / mean : 0;
-            if (s > l->o.group_min_rel && own > mean && bad < DIAG_MAX_KERNELS * 4)
-                bad_g[bad++] = l->who[j];
+            if (s > l->o.group_min_rel && own > mean) {
+                if (bad < DIAG_MAX_KERNELS * 4)
+                    bad_g[bad] = l->who[j];
+                bad++;
+            }
         }
         if (bad == 0 || bad * 2 >= m)
             continue; /* half the stage slow is not one bad group */
-        for (uint32_t j = 0; j < bad; j++) {
+        for (uint32_t j = 0; j < bad && j < DIAG_MAX_KERNELS * 4; j++) {
             uint32_t n, gi = bad_g[j];
             const uint32_t *mem = diag_groups_members(g, gi, &n);
             double own = diag_stats_qmean(l->group_ref + (size_t)gi * DIAG_QGRID, DIAG_QGRID);

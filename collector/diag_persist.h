@@ -37,6 +37,7 @@ struct diag_flag {
     double value;  /* the rank's number (ns, or W1 ratio for kernels) */
     double median; /* the reference it was compared with */
     double score;  /* robust z, or W1 / reference mean */
+    double aux;    /* compute: own kernel busy / group median; host: off-CPU ns; else 0 */
 };
 
 struct diag_persist {
