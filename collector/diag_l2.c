@@ -63,6 +63,9 @@ void diag_l2_free(struct diag_l2 *l)
     free(l->scratch);
     free(l->resid_w);
     free(l->prev);
+    free(l->busy_last_ratio);
+    free(l->busy_age);
+    free(l->busy_last);
     free(l->who);
     free(l->cand);
     free(l->table);
@@ -111,6 +114,9 @@ static int reserve(struct diag_l2 *l, uint32_t cap, size_t colls)
         err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->resid_w, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->prev, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->busy_last_ratio, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->busy_age, o, c, sizeof(uint32_t));
+        err = err ? err : grow((void **)&l->busy_last, o, c, sizeof(uint8_t));
         err = err ? err : grow((void **)&l->who, o, c, sizeof(uint32_t));
         err = err ? err : grow((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
         if (err)
@@ -444,11 +450,29 @@ static void link_groups(struct diag_l2 *l, const struct diag_frame *f, const str
     }
 }
 
+/* Kernels may be traced only on some steps (duty cycle): on a step without
+ * them, a rank's kernel busy verdict from its last traced step stands in
+ * for up to DIAG_L2_BUSY_TTL steps. */
+static void remember_busy(struct diag_l2 *l, uint32_t r, struct diag_l2_cand *c)
+{
+    if (c->busy_known) {
+        l->busy_last[r] = c->busy_hi ? 2 : 1;
+        l->busy_last_ratio[r] = c->busy_ratio;
+        l->busy_age[r] = 0;
+        return;
+    }
+    if (l->busy_last[r] && ++l->busy_age[r] <= DIAG_L2_BUSY_TTL) {
+        c->busy_known = true;
+        c->busy_hi = l->busy_last[r] == 2;
+        c->busy_ratio = l->busy_last_ratio[r];
+    }
+}
+
 static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_flag *flags,
                    struct diag_l2_result *res)
 {
     for (uint32_t r = 0; r < f->cap; r++) {
-        const struct diag_l2_cand *c = &l->cand[r];
+        struct diag_l2_cand *c = &l->cand[r];
         if (!f->ranks[r].present)
             continue;
         if (l->late[r] > res->late_ns) {
@@ -458,6 +482,7 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         /* Expert phases vary with routing: kernel busy time (compared in
          * work groups) cannot corroborate them. */
         struct diag_flag *fl = &flags[(size_t)r * DIAG_CAUSE_N];
+        remember_busy(l, r, c);
         if (c->pi >= 0 && (c->busy_hi || !c->busy_known || c->pexpert)) {
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
                      c->pexpert ? FLAG_EXPERT : 0);

@@ -52,6 +52,7 @@ struct diag_l2_result {
 };
 
 #define DIAG_L2_JOB_BUSY (-2)
+#define DIAG_L2_BUSY_TTL 16 /* steps a kernel busy verdict stands in untraced steps */
 
 struct diag_l2_cand; /* per-rank candidates, private */
 struct diag_l2_entry;
@@ -63,6 +64,9 @@ struct diag_l2 {
     uint64_t offset_steps; /* steps that contributed to the offsets */
     double *late, *arr_late, *transfer, *resid, *resid_w, *prev, *vals, *scratch;
     uint32_t *who, *calls;
+    uint8_t *busy_last;      /* last traced step: 0 none, 1 normal, 2 high */
+    uint32_t *busy_age;      /* steps since */
+    double *busy_last_ratio; /* its busy ratio */
     struct diag_l2_cand *cand;
     struct diag_l2_entry *table;
     uint32_t *slot_of;

@@ -476,8 +476,12 @@ size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uin
         p->rec.start_unix_ns = to_unix(s, r, s->t0[r]);
         p->rec.duration_ns = (uint64_t)(s->cur[r] - s->t0[r]);
         p->rec.n_collectives = s->ncoll[r];
-        p->rec.kernel_events = 660 + s->ncoll[r];
         fill_kernels(s, r);
+        bool traced = !s->c.no_kernels && (!s->c.sample_every || s->step % s->c.sample_every == 0);
+        p->rec.sampled = traced;
+        p->rec.kernels = traced ? p->kgp : NULL;
+        p->rec.n_kernels = traced ? N_KERNELS : 0;
+        p->rec.kernel_events = traced ? 660 + s->ncoll[r] : 0;
         if (s->cur[r] > last)
             last = s->cur[r];
         s->cur[r] += 0.1 * MS;

@@ -41,10 +41,11 @@ struct diag_scn_config {
     uint32_t fault_tp;    /* LINK_GROUP: tp index of the slow DP communicator */
     uint64_t fault_start; /* first faulty step */
     uint64_t seed;
-    double clock_skew_ns; /* node clock offsets uniform in +-this (5 ms) */
-    bool no_kernels;      /* leave kernel summaries out */
-    double noise;         /* relative jitter of every compute segment (0.02) */
-    double factor;        /* slowdown of the faulty thing, 0 = the class default */
+    double clock_skew_ns;  /* node clock offsets uniform in +-this (5 ms) */
+    bool no_kernels;       /* leave kernel summaries out */
+    uint32_t sample_every; /* duty cycle: kernels only every n-th step (0 = every step) */
+    double noise;          /* relative jitter of every compute segment (0.02) */
+    double factor;         /* slowdown of the faulty thing, 0 = the class default */
 };
 
 struct diag_scn;
