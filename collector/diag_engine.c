@@ -12,6 +12,7 @@
 #include "collector/diag_frame.h"
 #include "collector/diag_groups.h"
 #include "collector/diag_persist.h"
+#include "collector/diag_pipeline.h"
 #include "collector/diag_steps.h"
 
 #define SPIKE_RING 8
@@ -455,6 +456,10 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     memset(e->flags, 0, (size_t)e->cap * DIAG_CAUSE_N * sizeof(*e->flags));
     diag_dict_classify(&e->dict, e->o.name, e->o.name_ctx);
     int err = diag_l2_run(&e->l2, f, &e->dict, &e->groups, &e->xgroups, e->flags, &r2);
+    if (!err) {
+        int cleared = diag_pipeline_resolve(e->coords, e->cap, &e->dict, e->flags);
+        err = cleared < 0 ? cleared : 0;
+    }
     err = err ? err : diag_l3_run(&e->l3, f, &e->dict, &e->groups, e->flags, &r3);
     if (err)
         return err;

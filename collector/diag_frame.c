@@ -165,19 +165,25 @@ int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
     return 0;
 }
 
-static bool expert_name(const char *name)
+static bool name_has(const char *name, const char *const *words, size_t n_words)
 {
-    static const char *const words[] = {"expert", "moe", "alltoall", "all_to_all", "all2all"};
     char low[128];
     size_t n = 0;
 
     for (; name[n] && n + 1 < sizeof(low); n++)
         low[n] = (char)tolower((unsigned char)name[n]);
     low[n] = 0;
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+    for (size_t i = 0; i < n_words; i++)
         if (strstr(low, words[i]))
             return true;
     return false;
+}
+
+static bool expert_name(const char *name)
+{
+    static const char *const words[] = {"expert", "moe", "alltoall", "all_to_all", "all2all"};
+
+    return name_has(name, words, sizeof(words) / sizeof(words[0]));
 }
 
 static void classify(uint8_t *cls, const uint64_t *ids, uint32_t n, diag_dict_name_fn fn, void *ctx)
@@ -193,6 +199,14 @@ static void classify(uint8_t *cls, const uint64_t *ids, uint32_t n, diag_dict_na
 
 void diag_dict_classify(struct diag_dict *d, diag_dict_name_fn name, void *ctx)
 {
+    static const char *const back[] = {"backward", "bwd"};
+
+    for (uint32_t i = 0; i < d->n_phase; i++) {
+        const char *n =
+            d->phase_class[i] == DIAG_CLASS_UNKNOWN && name ? name(ctx, d->phase[i]) : NULL;
+        if (n)
+            d->phase_backward[i] = name_has(n, back, 2);
+    }
     classify(d->phase_class, d->phase, d->n_phase, name, ctx);
     classify(d->coll_class, d->coll, d->n_coll, name, ctx);
 }

@@ -36,6 +36,7 @@ enum diag_name_class {
 struct diag_dict {
     uint64_t phase[DIAG_MAX_PHASES];
     uint8_t phase_class[DIAG_MAX_PHASES];
+    bool phase_backward[DIAG_MAX_PHASES]; /* work flows from the last stage back */
     uint32_t n_phase;
     uint64_t kernel[DIAG_MAX_KERNELS];
     uint32_t kernel_stream[DIAG_MAX_KERNELS];
@@ -106,13 +107,19 @@ bool diag_dict_is_coll_stream(const struct diag_dict *d, uint32_t stream);
  * name callback: names containing "expert", "moe", "alltoall", "all_to_all"
  * or "all2all" (any case) are expert work, measured in expert groups; the
  * rest is work. A name the callback does not know yet stays unknown (treated
- * as work) and is tried again on the next call. O(names). */
+ * as work) and is tried again on the next call. Phases named "backward" or
+ * "bwd" are marked as flowing backward through a pipeline. O(names). */
 void diag_dict_classify(struct diag_dict *d, diag_dict_name_fn name, void *ctx);
 
 /* True when phase index p (or collective name index c) is expert work. */
 static inline bool diag_dict_phase_expert(const struct diag_dict *d, uint32_t p)
 {
     return d->phase_class[p] == DIAG_CLASS_EXPERT;
+}
+/* True when phase p runs backward through a pipeline ("backward", "bwd"). */
+static inline bool diag_dict_phase_backward(const struct diag_dict *d, uint32_t p)
+{
+    return d->phase_backward[p];
 }
 static inline bool diag_dict_coll_expert(const struct diag_dict *d, uint32_t c)
 {

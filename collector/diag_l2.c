@@ -56,6 +56,7 @@ void diag_l2_free(struct diag_l2 *l)
     free(l->offset);
     free(l->late);
     free(l->arr_late);
+    free(l->wait);
     free(l->transfer);
     free(l->calls);
     free(l->resid);
@@ -107,6 +108,7 @@ static int reserve(struct diag_l2 *l, uint32_t cap, size_t colls)
         err = grow((void **)&l->offset, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->late, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->arr_late, o, c, sizeof(double));
+        err = err ? err : grow((void **)&l->wait, o, c, sizeof(double));
         err = err ? err : grow((void **)&l->transfer, o * nc, c * nc, sizeof(double));
         err = err ? err : grow((void **)&l->calls, o * nc, c * nc, sizeof(uint32_t));
         err = err ? err : grow((void **)&l->resid, o, c, sizeof(double));
@@ -221,6 +223,7 @@ static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
 {
     memset(l->late, 0, l->cap * sizeof(double));
     memset(l->arr_late, 0, l->cap * sizeof(double));
+    memset(l->wait, 0, l->cap * sizeof(double));
     memset(l->transfer, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(double));
     memset(l->calls, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(uint32_t));
     for (size_t i = 0; i < l->table_cap; i++)
@@ -251,6 +254,8 @@ static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
             l->late[c->rank] = late;
         if (arr > l->arr_late[c->rank])
             l->arr_late[c->rank] = arr;
+        double wait = e->max_start - ((double)c->start - off);
+        l->wait[c->rank] += wait > 0 ? wait : 0;
         size_t k = (size_t)c->rank * DIAG_MAX_COLL_NAMES + c->name;
         l->transfer[k] += xfer > 0 ? xfer : 0;
         l->calls[k]++;
@@ -483,7 +488,10 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
          * work groups) cannot corroborate them. */
         struct diag_flag *fl = &flags[(size_t)r * DIAG_CAUSE_N];
         remember_busy(l, r, c);
-        if (c->pi >= 0 && (c->busy_hi || !c->busy_known || c->pexpert)) {
+        /* Without kernels, a rank that spent the phase's excess waiting for
+         * peers inside collectives is a victim, not the culprit. */
+        bool waited = !c->busy_known && !c->pexpert && l->wait[r] > 0.5 * (c->pv - c->pm);
+        if (c->pi >= 0 && !waited && (c->busy_hi || !c->busy_known || c->pexpert)) {
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
                      c->pexpert ? FLAG_EXPERT : 0);
             fl[DIAG_CAUSE_COMPUTE].aux = c->busy_known ? c->busy_ratio : 0;

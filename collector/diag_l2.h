@@ -14,7 +14,9 @@
  * Cause per rank and step:
  *   COMPUTE  a compute phase is high and so is the rank's own kernel busy time
  *            (a phase that is long only because it waited inside - a pipeline
- *            neighbour of a slow stage - is not the culprit);
+ *            neighbour of a slow stage - is not the culprit); untraced, a rank
+ *            whose collectives waited for peers as long as its phase grew is
+ *            a victim too (diag_pipeline settles waits between stages);
  *   LINK     transfer time is high against the group, or the whole group's
  *            transfer is high against the other groups of its stage;
  *   HOST     the rank arrives late while all its phases are normal.
@@ -62,7 +64,7 @@ struct diag_l2 {
     uint32_t cap;
     double *offset;        /* ns to subtract from each rank's clock */
     uint64_t offset_steps; /* steps that contributed to the offsets */
-    double *late, *arr_late, *transfer, *resid, *resid_w, *prev, *vals, *scratch;
+    double *late, *arr_late, *wait, *transfer, *resid, *resid_w, *prev, *vals, *scratch;
     uint32_t *who, *calls;
     uint8_t *busy_last;      /* last traced step: 0 none, 1 normal, 2 high */
     uint32_t *busy_age;      /* steps since */

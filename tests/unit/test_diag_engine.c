@@ -212,6 +212,24 @@ static void test_pipeline_stage_straggler_duty_cycle(void **state)
     check_pages("pipeline-duty-cycle", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
 }
 
+static void test_pipeline_stage_straggler_no_kernels(void **state)
+{
+    /* No kernel traces at all (marker channel only): the direction the
+     * work flows through the pipeline names the culprit. */
+    struct diag_scn_config c = {.fault = DIAG_SCN_PIPELINE,
+                                .tp = 2,
+                                .pp = 4,
+                                .seed = 17,
+                                .fault_rank = 21,
+                                .fault_start = 20,
+                                .no_kernels = true};
+    uint32_t want[] = {21};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("pipeline-no-kernels", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+}
+
 static void test_link_degraded_group(void **state)
 {
     /* TP=4, DP=16: the grad all-reduce communicator of tp=1 (16 ranks, one
@@ -528,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_masked_straggler),
         cmocka_unit_test(test_pipeline_stage_straggler),
         cmocka_unit_test(test_pipeline_stage_straggler_duty_cycle),
+        cmocka_unit_test(test_pipeline_stage_straggler_no_kernels),
         cmocka_unit_test(test_link_degraded_group),
         cmocka_unit_test(test_link_degraded_tp_group),
         cmocka_unit_test(test_host_straggler),

@@ -7,8 +7,10 @@
 
 #include <cmocka.h>
 
+#include "collector/diag_frame.h"
 #include "collector/diag_groups.h"
 #include "collector/diag_persist.h"
+#include "collector/diag_pipeline.h"
 
 /* 64 ranks, TP=2, PP=4, DP=8, EP=4 (ep = dp % 4), Megatron order. */
 static void layout(struct diag_coord *co, uint32_t n)
@@ -130,6 +132,51 @@ static void test_rotation_counts_transient_ranks(void **state)
     diag_persist_free(&p);
 }
 
+static void flag_phase(struct diag_flag *flags, uint32_t r, uint8_t phase, double aux)
+{
+    flags[r * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE] =
+        (struct diag_flag){.set = true,
+                           .level = ARGUS__V1__LEVEL__LEVEL_L2_PHASE,
+                           .kind = DIAG_WHERE_PHASE,
+                           .index = phase,
+                           .aux = aux};
+}
+
+static void test_pipeline_waits_settled(void **state)
+{
+    struct diag_coord co[64];
+    struct diag_flag flags[64 * DIAG_CAUSE_N];
+    struct diag_dict d = {0};
+
+    layout(co, 64); /* TP=2, PP=4: pipeline (dp 2, tp 1) = ranks 17, 19, 21, 23 */
+    d.n_phase = 2;
+    d.phase_backward[1] = true;
+    /* Backward: stages 0-2 flagged; the gradients come from stage 2. */
+    memset(flags, 0, sizeof(flags));
+    flag_phase(flags, 17, 1, 0);
+    flag_phase(flags, 19, 1, 0);
+    flag_phase(flags, 21, 1, 0);
+    flag_phase(flags, 40, 1, 0); /* another pipeline, alone: kept */
+    assert_int_equal(diag_pipeline_resolve(co, 64, &d, flags), 2);
+    assert_true(flags[21 * DIAG_CAUSE_N].set);
+    assert_false(flags[17 * DIAG_CAUSE_N].set || flags[19 * DIAG_CAUSE_N].set);
+    assert_true(flags[40 * DIAG_CAUSE_N].set);
+    /* Forward: activations come from the lowest flagged stage. */
+    memset(flags, 0, sizeof(flags));
+    flag_phase(flags, 19, 0, 0);
+    flag_phase(flags, 21, 0, 0);
+    flag_phase(flags, 23, 0, 0);
+    assert_int_equal(diag_pipeline_resolve(co, 64, &d, flags), 2);
+    assert_true(flags[19 * DIAG_CAUSE_N].set);
+    assert_false(flags[21 * DIAG_CAUSE_N].set || flags[23 * DIAG_CAUSE_N].set);
+    /* Kernel evidence (aux > 0) is not second-guessed. */
+    memset(flags, 0, sizeof(flags));
+    flag_phase(flags, 19, 0, 1.6);
+    flag_phase(flags, 21, 0, 1.5);
+    assert_int_equal(diag_pipeline_resolve(co, 64, &d, flags), 0);
+    assert_true(flags[19 * DIAG_CAUSE_N].set && flags[21 * DIAG_CAUSE_N].set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_expert_groups_and_unknown_ranks),
         cmocka_unit_test(test_persistence_m_of_n),
         cmocka_unit_test(test_rotation_counts_transient_ranks),
+        cmocka_unit_test(test_pipeline_waits_settled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,6 +191,8 @@ static const char *moe_names(void *ctx, uint64_t id)
     switch (id) {
     case 11:
         return "forward";
+    case 12:
+        return "Backward";
     case 33:
         return know_moe ? "MoE_experts" : NULL;
     case 44:
@@ -204,9 +206,10 @@ static void test_name_classes(void **state)
 {
     struct diag_dict d = {0};
 
-    d.n_phase = 2;
+    d.n_phase = 3;
     d.phase[0] = 11;
     d.phase[1] = 33;
+    d.phase[2] = 12;
     d.n_coll = 1;
     d.coll[0] = 44;
     know_moe = false;
@@ -218,6 +221,8 @@ static void test_name_classes(void **state)
     diag_dict_classify(&d, moe_names, NULL);
     assert_true(diag_dict_phase_expert(&d, 1));
     assert_false(diag_dict_phase_expert(&d, 0));
+    assert_true(diag_dict_phase_backward(&d, 2));
+    assert_false(diag_dict_phase_backward(&d, 0));
 }
 
 /* 16 ranks, EP=4: the expert phase takes 10 ms on even EP ranks and 20 ms on
