@@ -362,10 +362,7 @@ static int skew_suspect(struct diag_engine *e, const struct diag_frame *f, Argus
         return 0;
     e->skew_reported = true;
     e->last_skew_step = f->step;
-    snprintf(ev, sizeof(ev),
-             "slowness moved over %u ranks in %u/%u steps, none persisted: work imbalance "
-             "(e.g. variable sequence length), not a bad rank",
-             ranks, steps, e->o.window);
+    diag_evidence_skew(ev, sizeof(ev), ranks, steps, e->o.window);
     return add_job_suspect(e, rep, ARGUS__V1__LEVEL__LEVEL_L2_PHASE,
                            ARGUS__V1__CAUSE__CAUSE_DATA_SKEW, "compute phases", ranks, steps, ev);
 }
@@ -374,7 +371,7 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
                          Argus__V1__Report *rep)
 {
     const struct step_note *best = NULL;
-    char text[320], a[32], b[32], c[32];
+    char text[320];
 
     for (int i = 0; i < SPIKE_RING; i++) {
         const struct step_note *n = &e->notes[i];
@@ -384,14 +381,8 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
     }
     uint32_t rank = best ? best->late_rank : ev->spike_rank;
     bool compute = best && best->compute;
-    snprintf(text, sizeof(text),
-             "steps %" PRIu64 "-%" PRIu64 " took up to %s vs rolling median %s (%.1fx); rank %u "
-             "arrived %s late at collectives, %s",
-             ev->spike_from, ev->spike_to, diag_fmt_ns(a, sizeof(a), ev->spike_peak_ns),
-             diag_fmt_ns(b, sizeof(b), ev->spike_median_ns),
-             ev->spike_peak_ns / ev->spike_median_ns, rank,
-             diag_fmt_ns(c, sizeof(c), best ? best->late_ns : 0),
-             compute ? "its compute was slow" : "its phases normal: host-side stall");
+    diag_evidence_spike(text, sizeof(text), ev->spike_from, ev->spike_to, ev->spike_peak_ns,
+                        ev->spike_median_ns, rank, best ? best->late_ns : 0, compute);
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->cap ? e->ri[rank].node : "", rank < e->cap ? e->ri[rank].gpu : -1,
@@ -420,12 +411,10 @@ static int regression_suspect(struct diag_engine *e, const struct diag_l1_event 
         diag_evidence_name(&nm, e->dict.phase[r2->job_phase], where, sizeof(where));
     else
         diag_evidence_name(&nm, e->dict.kernel[r3->job_kernel], where, sizeof(where));
-    snprintf(text, sizeof(text),
-             "step time %.2fx since step %" PRIu64 " (L1 change point on log T); %s%s %.2fx "
-             "its history across the job%s",
-             ev->regression_ratio, ev->regression_from, by_phase ? "" : "kernel ", where,
-             1 + (by_phase ? r2->job_phase_shift : r3->job_shift),
-             r3->job_shift >= min_rel && by_phase ? ", kernels too" : "");
+    diag_evidence_regression(text, sizeof(text), ev->regression_ratio, ev->regression_from,
+                             by_phase ? "" : "kernel ", where,
+                             1 + (by_phase ? r2->job_phase_shift : r3->job_shift),
+                             r3->job_shift >= min_rel && by_phase);
     diag_l2_rebase(&e->l2);
     diag_l3_rebase(&e->l3);
     return add_job_suspect(e, rep, ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,

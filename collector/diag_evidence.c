@@ -66,3 +66,33 @@ void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, i
         snprintf(buf, len, "%s%s %s vs group median %s, z = %.0f, persisted %u/%u steps", where,
                  cause == DIAG_CAUSE_LINK ? " transfer" : "", a, b, f->score, hits, window);
 }
+
+void diag_evidence_skew(char *buf, size_t len, uint32_t ranks, uint32_t steps, uint32_t window)
+{
+    snprintf(buf, len,
+             "slowness moved over %u ranks in %u/%u steps, none persisted: work imbalance "
+             "(e.g. variable sequence length), not a bad rank",
+             ranks, steps, window);
+}
+
+void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, double peak_ns,
+                         double median_ns, uint32_t rank, double late_ns, bool compute)
+{
+    char a[32], b[32], c[32];
+
+    snprintf(buf, len,
+             "steps %" PRIu64 "-%" PRIu64 " took up to %s vs rolling median %s (%.1fx); rank %u "
+             "arrived %s late at collectives, %s",
+             from, to, diag_fmt_ns(a, sizeof(a), peak_ns), diag_fmt_ns(b, sizeof(b), median_ns),
+             median_ns > 0 ? peak_ns / median_ns : 0, rank, diag_fmt_ns(c, sizeof(c), late_ns),
+             compute ? "its compute was slow" : "its phases normal: host-side stall");
+}
+
+void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,
+                              const char *where, double where_ratio, bool kernels_too)
+{
+    snprintf(buf, len,
+             "step time %.2fx since step %" PRIu64 " (L1 change point on log T); %s%s %.2fx "
+             "its history across the job%s",
+             ratio, since, kind, where, where_ratio, kernels_too ? ", kernels too" : "");
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/diag_colls.h"
 #include "collector/diag_stats.h"
 
 struct diag_l2_cand {
@@ -18,15 +19,6 @@ struct diag_l2_cand {
     double busy_ratio;     /* own kernel busy time / group median */
     double hz, hv, hm;     /* lateness */
     bool host_late;
-};
-
-struct diag_l2_entry {
-    uint64_t comm, seq;
-    uint32_t count;
-    uint8_t name;
-    bool used;
-    double sum_start, sum_arrival, sum_end;
-    double max_start;
 };
 
 void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
@@ -49,28 +41,19 @@ void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
         l->o.abs_floor_ns = 20000;
     if (l->o.rel_floor <= 0)
         l->o.rel_floor = 0.01;
+    diag_colls_init(&l->cm, l->o.offset_alpha);
 }
 
 void diag_l2_free(struct diag_l2 *l)
 {
-    free(l->offset);
-    free(l->late);
-    free(l->arr_late);
-    free(l->wait);
-    free(l->transfer);
-    free(l->calls);
-    free(l->resid);
+    diag_colls_free(&l->cm);
     free(l->vals);
     free(l->scratch);
-    free(l->resid_w);
-    free(l->prev);
     free(l->busy_last_ratio);
     free(l->busy_age);
     free(l->busy_last);
     free(l->who);
     free(l->cand);
-    free(l->table);
-    free(l->slot_of);
     struct diag_l2_options o = l->o;
     memset(l, 0, sizeof(*l));
     l->o = o;
@@ -80,11 +63,12 @@ void diag_l2_rebase(struct diag_l2 *l)
 {
     memset(l->phase_hist_n, 0, sizeof(l->phase_hist_n));
     l->busy_hist_n = 0;
+    l->busy_shift = 0;
 }
 
 double diag_l2_offset(const struct diag_l2 *l, uint32_t rank)
 {
-    return rank < l->cap ? l->offset[rank] : 0;
+    return diag_colls_offset(&l->cm, rank);
 }
 
 /* realloc *p to n elements of size sz, zeroing the new tail from old. */
@@ -99,171 +83,23 @@ static int grow(void **p, size_t old, size_t n, size_t sz)
     return 0;
 }
 
-static int reserve(struct diag_l2 *l, uint32_t cap, size_t colls)
+static int reserve(struct diag_l2 *l, uint32_t cap)
 {
     int err = 0;
 
-    if (cap > l->cap) {
-        size_t o = l->cap, c = cap, nc = DIAG_MAX_COLL_NAMES;
-        err = grow((void **)&l->offset, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->late, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->arr_late, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->wait, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->transfer, o * nc, c * nc, sizeof(double));
-        err = err ? err : grow((void **)&l->calls, o * nc, c * nc, sizeof(uint32_t));
-        err = err ? err : grow((void **)&l->resid, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->vals, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->resid_w, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->prev, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->busy_last_ratio, o, c, sizeof(double));
-        err = err ? err : grow((void **)&l->busy_age, o, c, sizeof(uint32_t));
-        err = err ? err : grow((void **)&l->busy_last, o, c, sizeof(uint8_t));
-        err = err ? err : grow((void **)&l->who, o, c, sizeof(uint32_t));
-        err = err ? err : grow((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
-        if (err)
-            return err;
+    if (cap <= l->cap)
+        return 0;
+    size_t o = l->cap, c = cap;
+    err = grow((void **)&l->vals, o, c, sizeof(double));
+    err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
+    err = err ? err : grow((void **)&l->busy_last_ratio, o, c, sizeof(double));
+    err = err ? err : grow((void **)&l->busy_age, o, c, sizeof(uint32_t));
+    err = err ? err : grow((void **)&l->busy_last, o, c, sizeof(uint8_t));
+    err = err ? err : grow((void **)&l->who, o, c, sizeof(uint32_t));
+    err = err ? err : grow((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
+    if (!err)
         l->cap = cap;
-    }
-    size_t tc = 16;
-    while (tc < colls * 2)
-        tc *= 2;
-    if (tc > l->table_cap) {
-        err = grow((void **)&l->table, 0, tc, sizeof(struct diag_l2_entry));
-        if (err)
-            return err;
-        l->table_cap = tc;
-    }
-    if (colls > l->slot_cap) {
-        err = grow((void **)&l->slot_of, 0, colls, sizeof(uint32_t));
-        if (err)
-            return err;
-        l->slot_cap = colls;
-    }
-    return 0;
-}
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
-
-/* Put every collective call of f in the table keyed by (comm, name, seq). */
-static void table_build(struct diag_l2 *l, const struct diag_frame *f)
-{
-    size_t mask = l->table_cap - 1;
-
-    memset(l->table, 0, l->table_cap * sizeof(*l->table));
-    for (size_t i = 0; i < f->n_colls; i++) {
-        const struct diag_coll *c = &f->colls[i];
-        size_t h = mix(c->comm_id ^ mix(c->seq * 31 + c->name)) & mask;
-        while (l->table[h].used && !(l->table[h].comm == c->comm_id && l->table[h].seq == c->seq &&
-                                     l->table[h].name == c->name))
-            h = (h + 1) & mask;
-        struct diag_l2_entry *e = &l->table[h];
-        e->used = true;
-        e->comm = c->comm_id;
-        e->seq = c->seq;
-        e->name = c->name;
-        e->count++;
-        l->slot_of[i] = (uint32_t)h;
-    }
-}
-
-/* One Jacobi round: each rank's offset moves to where its collective end
- * times agree with its peers', each call weighted by its number of peers (a
- * 32-member all-reduce says more than a pair on the same node). */
-static void offsets_round(struct diag_l2 *l, const struct diag_frame *f)
-{
-    for (size_t i = 0; i < l->table_cap; i++)
-        l->table[i].sum_end = 0;
-    memset(l->resid, 0, l->cap * sizeof(double));
-    memset(l->resid_w, 0, l->cap * sizeof(double));
-    for (size_t i = 0; i < f->n_colls; i++) {
-        const struct diag_coll *c = &f->colls[i];
-        l->table[l->slot_of[i]].sum_end += (double)c->end - l->offset[c->rank];
-    }
-    for (size_t i = 0; i < f->n_colls; i++) {
-        const struct diag_coll *c = &f->colls[i];
-        const struct diag_l2_entry *e = &l->table[l->slot_of[i]];
-        if (e->count < 2)
-            continue;
-        double w = e->count - 1;
-        l->resid[c->rank] += w * ((double)c->end - l->offset[c->rank] - e->sum_end / e->count);
-        l->resid_w[c->rank] += w;
-    }
-    for (uint32_t r = 0; r < l->cap; r++)
-        if (l->resid_w[r] > 0)
-            l->offset[r] += l->resid[r] / l->resid_w[r];
-}
-
-/* This step's offsets by a few rounds from the last estimate, then blended
- * into it: a running mean over the first steps, an EWMA after. */
-static void estimate_offsets(struct diag_l2 *l, const struct diag_frame *f)
-{
-    if (f->n_colls == 0)
-        return;
-    memcpy(l->prev, l->offset, l->cap * sizeof(double));
-    for (int i = 0; i < (l->offset_steps ? 3 : 6); i++)
-        offsets_round(l, f);
-    double a = 1.0 / (l->offset_steps + 1);
-    if (a < l->o.offset_alpha)
-        a = l->o.offset_alpha;
-    for (uint32_t r = 0; r < l->cap; r++)
-        l->offset[r] = l->prev[r] + a * (l->offset[r] - l->prev[r]);
-    l->offset_steps++;
-}
-
-/* Lateness and transfer time of every call, with clocks aligned. */
-static void match_colls(struct diag_l2 *l, const struct diag_frame *f)
-{
-    memset(l->late, 0, l->cap * sizeof(double));
-    memset(l->arr_late, 0, l->cap * sizeof(double));
-    memset(l->wait, 0, l->cap * sizeof(double));
-    memset(l->transfer, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(double));
-    memset(l->calls, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(uint32_t));
-    for (size_t i = 0; i < l->table_cap; i++)
-        l->table[i].max_start = -INFINITY;
-    for (size_t i = 0; i < f->n_colls; i++) {
-        const struct diag_coll *c = &f->colls[i];
-        struct diag_l2_entry *e = &l->table[l->slot_of[i]];
-        double off = l->offset[c->rank], s = (double)c->start - off;
-        e->sum_start += s;
-        e->sum_arrival += (double)c->arrival - off;
-        if (s > e->max_start)
-            e->max_start = s;
-    }
-    for (size_t i = 0; i < f->n_colls; i++) {
-        const struct diag_coll *c = &f->colls[i];
-        const struct diag_l2_entry *e = &l->table[l->slot_of[i]];
-        double off = l->offset[c->rank];
-        if (e->count < 2)
-            continue;
-        double late = (double)c->start - off - e->sum_start / e->count;
-        double arr = (double)c->arrival - off - e->sum_arrival / e->count;
-        double xfer = (double)c->end - off - e->max_start;
-        /* Late by GPU start or by host arrival (a deep GPU queue can hide a
-         * host stall from the start time); the worst call counts. */
-        if (arr > late)
-            late = arr;
-        if (late > l->late[c->rank])
-            l->late[c->rank] = late;
-        if (arr > l->arr_late[c->rank])
-            l->arr_late[c->rank] = arr;
-        double wait = e->max_start - ((double)c->start - off);
-        l->wait[c->rank] += wait > 0 ? wait : 0;
-        size_t k = (size_t)c->rank * DIAG_MAX_COLL_NAMES + c->name;
-        l->transfer[k] += xfer > 0 ? xfer : 0;
-        l->calls[k]++;
-    }
-    /* Mean transfer per call, so evidence reads per call of that name. */
-    for (size_t k = 0; k < (size_t)l->cap * DIAG_MAX_COLL_NAMES; k++)
-        if (l->calls[k] > 1)
-            l->transfer[k] /= l->calls[k];
+    return err;
 }
 
 enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP };
@@ -277,9 +113,9 @@ static double metric_get(const struct diag_l2 *l, const struct diag_frame *f, ui
     case M_BUSY:
         return (double)f->ranks[r].busy_ns;
     case M_XFER:
-        return l->transfer[(size_t)r * DIAG_MAX_COLL_NAMES + idx];
+        return l->cm.transfer[(size_t)r * DIAG_MAX_COLL_NAMES + idx];
     case M_LATE:
-        return l->late[r];
+        return l->cm.late[r];
     case M_STEP:
         return (double)f->ranks[r].duration_ns;
     }
@@ -480,8 +316,8 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         struct diag_l2_cand *c = &l->cand[r];
         if (!f->ranks[r].present)
             continue;
-        if (l->late[r] > res->late_ns) {
-            res->late_ns = l->late[r];
+        if (l->cm.late[r] > res->late_ns) {
+            res->late_ns = l->cm.late[r];
             res->late_rank = r;
         }
         /* Expert phases vary with routing: kernel busy time (compared in
@@ -490,7 +326,7 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         remember_busy(l, r, c);
         /* Without kernels, a rank that spent the phase's excess waiting for
          * peers inside collectives is a victim, not the culprit. */
-        bool waited = !c->busy_known && !c->pexpert && l->wait[r] > 0.5 * (c->pv - c->pm);
+        bool waited = !c->busy_known && !c->pexpert && l->cm.wait[r] > 0.5 * (c->pv - c->pm);
         if (c->pi >= 0 && !waited && (c->busy_hi || !c->busy_known || c->pexpert)) {
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
                      c->pexpert ? FLAG_EXPERT : 0);
@@ -524,9 +360,11 @@ static double history_update(double med, double *h, uint32_t *hn)
 }
 
 /* The job's own compute time against its history: the median over ranks of
- * kernel busy time where kernels are traced (a phase's wall span also
- * grows when half the job waits for the other half), else of each compute
- * phase. */
+ * kernel busy time where kernels are traced (on untraced steps of a
+ * duty-cycled job, the last traced verdict stands); with no kernels at all,
+ * the 10th percentile of each compute phase: a phase's wall span also grows
+ * on every rank that waits for a straggler (up to all but one rank of a
+ * TP group), but an everyone-slower regression moves even the fastest. */
 static void phase_history(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
                           struct diag_l2_result *res)
 {
@@ -535,9 +373,12 @@ static void phase_history(struct diag_l2 *l, const struct diag_frame *f, const s
     for (uint32_t r = 0; r < f->cap; r++)
         if (f->ranks[r].present && f->ranks[r].busy_ns)
             l->vals[k++] = (double)f->ranks[r].busy_ns;
-    if (k) {
-        double med = diag_stats_median_inplace(l->vals, k);
-        res->job_phase_shift = history_update(med, &l->busy_hist, &l->busy_hist_n);
+    if (k || l->busy_hist_n) {
+        if (k) {
+            double med = diag_stats_median_inplace(l->vals, k);
+            l->busy_shift = history_update(med, &l->busy_hist, &l->busy_hist_n);
+        }
+        res->job_phase_shift = l->busy_shift;
         res->job_phase = DIAG_L2_JOB_BUSY;
         return;
     }
@@ -548,8 +389,8 @@ static void phase_history(struct diag_l2 *l, const struct diag_frame *f, const s
                 l->vals[k++] = (double)f->ranks[r].phase_ns[p];
         if (k == 0 || !is_compute_phase(d, p))
             continue;
-        double med = diag_stats_median_inplace(l->vals, k);
-        double shift = history_update(med, &l->phase_hist[p], &l->phase_hist_n[p]);
+        double low = diag_stats_quantile_inplace(l->vals, k, 0.10);
+        double shift = history_update(low, &l->phase_hist[p], &l->phase_hist_n[p]);
         if (shift > res->job_phase_shift) {
             res->job_phase_shift = shift;
             res->job_phase = (int)p;
@@ -575,20 +416,18 @@ int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag
 {
     uint32_t cap = f->cap > g->n_ranks ? f->cap : g->n_ranks;
     uint32_t ng = xg && xg->n_groups > g->n_groups ? xg->n_groups : g->n_groups;
-    int err = reserve(l, cap, f->n_colls);
+    int err = reserve(l, cap);
     double *gm = NULL;
 
     memset(res, 0, sizeof(*res));
     res->late_rank = UINT32_MAX;
     res->job_phase = -1;
+    err = err ? err : diag_colls_run(&l->cm, f, cap);
     if (err)
         return err;
     gm = malloc((ng ? ng : 1) * sizeof(*gm));
     if (!gm)
         return -ENOMEM;
-    table_build(l, f);
-    estimate_offsets(l, f);
-    match_colls(l, f);
     res->matched = (uint32_t)f->n_colls;
     for (uint32_t r = 0; r < l->cap; r++)
         l->cand[r] = (struct diag_l2_cand){.pi = -1, .li = -1};

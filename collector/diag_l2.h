@@ -2,15 +2,7 @@
  *
  * Within each peer group (diag_groups, work kind), robust z of every rank's
  * phase times, compute-stream busy time, collective transfer time and
- * collective lateness. Collectives are matched across ranks by (communicator,
- * name, sequence number); per-rank clock offsets are estimated from the
- * collective end times, which are nearly simultaneous on all members, and
- * removed before arrivals are compared. For every collective call:
- *   lateness = own start (or host arrival, whichever is later) - the
- *              members' mean: the culprit arrives last, and its collective
- *              looks shortest; a rank's lateness is its worst call,
- *   transfer = own end - last member's start (the part that is not waiting),
- *              averaged over the rank's calls of that name.
+ * collective lateness (matched and clock-aligned by diag_colls).
  * Cause per rank and step:
  *   COMPUTE  a compute phase is high and so is the rank's own kernel busy time
  *            (a phase that is long only because it waited inside - a pipeline
@@ -28,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/diag_colls.h"
 #include "collector/diag_frame.h"
 #include "collector/diag_groups.h"
 #include "collector/diag_persist.h"
@@ -57,26 +50,22 @@ struct diag_l2_result {
 #define DIAG_L2_BUSY_TTL 16 /* steps a kernel busy verdict stands in untraced steps */
 
 struct diag_l2_cand; /* per-rank candidates, private */
-struct diag_l2_entry;
 
 struct diag_l2 {
     struct diag_l2_options o;
+    struct diag_colls cm; /* collective matching, clock offsets */
     uint32_t cap;
-    double *offset;        /* ns to subtract from each rank's clock */
-    uint64_t offset_steps; /* steps that contributed to the offsets */
-    double *late, *arr_late, *wait, *transfer, *resid, *resid_w, *prev, *vals, *scratch;
-    uint32_t *who, *calls;
+    double *vals, *scratch;
+    uint32_t *who;
     uint8_t *busy_last;      /* last traced step: 0 none, 1 normal, 2 high */
     uint32_t *busy_age;      /* steps since */
     double *busy_last_ratio; /* its busy ratio */
     struct diag_l2_cand *cand;
-    struct diag_l2_entry *table;
-    uint32_t *slot_of;
-    size_t table_cap, slot_cap;
     double phase_hist[DIAG_MAX_PHASES];
     uint32_t phase_hist_n[DIAG_MAX_PHASES];
     double busy_hist;
     uint32_t busy_hist_n;
+    double busy_shift; /* last traced step's busy shift */
 };
 
 void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o);

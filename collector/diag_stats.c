@@ -57,6 +57,14 @@ double diag_stats_median_inplace(double *v, size_t n)
     return (lo + hi) / 2;
 }
 
+double diag_stats_quantile_inplace(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    q = q < 0 ? 0 : q > 1 ? 1 : q;
+    return select_kth(v, n, (size_t)(q * (double)(n - 1) + 0.5));
+}
+
 double diag_stats_median(const double *v, size_t n, double *scratch)
 {
     memcpy(scratch, v, n * sizeof(*v));

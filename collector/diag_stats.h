@@ -18,6 +18,10 @@
  * even n the mean of the two middle values. */
 double diag_stats_median_inplace(double *v, size_t n);
 
+/* q-quantile (0..1) of v[0..n) by nearest rank, in place (v reordered);
+ * n == 0 returns 0. */
+double diag_stats_quantile_inplace(double *v, size_t n, double q);
+
 /* Median of v[0..n) without changing v; scratch must hold n doubles. */
 double diag_stats_median(const double *v, size_t n, double *scratch);
 

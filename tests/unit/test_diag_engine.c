@@ -176,6 +176,7 @@ static void test_masked_straggler(void **state)
 
     run_scenario(&c, STEPS, &o);
     check_pages("masked-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
 }
 
 static void test_pipeline_stage_straggler(void **state)
@@ -192,6 +193,7 @@ static void test_pipeline_stage_straggler(void **state)
 
     run_scenario(&c, STEPS, &o);
     check_pages("pipeline-stage", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
 }
 
 static void test_pipeline_stage_straggler_duty_cycle(void **state)
@@ -210,6 +212,7 @@ static void test_pipeline_stage_straggler_duty_cycle(void **state)
 
     run_scenario(&c, STEPS, &o);
     check_pages("pipeline-duty-cycle", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
 }
 
 static void test_pipeline_stage_straggler_no_kernels(void **state)
@@ -228,6 +231,7 @@ static void test_pipeline_stage_straggler_no_kernels(void **state)
 
     run_scenario(&c, STEPS, &o);
     check_pages("pipeline-no-kernels", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
 }
 
 static void test_link_degraded_group(void **state)
@@ -303,6 +307,20 @@ static void test_everyone_slower_is_job_regression(void **state)
 
     run_scenario(&c, STEPS, &o);
     check_pages("everyone-slower", &o, NULL, 0, 0);
+    assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 1);
+}
+
+static void test_everyone_slower_without_kernels(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_EVERYONE_SLOWER,
+                                .tp = 2,
+                                .seed = 18,
+                                .fault_start = 50,
+                                .no_kernels = true};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("everyone-slower-no-k", &o, NULL, 0, 0);
     assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 1);
 }
 
@@ -553,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_jit_stalls_page_nobody),
         cmocka_unit_test(test_data_skew_is_imbalance),
         cmocka_unit_test(test_everyone_slower_is_job_regression),
+        cmocka_unit_test(test_everyone_slower_without_kernels),
         cmocka_unit_test(test_silent_rank),
         cmocka_unit_test(test_noisy_job),
         cmocka_unit_test(test_reports_bounded),

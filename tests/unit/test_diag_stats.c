@@ -44,6 +44,19 @@ static void test_median_random_against_sort(void **state)
     }
 }
 
+static void test_quantile(void **state)
+{
+    double v[101];
+
+    for (int i = 0; i <= 100; i++)
+        v[i] = 100 - i; /* 0..100 reversed */
+    assert_true(diag_stats_quantile_inplace(v, 101, 0.10) == 10);
+    assert_true(diag_stats_quantile_inplace(v, 101, 0) == 0);
+    assert_true(diag_stats_quantile_inplace(v, 101, 1) == 100);
+    assert_true(diag_stats_quantile_inplace(v, 101, 0.5) == 50);
+    assert_true(diag_stats_quantile_inplace(v, 0, 0.5) == 0);
+}
+
 static void test_mad_and_robust_z(void **state)
 {
     double v[] = {10, 11, 9, 10, 10, 12, 8, 100}, scratch[8];
@@ -180,6 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_median_odd_even_and_order_kept),
         cmocka_unit_test(test_median_random_against_sort),
+        cmocka_unit_test(test_quantile),
         cmocka_unit_test(test_mad_and_robust_z),
         cmocka_unit_test(test_mad_floor_flat_group),
         cmocka_unit_test(test_rolling_median),
