@@ -82,7 +82,6 @@ struct diag_frame {
     struct diag_rank_step *ranks;
     struct diag_coll *colls;
     size_t n_colls, cap_colls;
-    uint32_t max_colls_per_rank;
 };
 
 /* Make room for ranks [0, cap). Keeps existing content. Returns 0 or -ENOMEM. */
