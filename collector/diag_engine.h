@@ -92,6 +92,7 @@ int diag_engine_flush(struct diag_engine *e, uint64_t now_ns);
  * Returns their number (0: *out = NULL). */
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out);
 
+/* Copy the counters into *out. */
 void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out);
 
 /* The L2 clock offset estimate of a rank (tests, drill-down). */

@@ -50,6 +50,7 @@ struct diag_l1 {
 /* Fill defaults for zero fields of o. */
 void diag_l1_defaults(struct diag_l1_options *o);
 
+/* Start an empty series with options o (copied, defaults filled in). */
 void diag_l1_init(struct diag_l1 *l, const struct diag_l1_options *o);
 
 /* Feed T_k (ns) of closed step `step`, set by `rank`. Fills *ev (zeroed

@@ -68,6 +68,8 @@ struct diag_l2 {
     double busy_shift; /* last traced step's busy shift */
 };
 
+/* Start with options o (copied; zero fields take the defaults above) and no
+ * history; diag_l2_free releases the arrays (l itself is the caller's). */
 void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o);
 void diag_l2_free(struct diag_l2 *l);
 

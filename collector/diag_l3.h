@@ -57,6 +57,8 @@ struct diag_l3 {
     size_t cap, group_cap;
 };
 
+/* Start with options o (copied; zero fields take the defaults above) and no
+ * history; diag_l3_free releases the scratch arrays. */
 void diag_l3_init(struct diag_l3 *l, const struct diag_l3_options *o);
 void diag_l3_free(struct diag_l3 *l);
 

@@ -56,6 +56,7 @@ void diag_persist_init(struct diag_persist *p, uint32_t window, uint32_t min_hit
 /* Room for ranks [0, cap); new ranks have empty histories. 0 or -ENOMEM. */
 int diag_persist_reserve(struct diag_persist *p, uint32_t cap);
 
+/* Release the arrays; p stays valid and empty. */
 void diag_persist_free(struct diag_persist *p);
 
 /* Shift every history by one step and record flags[rank * DIAG_CAUSE_N +

@@ -31,6 +31,7 @@ int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s);
 /* Set the one-line summary from the suspects. 0 or -ENOMEM. */
 int diag_report_summarize(Argus__V1__Report *r);
 
+/* Free a suspect built here (not one owned by a report). NULL is fine. */
 void diag_suspect_free(Argus__V1__Suspect *s);
 
 /* Free a report built here and everything in it. NULL is fine. */
