@@ -330,7 +330,7 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         if (c->pi >= 0 && !waited && (c->busy_hi || !c->busy_known || c->pexpert)) {
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
                      c->pexpert ? FLAG_EXPERT : 0);
-            fl[DIAG_CAUSE_COMPUTE].aux = c->busy_known ? c->busy_ratio : 0;
+            fl[DIAG_CAUSE_COMPUTE].aux = c->busy_known && !c->pexpert ? c->busy_ratio : 0;
         } else if (c->pi >= 0)
             res->waiting++;
         if (c->li >= 0)

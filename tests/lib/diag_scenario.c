@@ -12,6 +12,7 @@
 #define FWD_NS (30 * MS)
 #define BWD_NS (60 * MS)
 #define OPT_NS (5 * MS)
+#define EXPERT_NS (10 * MS)
 #define TP_XFER_NS (0.5 * MS)
 #define DP_XFER_NS (8 * MS)
 #define N_TP_COLLS 4 /* two in forward, two in backward */
@@ -21,7 +22,7 @@
 #define COMPUTE_STREAM 7
 #define COMM_STREAM 13
 
-enum { NM_FWD, NM_BWD, NM_OPT, NM_TP, NM_DP, NM_GEMM, NM_ATTN, NM_NORM, NM_NCCL, NM_N };
+enum { NM_FWD, NM_BWD, NM_OPT, NM_TP, NM_DP, NM_GEMM, NM_ATTN, NM_NORM, NM_NCCL, NM_MOE, NM_N };
 static const char *const names[NM_N] = {"forward",
                                         "backward",
                                         "optimizer",
@@ -30,12 +31,13 @@ static const char *const names[NM_N] = {"forward",
                                         "sm90_gemm_bf16",
                                         "flash_attn_fwd_kernel",
                                         "layer_norm_kernel",
-                                        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"};
+                                        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                                        "moe_experts"};
 
 struct rank_pool {
     Argus__V1__StepRecord rec;
-    Argus__V1__Phase ph[3];
-    Argus__V1__Phase *php[3];
+    Argus__V1__Phase ph[4]; /* forward, backward, optimizer, experts (EP > 1) */
+    Argus__V1__Phase *php[4];
     Argus__V1__KernelGroup kg[N_KERNELS];
     Argus__V1__KernelGroup *kgp[N_KERNELS];
     Argus__V1__Cluster cl[N_CLUSTERS];
@@ -145,14 +147,14 @@ static void pool_init(struct diag_scn *s, uint32_t r)
     p->rec.rank = r;
     p->rec.sampled = true;
     p->rec.source = ARGUS__V1__STEP_SOURCE__STEP_SOURCE_SIMULATED;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         argus__v1__phase__init(&p->ph[i]);
-        p->ph[i].name_id = s->ids[NM_FWD + i];
+        p->ph[i].name_id = s->ids[i < 3 ? NM_FWD + i : NM_MOE];
         p->ph[i].stream = COMPUTE_STREAM;
         p->php[i] = &p->ph[i];
     }
     p->rec.phases = p->php;
-    p->rec.n_phases = 3;
+    p->rec.n_phases = s->c.ep > 1 ? 4 : 3;
     for (int i = 0; i < N_CLUSTERS; i++) {
         argus__v1__cluster__init(&p->cl[i]);
         p->clp[i] = &p->cl[i];
@@ -196,7 +198,8 @@ static void resource_init(struct diag_scn *s, uint32_t r)
     x->dp_size = s->dp;
     x->tp_size = s->c.tp;
     x->pp_size = s->c.pp;
-    x->ep_size = 1;
+    x->ep = s->c.ep > 1 ? dp_of(s, r) % s->c.ep : 0;
+    x->ep_size = s->c.ep > 1 ? s->c.ep : 1;
     s->resp[r] = x;
 }
 
@@ -345,7 +348,7 @@ static void pipeline_couple(struct diag_scn *s, bool forward)
             }
 }
 
-static double slow(const struct diag_scn *s, double dflt)
+static double slow_factor(const struct diag_scn *s, double dflt)
 {
     return s->c.factor > 0 ? s->c.factor : dflt;
 }
@@ -364,17 +367,17 @@ static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
         return stalled;
     switch (s->c.fault) {
     case DIAG_SCN_COMPUTE_STRAGGLER:
-        s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = slow(s, 1.6);
+        s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = slow_factor(s, 1.6);
         break;
     case DIAG_SCN_MASKED:
-        s->ff[s->c.fault_rank] = slow(s, 1.3);
+        s->ff[s->c.fault_rank] = slow_factor(s, 1.3);
         break;
     case DIAG_SCN_PIPELINE:
-        s->bf[s->c.fault_rank] = slow(s, 1.9);
+        s->bf[s->c.fault_rank] = slow_factor(s, 1.9);
         break;
     case DIAG_SCN_EVERYONE_SLOWER:
         for (uint32_t r = 0; r < n; r++)
-            s->ff[r] = s->bf[r] = slow(s, 1.3);
+            s->ff[r] = s->bf[r] = slow_factor(s, 1.3);
         break;
     case DIAG_SCN_DATA_SKEW: {
         uint32_t r = (uint32_t)(rnd(s) * n);
@@ -450,6 +453,25 @@ static void run_phase(struct diag_scn *s, int phase, double base, const double *
     }
 }
 
+/* MoE: the expert phase after forward; odd EP ranks hold the busier
+ * experts (1.5x), so expert time depends on the EP rank, not on the work
+ * group. */
+static void run_experts(struct diag_scn *s)
+{
+    if (s->c.ep < 2)
+        return;
+    for (uint32_t r = 0; r < s->c.ranks; r++) {
+        Argus__V1__Phase *ph = &s->pool[r].ph[3];
+        double load = (dp_of(s, r) % s->c.ep) % 2 ? 1.5 : 1.0;
+        bool slow = s->c.fault == DIAG_SCN_EXPERT_STRAGGLER && r == s->c.fault_rank &&
+                    s->step >= s->c.fault_start;
+        double d = EXPERT_NS * load * noise(s, s->c.noise) * (slow ? slow_factor(s, 1.3) : 1);
+        ph->start_ns = (uint64_t)(s->cur[r] - s->t0[r]);
+        ph->duration_ns = (uint64_t)d;
+        s->cur[r] += d;
+    }
+}
+
 size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uint64_t *end_ns)
 {
     uint32_t n = s->c.ranks;
@@ -464,6 +486,7 @@ size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uin
         s->pool[r].host.off_cpu_ns = (uint64_t)(r == stalled ? stall : 0.5 * MS * rnd(s));
     }
     run_phase(s, 0, FWD_NS, s->ff, 0);
+    run_experts(s);
     run_phase(s, 1, BWD_NS, s->bf, 2);
     dp_colls(s);
     for (uint32_t r = 0; r < n; r++) {

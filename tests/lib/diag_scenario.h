@@ -31,12 +31,14 @@ enum diag_scn_fault {
     DIAG_SCN_SILENT,            /* fault_rank stops reporting at fault_start */
     DIAG_SCN_LINK_TP,           /* the TP communicator of fault_rank's replica 3x transfer */
     DIAG_SCN_HOST_STRAGGLER,    /* fault_rank's host stalls 30 ms before every step's work */
+    DIAG_SCN_EXPERT_STRAGGLER,  /* needs ep > 1: fault_rank's expert phase 1.3x */
 };
 
 struct diag_scn_config {
     enum diag_scn_fault fault;
     uint32_t ranks;       /* world size (64) */
     uint32_t tp, pp;      /* tensor and pipeline sizes; dp = ranks / (tp * pp) */
+    uint32_t ep;          /* expert parallel size (ep = dp % ep), 0/1 = no experts */
     uint32_t fault_rank;  /* the culprit where there is one */
     uint32_t fault_tp;    /* LINK_GROUP: tp index of the slow DP communicator */
     uint64_t fault_start; /* first faulty step */

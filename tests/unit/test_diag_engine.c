@@ -278,6 +278,28 @@ static void test_host_straggler(void **state)
     check_pages("host-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_HOST);
 }
 
+static void test_expert_straggler(void **state)
+{
+    /* EP=4 over 32 DP replicas: odd EP ranks carry 1.5x busier experts, so
+     * the expert phase is bimodal in every work group; only expert groups
+     * (same stage and EP rank) show rank 22's 1.3x. */
+    struct diag_scn_config c = {.fault = DIAG_SCN_EXPERT_STRAGGLER,
+                                .tp = 2,
+                                .ep = 4,
+                                .seed = 19,
+                                .fault_rank = 22,
+                                .fault_start = 20};
+    struct diag_scn_config h = c;
+    uint32_t want[] = {22};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("expert-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    h.fault = DIAG_SCN_HEALTHY;
+    run_scenario(&h, STEPS, &o);
+    check_pages("expert-healthy", &o, NULL, 0, 0);
+}
+
 static void test_jit_stalls_page_nobody(void **state)
 {
     struct diag_scn_config c = {.fault = DIAG_SCN_JIT, .tp = 2, .seed = 6, .fault_start = 10};
@@ -568,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_link_degraded_group),
         cmocka_unit_test(test_link_degraded_tp_group),
         cmocka_unit_test(test_host_straggler),
+        cmocka_unit_test(test_expert_straggler),
         cmocka_unit_test(test_jit_stalls_page_nobody),
         cmocka_unit_test(test_data_skew_is_imbalance),
         cmocka_unit_test(test_everyone_slower_is_job_regression),
