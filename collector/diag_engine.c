@@ -39,6 +39,7 @@ struct diag_engine {
     struct diag_coord *coords;
     uint32_t n_present, n_silent;
     uint32_t world_size; /* largest Resource.world_size: ranks [0, it) exist */
+    uint32_t world_hint; /* world size being reserved for */
     bool learned;        /* the rank set is known: world_size, or one step timed out */
     bool groups_dirty;
     struct diag_groups groups;  /* work groups: (pp, tp) */
@@ -66,7 +67,7 @@ static void options_defaults(struct diag_options *o)
     if (o->max_open_steps < 2 || o->max_open_steps > 64)
         o->max_open_steps = 8;
     if (!o->max_ranks)
-        o->max_ranks = 1u << 20;
+        o->max_ranks = 65536;
     if (!o->window || o->window > 64)
         o->window = 40;
     if (!o->min_hits || o->min_hits > o->window)
@@ -137,6 +138,10 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
     uint32_t cap = e->cap ? e->cap : 64;
     while (cap <= rank)
         cap *= 2;
+    /* Ranks of a known world need exactly the world: no doubling slack
+     * (at 10,240 ranks that slack was 6,144 ranks of frames). */
+    if (rank < e->world_hint && e->world_hint < cap)
+        cap = e->world_hint;
     struct rank_info *ri = realloc(e->ri, (size_t)cap * sizeof(*ri));
     if (!ri)
         return -ENOMEM;
@@ -199,6 +204,7 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
     ri->gpu = r->gpu;
     if (r->world_size > e->world_size && r->world_size <= e->o.max_ranks) {
         /* Every rank of the world exists: one that never reports is silent. */
+        e->world_hint = r->world_size;
         err = reserve_rank(e, r->world_size - 1);
         if (err)
             return err;

@@ -30,7 +30,8 @@ struct diag_options {
     const char *job;          /* job id (copied); NULL = from the first record */
     uint64_t step_timeout_ns; /* close a step this long after its first record (30 s) */
     uint32_t max_open_steps;  /* steps open at once, 2..64 (8) */
-    uint32_t max_ranks;       /* refuse ranks at or above this (1 << 20) */
+    uint32_t max_ranks;       /* refuse ranks at or above this (65,536): memory follows the
+                               * highest rank, ~5 KB per rank with 8 open steps */
     uint32_t window;          /* persistence window N, <= 64 (40) */
     uint32_t min_hits;        /* M of N to alert (24) */
     uint32_t silent_steps;    /* consecutive closed steps without a record (3) */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <malloc.h>
 
 #include <cmocka.h>
 
@@ -517,7 +518,7 @@ static double now_ns(void)
 }
 
 static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_ms,
-                    double *ingest_us)
+                    double *ingest_us, double *heap_mb)
 {
     struct diag_scn_config c = {.fault = DIAG_SCN_COMPUTE_STRAGGLER,
                                 .ranks = ranks,
@@ -533,6 +534,8 @@ static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_
     uint64_t end;
 
     assert_non_null(s);
+    struct mallinfo2 mi = mallinfo2();
+    size_t heap0 = mi.uordblks + mi.hblkhd; /* small chunks + mmap'd big ones */
     struct diag_engine *e = diag_engine_new(&opt);
     assert_non_null(e);
     Argus__V1__Resource *const *res = diag_scn_resources(s, &nres);
@@ -551,6 +554,8 @@ static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_
     assert_int_equal(st.steps_closed, steps);
     *avg_ms = (double)st.close_ns_total / st.steps_closed / 1e6;
     *max_ms = (double)st.close_ns_max / 1e6;
+    mi = mallinfo2();
+    *heap_mb = (double)(mi.uordblks + mi.hblkhd - heap0) / (1 << 20); /* the engine's heap */
     /* add_step time includes the closes it triggered. */
     *ingest_us = (add_ns - (double)st.close_ns_total) / ((double)steps * ranks) / 1e3;
     Argus__V1__Report **reps;
@@ -564,17 +569,19 @@ static void measure(uint32_t ranks, uint32_t steps, double *avg_ms, double *max_
 
 static void test_cost_per_closed_step(void **state)
 {
-    double avg, max, ingest;
+    double avg, max, ingest, heap;
 
-    measure(1024, 12, &avg, &max, &ingest);
-    printf("  1,024 ranks: %.2f ms per closed step (max %.2f ms), ingest %.2f us per record\n", avg,
-           max, ingest);
+    measure(1024, 12, &avg, &max, &ingest, &heap);
+    printf("  1,024 ranks: %.2f ms per closed step (max %.2f ms), ingest %.2f us per record, "
+           "heap %.1f MiB\n",
+           avg, max, ingest, heap);
     assert_true(max < 1000);
     /* DIAG_BENCH_STEPS=n measures n steps at 10,240 ranks (default 6). */
     uint32_t steps = getenv("DIAG_BENCH_STEPS") ? (uint32_t)atoi(getenv("DIAG_BENCH_STEPS")) : 6;
-    measure(10240, steps ? steps : 6, &avg, &max, &ingest);
-    printf("  10,240 ranks: %.2f ms per closed step (max %.2f ms), ingest %.2f us per record\n",
-           avg, max, ingest);
+    measure(10240, steps ? steps : 6, &avg, &max, &ingest, &heap);
+    printf("  10,240 ranks: %.2f ms per closed step (max %.2f ms), ingest %.2f us per record, "
+           "heap %.1f MiB\n",
+           avg, max, ingest, heap);
     assert_true(max < 1000);
 }
 
