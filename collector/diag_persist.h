@@ -1,0 +1,75 @@
+/* Persistence of per-step findings (DESIGN.md section 7): a fail-slow rank
+ * stays slow, so a suspect pages only when flagged in at least M of the last N
+ * closed steps; slowness that moves from rank to rank (data skew) is counted
+ * as rotation instead, never as a bad rank.
+ */
+#ifndef ARGUS_COLLECTOR_DIAG_PERSIST_H
+#define ARGUS_COLLECTOR_DIAG_PERSIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Causes tracked per rank (a subset of argus.v1.Cause). */
+enum diag_cause_index {
+    DIAG_CAUSE_COMPUTE = 0,
+    DIAG_CAUSE_LINK = 1,
+    DIAG_CAUSE_HOST = 2,
+    DIAG_CAUSE_N = 3,
+};
+
+/* Where a finding points. */
+enum diag_where_kind {
+    DIAG_WHERE_PHASE = 0,  /* index into diag_dict.phase */
+    DIAG_WHERE_KERNEL = 1, /* index into diag_dict.kernel */
+    DIAG_WHERE_COLL = 2,   /* index into diag_dict.coll */
+    DIAG_WHERE_ARRIVAL = 3 /* late host arrival at collective index */
+};
+
+/* One finding of one rank in one step. */
+struct diag_flag {
+    bool set;
+    bool group_wide; /* the whole peer group was flagged against other groups */
+    bool expert;     /* found in the expert groups (else the work groups) */
+    uint8_t level;   /* ARGUS__V1__LEVEL__* */
+    uint8_t kind;    /* enum diag_where_kind */
+    uint8_t index;
+    double value;  /* the rank's number (ns, or W1 ratio for kernels) */
+    double median; /* the reference it was compared with */
+    double score;  /* robust z, or W1 / reference mean */
+    double aux;    /* compute: own kernel busy / group median; host: off-CPU ns; else 0 */
+};
+
+struct diag_persist {
+    uint32_t cap;                     /* ranks */
+    uint32_t window;                  /* N, 1..64 */
+    uint32_t min_hits;                /* M */
+    uint64_t *mask;                   /* cap * DIAG_CAUSE_N bit histories, bit 0 = newest step */
+    struct diag_flag *last;           /* newest flag per (rank, cause) */
+    bool *firing;                     /* alert state per (rank, cause) */
+    uint64_t step_mask[DIAG_CAUSE_N]; /* steps with any flag of that cause */
+};
+
+/* Set window and threshold (M clamped to 1..N, N to 1..64). */
+void diag_persist_init(struct diag_persist *p, uint32_t window, uint32_t min_hits);
+
+/* Room for ranks [0, cap); new ranks have empty histories. 0 or -ENOMEM. */
+int diag_persist_reserve(struct diag_persist *p, uint32_t cap);
+
+/* Release the arrays; p stays valid and empty. */
+void diag_persist_free(struct diag_persist *p);
+
+/* Shift every history by one step and record flags[rank * DIAG_CAUSE_N +
+ * cause] for ranks [0, n). O(n). */
+void diag_persist_step(struct diag_persist *p, const struct diag_flag *flags, uint32_t n);
+
+/* Steps of the window in which (rank, cause) was flagged. */
+uint32_t diag_persist_hits(const struct diag_persist *p, uint32_t rank, int cause);
+
+/* Rotation over the window for one cause: *ranks = ranks flagged at least
+ * once but in fewer than M/2 steps (transient), *steps = steps with at least
+ * one flag. Data skew shows as many transient ranks over many steps. */
+void diag_persist_rotation(const struct diag_persist *p, int cause, uint32_t n, uint32_t *ranks,
+                           uint32_t *steps);
+
+#endif

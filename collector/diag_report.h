@@ -1,0 +1,48 @@
+/* Building argus.v1.Report and Suspect messages for the diagnosis engine.
+ *
+ * Every string and array of a report built here is malloc'd and owned by the
+ * report; diag_report_free releases the whole tree (not protobuf-c's
+ * free_unpacked: these were never unpacked).
+ */
+#ifndef ARGUS_COLLECTOR_DIAG_REPORT_H
+#define ARGUS_COLLECTOR_DIAG_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/argus.pb-c.h"
+
+/* Rank of a job-level suspect (data skew, job regression). */
+#define DIAG_RANK_NONE UINT32_MAX
+
+/* A new suspect; strings are copied (NULL means ""). NULL on ENOMEM. */
+Argus__V1__Suspect *diag_suspect_new(uint32_t rank, const char *node, int32_t gpu,
+                                     const char *group, Argus__V1__Level level,
+                                     Argus__V1__Cause cause, const char *where, double score,
+                                     uint32_t persisted, uint32_t window, const char *evidence);
+
+/* A new empty report for job, id "<created ns, 20 digits>-<job hash, 8 hex>-<seq, 6
+ * digits>" (sorts by creation time). NULL on ENOMEM. */
+Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, uint64_t seq);
+
+/* Append s to r (r takes it; on -ENOMEM s is freed). */
+int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s);
+
+/* Set the one-line summary from the suspects. 0 or -ENOMEM. */
+int diag_report_summarize(Argus__V1__Report *r);
+
+/* Free a suspect built here (not one owned by a report). NULL is fine. */
+void diag_suspect_free(Argus__V1__Suspect *s);
+
+/* Free a report built here and everything in it. NULL is fine. */
+void diag_report_free(Argus__V1__Report *r);
+
+/* A duration for evidence text: "2,252 ms", "4.5 ms" or "870 us" into buf. */
+const char *diag_fmt_ns(char *buf, size_t len, double ns);
+
+/* Pages an on-call: a rank-level suspect (compute, link, host or silent)
+ * that persisted. L1 spikes, data skew and job regressions are findings for
+ * the report page, not pages about a rank. */
+int diag_suspect_pages(const Argus__V1__Suspect *s);
+
+#endif

@@ -1,0 +1,76 @@
+/* In-process scenario generator for the diagnosis engine tests: argus.v1
+ * StepRecords of a synthetic data/tensor/pipeline-parallel job with one fault
+ * class each (DESIGN.md section 7 fault classes).
+ *
+ * The model is event-driven like the real thing: every collective is a sync
+ * point of its communicator: each member's collective kernel starts when its
+ * stream gets there and ends when the last member arrived plus the transfer
+ * time, so a late rank's collective looks short and everyone else's long.
+ * Phases are compute-stream spans (they include waits for TP collectives and
+ * pipeline neighbours); kernels are summarised as clusters (count, sum, p50,
+ * p99) like the agent's KDE summariser. Each node has its own clock offset.
+ */
+#ifndef ARGUS_TESTS_DIAG_SCENARIO_H
+#define ARGUS_TESTS_DIAG_SCENARIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/argus.pb-c.h"
+
+enum diag_scn_fault {
+    DIAG_SCN_HEALTHY = 0,
+    DIAG_SCN_COMPUTE_STRAGGLER, /* one rank's forward+backward 1.6x */
+    DIAG_SCN_LINK_GROUP,        /* one DP communicator (a whole peer group) 3x transfer */
+    DIAG_SCN_MASKED,            /* one rank's forward 1.3x; its collectives look faster */
+    DIAG_SCN_PIPELINE,          /* PP=4: one stage-2 rank's backward 1.9x */
+    DIAG_SCN_JIT,               /* rare 40x host stalls on random ranks */
+    DIAG_SCN_DATA_SKEW,         /* a random rank 1.5-2x each step */
+    DIAG_SCN_EVERYONE_SLOWER,   /* all compute 1.3x from fault_start */
+    DIAG_SCN_SILENT,            /* fault_rank stops reporting at fault_start */
+    DIAG_SCN_LINK_TP,           /* the TP communicator of fault_rank's replica 3x transfer */
+    DIAG_SCN_HOST_STRAGGLER,    /* fault_rank's host stalls 30 ms before every step's work */
+    DIAG_SCN_EXPERT_STRAGGLER,  /* needs ep > 1: fault_rank's expert phase 1.3x */
+};
+
+struct diag_scn_config {
+    enum diag_scn_fault fault;
+    uint32_t ranks;       /* world size (64) */
+    uint32_t tp, pp;      /* tensor and pipeline sizes; dp = ranks / (tp * pp) */
+    uint32_t ep;          /* expert parallel size (ep = dp % ep), 0/1 = no experts */
+    uint32_t fault_rank;  /* the culprit where there is one */
+    uint32_t fault_tp;    /* LINK_GROUP: tp index of the slow DP communicator */
+    uint64_t fault_start; /* first faulty step */
+    uint64_t seed;
+    double clock_skew_ns;  /* node clock offsets uniform in +-this (5 ms) */
+    bool no_kernels;       /* leave kernel summaries out */
+    uint32_t sample_every; /* duty cycle: kernels only every n-th step (0 = every step) */
+    double noise;          /* relative jitter of every compute segment (0.02) */
+    double factor;         /* slowdown of the faulty thing, 0 = the class default */
+};
+
+struct diag_scn;
+
+/* New generator (c copied). NULL on ENOMEM or a layout that does not divide. */
+struct diag_scn *diag_scn_new(const struct diag_scn_config *c);
+void diag_scn_free(struct diag_scn *s);
+
+/* Resources of every rank, valid until diag_scn_free. */
+Argus__V1__Resource *const *diag_scn_resources(struct diag_scn *s, size_t *n);
+
+/* Simulate the next step. *out: this step's records in random rank order,
+ * owned by the generator and valid until the next call. Returns their
+ * number. *end_ns: when the step ended (latest true end over ranks). */
+size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uint64_t *end_ns);
+
+/* Name lookup callback for diag_options.name (ctx = the generator). */
+const char *diag_scn_name(void *ctx, uint64_t id);
+
+/* The job id of the scenario. */
+const char *diag_scn_job(const struct diag_scn *s);
+
+/* Node clock offset of rank (ns) as injected. */
+double diag_scn_clock_offset(const struct diag_scn *s, uint32_t rank);
+
+#endif
