@@ -147,7 +147,7 @@ $(B)/bin/argusctl: $(B)/obj/collector/argusctl.o $(OUR_LIBS)
 
 # Each tools/NAME/ directory is one binary, build/bin/NAME.
 define tool_rule
-$(B)/bin/$(1): $(call obj,$(wildcard tools/$(1)/*.c)) $(OUR_LIBS)
+$(B)/bin/$(1): $(call obj,$(wildcard tools/$(1)/*.c)) $(B)/lib/libargus_test.a $(OUR_LIBS)
 	$$(call msg,LD,$$@)
 	$$(Q)mkdir -p $$(@D) && $$(link)
 endef

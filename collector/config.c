@@ -37,6 +37,11 @@ static const struct config_option collector_options[] = {
         "distinct names one job may define"),
     OPT("ingest.max_ranks", CONFIG_UINT, max_ranks, "1048576", 1, 1e8,
         "ranks and world size must be below this"),
+    OPT("diag.step_timeout", CONFIG_DURATION, diag_step_timeout, "30s", 0.01, 3600,
+        "a step closes this long after its first record even if ranks are missing (silent rank)"),
+    OPT("diag.window", CONFIG_UINT, diag_window, "40", 2, 64, "persistence window N, in steps"),
+    OPT("diag.min_hits", CONFIG_UINT, diag_min_hits, "24", 1, 64,
+        "a suspect pages after being flagged in M of the last N steps"),
 };
 
 const struct config_table collector_config_table = {

@@ -23,6 +23,8 @@ struct collector_config {
     uint64_t max_names_per_batch;
     uint64_t max_names_per_job;
     uint64_t max_ranks;
+    uint64_t diag_step_timeout;
+    uint64_t diag_window, diag_min_hits;
 };
 
 extern const struct config_table collector_config_table;

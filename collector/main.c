@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "collector/config.h"
+#include "collector/diagnosis.h"
 #include "collector/ingest.h"
 #include "collector/metrics.h"
 #include "collector/query.h"
@@ -20,6 +21,7 @@ struct collector {
     struct collector_config cfg;
     struct store *store;
     struct ingest *ingest;
+    struct diagnosis *diagnosis;
     struct transport_server *transport;
     struct http_server *http;
     struct collector_metrics_ctx metrics;
@@ -65,7 +67,15 @@ static int collector_start_grpc(struct collector *c)
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
     limits.max_names_per_job = c->cfg.max_names_per_job;
     limits.max_ranks = (uint32_t)c->cfg.max_ranks;
-    c->ingest = ingest_new(c->store, &limits, NULL, NULL);
+    struct diagnosis_options dopt = {
+        .step_timeout_ns = c->cfg.diag_step_timeout,
+        .window = (uint32_t)c->cfg.diag_window,
+        .min_hits = (uint32_t)c->cfg.diag_min_hits,
+    };
+    c->diagnosis = diagnosis_new(c->store, &dopt);
+    if (!c->diagnosis)
+        return -ENOMEM;
+    c->ingest = ingest_new(c->store, &limits, diagnosis_on_batch, c->diagnosis);
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
         return -ENOMEM;
@@ -87,7 +97,7 @@ static int collector_start_http(struct collector *c)
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport};
+    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -131,6 +141,7 @@ static void collector_run(struct collector *c, int argc, char **argv)
             collector_reload(c, argc, argv);
         if (watchdog)
             daemon_notify("WATCHDOG=1");
+        diagnosis_tick(c->diagnosis, clock_real_ns());
         if (now >= next_retention) {
             int64_t n = store_apply_retention(c->store, clock_real_ns());
             if (n > 0)
@@ -146,6 +157,7 @@ static void collector_teardown(struct collector *c)
     http_stop(c->http);
     transport_free(c->transport);
     ingest_free(c->ingest);
+    diagnosis_free(c->diagnosis);
     store_close(c->store);
     if (c->sigfd >= 0)
         close(c->sigfd);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "collector/diagnosis.h"
 #include "collector/ingest.h"
 #include "collector/store.h"
 #include "collector/transport.h"
@@ -66,6 +67,15 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.live_sst_bytes);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    struct diagnosis_stats ds;
+    diagnosis_get_stats(m->diagnosis, &ds);
+    http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
+    http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
+                    ds.steps_closed);
+    http_buf_metric(b, "argus_diag_reports_total", "counter", "straggler reports stored", "",
+                    ds.reports);
+    http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
+                    "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
     struct collector_drop_ctx dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
 }

@@ -4,6 +4,7 @@
 
 #include "common/http.h"
 
+struct diagnosis;
 struct ingest;
 struct store;
 struct transport_server;
@@ -12,6 +13,7 @@ struct collector_metrics_ctx {
     struct ingest *ingest;
     struct store *store;
     struct transport_server *transport;
+    struct diagnosis *diagnosis;
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

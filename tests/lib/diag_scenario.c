@@ -52,7 +52,7 @@ struct diag_scn {
     uint32_t dp;
     uint64_t rng, step;
     uint64_t ids[NM_N];
-    char job[32];
+    char job[160];
     Argus__V1__Resource *res;
     Argus__V1__Resource **resp;
     char (*node)[16];
@@ -228,7 +228,11 @@ struct diag_scn *diag_scn_new(const struct diag_scn_config *c)
     }
     s->dp = n / (s->c.tp * s->c.pp);
     s->rng = s->c.seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
-    snprintf(s->job, sizeof(s->job), "scn-%d-%llu", (int)s->c.fault, (unsigned long long)c->seed);
+    if (c->job)
+        snprintf(s->job, sizeof(s->job), "%s", c->job);
+    else
+        snprintf(s->job, sizeof(s->job), "scn-%d-%llu", (int)s->c.fault,
+                 (unsigned long long)c->seed);
     for (int i = 0; i < NM_N; i++)
         s->ids[i] = name_id(names[i]);
     s->res = calloc(n, sizeof(*s->res));
@@ -264,7 +268,8 @@ struct diag_scn *diag_scn_new(const struct diag_scn_config *c)
 
 static uint64_t to_unix(const struct diag_scn *s, uint32_t r, double t)
 {
-    return BASE_UNIX_NS + (uint64_t)(int64_t)llround(t + s->offset[r]);
+    return (s->c.base_unix_ns ? s->c.base_unix_ns : BASE_UNIX_NS) +
+           (uint64_t)(int64_t)llround(t + s->offset[r]);
 }
 
 /* One collective call of every member of the communicator of rank `r0`'s
@@ -520,7 +525,7 @@ size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uin
         s->out[j] = t;
     }
     s->step++;
-    *end_ns = BASE_UNIX_NS + (uint64_t)last;
+    *end_ns = (s->c.base_unix_ns ? s->c.base_unix_ns : BASE_UNIX_NS) + (uint64_t)last;
     *out = s->out;
     return m;
 }

@@ -48,6 +48,8 @@ struct diag_scn_config {
     uint32_t sample_every; /* duty cycle: kernels only every n-th step (0 = every step) */
     double noise;          /* relative jitter of every compute segment (0.02) */
     double factor;         /* slowdown of the faulty thing, 0 = the class default */
+    const char *job;       /* job id (NULL: "scn-<fault>-<seed>") */
+    uint64_t base_unix_ns; /* time of step 0 (0: a fixed date in 2027) */
 };
 
 struct diag_scn;

@@ -1,11 +1,13 @@
 /* argus-sim: a protocol-level simulator of argus agents (see sim.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "tools/argus-sim/scenario.h"
 #include "tools/argus-sim/sim.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
@@ -39,6 +41,15 @@ static const struct config_option sim_options[] = {
         "do not send: check the collector holds exactly what a run with these options sent"),
     OPT("pregen", CONFIG_BOOL, pregen, "false", 0, 0,
         "build every batch before the clock starts, so a benchmark measures the collector"),
+    OPT("scenario", CONFIG_STRING, scenario, "", 0, 0,
+        "fault scenario (empty: plain records): healthy, compute-straggler, link-degraded-group, "
+        "masked-straggler, pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, "
+        "silent-rank, host-straggler"),
+    OPT("onset", CONFIG_UINT, onset, "20", 0, 0, "first faulty step of the scenario"),
+    OPT("severity", CONFIG_DOUBLE, severity, "0", 0, 100,
+        "slowdown factor of the fault (0: the scenario's default)"),
+    OPT("fault_rank", CONFIG_INT, fault_rank, "-1", -1, 1e8,
+        "culprit rank (-1: the scenario picks one)"),
     OPT("agent_prefix", CONFIG_STRING, agent_prefix, "sim-agent-", 0, 0, "agent id prefix"),
 };
 
@@ -63,6 +74,14 @@ static void sim_print(const struct sim_config *c, const struct sim_result *r)
         r->rank_steps_acked, r->resent, r->reconnects, r->rejects, r->elapsed_s,
         r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0, r->ack_latency_p50_ms,
         r->ack_latency_p99_ms, r->last_error);
+    if (*c->scenario) {
+        printf("{\"scenario\": \"%s\", \"job\": \"%s\", \"onset\": %" PRIu64
+               ", \"cause\": \"%s\", \"culprits\": [",
+               c->scenario, c->job, c->onset, r->truth_cause ? r->truth_cause : "");
+        for (size_t i = 0; i < r->nculprits; i++)
+            printf("%s%u", i ? ", " : "", r->culprits[i]);
+        printf("]}\n");
+    }
 }
 
 int main(int argc, char **argv)
@@ -93,7 +112,13 @@ int main(int argc, char **argv)
         config_free(&sim_table, &c);
         return 2;
     }
-    if (c.pregen) {
+    if (*c.scenario && !scenario_known(c.scenario)) {
+        fprintf(stderr, "argus-sim: unknown scenario '%s' (one of: %s)\n", c.scenario,
+                scenario_list());
+        config_free(&sim_table, &c);
+        return 2;
+    }
+    if (c.pregen || *c.scenario) {
         uint64_t per_agent = (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
         if (c.max_inflight < per_agent)
             c.max_inflight = per_agent;
@@ -103,6 +128,7 @@ int main(int argc, char **argv)
     } else {
         rc = sim_run(&c, &r) == 0 ? 0 : 1;
         sim_print(&c, &r);
+        free(r.culprits);
     }
     config_free(&sim_table, &c);
     return rc;

@@ -12,6 +12,7 @@
 #include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
+#include "tools/argus-sim/scenario.h"
 
 /* One sealed batch waiting for its ack. */
 struct sim_pending {
@@ -320,6 +321,55 @@ static void sim_shift_due(struct sim_thread *t, uint64_t delta)
             t->agents[i].q[(t->agents[i].qhead + k) % t->c->max_inflight].due_ns += delta;
 }
 
+/* --scenario: the scenario generator seals batches straight into the agents'
+ * queues, paced like generated ones. */
+static uint64_t sim_scn_seq(void *ctx, uint32_t i)
+{
+    return ((struct sim_agent *)ctx)[i].next_seq++;
+}
+
+static uint64_t sim_scn_epoch(void *ctx, uint32_t i)
+{
+    return ((struct sim_agent *)ctx)[i].epoch;
+}
+
+static const struct sim_config *sim_scn_config;
+
+static int sim_scn_push(void *ctx, uint32_t i, uint64_t seq, void *frame, size_t len,
+                        uint32_t nsteps)
+{
+    const struct sim_config *c = sim_scn_config;
+    struct sim_agent *a = &((struct sim_agent *)ctx)[i];
+
+    if (a->qlen >= c->max_inflight) {
+        free(frame);
+        return -ENOSPC;
+    }
+    struct sim_pending *p = &a->q[(a->qhead + a->qlen++) % c->max_inflight];
+    *p = (struct sim_pending){
+        .seq = seq, .due_ns = a->due_ns, .nsteps = nsteps, .frame = frame, .len = len};
+    if (c->rate > 0)
+        a->due_ns += (uint64_t)(c->steps_per_batch * 1e9 / c->rate);
+    a->next_step = c->steps;
+    a->names_acked = a->resources_acked = true; /* the batcher carries them */
+    return 0;
+}
+
+static int sim_scenario(const struct sim_config *c, struct sim_agent *agents,
+                        struct sim_result *out)
+{
+    struct scenario_sink sink = {sim_scn_seq, sim_scn_epoch, sim_scn_push, agents};
+    struct scenario_truth t;
+    int r;
+
+    sim_scn_config = c;
+    r = scenario_generate(c, &sink, &t);
+    out->truth_cause = t.cause;
+    out->culprits = t.culprits;
+    out->nculprits = t.nculprits;
+    return r;
+}
+
 int sim_run(const struct sim_config *c, struct sim_result *out)
 {
     size_t nagents = (size_t)((c->ranks + c->ranks_per_node - 1) / c->ranks_per_node);
@@ -330,11 +380,14 @@ int sim_run(const struct sim_config *c, struct sim_result *out)
     uint64_t start = clock_mono_ns();
 
     memset(out, 0, sizeof(*out));
+    out->truth_cause = "";
     if (!agents || !th || !ch)
         return -ENOMEM;
     sim_setup_agents(c, th, nthreads, agents, nagents);
-    if (c->pregen) {
-        for (size_t k = 0; k < nthreads; k++)
+    if (*c->scenario && sim_scenario(c, agents, out) < 0)
+        return -EINVAL;
+    if (c->pregen || *c->scenario) {
+        for (size_t k = 0; k < nthreads && !*c->scenario; k++)
             if (sim_pregen(&th[k]) < 0)
                 return -ENOMEM;
         uint64_t now = clock_mono_ns();

@@ -27,6 +27,10 @@ struct sim_config {
     bool verify;
     bool pregen; /* seal every batch before the clock starts (benchmarks) */
     char *agent_prefix;
+    char *scenario;     /* "" = plain records (gen.h); else a fault scenario (scenario.h) */
+    uint64_t onset;     /* first faulty step */
+    double severity;    /* slowdown factor of the fault, 0 = the scenario's default */
+    int64_t fault_rank; /* culprit rank, -1 = the scenario's choice */
 };
 
 struct sim_result {
@@ -35,6 +39,9 @@ struct sim_result {
     double ack_latency_p50_ms, ack_latency_p99_ms;
     bool complete;
     char last_error[256];
+    const char *truth_cause; /* scenario ground truth */
+    uint32_t *culprits;      /* malloc'd */
+    size_t nculprits;
 };
 
 /* Stream the job to the collector. Returns 0 when every batch was acked. */

@@ -1,0 +1,289 @@
+#include "collector/diagnosis.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/diag_engine.h"
+#include "collector/diag_report.h"
+#include "collector/store.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+struct diagnosis_name {
+    uint64_t id; /* 0 = empty */
+    char *name;
+};
+
+struct diagnosis_job {
+    char *job;
+    pthread_mutex_t lock;
+    struct diag_engine *engine;
+    struct diagnosis *d;
+    struct diagnosis_name *names; /* open addressing, power-of-two cap */
+    size_t ncap, nnames;
+    uint64_t last_fed_ns;
+};
+
+struct diagnosis {
+    struct store *store;
+    struct diagnosis_options o;
+    pthread_mutex_t lock; /* the jobs array */
+    struct diagnosis_job **jobs;
+    size_t njobs;
+    pthread_mutex_t stats_lock;
+    struct diagnosis_stats stats;
+};
+
+struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o)
+{
+    struct diagnosis *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    d->store = store;
+    d->o = *o;
+    if (!d->o.max_jobs)
+        d->o.max_jobs = 256;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->stats_lock, NULL);
+    return d;
+}
+
+static void diagnosis_job_free(struct diagnosis_job *j)
+{
+    if (!j)
+        return;
+    diag_engine_free(j->engine);
+    for (size_t i = 0; i < j->ncap; i++)
+        free(j->names[i].name);
+    free(j->names);
+    pthread_mutex_destroy(&j->lock);
+    free(j->job);
+    free(j);
+}
+
+void diagnosis_free(struct diagnosis *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->njobs; i++)
+        diagnosis_job_free(d->jobs[i]);
+    free(d->jobs);
+    pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->stats_lock);
+    free(d);
+}
+
+static size_t diagnosis_slot(const struct diagnosis_name *t, size_t cap, uint64_t id)
+{
+    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ULL >> 20) & (cap - 1);
+
+    while (t[i].id && t[i].id != id)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* Remember a name (the job's lock is held). */
+static void diagnosis_name_put(struct diagnosis_job *j, uint64_t id, const char *name)
+{
+    if ((j->nnames + 1) * 2 > j->ncap) {
+        size_t cap = j->ncap ? j->ncap * 2 : 256;
+        struct diagnosis_name *t = calloc(cap, sizeof(*t));
+        if (!t)
+            return;
+        for (size_t i = 0; i < j->ncap; i++)
+            if (j->names[i].id)
+                t[diagnosis_slot(t, cap, j->names[i].id)] = j->names[i];
+        free(j->names);
+        j->names = t;
+        j->ncap = cap;
+    }
+    size_t i = diagnosis_slot(j->names, j->ncap, id);
+    if (j->names[i].id)
+        return;
+    j->names[i].name = strdup(name);
+    if (j->names[i].name) {
+        j->names[i].id = id;
+        j->nnames++;
+    }
+}
+
+/* diag_name_fn: the job's dictionary, then the store (a restarted collector). */
+static const char *diagnosis_name(void *ctx, uint64_t id)
+{
+    struct diagnosis_job *j = ctx;
+    char *name;
+
+    if (j->ncap) {
+        size_t i = diagnosis_slot(j->names, j->ncap, id);
+        if (j->names[i].id)
+            return j->names[i].name;
+    }
+    name = store_get_name(j->d->store, j->job, id);
+    if (!name)
+        return NULL;
+    diagnosis_name_put(j, id, name);
+    free(name);
+    size_t i = diagnosis_slot(j->names, j->ncap, id);
+    return j->names[i].id ? j->names[i].name : NULL;
+}
+
+static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *job)
+{
+    struct diagnosis_job *j = calloc(1, sizeof(*j));
+    struct diag_options o = {0};
+
+    if (!j)
+        return NULL;
+    j->d = d;
+    j->job = strdup(job);
+    pthread_mutex_init(&j->lock, NULL);
+    o.job = job;
+    o.step_timeout_ns = d->o.step_timeout_ns;
+    o.window = d->o.window;
+    o.min_hits = d->o.min_hits;
+    o.name = diagnosis_name;
+    o.name_ctx = j;
+    j->engine = j->job ? diag_engine_new(&o) : NULL;
+    if (!j->engine) {
+        diagnosis_job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* The job's entry, created when new; the least recently fed job is dropped
+ * when max_jobs are live. */
+static struct diagnosis_job *diagnosis_job(struct diagnosis *d, const char *job)
+{
+    struct diagnosis_job *j = NULL;
+
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->njobs && !j; i++)
+        if (strcmp(d->jobs[i]->job, job) == 0)
+            j = d->jobs[i];
+    if (!j && d->njobs >= d->o.max_jobs) {
+        size_t old = 0;
+        for (size_t i = 1; i < d->njobs; i++)
+            if (d->jobs[i]->last_fed_ns < d->jobs[old]->last_fed_ns)
+                old = i;
+        log_warn("diagnosis", "more than %u jobs: dropping the state of job %s", d->o.max_jobs,
+                 d->jobs[old]->job);
+        diagnosis_job_free(d->jobs[old]);
+        d->jobs[old] = d->jobs[--d->njobs];
+    }
+    if (!j) {
+        struct diagnosis_job **grown = realloc(d->jobs, (d->njobs + 1) * sizeof(*grown));
+        if (grown) {
+            d->jobs = grown;
+            j = diagnosis_job_new(d, job);
+            if (j)
+                d->jobs[d->njobs++] = j;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return j;
+}
+
+/* Store and log the reports of j (its lock held). */
+static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
+{
+    Argus__V1__Report **reps;
+    size_t n = diag_engine_take_reports(j->engine, &reps);
+    char err[256];
+    uint64_t errors = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const Argus__V1__Report *r = reps[i];
+        if (store_put_report(d->store, r, err, sizeof(err)) < 0) {
+            errors++;
+            log_error("diagnosis", "report %s of job %s not stored: %s", r->id, r->job, err);
+        }
+        log_warn("diagnosis", "report %s job %s steps %" PRIu64 "-%" PRIu64 ": %s", r->id, r->job,
+                 r->from_step, r->to_step, r->summary);
+        diag_report_free(reps[i]);
+    }
+    free(reps);
+    if (n) {
+        pthread_mutex_lock(&d->stats_lock);
+        d->stats.reports += n;
+        d->stats.report_errors += errors;
+        d->stats.last_report_ns = clock_real_ns();
+        pthread_mutex_unlock(&d->stats_lock);
+    }
+}
+
+static void diagnosis_feed(struct diagnosis *d, struct diagnosis_job *j, const Argus__V1__Batch *b,
+                           uint64_t now)
+{
+    for (size_t i = 0; i < b->n_names; i++)
+        if (strcmp(b->names[i]->job, j->job) == 0)
+            diagnosis_name_put(j, b->names[i]->id, b->names[i]->name);
+    for (size_t i = 0; i < b->n_resources; i++)
+        if (strcmp(b->resources[i]->job, j->job) == 0)
+            diag_engine_add_resource(j->engine, b->resources[i]);
+    for (size_t i = 0; i < b->n_steps; i++)
+        if (strcmp(b->steps[i]->job, j->job) == 0)
+            diag_engine_add_step(j->engine, b->steps[i], now);
+    j->last_fed_ns = now;
+    diagnosis_drain(d, j);
+}
+
+void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
+{
+    struct diagnosis *d = ctx;
+    uint64_t now = clock_real_ns();
+    const char *last = NULL;
+
+    /* a batch usually holds one job; feed each job it names once */
+    for (size_t i = 0; i < b->n_steps + b->n_resources; i++) {
+        const char *job = i < b->n_steps ? b->steps[i]->job : b->resources[i - b->n_steps]->job;
+        if (last && strcmp(job, last) == 0)
+            continue;
+        last = job;
+        struct diagnosis_job *j = diagnosis_job(d, job);
+        if (!j)
+            continue;
+        pthread_mutex_lock(&j->lock);
+        diagnosis_feed(d, j, b, now);
+        pthread_mutex_unlock(&j->lock);
+    }
+}
+
+void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
+{
+    struct diagnosis_stats acc = {0};
+
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->njobs; i++) {
+        struct diagnosis_job *j = d->jobs[i];
+        struct diag_engine_stats es;
+        pthread_mutex_lock(&j->lock);
+        diag_engine_tick(j->engine, now_unix_ns);
+        diagnosis_drain(d, j);
+        diag_engine_get_stats(j->engine, &es);
+        pthread_mutex_unlock(&j->lock);
+        acc.records += es.records;
+        acc.steps_closed += es.steps_closed;
+        if (es.close_ns_max > acc.close_ns_max)
+            acc.close_ns_max = es.close_ns_max;
+    }
+    acc.jobs = d->njobs;
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_lock(&d->stats_lock);
+    d->stats.jobs = acc.jobs;
+    d->stats.records = acc.records;
+    d->stats.steps_closed = acc.steps_closed;
+    d->stats.close_ns_max = acc.close_ns_max;
+    pthread_mutex_unlock(&d->stats_lock);
+}
+
+void diagnosis_get_stats(struct diagnosis *d, struct diagnosis_stats *out)
+{
+    pthread_mutex_lock(&d->stats_lock);
+    *out = d->stats;
+    pthread_mutex_unlock(&d->stats_lock);
+}
