@@ -48,7 +48,7 @@ ifneq ($(findstring clang,$(CC)),)
 WARN += -Wno-unknown-warning-option
 endif
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -pthread \
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -pthread \
 	-MMD -MP -I. -I$(GEN)
 ALL_LDFLAGS := $(LDFLAGS) -pthread -Wl,--as-needed
 ifneq ($(SAN),)

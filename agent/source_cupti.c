@@ -1,7 +1,6 @@
 /* The CUPTI source (see source_cupti.h): hello socket, one mapped ring per
  * traced process, spans -> agent events, NVTX ranges projected onto kernels.
  * Everything runs on the agent's main thread in dispatch(). */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -3,7 +3,6 @@
  * describes the format and the guarantees; this file keeps an index of every
  * valid record in memory (24 bytes per record: 1.5 MiB for 1 GiB of 16 KiB
  * batches) so replay, acks and drop counting never re-read the disk. */
-#define _GNU_SOURCE /* memmem */
 #include "agent/spool.h"
 
 #include <dirent.h>

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/heatmap.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/pbjson.h"
@@ -31,6 +32,8 @@ struct ctl_config {
     uint64_t from;
     uint64_t to;
     uint64_t limit;
+    char *output;
+    char *metric;
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
@@ -48,19 +51,25 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("from", CONFIG_UINT, from, "0", 0, 0, "first step (steps)"),
     CTL_OPT("to", CONFIG_UINT, to, "0", 0, 0, "last step, inclusive (steps; 0: no bound)"),
     CTL_OPT("limit", CONFIG_UINT, limit, "0", 0, 1e6, "most records (0: collector default)"),
+    CTL_OPT("output", CONFIG_STRING, output, "heatmap.svg", 0, 0,
+            "file the heatmap is written to (-o)"),
+    CTL_OPT("metric", CONFIG_STRING, metric, "compute", 0, 0,
+            "heatmap cell value: compute (phases outside collectives) or step (step time)"),
 };
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
     .summary = "query an argus collector",
-    .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
-             "Commands:\n"
-             "  jobs                              jobs the collector knows\n"
-             "  steps --job J [--rank R] [--from S --to S]   step records\n"
-             "  ranks --job J                     ranks of a job and where they run\n"
-             "  stragglers --job J                straggler reports of a job\n"
-             "  report ID                         one report\n"
-             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
+    .usage =
+        "Usage: argusctl [OPTIONS] COMMAND\n"
+        "Commands:\n"
+        "  jobs                              jobs the collector knows\n"
+        "  steps --job J [--rank R] [--from S --to S]   step records\n"
+        "  ranks --job J                     ranks of a job and where they run\n"
+        "  stragglers --job J                straggler reports of a job\n"
+        "  report ID                         one report\n"
+        "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of step time\n"
+        "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
     .positional = true,
@@ -267,8 +276,7 @@ static void ctl_print_report(const Argus__V1__Report *rep, bool header)
         printf("  rank %-6" PRIu32 " node %-16s gpu %-3" PRId32 " %-12s %-10s %-13s %s\n", s->rank,
                s->node, s->gpu, ctl_enum(&argus__v1__level__descriptor, s->level, 6),
                ctl_enum(&argus__v1__cause__descriptor, s->cause, 6), s->group, s->where);
-        printf("      %s (score %.2f, persisted %" PRIu32 "/%" PRIu32 ")\n", s->evidence, s->score,
-               s->persisted, s->window);
+        printf("      %s (score %.2f)\n", s->evidence, s->score);
     }
 }
 
@@ -318,6 +326,136 @@ static int ctl_report(struct ctl *c, const char *id)
     return CTL_OK;
 }
 
+/* The job's JobInfo (world size, last step), or an exit code. */
+static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
+{
+    Argus__V1__JobsRequest req = ARGUS__V1__JOBS_REQUEST__INIT;
+    Argus__V1__JobsResponse *resp;
+    int r = ctl_call(c, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor,
+                     (ProtobufCMessage **)&resp);
+
+    if (r)
+        return r;
+    r = CTL_NOT_FOUND;
+    for (size_t i = 0; i < resp->n_jobs; i++) {
+        if (strcmp(resp->jobs[i]->job, c->cfg.job) == 0) {
+            *world =
+                resp->jobs[i]->world_size ? resp->jobs[i]->world_size : resp->jobs[i]->ranks_seen;
+            *last_step = resp->jobs[i]->last_step;
+            r = CTL_OK;
+        }
+    }
+    if (r)
+        fprintf(stderr, "argusctl: no job '%s' in this collector\n", c->cfg.job);
+    argus__v1__jobs_response__free_unpacked(resp, NULL);
+    return r;
+}
+
+/* A phase named like a collective (its time is mostly waiting for others). */
+static bool ctl_is_collective(const char *name)
+{
+    static const char *const words[] = {
+        "allreduce",     "all_reduce", "allgather",  "all_gather", "reduce_scatter",
+        "reducescatter", "alltoall",   "all_to_all", "nccl",       "broadcast",
+        "send",          "recv",       "barrier",    "comm"};
+
+    for (size_t i = 0; name && i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcasestr(name, words[i]))
+            return true;
+    return false;
+}
+
+/* The cell value of one record: its compute time (phases that are not
+ * collectives), or its step time when asked or when it has no phases. */
+static uint64_t ctl_cell(struct ctl *c, const Argus__V1__StepsResponse *resp,
+                         const Argus__V1__StepRecord *s)
+{
+    uint64_t compute = 0;
+
+    if (strcmp(c->cfg.metric, "step") == 0 || s->n_phases == 0)
+        return s->duration_ns;
+    for (size_t p = 0; p < s->n_phases; p++)
+        if (!ctl_is_collective(ctl_resolve((void *)resp, s->phases[p]->name_id)))
+            compute += s->phases[p]->duration_ns;
+    return compute ? compute : s->duration_ns;
+}
+
+/* Fill h with steps [from, to] of every rank, a page of steps at a time. */
+static int ctl_heatmap_fill(struct ctl *c, struct heatmap *h, uint32_t world, uint64_t from,
+                            uint64_t to)
+{
+    uint64_t per = 50000 / (world ? world : 1);
+
+    if (per == 0)
+        per = 1;
+    for (uint64_t lo = from; lo <= to; lo += per) {
+        Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
+        Argus__V1__StepsResponse *resp;
+        req.job = c->cfg.job;
+        req.rank = -1;
+        req.from_step = lo;
+        req.to_step = lo + per - 1 < to ? lo + per - 1 : to;
+        req.limit = 100000;
+        int r = ctl_call(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
+                         (ProtobufCMessage **)&resp);
+        if (r)
+            return r;
+        for (size_t i = 0; i < resp->n_steps; i++)
+            heatmap_set(h, resp->steps[i]->rank, resp->steps[i]->step,
+                        ctl_cell(c, resp, resp->steps[i]));
+        argus__v1__steps_response__free_unpacked(resp, NULL);
+    }
+    return CTL_OK;
+}
+
+static int ctl_heatmap(struct ctl *c)
+{
+    uint32_t world = 0;
+    uint64_t last = 0, from, to;
+    char title[256];
+    int r;
+
+    if (!*c->cfg.job) {
+        fprintf(stderr, "argusctl: heatmap needs --job J\n");
+        return CTL_USAGE;
+    }
+    if (strcmp(c->cfg.metric, "compute") != 0 && strcmp(c->cfg.metric, "step") != 0) {
+        fprintf(stderr, "argusctl: --metric must be compute or step\n");
+        return CTL_USAGE;
+    }
+    if ((r = ctl_job_info(c, &world, &last)))
+        return r;
+    from = c->cfg.from;
+    to = c->cfg.to && c->cfg.to < last ? c->cfg.to : last;
+    if (from > to || world == 0) {
+        fprintf(stderr, "argusctl: no steps in that range\n");
+        return CTL_NOT_FOUND;
+    }
+    struct heatmap *h = heatmap_new(world, from, to - from + 1);
+    if (!h) {
+        fprintf(stderr, "argusctl: a %u x %llu heatmap is too large; narrow --from/--to\n", world,
+                (unsigned long long)(to - from + 1));
+        return CTL_USAGE;
+    }
+    r = ctl_heatmap_fill(c, h, world, from, to);
+    FILE *f = r ? NULL : fopen(c->cfg.output, "we");
+    if (!r && !f) {
+        fprintf(stderr, "argusctl: %s: %s\n", c->cfg.output, strerror(errno));
+        r = CTL_ERROR;
+    }
+    snprintf(title, sizeof(title), "job %s: %s time of %u ranks, steps %llu-%llu", c->cfg.job,
+             c->cfg.metric, world, (unsigned long long)from, (unsigned long long)to);
+    if (f && (heatmap_write_svg(h, title, 512, 400, f) < 0 || fclose(f) != 0)) {
+        fprintf(stderr, "argusctl: writing %s failed\n", c->cfg.output);
+        r = CTL_ERROR;
+    } else if (f) {
+        printf("heatmap of job %s (%u ranks x %llu steps) written to %s\n", c->cfg.job, world,
+               (unsigned long long)(to - from + 1), c->cfg.output);
+    }
+    heatmap_free(h);
+    return r;
+}
+
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
 {
     const char *cmd = argv[0];
@@ -341,6 +479,8 @@ static int ctl_dispatch(struct ctl *c, int argc, char **argv)
         return ctl_ranks(c);
     if (strcmp(cmd, "stragglers") == 0)
         return ctl_stragglers(c);
+    if (strcmp(cmd, "heatmap") == 0)
+        return ctl_heatmap(c);
     fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", cmd);
     return CTL_USAGE;
 }
@@ -351,6 +491,9 @@ int main(int argc, char **argv)
     struct config_result res;
     int r;
 
+    for (int i = 1; i < argc; i++) /* -o FILE is --output FILE */
+        if (strcmp(argv[i], "-o") == 0)
+            argv[i] = "--output";
     if (config_load(&ctl_table, &c.cfg, argc, argv, &res) < 0) {
         fprintf(stderr, "argusctl: %s\n", res.error);
         config_free(&ctl_table, &c.cfg);

@@ -12,7 +12,6 @@
  * ARGUS_CUPTI_RING_SLOTS (power of two), ARGUS_AGENT_SOCKET,
  * ARGUS_CUPTI_RECONNECT_MS, ARGUS_CUPTI_PROBE_MS, ARGUS_CUPTI_FLUSH_MS,
  * ARGUS_CUPTI_NVTX=0 (leave NVTX_INJECTION64_PATH alone), ARGUS_CUPTI_DISABLE=1. */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,6 @@
  * messages from the agent), the sampling state and stepping aside when
  * another CUPTI client appears. It is the only thread that touches the ring,
  * the socket and the name tables, so none of them is locked. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

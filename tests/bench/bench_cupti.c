@@ -6,7 +6,6 @@
  *   2. as fast as the double can produce, 2M records: ns per record in the
  *      worker (completion -> ring) and in the agent reader (ring -> event).
  * The target: library < 200 ns/record (100k kernels/s < 2% of a core). */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <inttypes.h>
 #include <time.h>

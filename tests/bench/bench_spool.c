@@ -3,7 +3,6 @@
  * replay and ack. The spool lives in $ARGUS_BENCH_DIR or /tmp; each run
  * stops after RECORDS records (or $ARGUS_BENCH_RECORDS) or SECONDS seconds, whichever comes first.
  */
-#define _GNU_SOURCE /* nftw */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

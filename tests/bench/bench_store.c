@@ -6,7 +6,6 @@
  *
  *   build/bench/bench_store [batches] [dir]   (default 1500, a temp dir under /tmp)
  */
-#define _GNU_SOURCE /* nftw flags */
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,6 @@
  *   cupti-agent SOCKET SECONDS [-q] [-s MODE K N] [-x EXIT_AFTER_CLIENTS]
  * Runs SECONDS, or until every one of EXIT_AFTER_CLIENTS processes has come
  * and gone, or SIGTERM/SIGINT. */
-#define _GNU_SOURCE
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>

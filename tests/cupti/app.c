@@ -8,7 +8,6 @@
  * Prints "skipped" when the library did not set CUPTI up (not a rank), else
  * one line "stats k=v ..." with the double's counters and the app's own
  * wall time. Exit 0 unless something failed to load. */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>

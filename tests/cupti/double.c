@@ -2,7 +2,6 @@
  * makes (see double.h). cuptiActivityGetNextRecord is forwarded to the real
  * libcupti.so.13 when it is installed (it parses buffers without a GPU), else
  * a walker over the record kinds produced here is used. */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>

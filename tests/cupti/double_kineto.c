@@ -3,7 +3,6 @@
  * "gpu_memset" -> Memset4, "cuda_runtime" -> CUpti_ActivityAPI,
  * "user_annotation" -> a CUpti_ActivityMarker2 start and end pair. Times are
  * trace microseconds turned into ns; the player shifts them to now. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,6 @@
 #ifndef ARGUS_TESTS_CUPTI_HARNESS_H
 #define ARGUS_TESTS_CUPTI_HARNESS_H
 
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

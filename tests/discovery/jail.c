@@ -3,7 +3,6 @@
  * the container's own paths in maps and exe.
  *
  *   jail ROOT PROGRAM [ARG...]     (root only; the environment is kept) */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>

@@ -3,7 +3,6 @@
  * does, the double replays Kineto traces or generates records, and this test
  * is the agent: source_cupti in process, every event recorded and checked
  * against an oracle computed here from the same trace files. */
-#define _GNU_SOURCE
 #if __has_include(<cupti.h>)
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,6 @@
  * cuptiActivityGetNextRecord (libcupti.so.13 parses without a GPU), and each
  * record translates (agent/cupti/records.c) into the right span. Also the
  * ring helpers: names across the wrap, phase-name classification. */
-#define _GNU_SOURCE
 #if __has_include(<cupti.h>)
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,6 @@
  * a memfd ring, spans written by hand) so every path of the agent side is
  * checked exactly: names, kernels, NVTX projection, drop deltas, bad hellos,
  * sampling control, and the last spans of a process that went away. */
-#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,6 @@
 /* The spool on real files in a temporary directory: round trip, restart,
  * identity, cap, corruption (flipped bytes, torn tails, garbage files, random
  * damage), fsync policies, disk full (tmpfs, needs root). */
-#define _GNU_SOURCE /* unshare */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,6 @@
 /* The RocksDB store, for real, in a temporary directory: ingest and every scan,
  * dedup, reopen, names, reports, the time index, retention, a full disk and
  * two ingesting threads. */
-#define _GNU_SOURCE /* nftw flags */
 #include <errno.h>
 #include <inttypes.h>
 #include <ftw.h>
