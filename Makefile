@@ -91,7 +91,7 @@ ifneq ($(wildcard $(CUDA)/include/cupti.h),)
 CUPTI_LIB := $(B)/lib/libargus-cupti.so
 endif
 
-.PHONY: all deps test check unit-tests demo bench fuzz format format-check clean
+.PHONY: all deps test check unit-tests demo bench bench-detect fuzz format format-check clean install
 all: $(BINS) $(CUPTI_LIB) $(B)/tests/.built
 
 # --- generated code ---------------------------------------------------------
@@ -208,6 +208,9 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o $(OUR_LIBS)
 bench: all $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
 
+bench-detect: all
+	$(Q)tests/bench/detect.sh
+
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 build/fuzz/%: tests/fuzz/%.c $(PROTO_H)
 	$(call msg,FUZZ,$@)
@@ -229,3 +232,17 @@ clean:
 	rm -rf build
 
 -include $(shell find $(B)/obj build/bpf -name '*.d' 2>/dev/null)
+
+# --- install (packaging) ------------------------------------------------------
+PREFIX  ?= /usr
+DESTDIR ?=
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/argus $(DESTDIR)/etc/argus \
+		$(DESTDIR)/lib/systemd/system
+	install -m 0755 $(B)/bin/argus-agent $(B)/bin/argus-collector $(B)/bin/argusctl \
+		$(DESTDIR)$(PREFIX)/bin/
+	$(if $(CUPTI_LIB),install -m 0644 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/argus/)
+	install -m 0644 deploy/systemd/argus-agent.service deploy/systemd/argus-collector.service \
+		$(DESTDIR)/lib/systemd/system/
+	for f in agent collector; do [ -e $(DESTDIR)/etc/argus/$$f.conf ] || \
+		install -m 0644 deploy/config/$$f.conf $(DESTDIR)/etc/argus/$$f.conf; done

@@ -67,13 +67,13 @@ static void sim_print(const struct sim_config *c, const struct sim_result *r)
         ", \"base_time\": %" PRIu64 ", \"complete\": %s, \"batches_sent\": %" PRIu64
         ", \"batches_acked\": %" PRIu64 ", \"rank_steps_acked\": %" PRIu64 ", \"resent\": %" PRIu64
         ", \"reconnects\": %" PRIu64 ", \"rejects\": %" PRIu64
-        ", \"elapsed_s\": %.3f, \"rank_steps_per_s\": %.0f"
+        ", \"elapsed_s\": %.3f, \"rank_steps_per_s\": %.0f, \"start_unix_ns\": %" PRIu64
         ", \"ack_latency_p50_ms\": %.2f, \"ack_latency_p99_ms\": %.2f, \"last_error\": \"%s\"}\n",
         c->job, c->ranks, (c->ranks + c->ranks_per_node - 1) / c->ranks_per_node, c->steps,
         c->base_unix_ns, r->complete ? "true" : "false", r->batches_sent, r->batches_acked,
         r->rank_steps_acked, r->resent, r->reconnects, r->rejects, r->elapsed_s,
-        r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0, r->ack_latency_p50_ms,
-        r->ack_latency_p99_ms, r->last_error);
+        r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0, r->start_unix_ns,
+        r->ack_latency_p50_ms, r->ack_latency_p99_ms, r->last_error);
     if (*c->scenario) {
         printf("{\"scenario\": \"%s\", \"job\": \"%s\", \"onset\": %" PRIu64
                ", \"cause\": \"%s\", \"culprits\": [",

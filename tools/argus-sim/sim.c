@@ -395,6 +395,7 @@ int sim_run(const struct sim_config *c, struct sim_result *out)
             sim_shift_due(&th[k], now - start);
         start = now;
     }
+    out->start_unix_ns = clock_real_ns();
     for (size_t k = 0; k < nthreads; k++) {
         th[k].ch = ch;
         th[k].q = rpc_queue_new();

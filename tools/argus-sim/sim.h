@@ -36,6 +36,7 @@ struct sim_config {
 struct sim_result {
     uint64_t batches_sent, batches_acked, rank_steps_acked, resent, reconnects, rejects;
     double elapsed_s;
+    uint64_t start_unix_ns; /* when sending started (after pre-generation) */
     double ack_latency_p50_ms, ack_latency_p99_ms;
     bool complete;
     char last_error[256];
