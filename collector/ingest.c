@@ -358,8 +358,61 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
     atomic_fetch_add(&s->in->acks, 1);
 }
 
-static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b,
-                         struct transport_reply *reply)
+static bool ingest_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t byte = *(*p)++;
+        *v |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* Find the bytes of every Batch.steps entry (field 6) in the packed batch, in
+ * order, so the store keeps them without packing each record again. Returns
+ * the number found (the caller checks it against n_steps), or -EBADMSG. The
+ * batch already unpacked, so this only has to be right, not defensive. */
+static long ingest_step_slices(const uint8_t *raw, size_t len, struct store_slice *out, size_t max)
+{
+    const uint8_t *p = raw, *end = raw + len;
+    long n = 0;
+    uint64_t tag, v;
+
+    while (p < end) {
+        if (!ingest_varint(&p, end, &tag))
+            return -EBADMSG;
+        switch (tag & 7) {
+        case 0:
+            if (!ingest_varint(&p, end, &v))
+                return -EBADMSG;
+            break;
+        case 1:
+            p += 8;
+            break;
+        case 5:
+            p += 4;
+            break;
+        case 2:
+            if (!ingest_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return -EBADMSG;
+            if (tag >> 3 == 6) {
+                if ((size_t)n >= max)
+                    return -EBADMSG;
+                out[n++] = (struct store_slice){(const char *)p, (size_t)v};
+            }
+            p += v;
+            break;
+        default:
+            return -EBADMSG;
+        }
+    }
+    return p == end ? n : -EBADMSG;
+}
+
+static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, const void *raw,
+                         size_t raw_len, struct transport_reply *reply)
 {
     char err[256], msg[320];
     int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
@@ -370,7 +423,13 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b,
         ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
         return;
     }
-    r = store_ingest(s->in->store, b, err, sizeof(err));
+    struct store_slice *slices = b->n_steps ? malloc(b->n_steps * sizeof(*slices)) : NULL;
+    if (slices && ingest_step_slices(raw, raw_len, slices, b->n_steps) != (long)b->n_steps) {
+        free(slices); /* unexpected layout: let the store pack the records */
+        slices = NULL;
+    }
+    r = store_ingest_raw(s->in->store, b, slices, err, sizeof(err));
+    free(slices);
     if (r < 0) {
         snprintf(msg, sizeof(msg), "store write failed, batch not acked, retry later: %s", err);
         ingest_reject(s, INGEST_REJECT_STORE_ERROR, TRANSPORT_UNAVAILABLE, reply, msg);
@@ -410,14 +469,15 @@ static void ingest_message(void *stream, const void *data, size_t len,
         return;
     }
     Argus__V1__Batch *b = argus__v1__batch__unpack(NULL, raw_len, raw);
-    free(raw);
     if (!b) {
+        free(raw);
         ingest_reject(s, INGEST_REJECT_BATCH_INVALID, TRANSPORT_INVALID_ARGUMENT, reply,
                       "frame payload is not a valid argus.v1.Batch");
         return;
     }
-    ingest_store(s, b, reply);
+    ingest_store(s, b, raw, raw_len, reply);
     argus__v1__batch__free_unpacked(b, NULL);
+    free(raw);
 }
 
 const struct transport_stream_ops ingest_stream_ops = {

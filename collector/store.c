@@ -746,23 +746,27 @@ out:
 }
 
 static int stage_steps(struct store *s, rocksdb_writebatch_t *wb, const Argus__V1__Batch *b,
-                       char *err, size_t errlen)
+                       const struct store_slice *raw, char *err, size_t errlen)
 {
     for (size_t i = 0; i < b->n_steps; i++) {
         const Argus__V1__StepRecord *r = b->steps[i];
         const char *job = r->job ? r->job : "";
-        size_t kl, n = argus__v1__step_record__get_packed_size(r);
+        size_t kl, n = raw ? raw[i].len : argus__v1__step_record__get_packed_size(r);
         uint8_t *key = job_key(job, r->step, 8, r->rank, 4, false, &kl);
         struct job_entry *j = stage_job(s, job);
         int rc;
 
-        if (!key || !j || buf_reserve(s, n + 1)) {
+        if (!key || !j || (!raw && buf_reserve(s, n + 1))) {
             free(key);
             set_err(err, errlen, "ingest: out of memory");
             return -ENOMEM;
         }
-        argus__v1__step_record__pack(r, s->buf);
-        rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, (char *)s->buf, n);
+        if (raw) { /* the record's bytes as the agent packed them: no repack */
+            rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, raw[i].data, n);
+        } else {
+            argus__v1__step_record__pack(r, s->buf);
+            rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, (char *)s->buf, n);
+        }
         free(key);
         if (!j->first_seen || r->start_unix_ns < j->first_seen)
             j->first_seen = r->start_unix_ns;
@@ -922,7 +926,8 @@ static int commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *
     return 0;
 }
 
-static int ingest_locked(struct store *s, const Argus__V1__Batch *b, char *err, size_t errlen)
+static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struct store_slice *raw,
+                         char *err, size_t errlen)
 {
     rocksdb_writebatch_t *wb = NULL;
     size_t hl;
@@ -942,7 +947,7 @@ static int ingest_locked(struct store *s, const Argus__V1__Batch *b, char *err, 
         goto out;
     }
     wb = rocksdb_writebatch_create();
-    rc = stage_steps(s, wb, b, err, errlen);
+    rc = stage_steps(s, wb, b, raw, err, errlen);
     if (!rc)
         rc = stage_resources(s, wb, b);
     if (!rc)
@@ -971,6 +976,12 @@ out:
 
 int store_ingest(struct store *s, const Argus__V1__Batch *batch, char *err, size_t errlen)
 {
+    return store_ingest_raw(s, batch, NULL, err, errlen);
+}
+
+int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struct store_slice *raw,
+                     char *err, size_t errlen)
+{
     int rc;
 
     pthread_mutex_lock(&s->lock);
@@ -981,7 +992,7 @@ int store_ingest(struct store *s, const Argus__V1__Batch *batch, char *err, size
         s->jobs_stale = rc != 0;
     }
     if (rc == 0)
-        rc = ingest_locked(s, batch, err, errlen);
+        rc = ingest_locked(s, batch, raw, err, errlen);
     else
         s->stats.write_errors++;
     pthread_mutex_unlock(&s->lock);

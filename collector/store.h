@@ -70,6 +70,18 @@ enum store_ingest_result {
  * batch must not be acked. The batch stays owned by the caller. */
 int store_ingest(struct store *s, const Argus__V1__Batch *batch, char *err, size_t errlen);
 
+/* Bytes of one packed message inside a larger buffer. */
+struct store_slice {
+    const char *data;
+    size_t len;
+};
+
+/* store_ingest with the packed bytes of each step record already at hand
+ * (raw[i] is batch->steps[i] as it was on the wire): they are stored as they
+ * are instead of being packed again. raw NULL is store_ingest. */
+int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struct store_slice *raw,
+                     char *err, size_t errlen);
+
 /* Highest stored seq for (agent_id, epoch), 0 when none. */
 int store_high_water(struct store *s, const char *agent_id, uint64_t epoch, uint64_t *seq);
 
