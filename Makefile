@@ -229,3 +229,13 @@ clean:
 	rm -rf build
 
 -include $(shell find $(B)/obj build/bpf -name '*.d' 2>/dev/null)
+
+# --- libargus-marker.so (issue 6: eBPF probes; owned by the probes) ----------
+# The marker ABI that training code calls and the agent uprobes. No deps.
+MARKER_LIB := $(B)/lib/libargus-marker.so
+$(MARKER_LIB): $(wildcard agent/marker/*.c)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden \
+		-Wl,-soname,libargus-marker.so $^ -o $@
+all: $(MARKER_LIB)
+# --- end libargus-marker.so ---------------------------------------------------

@@ -1,0 +1,215 @@
+/* Test workload for the probe integration scripts (tests/integration/bpf_*.sh).
+ *
+ *   workload MODE [ARG]    waits for the file $ARGUS_GO (if set) to exist, then:
+ *   calls         NCCL/CUDA calls into the stand-in libraries it links
+ *   realnccl PATH dlopen the real libnccl.so.2 and call its entry points
+ *   sleep MS      a new thread runs 5 ms, sleeps MS, runs 5 ms
+ *   busy MS       spin in workload_busy_function for MS
+ *   marker LIB N  dlopen libargus-marker.so, N steps of forward/backward phases
+ *   bench N       N calls of ncclAllReduce (cost per probed call)
+ *
+ * Each mode prints what it did as "did ..." lines (monotonic ns, tids), which
+ * the scripts compare with the events the probes report. Built with
+ * -fno-omit-frame-pointer so user stacks are complete. */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct ncclComm *ncclComm_t;
+typedef struct CUstream_st *cudaStream_t;
+int ncclAllReduce(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+int ncclAllGather(const void *, void *, size_t, int, ncclComm_t, cudaStream_t);
+int ncclReduceScatter(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+int ncclReduce(const void *, void *, size_t, int, int, int, ncclComm_t, cudaStream_t);
+int ncclSend(const void *, size_t, int, int, ncclComm_t, cudaStream_t);
+int ncclRecv(void *, size_t, int, int, ncclComm_t, cudaStream_t);
+int ncclGroupStart(void);
+int ncclGroupEnd(void);
+int cudaStreamSynchronize(cudaStream_t);
+int cudaDeviceSynchronize(void);
+int cuCtxSynchronize(void);
+int cudaMalloc(void **, size_t);
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void wait_go(void)
+{
+    const char *go = getenv("ARGUS_GO");
+
+    printf("ready pid=%d\n", getpid());
+    fflush(stdout);
+    while (go && access(go, F_OK) != 0)
+        usleep(2000);
+}
+
+static void spin_ns(uint64_t ns)
+{
+    uint64_t end = now_ns() + ns;
+
+    while (now_ns() < end)
+        __asm__ volatile("" ::: "memory");
+}
+
+#define COMM ((ncclComm_t)0xc0ffee)
+#define STREAM ((cudaStream_t)0x5555)
+
+static int mode_calls(void)
+{
+    static float buf[4096];
+    void *dev = NULL;
+    uint64_t t0, t1;
+
+    for (int i = 0; i < 3; i++) {
+        t0 = now_ns();
+        ncclAllReduce(buf, buf, 1024, 7 /* float32 */, 0, COMM, STREAM);
+        printf("did ncclAllReduce seq=%d count=1024 bytes=4096 comm=0xc0ffee stream=0x5555 ts=%" PRIu64
+               "\n", i, t0);
+    }
+    ncclAllGather(buf, buf, 256, 4 /* int64 */, COMM, STREAM);
+    printf("did ncclAllGather seq=3 bytes=2048 comm=0xc0ffee\n");
+    ncclReduceScatter(buf, buf, 100, 6 /* float16 */, 0, COMM, STREAM);
+    printf("did ncclReduceScatter seq=4 bytes=200 comm=0xc0ffee\n");
+    ncclReduce(buf, buf, 10, 8 /* float64 */, 0, 0, COMM, STREAM);
+    printf("did ncclReduce seq=5 bytes=80 comm=0xc0ffee stream=0x5555\n");
+    ncclGroupStart();
+    ncclSend(buf, 64, 2 /* int32 */, 1, COMM, STREAM);
+    ncclRecv(buf, 32, 0 /* int8 */, 1, COMM, STREAM);
+    ncclGroupEnd();
+    printf("did ncclSend seq=6 bytes=256 comm=0xc0ffee\ndid ncclRecv seq=7 bytes=32\n");
+    t0 = now_ns();
+    cudaStreamSynchronize(STREAM);
+    t1 = now_ns();
+    printf("did cudaStreamSynchronize wait_ns=%" PRIu64 "\n", t1 - t0);
+    t0 = now_ns();
+    cudaDeviceSynchronize();
+    t1 = now_ns();
+    printf("did cudaDeviceSynchronize wait_ns=%" PRIu64 "\n", t1 - t0);
+    t0 = now_ns();
+    cuCtxSynchronize();
+    t1 = now_ns();
+    printf("did cuCtxSynchronize wait_ns=%" PRIu64 "\n", t1 - t0);
+    cudaMalloc(&dev, 1 << 20);
+    free(dev);
+    printf("did cudaMalloc bytes=1048576\n");
+    return 0;
+}
+
+static int mode_realnccl(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW);
+    int (*allreduce)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+    int (*gstart)(void), (*gend)(void);
+
+    if (!h) {
+        printf("skip: dlopen %s: %s\n", path, dlerror());
+        return 77;
+    }
+    wait_go();
+    *(void **)&allreduce = dlsym(h, "ncclAllReduce");
+    *(void **)&gstart = dlsym(h, "ncclGroupStart");
+    *(void **)&gend = dlsym(h, "ncclGroupEnd");
+    if (!allreduce || !gstart || !gend)
+        return 1;
+    printf("did ncclGroupStart ret=%d\n", gstart());
+    printf("did ncclAllReduce count=4096 ret=%d\n",
+           allreduce(NULL, NULL, 4096, 7, 0, NULL, NULL));
+    printf("did ncclGroupEnd ret=%d\n", gend());
+    return 0;
+}
+
+static void *sleeper(void *arg)
+{
+    uint64_t ms = *(uint64_t *)arg, t0, t1;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+    spin_ns(5000000);
+    t0 = now_ns();
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    t1 = now_ns();
+    spin_ns(5000000);
+    printf("did sleep tid=%ld slept_ns=%" PRIu64 "\n", (long)syscall(SYS_gettid), t1 - t0);
+    return NULL;
+}
+
+__attribute__((noinline)) void workload_busy_function(uint64_t ns);
+__attribute__((noinline)) void workload_busy_function(uint64_t ns)
+{
+    spin_ns(ns);
+}
+
+static int mode_marker(const char *lib, int steps)
+{
+    void *h = dlopen(lib, RTLD_NOW);
+    void (*step)(uint64_t), (*begin)(const char *), (*end)(void);
+
+    if (!h) {
+        printf("dlopen %s: %s\n", lib, dlerror());
+        return 1;
+    }
+    *(void **)&step = dlsym(h, "argus_step");
+    *(void **)&begin = dlsym(h, "argus_phase_begin");
+    *(void **)&end = dlsym(h, "argus_phase_end");
+    if (!step || !begin || !end)
+        return 1;
+    wait_go();
+    for (int i = 0; i < steps; i++) {
+        step((uint64_t)i + 100);
+        begin("forward");
+        spin_ns(1000000);
+        end();
+        begin("backward");
+        spin_ns(2000000);
+        end();
+    }
+    printf("did marker steps=%d first=100\n", steps);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    uint64_t arg = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
+    int rc = 0;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(mode, "realnccl") || !strcmp(mode, "marker"))
+        return !strcmp(mode, "realnccl") ? mode_realnccl(argv[2])
+                                         : mode_marker(argv[2], argc > 3 ? atoi(argv[3]) : 5);
+    wait_go();
+    if (!strcmp(mode, "calls")) {
+        rc = mode_calls();
+    } else if (!strcmp(mode, "sleep")) {
+        pthread_t t;
+
+        pthread_create(&t, NULL, sleeper, &arg);
+        pthread_join(t, NULL);
+    } else if (!strcmp(mode, "busy")) {
+        workload_busy_function(arg * 1000000u);
+        printf("did busy ms=%" PRIu64 "\n", arg);
+    } else if (!strcmp(mode, "bench")) {
+        uint64_t t0 = now_ns();
+
+        for (uint64_t i = 0; i < arg; i++)
+            ncclAllReduce(NULL, NULL, 1, 7, 0, COMM, STREAM);
+        printf("did bench calls=%" PRIu64 " ns_per_call=%.1f\n", arg,
+               (double)(now_ns() - t0) / (double)(arg ? arg : 1));
+    } else {
+        fprintf(stderr, "usage: workload calls|realnccl PATH|sleep MS|busy MS|marker LIB N|bench N\n");
+        rc = 2;
+    }
+    return rc;
+}
