@@ -172,6 +172,8 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
     ev.collective.comm_id = call.comm;
     ev.collective.stream = (uint32_t)call.stream;
     c->sink->event(c->sink->ctx, &ev);
+    if (c->cfg.on_call)
+        c->cfg.on_call(c->cfg.on_call_ctx, r->pid, r->enter_ns, r->exit_ns, &call);
     return 1;
 }
 

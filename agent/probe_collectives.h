@@ -14,9 +14,18 @@
 
 struct argus_call_record;
 
+struct probe_collectives_call;
+
 struct probe_collectives_config {
     bool all_processes;       /* no pid filter (benchmarks) */
     const char *const *files; /* extra absolute library paths to attach at start, NULL-terminated */
+    /* Optional observer of every decoded call with its host return time
+     * (exit_ns), called on the dispatching thread after the event. Step
+     * detection (agent/stepdetect.h) needs the return time, which
+     * agent_event.collective does not carry yet. */
+    void (*on_call)(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
+                    const struct probe_collectives_call *call);
+    void *on_call_ctx;
 };
 
 /* One decoded call. name points to a static string. */

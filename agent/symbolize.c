@@ -496,6 +496,8 @@ int symbolize_user(struct symbolize *s, uint32_t pid, const char *root, uint64_t
             return 0;
         }
     }
+    if (m && m->path[0] == '[') /* [vdso], [anon:...] */
+        snprintf(buf, len, "%s", m->path);
     if (!m || m->path[0] != '/')
         return -ENOENT;
     return module_symbolize(s, pid, root, m, addr, buf, len);

@@ -7,7 +7,12 @@
  *   METRIC line                      (the probe's metrics, at the end)
  *
  *   probe_driver PROBE [--pid PID]... [--all] [--file LIB]... [--seconds S]
- *                [--ready FILE] [--freq HZ]
+ *                [--ready FILE] [--freq HZ] [--stepdetect]
+ *
+ * --stepdetect keeps every COLLECTIVE event per pid and prints, at the end,
+ * the steps agent/stepdetect.c finds in them:
+ *   STEP pid= start= step_ns= compute_ns= collective_ns= ncalls=
+ *   PERIOD pid= bursts= period= phase=
  *
  * It tracks each --pid, touches --ready once started, and runs until every
  * tracked pid has exited (zombies count as exited) or S seconds passed, then
@@ -28,6 +33,7 @@
 #include "agent/probe_sched.h"
 #include "agent/probe_stacks.h"
 #include "agent/probe_sync.h"
+#include "agent/stepdetect.h"
 #include "common/clock.h"
 
 static const char *kind_name(uint32_t kind)
@@ -39,8 +45,52 @@ static const char *kind_name(uint32_t kind)
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
+#define MAX_CALLS 65536
+static struct {
+    uint32_t pid;
+    struct stepdetect_call calls[MAX_CALLS];
+    size_t n;
+} call_log[8];
+
+static void log_call(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
+                     const struct probe_collectives_call *call)
+{
+    for (size_t i = 0; i < 8; i++) {
+        if (call_log[i].pid && call_log[i].pid != pid)
+            continue;
+        call_log[i].pid = pid;
+        if (call_log[i].n < MAX_CALLS)
+            call_log[i].calls[call_log[i].n++] =
+                (struct stepdetect_call){enter_ns, exit_ns, call->name_id, call->bytes};
+        return;
+    }
+}
+
+static void print_steps(void)
+{
+    static uint64_t scratch[3 * MAX_CALLS];
+    static struct stepdetect_step steps[4096];
+
+    for (size_t i = 0; i < 8 && call_log[i].pid; i++) {
+        struct stepdetect_info info;
+        int n = stepdetect_find(call_log[i].calls, call_log[i].n, NULL, scratch, steps, 4096,
+                                &info);
+
+        printf("PERIOD pid=%u calls=%zu bursts=%u period=%u phase=%u gap_threshold_ns=%" PRIu64
+               "\n",
+               call_log[i].pid, call_log[i].n, info.bursts, info.period, info.phase,
+               info.gap_threshold_ns);
+        for (int k = 0; k < n; k++)
+            printf("STEP pid=%u start=%" PRIu64 " step_ns=%" PRIu64 " compute_ns=%" PRIu64
+                   " collective_ns=%" PRIu64 " ncalls=%u\n",
+                   call_log[i].pid, steps[k].start_ns, steps[k].step_ns, steps[k].compute_ns,
+                   steps[k].collective_ns, steps[k].ncalls);
+    }
+}
+
 static void on_event(void *ctx, const struct agent_event *ev)
 {
+
     printf("EV kind=%s pid=%u tid=%u ts=%" PRIu64, kind_name(ev->kind), ev->pid, ev->tid,
            ev->ts_ns);
     switch (ev->kind) {
@@ -110,7 +160,7 @@ struct driver_opts {
     size_t npids;
     const char *files[16];
     size_t nfiles;
-    bool all;
+    bool all, stepdetect;
     double seconds;
     const char *ready;
     uint32_t freq;
@@ -124,7 +174,9 @@ static void *make_config(const char *probe, const struct driver_opts *o)
     static struct probe_marker_config marker;
 
     if (!strcmp(probe, "collectives")) {
-        coll = (struct probe_collectives_config){o->all, o->files};
+        coll = (struct probe_collectives_config){.all_processes = o->all, .files = o->files};
+        if (o->stepdetect)
+            coll.on_call = log_call;
         return &coll;
     }
     if (!strcmp(probe, "sync")) {
@@ -147,8 +199,8 @@ static int parse(int argc, char **argv, struct driver_opts *o)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-        if (!strcmp(a, "--all")) {
-            o->all = true;
+        if (!strcmp(a, "--all") || !strcmp(a, "--stepdetect")) {
+            *(a[2] == 'a' ? &o->all : &o->stepdetect) = true;
             continue;
         }
         if (!v)
@@ -252,6 +304,8 @@ int main(int argc, char **argv)
     run_loop(ops, st, &o);
     if (!strcmp(ops->name, "stacks"))
         print_tops(st, &o);
+    if (o.stepdetect)
+        print_steps();
     if (ops->metrics) {
         size_t n = ops->metrics(st, metrics, sizeof(metrics));
 

@@ -1,0 +1,208 @@
+/* Period-based step detection over a rank's collective calls (see
+ * stepdetect.h). */
+#include "agent/stepdetect.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+static uint64_t call_end(const struct stepdetect_call *c)
+{
+    return c->end_ns > c->ts_ns ? c->end_ns : c->ts_ns;
+}
+
+/* Gap before call i (from the latest return before it to its arrival). */
+static uint64_t gap_before(const struct stepdetect_call *calls, size_t i, uint64_t *last_end)
+{
+    uint64_t g = calls[i].ts_ns > *last_end ? calls[i].ts_ns - *last_end : 0;
+    uint64_t e = call_end(&calls[i]);
+
+    if (e > *last_end)
+        *last_end = e;
+    return g;
+}
+
+/* Otsu's threshold on log gaps: the split that maximises the between-class
+ * variance. Returns UINT64_MAX (no split) when the gaps are not bimodal
+ * (the two class means closer than a factor of 4). Quadratic in n: callers
+ * pass a window of at most a few thousand calls. */
+static uint64_t gap_threshold(const uint64_t *gaps, size_t n, uint64_t min_gap)
+{
+    double best = -1, thr = 0, sum = 0;
+    size_t m = 0;
+
+    for (size_t i = 0; i < n; i++)
+        sum += log((double)gaps[i] + 1.0);
+    for (size_t i = 0; i < n; i++) {
+        double t = log((double)gaps[i] + 1.0), s0 = 0, w0 = 0;
+
+        for (size_t j = 0; j < n; j++) {
+            double v = log((double)gaps[j] + 1.0);
+
+            if (v <= t) {
+                s0 += v;
+                w0++;
+            }
+        }
+        if (w0 == 0 || w0 == (double)n)
+            continue;
+        {
+            double m0 = s0 / w0, m1 = (sum - s0) / ((double)n - w0);
+            double between = w0 * ((double)n - w0) * (m1 - m0) * (m1 - m0);
+
+            if (between > best && m1 - m0 > log(4.0)) {
+                best = between;
+                thr = t;
+                m = (size_t)w0;
+            }
+        }
+    }
+    if (best < 0 || !m)
+        return UINT64_MAX;
+    return (uint64_t)exp(thr) > min_gap ? (uint64_t)exp(thr) : min_gap;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0x100000001b3ULL;
+}
+
+/* Smallest period p (in bursts) whose shifted signatures match at least
+ * frac of the positions. Returns 0 when none. */
+static uint32_t find_period(const uint64_t *sig, size_t nb, uint32_t max_period, double frac)
+{
+    for (uint32_t p = 1; p <= max_period && 2 * (size_t)p <= nb; p++) {
+        size_t match = 0, total = nb - p;
+
+        for (size_t i = 0; i + p < nb; i++)
+            match += sig[i] == sig[i + p];
+        if ((double)match >= frac * (double)total)
+            return p;
+    }
+    return 0;
+}
+
+/* Refine a signature period p0 by the period of the gaps before the bursts
+ * (identical signatures, e.g. c10d calls without bytes, still show the
+ * compute gap once per step): the smallest multiple of p0 whose
+ * autocorrelation of log gaps is at least 0.8 of the best one and above
+ * 0.3. Returns p0 when the gaps show no period. */
+static uint32_t refine_period(const uint64_t *gaps, size_t nb, uint32_t p0, uint32_t max_period)
+{
+    double mean = 0, var = 0, best = 0, r[257] = {0};
+    size_t m = nb - 1; /* gaps[0] is the open start */
+
+    if (nb < 8 || max_period > 256)
+        return p0;
+    for (size_t i = 1; i < nb; i++)
+        mean += log((double)gaps[i] + 1.0) / (double)m;
+    for (size_t i = 1; i < nb; i++)
+        var += pow(log((double)gaps[i] + 1.0) - mean, 2);
+    if (var <= 0)
+        return p0;
+    for (uint32_t p = p0; p <= max_period && 2 * (size_t)p < m; p += p0) {
+        double acc = 0;
+
+        for (size_t i = 1; i + p < nb; i++)
+            acc += (log((double)gaps[i] + 1.0) - mean) * (log((double)gaps[i + p] + 1.0) - mean);
+        r[p] = acc / var * (double)m / (double)(m - p);
+        best = r[p] > best ? r[p] : best;
+    }
+    for (uint32_t p = p0; p <= max_period && 2 * (size_t)p < m; p += p0)
+        if (r[p] > 0.3 && r[p] >= 0.8 * best)
+            return p;
+    return p0;
+}
+
+int stepdetect_find(const struct stepdetect_call *calls, size_t n,
+                    const struct stepdetect_opts *opts, uint64_t *scratch,
+                    struct stepdetect_step *steps, size_t max_steps, struct stepdetect_info *info)
+{
+    struct stepdetect_opts o = opts ? *opts : (struct stepdetect_opts){0};
+    uint64_t *gaps = scratch, *start = scratch + n, *sig = scratch + 2 * n;
+    uint64_t thr, last_end = 0, best_gap = 0;
+    size_t nb = 0, nsteps = 0;
+    uint32_t p, phase = 0;
+
+    if (!calls || !scratch || (!steps && max_steps))
+        return -EINVAL;
+    if (info)
+        memset(info, 0, sizeof(*info));
+    for (size_t i = 1; i < n; i++)
+        if (calls[i].ts_ns < calls[i - 1].ts_ns)
+            return -EINVAL;
+    if (n < 4)
+        return 0;
+    if (!o.max_period)
+        o.max_period = 64;
+    if (!o.min_gap_ns)
+        o.min_gap_ns = 50000;
+    if (o.match_fraction <= 0)
+        o.match_fraction = 0.9;
+    last_end = call_end(&calls[0]);
+    for (size_t i = 1; i < n; i++)
+        gaps[i - 1] = gap_before(calls, i, &last_end);
+    thr = gap_threshold(gaps, n - 1, o.min_gap_ns);
+    if (thr == UINT64_MAX) /* one gap size: every call is its own burst */
+        thr = 0;
+    /* Bursts: start index and signature. gaps[] is reused as the gap before
+     * each burst. */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t g = i ? gaps[i - 1] : UINT64_MAX;
+
+        if (i == 0 || g > thr) {
+            start[nb] = i;
+            sig[nb] = 0xcbf29ce484222325ULL;
+            gaps[nb] = g;
+            nb++;
+        }
+        sig[nb - 1] = mix(mix(sig[nb - 1], calls[i].name_id), calls[i].bytes);
+    }
+    if (info) {
+        info->bursts = (uint32_t)nb;
+        info->gap_threshold_ns = thr;
+    }
+    p = find_period(sig, nb, o.max_period, o.match_fraction);
+    if (!p)
+        return 0;
+    p = refine_period(gaps, nb, p, o.max_period);
+    /* Phase: the burst position whose preceding gap is longest on average. */
+    for (uint32_t r = 0; r < p; r++) {
+        uint64_t sum = 0, cnt = 0;
+
+        for (size_t b = r ? r : p; b < nb; b += p, cnt++)
+            sum += gaps[b];
+        if (cnt && sum / cnt > best_gap) {
+            best_gap = sum / cnt;
+            phase = r;
+        }
+    }
+    if (info) {
+        info->period = p;
+        info->phase = phase;
+    }
+    for (size_t b = phase; b + p < nb; b += p) {
+        struct stepdetect_step *s;
+        uint64_t in_coll = 0;
+
+        if (nsteps == max_steps)
+            break;
+        s = &steps[nsteps++];
+        memset(s, 0, sizeof(*s));
+        s->first_call = (uint32_t)start[b];
+        s->ncalls = (uint32_t)(start[b + p] - start[b]);
+        s->start_ns = calls[start[b]].ts_ns;
+        s->step_ns = calls[start[b + p]].ts_ns - s->start_ns;
+        for (size_t k = b; k < b + p; k++) {
+            uint64_t first = calls[start[k]].ts_ns, end = first;
+
+            for (size_t c = start[k]; c < start[k + 1]; c++)
+                end = call_end(&calls[c]) > end ? call_end(&calls[c]) : end;
+            in_coll += end - first;
+        }
+        s->collective_ns = in_coll < s->step_ns ? in_coll : s->step_ns;
+        s->compute_ns = s->step_ns - s->collective_ns;
+    }
+    return (int)nsteps;
+}

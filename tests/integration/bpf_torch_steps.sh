@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A real PyTorch job (Debian python3-torch, CPU, gloo, 4 ranks, no
+# annotation): the collectives probe sees its c10d ProcessGroupGloo::allreduce
+# calls, agent/stepdetect.c finds its steps, and each rank's step times agree
+# with the job's own timing within 5% (mean per rank, and 80% of the steps).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bpf/lib.sh
+bpf_require_root
+/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || bpf_skip "no python3-torch"
+dir=$(mktemp -d); trap 'kill $job 2>/dev/null; rm -rf "$dir"' EXIT
+mkdir "$dir/pids"
+ARGUS_PIDS_DIR=$dir/pids ARGUS_GO=$dir/go STEPS=30 /usr/bin/python3 tests/bpf/torch_job.py \
+    $((20000 + RANDOM % 20000)) >"$dir/job.out" 2>&1 &
+job=$!
+for _ in $(seq 300); do [[ $(ls "$dir/pids" | wc -l) == 4 ]] && break; sleep 0.1; done
+[[ $(ls "$dir/pids" | wc -l) == 4 ]] || { cat "$dir/job.out"; echo "job did not start"; exit 1; }
+args=(); for f in "$dir"/pids/rank.*; do args+=(--pid "$(cat "$f")"); done
+timeout 120 "$BPF_DRIVER" collectives "${args[@]}" --ready "$dir/go" --stepdetect >"$dir/drv.out" 2>&1
+wait $job; rc=$?
+grep -c 'kind=COLLECTIVE' "$dir/drv.out" | sed 's/^/collective events: /'
+grep -E '^(PERIOD|argus_probe)' "$dir/drv.out"
+[[ $rc == 0 ]] || { tail -20 "$dir/job.out"; echo "job failed"; exit 1; }
+cp "$dir/pids" -r "$dir/pids2" 2>/dev/null
+/usr/bin/python3 - "$dir" <<'PY'
+import os, re, sys, statistics
+d = sys.argv[1]
+pid_rank = {int(open(os.path.join(d, "pids", f)).read()): int(f.split(".")[1])
+            for f in os.listdir(os.path.join(d, "pids"))}
+job = {}
+for line in open(os.path.join(d, "job.out")):
+    if line.startswith("JOBSTEP"):
+        kv = dict(x.split("=") for x in line.split()[1:])
+        job.setdefault(int(kv["rank"]), []).append((int(kv["start_ns"]), int(kv["dur_ns"])))
+det = {}
+names = {}
+for line in open(os.path.join(d, "drv.out")):
+    if line.startswith("STEP "):
+        kv = dict(x.split("=") for x in line.split()[1:])
+        det.setdefault(pid_rank[int(kv["pid"])], []).append((int(kv["start"]), int(kv["step_ns"])))
+    if line.startswith("NAME "):
+        names[line.split("name=")[1].strip()] = 1
+ok = "c10d::ProcessGroupGloo::allreduce" in names
+print("c10d allreduce seen:", ok)
+for r in sorted(job):
+    js, ds = job[r], det.get(r, [])
+    # detected step k opens inside job step i: compare with job step i
+    pairs = []
+    for start, dur in ds:
+        i = max([k for k, (s0, _) in enumerate(js) if s0 <= start] or [-1])
+        if 0 <= i < len(js):
+            pairs.append((dur, js[i][1]))
+    if len(pairs) < 20:
+        print("rank %d: only %d steps detected" % (r, len(pairs))); ok = False; continue
+    mean_d = statistics.mean(p[0] for p in pairs); mean_j = statistics.mean(p[1] for p in pairs)
+    within = sum(abs(a - b) <= 0.05 * b for a, b in pairs) / len(pairs)
+    err = abs(mean_d - mean_j) / mean_j
+    print("rank %d: %d steps, mean detected %.2f ms, job %.2f ms, mean error %.2f%%, "
+          "%.0f%% of steps within 5%%" % (r, len(pairs), mean_d / 1e6, mean_j / 1e6, 100 * err,
+                                          100 * within))
+    ok = ok and err <= 0.05 and within >= 0.8
+sys.exit(0 if ok else 1)
+PY
