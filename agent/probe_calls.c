@@ -29,8 +29,8 @@ struct probe_calls *probe_calls_new(const struct probe_calls_spec *spec)
     if (!pc)
         return NULL;
     pc->spec = *spec;
-    pc->uprobes = (struct probe_uprobes){
-        .funcs = spec->funcs, .nfuncs = spec->nfuncs, .libs = spec->libs};
+    pc->uprobes =
+        (struct probe_uprobes){.funcs = spec->funcs, .nfuncs = spec->nfuncs, .libs = spec->libs};
     return pc;
 }
 

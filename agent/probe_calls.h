@@ -19,8 +19,8 @@ struct probe_calls_spec {
     const char *probe; /* metric label */
     const struct probe_uprobe_func *funcs;
     size_t nfuncs;
-    const char *const *libs; /* basename prefixes, NULL-terminated */
-    bool all_processes;      /* no pid filter in BPF (benchmarks, tests) */
+    const char *const *libs;  /* basename prefixes, NULL-terminated */
+    bool all_processes;       /* no pid filter in BPF (benchmarks, tests) */
     const char *const *files; /* extra library paths to attach at start, NULL-terminated */
     /* One record, on the dispatching thread. Returns events delivered. */
     int (*on_record)(void *owner, const struct argus_call_record *rec);

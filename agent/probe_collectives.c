@@ -12,13 +12,13 @@
 
 /* How a function's arguments are laid out (index into argus_call_record.args). */
 enum layout {
-    LAYOUT_NONE,     /* ncclGroupStart(void) */
-    LAYOUT_COLL_OP,  /* send, recv, count, dtype, op, comm, stream */
-    LAYOUT_COLL,     /* send, recv, count, dtype, comm, stream */
-    LAYOUT_BCAST,    /* send, recv, count, dtype, root, comm, stream */
-    LAYOUT_REDUCE,   /* send, recv, count, dtype, op, root, comm, stream */
-    LAYOUT_P2P,      /* buf, count, dtype, peer, comm, stream */
-    LAYOUT_C10D,     /* this, ... */
+    LAYOUT_NONE,    /* ncclGroupStart(void) */
+    LAYOUT_COLL_OP, /* send, recv, count, dtype, op, comm, stream */
+    LAYOUT_COLL,    /* send, recv, count, dtype, comm, stream */
+    LAYOUT_BCAST,   /* send, recv, count, dtype, root, comm, stream */
+    LAYOUT_REDUCE,  /* send, recv, count, dtype, op, root, comm, stream */
+    LAYOUT_P2P,     /* buf, count, dtype, peer, comm, stream */
+    LAYOUT_C10D,    /* this, ... */
 };
 
 struct coll_func {
@@ -27,8 +27,14 @@ struct coll_func {
     enum layout layout;
 };
 
-#define GLOO(len, m) {"_ZN4c10d16ProcessGroupGloo" #len #m "E*", "c10d::ProcessGroupGloo::" #m, LAYOUT_C10D}
-#define PGNCCL(len, m) {"_ZN4c10d16ProcessGroupNCCL" #len #m "E*", "c10d::ProcessGroupNCCL::" #m, LAYOUT_C10D}
+#define GLOO(len, m)                                                                               \
+    {                                                                                              \
+        "_ZN4c10d16ProcessGroupGloo" #len #m "E*", "c10d::ProcessGroupGloo::" #m, LAYOUT_C10D      \
+    }
+#define PGNCCL(len, m)                                                                             \
+    {                                                                                              \
+        "_ZN4c10d16ProcessGroupNCCL" #len #m "E*", "c10d::ProcessGroupNCCL::" #m, LAYOUT_C10D      \
+    }
 
 static const struct coll_func coll_funcs[] = {
     {"ncclAllReduce", "ncclAllReduce", LAYOUT_COLL_OP},
@@ -187,10 +193,8 @@ static void coll_destroy(void *state);
 static void *coll_create(const void *config, char *why, size_t whylen)
 {
     struct collectives *c = calloc(1, sizeof(*c));
-    struct probe_calls_spec spec = {.probe = "collectives",
-                                    .nfuncs = NFUNCS,
-                                    .libs = coll_libs,
-                                    .on_record = coll_on_record};
+    struct probe_calls_spec spec = {
+        .probe = "collectives", .nfuncs = NFUNCS, .libs = coll_libs, .on_record = coll_on_record};
 
     if (!c)
         goto fail;
@@ -245,8 +249,8 @@ static size_t coll_metrics(void *state, char *buf, size_t len)
     struct collectives *c = state;
     size_t n = probe_calls_metrics(c->calls, buf, len);
 
-    return n + probe_metric(buf + n, len - n, "collectives", "decode_errors_total",
-                            c->decode_errors);
+    return n +
+           probe_metric(buf + n, len - n, "collectives", "decode_errors_total", c->decode_errors);
 }
 
 static void coll_destroy(void *state)

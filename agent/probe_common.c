@@ -49,8 +49,8 @@ void probe_libbpf_logging(void)
     libbpf_set_print(libbpf_log);
 }
 
-int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid,
-                      const char *root, bool add)
+int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid, const char *root,
+                      bool add)
 {
     size_t i;
     __u8 one = 1;
@@ -196,8 +196,8 @@ int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root)
         struct symbolize_mapping m;
         int n;
 
-        if (symbolize_parse_maps_line(line, &m) < 0 || m.path[0] != '/' ||
-            !strcmp(m.path, last) || !probe_uprobes_lib_matches(u->libs, m.path))
+        if (symbolize_parse_maps_line(line, &m) < 0 || m.path[0] != '/' || !strcmp(m.path, last) ||
+            !probe_uprobes_lib_matches(u->libs, m.path))
             continue;
         snprintf(last, sizeof(last), "%s", m.path);
         if (root)

@@ -35,8 +35,8 @@ struct probe_pids {
 /* Add (add=true) or remove pid, and mirror it into the BPF hash map `map`
  * (u32 tgid -> u8; NULL for none). root NULL means /proc/PID/root. Returns
  * 0 or -errno. Adding a tracked pid again only updates its root. */
-int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid,
-                      const char *root, bool add);
+int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid, const char *root,
+                      bool add);
 void probe_pids_free(struct probe_pids *pids);
 
 /* A function to uprobe: its symbol and the attach cookie that tells the
@@ -86,8 +86,6 @@ void probe_uprobes_detach(struct probe_uprobes *u);
 /* Append "NAME VALUE\n" metric lines; returns bytes written (never more
  * than len, truncating). */
 size_t probe_metric(char *buf, size_t len, const char *probe, const char *name, uint64_t value);
-
-
 
 /* Counters summed in a BPF hash map (u32 key -> u64 value; key 0 = node,
  * else tgid): what was last emitted per key. */

@@ -12,8 +12,7 @@
 #include "bpf/counters.h"
 #include "bpf/io.skel.h"
 
-int probe_io_decode(uint32_t key, uint64_t cur, uint64_t last, uint64_t ts,
-                      struct agent_event *out)
+int probe_io_decode(uint32_t key, uint64_t cur, uint64_t last, uint64_t ts, struct agent_event *out)
 {
     return probe_counter_decode(key, cur, last, AGENT_COUNTER_IO_WAIT_NS, ts, out);
 }
@@ -60,8 +59,7 @@ static int io_start(void *state, const struct event_sink *sink, char *why, size_
     if (err < 0)
         goto fail;
     for (size_t i = 0; i < p->pids.n; i++) {
-        err = probe_pids_update(&p->pids, p->skel->maps.io_tracked, p->pids.v[i].pid, NULL,
-                                true);
+        err = probe_pids_update(&p->pids, p->skel->maps.io_tracked, p->pids.v[i].pid, NULL, true);
         if (err < 0)
             goto fail;
     }
@@ -81,7 +79,8 @@ static int io_fd(void *state)
 static int io_dispatch(void *state)
 {
     struct io_probe *p = state;
-    int n = probe_counters_poll(bpf_map__fd(p->skel->maps.io_wait_ns), &p->last, AGENT_COUNTER_IO_WAIT_NS, p->sink);
+    int n = probe_counters_poll(bpf_map__fd(p->skel->maps.io_wait_ns), &p->last,
+                                AGENT_COUNTER_IO_WAIT_NS, p->sink);
 
     if (n > 0)
         p->events += (uint64_t)n;
@@ -92,8 +91,7 @@ static int io_track(void *state, uint32_t pid, const char *root, bool add)
 {
     struct io_probe *p = state;
 
-    return probe_pids_update(&p->pids, p->skel ? p->skel->maps.io_tracked : NULL, pid, root,
-                             add);
+    return probe_pids_update(&p->pids, p->skel ? p->skel->maps.io_tracked : NULL, pid, root, add);
 }
 
 static size_t io_metrics(void *state, char *buf, size_t len)

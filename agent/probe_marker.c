@@ -110,8 +110,7 @@ static void *marker_create(const void *config, char *why, size_t whylen)
     }
     if (config)
         m->cfg = *(const struct probe_marker_config *)config;
-    m->uprobes = (struct probe_uprobes){
-        .funcs = marker_funcs, .nfuncs = 3, .libs = marker_libs};
+    m->uprobes = (struct probe_uprobes){.funcs = marker_funcs, .nfuncs = 3, .libs = marker_libs};
     return m;
 }
 

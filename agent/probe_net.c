@@ -13,7 +13,7 @@
 #include "bpf/net.skel.h"
 
 int probe_net_decode(uint32_t key, uint64_t cur, uint64_t last, uint64_t ts,
-                      struct agent_event *out)
+                     struct agent_event *out)
 {
     return probe_counter_decode(key, cur, last, AGENT_COUNTER_RETRANSMITS, ts, out);
 }
@@ -60,8 +60,7 @@ static int net_start(void *state, const struct event_sink *sink, char *why, size
     if (err < 0)
         goto fail;
     for (size_t i = 0; i < p->pids.n; i++) {
-        err = probe_pids_update(&p->pids, p->skel->maps.net_tracked, p->pids.v[i].pid, NULL,
-                                true);
+        err = probe_pids_update(&p->pids, p->skel->maps.net_tracked, p->pids.v[i].pid, NULL, true);
         if (err < 0)
             goto fail;
     }
@@ -81,7 +80,8 @@ static int net_fd(void *state)
 static int net_dispatch(void *state)
 {
     struct net_probe *p = state;
-    int n = probe_counters_poll(bpf_map__fd(p->skel->maps.net_retransmits), &p->last, AGENT_COUNTER_RETRANSMITS, p->sink);
+    int n = probe_counters_poll(bpf_map__fd(p->skel->maps.net_retransmits), &p->last,
+                                AGENT_COUNTER_RETRANSMITS, p->sink);
 
     if (n > 0)
         p->events += (uint64_t)n;
@@ -92,8 +92,7 @@ static int net_track(void *state, uint32_t pid, const char *root, bool add)
 {
     struct net_probe *p = state;
 
-    return probe_pids_update(&p->pids, p->skel ? p->skel->maps.net_tracked : NULL, pid, root,
-                             add);
+    return probe_pids_update(&p->pids, p->skel ? p->skel->maps.net_tracked : NULL, pid, root, add);
 }
 
 static size_t net_metrics(void *state, char *buf, size_t len)

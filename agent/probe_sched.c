@@ -24,12 +24,12 @@ int probe_sched_decode(const struct argus_sched_acc *cur, const struct argus_sch
     int n = 0;
 
     if (cur->off_cpu_ns > off0)
-        out[n++] = (struct agent_event){.kind = AGENT_EVENT_COUNTER,
-                                        .pid = cur->tgid,
-                                        .tid = tid,
-                                        .ts_ns = ts,
-                                        .counter = {AGENT_COUNTER_OFF_CPU_NS,
-                                                    cur->off_cpu_ns - off0}};
+        out[n++] =
+            (struct agent_event){.kind = AGENT_EVENT_COUNTER,
+                                 .pid = cur->tgid,
+                                 .tid = tid,
+                                 .ts_ns = ts,
+                                 .counter = {AGENT_COUNTER_OFF_CPU_NS, cur->off_cpu_ns - off0}};
     if (cur->runq_ns > rq0)
         out[n++] = (struct agent_event){.kind = AGENT_EVENT_COUNTER,
                                         .pid = cur->tgid,
@@ -106,8 +106,8 @@ static int sched_start(void *state, const struct event_sink *sink, char *why, si
     if (err < 0)
         goto fail;
     for (size_t i = 0; i < s->pids.n; i++) {
-        err = probe_pids_update(&s->pids, s->skel->maps.sched_tracked, s->pids.v[i].pid, NULL,
-                                true);
+        err =
+            probe_pids_update(&s->pids, s->skel->maps.sched_tracked, s->pids.v[i].pid, NULL, true);
         if (err < 0)
             goto fail;
     }
@@ -187,8 +187,7 @@ static int sched_track(void *state, uint32_t pid, const char *root, bool add)
 
     if (!add && s->skel)
         sched_dispatch(s); /* deliver what it accumulated before it goes */
-    err = probe_pids_update(&s->pids, s->skel ? s->skel->maps.sched_tracked : NULL, pid, root,
-                            add);
+    err = probe_pids_update(&s->pids, s->skel ? s->skel->maps.sched_tracked : NULL, pid, root, add);
     if (!add && s->skel)
         sched_forget(s, pid);
     return err;

@@ -261,8 +261,8 @@ static int stacks_track(void *state, uint32_t pid, const char *root, bool add)
 
     if (!add)
         symbolize_forget(st->sym, pid);
-    return probe_pids_update(&st->pids, st->skel ? st->skel->maps.stacks_tracked : NULL, pid,
-                             root, add);
+    return probe_pids_update(&st->pids, st->skel ? st->skel->maps.stacks_tracked : NULL, pid, root,
+                             add);
 }
 
 static int frame_cmp(const void *a, const void *b)

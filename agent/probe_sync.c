@@ -22,8 +22,8 @@ static const struct sync_func sync_funcs[] = {
     {"cuCtxSynchronize", AGENT_COUNTER_SYNC_WAIT_NS, true, -1, -1},
     {"cudaStreamSynchronize", AGENT_COUNTER_SYNC_WAIT_NS, false, 0, -1},
     {"cudaDeviceSynchronize", AGENT_COUNTER_SYNC_WAIT_NS, false, -1, -1},
-    {"cudaMalloc", AGENT_COUNTER_ALLOC_NS, false, -1, 1},   /* (void **ptr, size_t size) */
-    {"cuMemAlloc", AGENT_COUNTER_ALLOC_NS, true, -1, 1},    /* (CUdeviceptr *dptr, size_t) */
+    {"cudaMalloc", AGENT_COUNTER_ALLOC_NS, false, -1, 1}, /* (void **ptr, size_t size) */
+    {"cuMemAlloc", AGENT_COUNTER_ALLOC_NS, true, -1, 1},  /* (CUdeviceptr *dptr, size_t) */
     {"cuMemAlloc_v2", AGENT_COUNTER_ALLOC_NS, true, -1, 1},
 };
 #define NFUNCS (sizeof(sync_funcs) / sizeof(sync_funcs[0]))

@@ -22,11 +22,11 @@ struct probe_sync_config {
 };
 
 struct probe_sync_call {
-    const char *name;   /* static: "cudaStreamSynchronize" */
-    uint32_t counter;   /* AGENT_COUNTER_SYNC_WAIT_NS or AGENT_COUNTER_ALLOC_NS */
-    bool driver;        /* cu* (driver API) rather than cuda* (runtime) */
-    uint64_t wait_ns;   /* exit - enter */
-    uint64_t stream;    /* stream argument, 0 when none */
+    const char *name;     /* static: "cudaStreamSynchronize" */
+    uint32_t counter;     /* AGENT_COUNTER_SYNC_WAIT_NS or AGENT_COUNTER_ALLOC_NS */
+    bool driver;          /* cu* (driver API) rather than cuda* (runtime) */
+    uint64_t wait_ns;     /* exit - enter */
+    uint64_t stream;      /* stream argument, 0 when none */
     uint64_t alloc_bytes; /* size argument of the allocations */
     int64_t ret;
 };

@@ -120,7 +120,7 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
                     struct stepdetect_step *steps, size_t max_steps, struct stepdetect_info *info)
 {
     struct stepdetect_opts o = opts ? *opts : (struct stepdetect_opts){0};
-    uint64_t *gaps = scratch, *start = scratch + n, *sig = scratch + 2 * n;
+    uint64_t *gaps = scratch, *start = scratch + n;
     uint64_t thr, last_end = 0, best_gap = 0;
     size_t nb = 0, nsteps = 0;
     uint32_t p, phase = 0;
@@ -146,33 +146,30 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
     thr = gap_threshold(gaps, n - 1, o.min_gap_ns);
     if (thr == UINT64_MAX) /* one gap size: every call is its own burst */
         thr = 0;
-    /* Bursts: start index and signature. gaps[] is reused as the gap before
-     * each burst. */
+    /* Period over calls: signatures (name, bytes) first, then the gaps
+     * (identical signatures still show the compute gap once per step).
+     * start[] holds each call's signature, gaps[i] the gap before call i. */
+    for (size_t i = n - 1; i > 0; i--)
+        gaps[i] = gaps[i - 1];
+    gaps[0] = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t g = i ? gaps[i - 1] : UINT64_MAX;
-
-        if (i == 0 || g > thr) {
-            start[nb] = i;
-            sig[nb] = 0xcbf29ce484222325ULL;
-            gaps[nb] = g;
-            nb++;
-        }
-        sig[nb - 1] = mix(mix(sig[nb - 1], calls[i].name_id), calls[i].bytes);
+        start[i] = mix(mix(0xcbf29ce484222325ULL, calls[i].name_id), calls[i].bytes);
+        nb += i == 0 || gaps[i] > thr;
     }
     if (info) {
         info->bursts = (uint32_t)nb;
         info->gap_threshold_ns = thr;
     }
-    p = find_period(sig, nb, o.max_period, o.match_fraction);
+    p = find_period(start, n, o.max_period, o.match_fraction);
     if (!p)
         return 0;
-    p = refine_period(gaps, nb, p, o.max_period);
-    /* Phase: the burst position whose preceding gap is longest on average. */
+    p = refine_period(gaps, n, p, o.max_period);
+    /* Phase: the call position whose preceding gap is longest on average. */
     for (uint32_t r = 0; r < p; r++) {
         uint64_t sum = 0, cnt = 0;
 
-        for (size_t b = r ? r : p; b < nb; b += p, cnt++)
-            sum += gaps[b];
+        for (size_t c = r ? r : p; c < n; c += p, cnt++)
+            sum += gaps[c];
         if (cnt && sum / cnt > best_gap) {
             best_gap = sum / cnt;
             phase = r;
@@ -182,27 +179,23 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
         info->period = p;
         info->phase = phase;
     }
-    for (size_t b = phase; b + p < nb; b += p) {
+    for (size_t c0 = phase; c0 + p < n; c0 += p) {
         struct stepdetect_step *s;
-        uint64_t in_coll = 0;
+        uint64_t compute = 0;
 
         if (nsteps == max_steps)
             break;
         s = &steps[nsteps++];
         memset(s, 0, sizeof(*s));
-        s->first_call = (uint32_t)start[b];
-        s->ncalls = (uint32_t)(start[b + p] - start[b]);
-        s->start_ns = calls[start[b]].ts_ns;
-        s->step_ns = calls[start[b + p]].ts_ns - s->start_ns;
-        for (size_t k = b; k < b + p; k++) {
-            uint64_t first = calls[start[k]].ts_ns, end = first;
-
-            for (size_t c = start[k]; c < start[k + 1]; c++)
-                end = call_end(&calls[c]) > end ? call_end(&calls[c]) : end;
-            in_coll += end - first;
-        }
-        s->collective_ns = in_coll < s->step_ns ? in_coll : s->step_ns;
-        s->compute_ns = s->step_ns - s->collective_ns;
+        s->first_call = (uint32_t)c0;
+        s->ncalls = p;
+        s->start_ns = calls[c0].ts_ns;
+        s->step_ns = calls[c0 + p].ts_ns - s->start_ns;
+        for (size_t c = c0 + 1; c <= c0 + p; c++) /* gaps that split bursts are compute */
+            if (gaps[c] > thr)
+                compute += gaps[c];
+        s->compute_ns = compute < s->step_ns ? compute : s->step_ns;
+        s->collective_ns = s->step_ns - s->compute_ns;
     }
     return (int)nsteps;
 }

@@ -52,7 +52,7 @@ struct stepdetect_info {
  * step-opening burst to the next), 0 when no period exists (too few bursts,
  * no repetition), or -EINVAL (NULL or unsorted input). info may be NULL.
  * Needs scratch memory: burst bookkeeping uses `scratch` of
- * 3 * n uint64_t entries provided by the caller. */
+ * 2 * n uint64_t entries provided by the caller. */
 int stepdetect_find(const struct stepdetect_call *calls, size_t n,
                     const struct stepdetect_opts *opts, uint64_t *scratch,
                     struct stepdetect_step *steps, size_t max_steps, struct stepdetect_info *info);

@@ -90,8 +90,7 @@ static int elf_read_segments(struct symbolize_elf *e)
 
         if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
             continue;
-        e->segs[e->nsegs++] =
-            (struct symbolize_segment){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+        e->segs[e->nsegs++] = (struct symbolize_segment){ph.p_vaddr, ph.p_offset, ph.p_filesz};
     }
     return 0;
 }
@@ -244,8 +243,7 @@ int symbolize_parse_maps_line(const char *line, struct symbolize_mapping *m)
     int pathpos = 0;
 
     memset(m, 0, sizeof(*m));
-    if (sscanf(line, "%llx-%llx %4s %llx %*s %*u %n", &start, &end, m->perms, &off, &pathpos) <
-            4 ||
+    if (sscanf(line, "%llx-%llx %4s %llx %*s %*u %n", &start, &end, m->perms, &off, &pathpos) < 4 ||
         end < start)
         return -EINVAL;
     m->start = start;
@@ -281,11 +279,10 @@ int symbolize_parse_perf_map_line(const char *line, uint64_t *start, uint64_t *s
     return 0;
 }
 
-
 /* --- per-process caches ---------------------------------------------------- */
 
 struct symbolize_module {
-    char path[300]; /* as opened, through the process root */
+    char path[300];            /* as opened, through the process root */
     struct symbolize_elf *elf; /* NULL when it could not be read */
 };
 
@@ -452,8 +449,7 @@ static const struct symbolize_mapping *proc_find_map(const struct symbolize_proc
 }
 
 static int module_symbolize(struct symbolize *s, uint32_t pid, const char *root,
-                            const struct symbolize_mapping *m, uint64_t addr, char *buf,
-                            size_t len)
+                            const struct symbolize_mapping *m, uint64_t addr, char *buf, size_t len)
 {
     char path[300];
     struct symbolize_elf *elf;

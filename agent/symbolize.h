@@ -25,8 +25,7 @@ size_t symbolize_elf_count(const struct symbolize_elf *elf);
 /* The function containing ELF virtual address vaddr: its name (valid while
  * elf lives) and *offset = vaddr - start. NULL when none contains it. A
  * symbol of size 0 matches only its own address. */
-const char *symbolize_elf_lookup(const struct symbolize_elf *elf, uint64_t vaddr,
-                                 uint64_t *offset);
+const char *symbolize_elf_lookup(const struct symbolize_elf *elf, uint64_t vaddr, uint64_t *offset);
 
 /* The file offset of the defined function `name` (the exact, possibly
  * mangled name), as uprobes want it. A name ending in '*' is a prefix: the

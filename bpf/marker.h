@@ -18,9 +18,9 @@ enum argus_marker_kind {
 
 struct argus_marker_record {
     __u64 ts_ns;
-    __u64 step;  /* argus_step's argument */
-    __u32 kind;  /* enum argus_marker_kind */
-    __u32 pid;   /* tgid */
+    __u64 step; /* argus_step's argument */
+    __u32 kind; /* enum argus_marker_kind */
+    __u32 pid;  /* tgid */
     __u32 tid;
     __s32 name_len; /* bpf_probe_read_user_str's result: bytes with the NUL, or -errno */
     char name[ARGUS_MARKER_NAME_LEN];

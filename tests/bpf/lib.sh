@@ -19,7 +19,7 @@ bpf_run() {
     rm -f "$out/go"
     ARGUS_GO=$out/go "$BPF_WORKLOAD" "$@" >"$out/wl.out" 2>&1 &
     local wl=$!
-    timeout 60 "$BPF_DRIVER" "$probe" --pid "$wl" --ready "$out/go" $BPF_DRIVER_ARGS >"$out/drv.out" 2>&1
+    timeout 60 "$BPF_DRIVER" "$probe" --pid "$wl" --ready "$out/go" ${BPF_DRIVER_ARGS:-} >"$out/drv.out" 2>&1
     local rc=$?
     wait "$wl"
     [[ $rc == 77 ]] && { cat "$out/drv.out"; exit 77; }

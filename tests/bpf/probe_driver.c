@@ -38,8 +38,8 @@
 
 static const char *kind_name(uint32_t kind)
 {
-    static const char *const names[] = {"?",       "STEP",      "PHASE_BEGIN", "PHASE_END",
-                                        "PHASE",   "KERNEL",    "COLLECTIVE",  "COUNTER",
+    static const char *const names[] = {"?",         "STEP",      "PHASE_BEGIN", "PHASE_END",
+                                        "PHASE",     "KERNEL",    "COLLECTIVE",  "COUNTER",
                                         "PROC_EXEC", "PROC_EXIT", "DROPS"};
 
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
@@ -73,8 +73,8 @@ static void print_steps(void)
 
     for (size_t i = 0; i < 8 && call_log[i].pid; i++) {
         struct stepdetect_info info;
-        int n = stepdetect_find(call_log[i].calls, call_log[i].n, NULL, scratch, steps, 4096,
-                                &info);
+        int n =
+            stepdetect_find(call_log[i].calls, call_log[i].n, NULL, scratch, steps, 4096, &info);
 
         printf("PERIOD pid=%u calls=%zu bursts=%u period=%u phase=%u gap_threshold_ns=%" PRIu64
                "\n",

@@ -75,8 +75,10 @@ static int mode_calls(void)
     for (int i = 0; i < 3; i++) {
         t0 = now_ns();
         ncclAllReduce(buf, buf, 1024, 7 /* float32 */, 0, COMM, STREAM);
-        printf("did ncclAllReduce seq=%d count=1024 bytes=4096 comm=0xc0ffee stream=0x5555 ts=%" PRIu64
-               "\n", i, t0);
+        printf(
+            "did ncclAllReduce seq=%d count=1024 bytes=4096 comm=0xc0ffee stream=0x5555 ts=%" PRIu64
+            "\n",
+            i, t0);
     }
     ncclAllGather(buf, buf, 256, 4 /* int64 */, COMM, STREAM);
     printf("did ncclAllGather seq=3 bytes=2048 comm=0xc0ffee\n");
@@ -124,8 +126,7 @@ static int mode_realnccl(const char *path)
     if (!allreduce || !gstart || !gend)
         return 1;
     printf("did ncclGroupStart ret=%d\n", gstart());
-    printf("did ncclAllReduce count=4096 ret=%d\n",
-           allreduce(NULL, NULL, 4096, 7, 0, NULL, NULL));
+    printf("did ncclAllReduce count=4096 ret=%d\n", allreduce(NULL, NULL, 4096, 7, 0, NULL, NULL));
     printf("did ncclGroupEnd ret=%d\n", gend());
     return 0;
 }
@@ -208,7 +209,8 @@ int main(int argc, char **argv)
         printf("did bench calls=%" PRIu64 " ns_per_call=%.1f\n", arg,
                (double)(now_ns() - t0) / (double)(arg ? arg : 1));
     } else {
-        fprintf(stderr, "usage: workload calls|realnccl PATH|sleep MS|busy MS|marker LIB N|bench N\n");
+        fprintf(stderr,
+                "usage: workload calls|realnccl PATH|sleep MS|busy MS|marker LIB N|bench N\n");
         rc = 2;
     }
     return rc;
