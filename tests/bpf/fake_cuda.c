@@ -1,6 +1,7 @@
 /* Stand-in for libcudart.so.13 (and the driver calls of libcuda.so.1): the
- * real symbol names and ABI. The synchronizations sleep FAKE_SYNC_MS (20 ms)
- * so the sync probe has a known host wait to measure; cudaStreamSynchronize
+ * real symbol names and ABI. The synchronizations sleep $FAKE_SYNC_US
+ * (default 20 ms) so the sync probe has a known host wait to measure, as a
+ * host waiting for the GPU would; cudaStreamSynchronize
  * calls cuStreamSynchronize like the real runtime does. */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,11 +15,11 @@ typedef int CUresult;
 typedef uint64_t CUdeviceptr;
 
 #define EXPORT __attribute__((visibility("default"), noinline, used))
-#define FAKE_SYNC_MS 20
-
 static void fake_wait(void)
 {
-    struct timespec ts = {0, FAKE_SYNC_MS * 1000000L};
+    const char *env = getenv("FAKE_SYNC_US");
+    long us = env ? atol(env) : 20000;
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
 
     while (nanosleep(&ts, &ts) != 0)
         ;

@@ -4,10 +4,11 @@
  *   NAME id=ID name=STRING
  *   EV kind=KIND pid= tid= ts= ...kind-specific fields
  *   TOP pid= name= self= total=     (stacks, at the end)
- *   METRIC line                      (the probe's metrics, at the end)
+ *   argus_probe_... lines            (the probe's metrics, at the end)
+ *   RUSAGE user_us= sys_us= events=  (the driver's own CPU, at the end)
  *
  *   probe_driver PROBE [--pid PID]... [--all] [--file LIB]... [--seconds S]
- *                [--ready FILE] [--freq HZ] [--stepdetect]
+ *                [--ready FILE] [--freq HZ] [--stepdetect] [--quiet]
  *
  * --stepdetect keeps every COLLECTIVE event per pid and prints, at the end,
  * the steps agent/stepdetect.c finds in them:
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/probe_collectives.h"
@@ -88,8 +90,14 @@ static void print_steps(void)
     }
 }
 
+static uint64_t nevents;
+static bool quiet; /* --quiet: count events, print nothing per event */
+
 static void on_event(void *ctx, const struct agent_event *ev)
 {
+    nevents++;
+    if (quiet)
+        return;
 
     printf("EV kind=%s pid=%u tid=%u ts=%" PRIu64, kind_name(ev->kind), ev->pid, ev->tid,
            ev->ts_ns);
@@ -203,6 +211,10 @@ static int parse(int argc, char **argv, struct driver_opts *o)
             *(a[2] == 'a' ? &o->all : &o->stepdetect) = true;
             continue;
         }
+        if (!strcmp(a, "--quiet")) {
+            quiet = true;
+            continue;
+        }
         if (!v)
             return -EINVAL;
         i++;
@@ -311,6 +323,14 @@ int main(int argc, char **argv)
 
         metrics[n] = '\0';
         printf("%s", metrics);
+    }
+    {
+        struct rusage ru;
+
+        getrusage(RUSAGE_SELF, &ru);
+        printf("RUSAGE user_us=%ld sys_us=%ld events=%" PRIu64 "\n",
+               ru.ru_utime.tv_sec * 1000000L + ru.ru_utime.tv_usec,
+               ru.ru_stime.tv_sec * 1000000L + ru.ru_stime.tv_usec, nevents);
     }
     rc = 0;
 out:

@@ -12,7 +12,7 @@ $(BPFT)/lib/libcudart.so.13: tests/bpf/fake_cuda.c
 
 $(BPFT)/workload: tests/bpf/workload.c $(BPFT)/lib/libnccl.so.2 $(BPFT)/lib/libcudart.so.13
 	$(call msg,LD,$@)
-	$(Q)mkdir -p $(@D) && $(CC) -std=gnu11 -O1 -g -fno-omit-frame-pointer -pthread $< -o $@ \
+	$(Q)mkdir -p $(@D) && $(CC) -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread $< -o $@ \
 		$(BPFT)/lib/libnccl.so.2 $(BPFT)/lib/libcudart.so.13 -Wl,-rpath,$(abspath $(BPFT)/lib) -ldl
 
 $(BPFT)/probe_driver: $(B)/obj/tests/bpf/probe_driver.o $(OUR_LIBS)

@@ -6,12 +6,22 @@
  *   sleep MS      a new thread runs 5 ms, sleeps MS, runs 5 ms
  *   busy MS       spin in workload_busy_function for MS
  *   marker LIB N  dlopen libargus-marker.so, N steps of forward/backward phases
- *   bench N       N calls of ncclAllReduce (cost per probed call)
+ *   bench N       N calls of ncclAllReduce (cost of an entry+return uprobe)
+ *   benchsync N   N calls of cudaStreamSynchronize (two nested probed calls)
+ *   benchmarker N N calls of argus_step ($ARGUS_MARKER_LIB; entry uprobe)
+ *   pingpong N    N round trips between two threads over pipes (2N switches)
+ *   spin MS       MS of pure computation, timed (stack sampling cost)
+ *   forkexec N    N fork+exec of /bin/true (proc probe cost)
+ *   train STEPS   training-like steps: 2 ms compute, 6 ncclAllReduce, a
+ *                 cudaStreamSynchronize waiting $FAKE_SYNC_US, argus_step
+ *                 when $ARGUS_MARKER_LIB is set; prints the mean step time
  *
  * Each mode prints what it did as "did ..." lines (monotonic ns, tids), which
  * the scripts compare with the events the probes report. Built with
  * -fno-omit-frame-pointer so user stacks are complete. */
 #include <dlfcn.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -180,6 +190,96 @@ static int mode_marker(const char *lib, int steps)
     return 0;
 }
 
+static void report(const char *what, uint64_t n, uint64_t t0)
+{
+    uint64_t dt = now_ns() - t0;
+
+    printf("did %s n=%" PRIu64 " total_ns=%" PRIu64 " ns_per_op=%.1f\n", what, n, dt,
+           (double)dt / (double)(n ? n : 1));
+}
+
+static void *ponger(void *arg)
+{
+    int *fds = arg;
+    char c;
+
+    while (read(fds[0], &c, 1) == 1 && c)
+        if (write(fds[3], &c, 1) != 1)
+            break;
+    return NULL;
+}
+
+static int mode_pingpong(uint64_t n)
+{
+    int fds[4];
+    pthread_t t;
+    char c = 1;
+    uint64_t t0;
+
+    cpu_set_t one;
+
+    /* Both threads on one CPU: the cost measured is the switch, not the
+     * wakeup latency of an idle CPU. */
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    if (pipe(fds) < 0 || pipe(fds + 2) < 0)
+        return 1;
+    pthread_create(&t, NULL, ponger, fds);
+    t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++)
+        if (write(fds[1], &c, 1) != 1 || read(fds[2], &c, 1) != 1)
+            return 1;
+    report("pingpong", n, t0);
+    c = 0;
+    if (write(fds[1], &c, 1) != 1)
+        return 1;
+    pthread_join(t, NULL);
+    return 0;
+}
+
+static int mode_forkexec(uint64_t n)
+{
+    uint64_t t0 = now_ns();
+
+    for (uint64_t i = 0; i < n; i++) {
+        pid_t p = fork();
+
+        if (p == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        waitpid(p, NULL, 0);
+    }
+    report("forkexec", n, t0);
+    return 0;
+}
+
+static int mode_train(uint64_t steps)
+{
+    const char *lib = getenv("ARGUS_MARKER_LIB");
+    void (*step)(uint64_t) = NULL;
+    static float buf[4096];
+    uint64_t t0 = now_ns();
+
+    if (lib) {
+        void *h = dlopen(lib, RTLD_NOW);
+
+        if (h)
+            *(void **)&step = dlsym(h, "argus_step");
+    }
+    for (uint64_t i = 0; i < steps; i++) {
+        if (step)
+            step(i);
+        workload_busy_function(2000000);
+        for (int k = 0; k < 6; k++)
+            ncclAllReduce(buf, buf, 1024u << k, 7, 0, COMM, STREAM);
+        cudaStreamSynchronize(STREAM);
+    }
+    report("train", steps, t0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -187,6 +287,8 @@ int main(int argc, char **argv)
     int rc = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (getenv("ARGUS_MARKER_LIB")) /* mapped before the probes look at us */
+        dlopen(getenv("ARGUS_MARKER_LIB"), RTLD_NOW);
     if (!strcmp(mode, "realnccl") || !strcmp(mode, "marker"))
         return !strcmp(mode, "realnccl") ? mode_realnccl(argv[2])
                                          : mode_marker(argv[2], argc > 3 ? atoi(argv[3]) : 5);
@@ -206,11 +308,37 @@ int main(int argc, char **argv)
 
         for (uint64_t i = 0; i < arg; i++)
             ncclAllReduce(NULL, NULL, 1, 7, 0, COMM, STREAM);
-        printf("did bench calls=%" PRIu64 " ns_per_call=%.1f\n", arg,
-               (double)(now_ns() - t0) / (double)(arg ? arg : 1));
+        report("bench", arg, t0);
+    } else if (!strcmp(mode, "benchmarker")) {
+        void *h = dlopen(getenv("ARGUS_MARKER_LIB") ? getenv("ARGUS_MARKER_LIB") : "", RTLD_NOW);
+        void (*step)(uint64_t) = h ? (void (*)(uint64_t))dlsym(h, "argus_step") : NULL;
+        uint64_t t0 = now_ns();
+
+        if (!step)
+            return 1;
+        for (uint64_t i = 0; i < arg; i++)
+            step(i);
+        report("benchmarker", arg, t0);
+    } else if (!strcmp(mode, "benchsync")) {
+        uint64_t t0 = now_ns();
+
+        for (uint64_t i = 0; i < arg; i++)
+            cudaStreamSynchronize(STREAM);
+        report("benchsync", arg, t0);
+    } else if (!strcmp(mode, "pingpong")) {
+        rc = mode_pingpong(arg);
+    } else if (!strcmp(mode, "spin")) {
+        uint64_t t0 = now_ns();
+
+        for (int i = 0; i < 20; i++)
+            workload_busy_function(arg * 50000u); /* 20 x MS/20 */
+        report("spin", 20, t0);
+    } else if (!strcmp(mode, "forkexec")) {
+        rc = mode_forkexec(arg);
+    } else if (!strcmp(mode, "train")) {
+        rc = mode_train(arg);
     } else {
-        fprintf(stderr,
-                "usage: workload calls|realnccl PATH|sleep MS|busy MS|marker LIB N|bench N\n");
+        fprintf(stderr, "usage: workload MODE [ARG] (see tests/bpf/workload.c)\n");
         rc = 2;
     }
     return rc;
