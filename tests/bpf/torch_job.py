@@ -20,6 +20,7 @@ WORLD = int(os.environ.get("WORLD", "4"))
 
 def rank_main(rank, port):
     torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     with open(os.path.join(os.environ["ARGUS_PIDS_DIR"], "rank.%d" % rank), "w") as f:
