@@ -12,6 +12,9 @@
  *   pingpong N    N round trips between two threads over pipes (2N switches)
  *   spin MS       MS of pure computation, timed (stack sampling cost)
  *   forkexec N    N fork+exec of /bin/true (proc probe cost)
+ *   io MB         write MB MiB with O_DIRECT to $ARGUS_IO_FILE, fdatasync
+ *   synretrans    connect 4 clients to a listener with a full accept queue:
+ *                 the kernel drops their SYNs and retransmits them (1 s)
  *   train STEPS   training-like steps: 2 ms compute, 6 ncclAllReduce, a
  *                 cudaStreamSynchronize waiting $FAKE_SYNC_US, argus_step
  *                 when $ARGUS_MARKER_LIB is set; prints the mean step time
@@ -19,7 +22,11 @@
  * Each mode prints what it did as "did ..." lines (monotonic ns, tids), which
  * the scripts compare with the events the probes report. Built with
  * -fno-omit-frame-pointer so user stacks are complete. */
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <inttypes.h>
@@ -255,6 +262,52 @@ static int mode_forkexec(uint64_t n)
     return 0;
 }
 
+static int mode_io(uint64_t mb)
+{
+    const char *path = getenv("ARGUS_IO_FILE");
+    void *buf = NULL;
+    uint64_t t0 = now_ns();
+    int fd, rc = 1;
+
+    if (!path || posix_memalign(&buf, 4096, 1 << 20))
+        return 1;
+    memset(buf, 0x5a, 1 << 20);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0600);
+    if (fd < 0)
+        goto out;
+    for (uint64_t i = 0; i < mb; i++)
+        if (write(fd, buf, 1 << 20) != 1 << 20)
+            goto out;
+    rc = fdatasync(fd) == 0 ? 0 : 1;
+    report("io", mb, t0);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
+static int mode_synretrans(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM, 0), c[4];
+
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 0) < 0 ||
+        getsockname(l, (struct sockaddr *)&a, &len) < 0)
+        return 1;
+    for (int i = 0; i < 4; i++) {
+        c[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(c[i], (struct sockaddr *)&a, sizeof(a)); /* EINPROGRESS */
+    }
+    usleep(2500000); /* SYN retransmits at about 1 s and 3 s */
+    printf("did synretrans port=%d\n", ntohs(a.sin_port));
+    for (int i = 0; i < 4; i++)
+        close(c[i]);
+    close(l);
+    return 0;
+}
+
 static int mode_train(uint64_t steps)
 {
     const char *lib = getenv("ARGUS_MARKER_LIB");
@@ -335,6 +388,10 @@ int main(int argc, char **argv)
         report("spin", 20, t0);
     } else if (!strcmp(mode, "forkexec")) {
         rc = mode_forkexec(arg);
+    } else if (!strcmp(mode, "io")) {
+        rc = mode_io(arg);
+    } else if (!strcmp(mode, "synretrans")) {
+        rc = mode_synretrans();
     } else if (!strcmp(mode, "train")) {
         rc = mode_train(arg);
     } else {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Each probe loads and attaches here and sees what tests/bpf/workload did:
 # collectives (stand-in libnccl and the real libnccl.so.2), sync, sched (a
-# known sleep within 10%), stacks (a known busy function), marker, and proc,
-# net, io (load, attach, run).
+# known sleep within 10%), stacks (a known busy function), marker, net (SYN
+# retransmits), io (O_DIRECT writes) and proc (exec/exit of a child).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bpf/lib.sh
 bpf_require_root
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 BPF_FAILED=0
+field_total() { sed -n 's/.*total_ns=\([0-9]*\).*/\1/p' "$1"; }
 
 bpf_run collectives "$out" calls
 bpf_check "collectives: 3 ncclAllReduce of 4096 bytes, seq 0-2" \
@@ -45,10 +46,23 @@ bpf_check "marker: 5 steps from 100" \
     "[[ \$(grep -c 'kind=STEP.*source=2' $out/drv.out) == 5 ]] && grep -q 'number=104' $out/drv.out"
 bpf_check "marker: phases named" "grep -q 'name=forward' $out/drv.out && [[ \$(grep -c PHASE_END $out/drv.out) == 10 ]]"
 
-for p in proc net io; do
-    timeout 10 "$BPF_DRIVER" $p --seconds 0.5 >"$out/$p.out" 2>&1 &
-    sleep 0.2; /bin/true; wait $!
-    bpf_check "$p: loads and attaches" "grep -q 'started $p' $out/$p.out"
-done
-bpf_check "proc: saw the exec of /bin/true" "grep -q 'kind=PROC_EXEC' $out/proc.out"
+bpf_run net "$out" synretrans
+wl=$(sed -n 's/ready pid=//p' "$out/wl.out")
+node=$(awk '/counter=5/ && / pid=0 / { split($NF,a,"="); s+=a[2] } END { print s+0 }' "$out/drv.out")
+mine=$(awk -v p="pid=$wl" '/counter=5/ && $3==p { split($NF,a,"="); s+=a[2] } END { print s+0 }' "$out/drv.out")
+bpf_check "net: SYN retransmits to a full accept queue: node $node, workload $mine (of 3 dropped clients)" \
+    "(( node >= 3 && mine >= 3 && mine <= node ))"
+
+ARGUS_IO_FILE=$out/io.data bpf_run io "$out" io 16
+wl=$(sed -n 's/ready pid=//p' "$out/wl.out"); took=$(field_total "$out/wl.out")
+mine=$(awk -v p="pid=$wl" '/counter=6/ && $3==p { split($NF,a,"="); s+=a[2] } END { print s+0 }' "$out/drv.out")
+bpf_check "io: O_DIRECT writes waited $mine ns on the device (workload took $took ns)" \
+    "(( mine > 0 && mine <= took ))"
+
+timeout 10 "$BPF_DRIVER" proc --seconds 0.5 >"$out/proc.out" 2>&1 &
+drv=$!
+for _ in $(seq 50); do grep -q started "$out/proc.out" && break; sleep 0.05; done
+/bin/true & tpid=$!; wait $tpid; wait $drv
+bpf_check "proc: saw the exec and exit of /bin/true ($tpid)" \
+    "grep -q 'kind=PROC_EXEC pid=$tpid ' $out/proc.out && grep -q 'kind=PROC_EXIT pid=$tpid ' $out/proc.out"
 exit $BPF_FAILED
