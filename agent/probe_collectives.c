@@ -185,7 +185,7 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
 
 static int coll_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    return probe_uprobe_supported(why, whylen);
 }
 
 static void coll_destroy(void *state);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "agent/event.h"
@@ -30,6 +31,54 @@ int probe_bpf_supported(char *why, size_t whylen)
         return -ENOTSUP;
     }
     return 0;
+}
+
+int probe_tp_btf_supported(const char *const *tps, char *why, size_t whylen)
+{
+    struct btf *btf;
+    int err = probe_bpf_supported(why, whylen);
+
+    if (err < 0)
+        return err;
+    btf = btf__load_vmlinux_btf();
+    if (!btf) {
+        err = -errno;
+        snprintf(why, whylen, "cannot read kernel BTF: %s", strerror(-err));
+        return err;
+    }
+    for (size_t i = 0; tps && tps[i] && err == 0; i++) {
+        char name[128];
+
+        snprintf(name, sizeof(name), "btf_trace_%s", tps[i]);
+        if (btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) < 0) {
+            snprintf(why, whylen, "kernel has no tracepoint %s (tp_btf)", tps[i]);
+            err = -ENOTSUP;
+        }
+    }
+    btf__free(btf);
+    return err;
+}
+
+int probe_uprobe_supported(char *why, size_t whylen)
+{
+    int err = probe_bpf_supported(why, whylen);
+
+    if (err == 0 && access("/sys/bus/event_source/devices/uprobe/type", R_OK) != 0) {
+        snprintf(why, whylen, "no uprobe PMU (CONFIG_UPROBES)");
+        err = -ENOTSUP;
+    }
+    return err;
+}
+
+int probe_perf_supported(char *why, size_t whylen)
+{
+    int err = probe_bpf_supported(why, whylen);
+
+    if (err == 0 && access("/proc/sys/kernel/perf_event_paranoid", R_OK) != 0) {
+        snprintf(why, whylen, "no perf events (CONFIG_PERF_EVENTS)");
+        err = -ENOTSUP;
+    }
+    return err;
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)

@@ -18,6 +18,16 @@ struct bpf_program;
  * a sentence in why. No side effects. */
 int probe_bpf_supported(char *why, size_t whylen);
 
+/* probe_bpf_supported, and every tp_btf tracepoint in tps (NULL-terminated,
+ * e.g. "sched_switch") exists in the kernel's BTF. No side effects. */
+int probe_tp_btf_supported(const char *const *tps, char *why, size_t whylen);
+
+/* probe_bpf_supported, and the perf `uprobe` PMU exists (CONFIG_UPROBES). */
+int probe_uprobe_supported(char *why, size_t whylen);
+
+/* probe_bpf_supported, and perf events exist (CONFIG_PERF_EVENTS). */
+int probe_perf_supported(char *why, size_t whylen);
+
 /* Route libbpf's messages to our log at debug level (idempotent). */
 void probe_libbpf_logging(void);
 

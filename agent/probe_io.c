@@ -27,7 +27,9 @@ struct io_probe {
 
 static int io_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    static const char *const tps[] = {"block_rq_issue", "block_rq_complete", NULL};
+
+    return probe_tp_btf_supported(tps, why, whylen);
 }
 
 static void *io_create(const void *config, char *why, size_t whylen)

@@ -97,7 +97,7 @@ static int marker_on_record(void *ctx, void *data, size_t size)
 
 static int marker_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    return probe_uprobe_supported(why, whylen);
 }
 
 static void *marker_create(const void *config, char *why, size_t whylen)

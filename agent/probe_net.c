@@ -28,7 +28,9 @@ struct net_probe {
 
 static int net_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    static const char *const tps[] = {"inet_sock_set_state", "tcp_retransmit_skb", NULL};
+
+    return probe_tp_btf_supported(tps, why, whylen);
 }
 
 static void *net_create(const void *config, char *why, size_t whylen)

@@ -51,7 +51,9 @@ static int proc_on_record(void *ctx, void *data, size_t size)
 
 static int proc_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    static const char *const tps[] = {"sched_process_exec", "sched_process_exit", NULL};
+
+    return probe_tp_btf_supported(tps, why, whylen);
 }
 
 static void *proc_create(const void *config, char *why, size_t whylen)

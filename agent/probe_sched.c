@@ -67,7 +67,9 @@ static struct sched_slot *sched_slot(struct sched *s, uint32_t tid)
 
 static int sched_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    static const char *const tps[] = {"sched_switch", "sched_wakeup", "sched_wakeup_new", NULL};
+
+    return probe_tp_btf_supported(tps, why, whylen);
 }
 
 static void sched_destroy(void *state);

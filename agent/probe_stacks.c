@@ -140,7 +140,7 @@ static int stacks_on_record(void *ctx, void *data, size_t size)
 
 static int stacks_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    return probe_perf_supported(why, whylen);
 }
 
 static void stacks_destroy(void *state);

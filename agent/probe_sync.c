@@ -137,7 +137,7 @@ static int sync_flush(struct sync *s)
 
 static int sync_supported(char *why, size_t whylen)
 {
-    return probe_bpf_supported(why, whylen);
+    return probe_uprobe_supported(why, whylen);
 }
 
 static void sync_destroy(void *state);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t call_end(const struct stepdetect_call *c)
@@ -22,44 +23,43 @@ static uint64_t gap_before(const struct stepdetect_call *calls, size_t i, uint64
     return g;
 }
 
-/* Otsu's threshold on log gaps: the split that maximises the between-class
- * variance. Returns UINT64_MAX (no split) when the gaps are not bimodal
- * (the two class means closer than a factor of 4). Quadratic in n: callers
- * pass a window of at most a few thousand calls. */
-static uint64_t gap_threshold(const uint64_t *gaps, size_t n, uint64_t min_gap)
+static int cmp_u64(const void *a, const void *b)
 {
-    double best = -1, thr = 0, sum = 0;
-    size_t m = 0;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
+    return x < y ? -1 : x > y;
+}
+
+/* Otsu's threshold on log gaps: the split that maximises the between-class
+ * variance, over the sorted gaps (sorted is scratch of n entries). Returns
+ * UINT64_MAX (no split) when the gaps are not bimodal (the two class means
+ * closer than a factor of 4). */
+static uint64_t gap_threshold(const uint64_t *gaps, size_t n, uint64_t min_gap, uint64_t *sorted)
+{
+    double best = -1, sum = 0, s0 = 0;
+    uint64_t thr = UINT64_MAX;
+
+    memcpy(sorted, gaps, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), cmp_u64);
     for (size_t i = 0; i < n; i++)
-        sum += log((double)gaps[i] + 1.0);
-    for (size_t i = 0; i < n; i++) {
-        double t = log((double)gaps[i] + 1.0), s0 = 0, w0 = 0;
+        sum += log((double)sorted[i] + 1.0);
+    for (size_t i = 0; i + 1 < n; i++) { /* class 0 = sorted[0..i] */
+        double w0 = (double)(i + 1), w1 = (double)(n - i - 1), m0, m1, between;
 
-        for (size_t j = 0; j < n; j++) {
-            double v = log((double)gaps[j] + 1.0);
-
-            if (v <= t) {
-                s0 += v;
-                w0++;
-            }
-        }
-        if (w0 == 0 || w0 == (double)n)
-            continue;
-        {
-            double m0 = s0 / w0, m1 = (sum - s0) / ((double)n - w0);
-            double between = w0 * ((double)n - w0) * (m1 - m0) * (m1 - m0);
-
-            if (between > best && m1 - m0 > log(4.0)) {
-                best = between;
-                thr = t;
-                m = (size_t)w0;
-            }
+        s0 += log((double)sorted[i] + 1.0);
+        if (sorted[i] == sorted[i + 1])
+            continue; /* split only between distinct values */
+        m0 = s0 / w0;
+        m1 = (sum - s0) / w1;
+        between = w0 * w1 * (m1 - m0) * (m1 - m0);
+        if (between > best && m1 - m0 > log(4.0)) {
+            best = between;
+            thr = sorted[i];
         }
     }
-    if (best < 0 || !m)
-        return UINT64_MAX;
-    return (uint64_t)exp(thr) > min_gap ? (uint64_t)exp(thr) : min_gap;
+    if (thr == UINT64_MAX)
+        return thr;
+    return thr > min_gap ? thr : min_gap;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -143,7 +143,7 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
     last_end = call_end(&calls[0]);
     for (size_t i = 1; i < n; i++)
         gaps[i - 1] = gap_before(calls, i, &last_end);
-    thr = gap_threshold(gaps, n - 1, o.min_gap_ns);
+    thr = gap_threshold(gaps, n - 1, o.min_gap_ns, start);
     if (thr == UINT64_MAX) /* one gap size: every call is its own burst */
         thr = 0;
     /* Period over calls: signatures (name, bytes) first, then the gaps

@@ -6,7 +6,7 @@
  * signature (its sequence of name ids and bytes), the smallest period p over
  * burst signatures that repeats (>= 90% of positions match) is taken, and
  * steps are cut at the burst of each period that follows the longest compute
- * gap. Pure functions: no I/O, no allocation beyond what the caller gives. */
+ * gap. Pure: no I/O, no allocation of its own (the caller gives scratch). */
 #ifndef ARGUS_AGENT_STEPDETECT_H
 #define ARGUS_AGENT_STEPDETECT_H
 

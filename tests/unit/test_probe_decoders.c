@@ -1,4 +1,5 @@
-/* The probes' pure decode functions on synthetic records (no kernel). */
+/* The probes' pure decode functions on synthetic records (no kernel), and
+ * the supported() checks (they read the kernel BTF file). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -167,6 +168,20 @@ static void test_lib_matches(void **state)
     assert_false(probe_uprobes_lib_matches(libs, "/opt/libnccl.so/other.so"));
 }
 
+static void test_supported_checks(void **state)
+{
+    const char *const good[] = {"sched_switch", NULL}, *const bad[] = {"no_such_tracepoint", NULL};
+    char why[128] = "";
+
+    if (probe_bpf_supported(why, sizeof(why)) < 0) {
+        print_message("skip: %s\n", why);
+        skip();
+    }
+    assert_int_equal(probe_tp_btf_supported(good, why, sizeof(why)), 0);
+    assert_int_equal(probe_tp_btf_supported(bad, why, sizeof(why)), -ENOTSUP);
+    assert_non_null(strstr(why, "no_such_tracepoint"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,7 +189,7 @@ int main(void)
         cmocka_unit_test(test_sync_decode),           cmocka_unit_test(test_marker_decode),
         cmocka_unit_test(test_proc_decode),           cmocka_unit_test(test_sched_decode),
         cmocka_unit_test(test_counter_decode),        cmocka_unit_test(test_stacks_aggregate),
-        cmocka_unit_test(test_lib_matches),
+        cmocka_unit_test(test_lib_matches),           cmocka_unit_test(test_supported_checks),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

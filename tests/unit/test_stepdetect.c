@@ -119,6 +119,18 @@ static void test_max_steps_bound(void **state)
     assert_int_equal(stepdetect_find(c, n, NULL, scratch, steps, 5, NULL), 5);
 }
 
+static void test_large_window(void **state)
+{
+    static struct stepdetect_call c[4096];
+    struct stepdetect_info info;
+    size_t n = make_job(c, 512, 8, 30 * MS, 1 * MS, 1, 7);
+    int k = stepdetect_find(c, n, NULL, scratch, steps, 512, &info);
+
+    assert_int_equal(n, 4096);
+    assert_int_equal(info.period, 8);
+    assert_int_equal(k, 511);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_warmup_prefix_and_phase),
         cmocka_unit_test(test_no_period_and_bad_input),
         cmocka_unit_test(test_max_steps_bound),
+        cmocka_unit_test(test_large_window),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
