@@ -18,7 +18,8 @@ struct probe_calls {
     struct ring_buffer *ring;
     struct probe_pids pids;
     struct probe_uprobes uprobes;
-    uint64_t last_scan_ns, records, short_records;
+    const struct event_sink *sink;
+    uint64_t last_scan_ns, records, short_records, drops_reported;
     int delivered;
 };
 
@@ -47,11 +48,13 @@ static int calls_on_record(void *ctx, void *data, size_t size)
     return 0;
 }
 
-int probe_calls_start(struct probe_calls *pc, char *why, size_t whylen)
+int probe_calls_start(struct probe_calls *pc, const struct event_sink *sink, char *why,
+                      size_t whylen)
 {
     const char *step = "open";
     int err = -ENOMEM;
 
+    pc->sink = sink;
     probe_libbpf_logging();
     pc->skel = calls_bpf__open();
     if (!pc->skel)
@@ -103,6 +106,8 @@ int probe_calls_dispatch(struct probe_calls *pc)
     }
     pc->delivered = 0;
     err = ring_buffer__consume(pc->ring);
+    pc->delivered += probe_report_drops(pc->sink, pc->skel->bss->calls_dropped, &pc->drops_reported,
+                                        pc->spec.drop_reason);
     return err < 0 ? err : pc->delivered;
 }
 

@@ -25,6 +25,7 @@ struct probe_calls_spec {
     /* One record, on the dispatching thread. Returns events delivered. */
     int (*on_record)(void *owner, const struct argus_call_record *rec);
     void *owner;
+    const char *drop_reason; /* AGENT_EVENT_DROPS reason when the ring is full */
 };
 
 struct probe_calls;
@@ -33,9 +34,11 @@ struct probe_calls;
  * allocation failure. */
 struct probe_calls *probe_calls_new(const struct probe_calls_spec *spec);
 
-/* Load, attach the extra files, apply pids tracked before start. Returns 0
- * or -errno with why set. */
-int probe_calls_start(struct probe_calls *pc, char *why, size_t whylen);
+/* Load, attach the extra files, apply pids tracked before start. Drops
+ * (ring full) are reported to sink as AGENT_EVENT_DROPS. Returns 0 or -errno
+ * with why set. */
+int probe_calls_start(struct probe_calls *pc, const struct event_sink *sink, char *why,
+                      size_t whylen);
 
 /* Re-scan (at most once a second) and consume the ring. Returns the number
  * of events the callback delivered, or -errno. */

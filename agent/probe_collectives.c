@@ -193,8 +193,11 @@ static void coll_destroy(void *state);
 static void *coll_create(const void *config, char *why, size_t whylen)
 {
     struct collectives *c = calloc(1, sizeof(*c));
-    struct probe_calls_spec spec = {
-        .probe = "collectives", .nfuncs = NFUNCS, .libs = coll_libs, .on_record = coll_on_record};
+    struct probe_calls_spec spec = {.probe = "collectives",
+                                    .nfuncs = NFUNCS,
+                                    .libs = coll_libs,
+                                    .on_record = coll_on_record,
+                                    .drop_reason = "collectives_ring_full"};
 
     if (!c)
         goto fail;
@@ -220,7 +223,7 @@ static int coll_start(void *state, const struct event_sink *sink, char *why, siz
     struct collectives *c = state;
 
     c->sink = sink;
-    return probe_calls_start(c->calls, why, whylen);
+    return probe_calls_start(c->calls, sink, why, whylen);
 }
 
 static int coll_fd(void *state)

@@ -272,6 +272,20 @@ void probe_uprobes_detach(struct probe_uprobes *u)
     u->nlinks = u->ninodes = 0;
 }
 
+int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t *reported,
+                       const char *reason)
+{
+    struct agent_event ev = {.kind = AGENT_EVENT_DROPS};
+
+    if (dropped <= *reported)
+        return 0;
+    ev.drops.count = dropped - *reported;
+    ev.drops.reason = reason;
+    *reported = dropped;
+    sink->event(sink->ctx, &ev);
+    return 1;
+}
+
 size_t probe_metric(char *buf, size_t len, const char *probe, const char *name, uint64_t value)
 {
     int n;

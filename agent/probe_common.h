@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 struct bpf_link;
+struct event_sink;
 struct bpf_map;
 struct bpf_program;
 
@@ -92,6 +93,12 @@ int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root);
 
 /* Destroy every link. The struct may be reused after. */
 void probe_uprobes_detach(struct probe_uprobes *u);
+
+/* When a BPF-side drop counter grew past *reported, emit one
+ * AGENT_EVENT_DROPS (reason: a static string) and advance *reported.
+ * Returns 1 when an event was emitted, else 0. */
+int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t *reported,
+                       const char *reason);
 
 /* Append "NAME VALUE\n" metric lines; returns bytes written (never more
  * than len, truncating). */

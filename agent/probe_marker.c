@@ -63,7 +63,7 @@ struct marker {
     struct probe_uprobes uprobes;
     uint64_t names[MARKER_NAMES_MAX];
     size_t nnames;
-    uint64_t last_scan_ns, events, decode_errors;
+    uint64_t last_scan_ns, events, decode_errors, drops_reported;
     int delivered;
 };
 
@@ -174,6 +174,8 @@ static int marker_dispatch(void *state)
     }
     m->delivered = 0;
     err = ring_buffer__consume(m->ring);
+    m->delivered += probe_report_drops(m->sink, m->skel->bss->marker_dropped, &m->drops_reported,
+                                       "marker_ring_full");
     return err < 0 ? err : m->delivered;
 }
 

@@ -106,21 +106,13 @@ static int proc_fd(void *state)
 static int proc_dispatch(void *state)
 {
     struct proc *p = state;
-    uint64_t dropped;
     int err;
 
     p->delivered = 0;
     err = ring_buffer__consume(p->ring);
-    dropped = p->skel->bss->proc_dropped;
-    if (dropped > p->dropped_reported) { /* discovery must rescan /proc */
-        struct agent_event ev = {.kind = AGENT_EVENT_DROPS};
-
-        ev.drops.count = dropped - p->dropped_reported;
-        ev.drops.reason = "proc_ring_full";
-        p->dropped_reported = dropped;
-        p->sink->event(p->sink->ctx, &ev);
-        p->delivered++;
-    }
+    /* A drop means discovery must rescan /proc. */
+    p->delivered += probe_report_drops(p->sink, p->skel->bss->proc_dropped, &p->dropped_reported,
+                                       "proc_ring_full");
     return err < 0 ? err : p->delivered;
 }
 

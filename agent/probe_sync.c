@@ -145,8 +145,11 @@ static void sync_destroy(void *state);
 static void *sync_create(const void *config, char *why, size_t whylen)
 {
     struct sync *s = calloc(1, sizeof(*s));
-    struct probe_calls_spec spec = {
-        .probe = "sync", .nfuncs = NFUNCS, .libs = sync_libs, .on_record = sync_on_record};
+    struct probe_calls_spec spec = {.probe = "sync",
+                                    .nfuncs = NFUNCS,
+                                    .libs = sync_libs,
+                                    .on_record = sync_on_record,
+                                    .drop_reason = "sync_ring_full"};
 
     if (!s)
         goto fail;
@@ -172,7 +175,7 @@ static int sync_start(void *state, const struct event_sink *sink, char *why, siz
     struct sync *s = state;
 
     s->sink = sink;
-    return probe_calls_start(s->calls, why, whylen);
+    return probe_calls_start(s->calls, sink, why, whylen);
 }
 
 static int sync_fd(void *state)

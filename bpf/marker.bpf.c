@@ -18,7 +18,7 @@ struct {
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 512 * 1024);
+    __uint(max_entries, 2 * 1024 * 1024);
 } marker_ring SEC(".maps");
 
 const volatile __u32 marker_filter = 1;

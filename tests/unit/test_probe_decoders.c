@@ -168,6 +168,31 @@ static void test_lib_matches(void **state)
     assert_false(probe_uprobes_lib_matches(libs, "/opt/libnccl.so/other.so"));
 }
 
+static struct agent_event last_event;
+static int nevents;
+
+static void sink_event(void *ctx, const struct agent_event *ev)
+{
+    last_event = *ev;
+    nevents++;
+}
+
+static void test_report_drops(void **state)
+{
+    struct event_sink sink = {.event = sink_event};
+    uint64_t reported = 0;
+
+    assert_int_equal(probe_report_drops(&sink, 0, &reported, "x_ring_full"), 0);
+    assert_int_equal(nevents, 0);
+    assert_int_equal(probe_report_drops(&sink, 7, &reported, "x_ring_full"), 1);
+    assert_int_equal(last_event.kind, AGENT_EVENT_DROPS);
+    assert_int_equal(last_event.drops.count, 7);
+    assert_string_equal(last_event.drops.reason, "x_ring_full");
+    assert_int_equal(probe_report_drops(&sink, 7, &reported, "x_ring_full"), 0);
+    assert_int_equal(probe_report_drops(&sink, 9, &reported, "x_ring_full"), 1);
+    assert_int_equal(last_event.drops.count, 2);
+}
+
 static void test_supported_checks(void **state)
 {
     const char *const good[] = {"sched_switch", NULL}, *const bad[] = {"no_such_tracepoint", NULL};
@@ -190,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_proc_decode),           cmocka_unit_test(test_sched_decode),
         cmocka_unit_test(test_counter_decode),        cmocka_unit_test(test_stacks_aggregate),
         cmocka_unit_test(test_lib_matches),           cmocka_unit_test(test_supported_checks),
+        cmocka_unit_test(test_report_drops),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
