@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "agent/probe_calls.h"
 #include "bpf/calls.h"
@@ -19,6 +20,7 @@ enum layout {
     LAYOUT_REDUCE,  /* send, recv, count, dtype, op, root, comm, stream */
     LAYOUT_P2P,     /* buf, count, dtype, peer, comm, stream */
     LAYOUT_C10D,    /* this, ... */
+    LAYOUT_WAIT,    /* c10d::Work::wait(this, timeout): ends the caller's last c10d call */
 };
 
 struct coll_func {
@@ -70,6 +72,7 @@ static const struct coll_func coll_funcs[] = {
     PGNCCL(7, barrier),
     PGNCCL(4, send),
     PGNCCL(4, recv),
+    {"_ZN4c10d4Work4waitE*", "c10d::Work::wait", LAYOUT_WAIT},
 };
 #define NFUNCS (sizeof(coll_funcs) / sizeof(coll_funcs[0]))
 
@@ -92,7 +95,7 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
         [LAYOUT_NONE] = {-1, -1, -1, -1}, [LAYOUT_COLL_OP] = {2, 3, 5, 6},
         [LAYOUT_COLL] = {2, 3, 4, 5},     [LAYOUT_BCAST] = {2, 3, 5, 6},
         [LAYOUT_REDUCE] = {2, 3, 6, 7},   [LAYOUT_P2P] = {1, 2, 4, 5},
-        [LAYOUT_C10D] = {-1, -1, 0, -1},
+        [LAYOUT_C10D] = {-1, -1, 0, -1},  [LAYOUT_WAIT] = {-1, -1, -1, -1},
     };
     const int8_t *ix;
 
@@ -109,6 +112,8 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     out->stream = ix[3] >= 0 ? r->args[ix[3]] : 0;
     out->bytes = out->count * probe_collectives_dtype_size(out->dtype);
     out->ret = r->ret;
+    out->c10d = f->layout == LAYOUT_C10D;
+    out->wait = f->layout == LAYOUT_WAIT;
     return 0;
 }
 
@@ -116,6 +121,18 @@ struct seq_entry {
     uint32_t pid;
     uint64_t comm, next;
 };
+
+/* A c10d call held for the on_call observer until its Work::wait returns
+ * on the same thread (synchronous collectives), the thread's next call, or
+ * COLL_HOLD_TICKS dispatches. */
+struct coll_held {
+    uint32_t pid, tid;
+    uint64_t enter_ns, exit_ns, tick;
+    struct probe_collectives_call call;
+};
+
+#define COLL_HELD_MAX 256
+#define COLL_HOLD_TICKS 20
 
 struct collectives {
     struct probe_collectives_config cfg;
@@ -125,8 +142,66 @@ struct collectives {
     struct seq_entry *seqs;
     size_t nseqs;
     bool announced[NFUNCS];
-    uint64_t decode_errors;
+    uint64_t decode_errors, waits_matched, tick;
+    struct coll_held held[COLL_HELD_MAX];
+    size_t nheld;
 };
+
+static void coll_observe(struct collectives *c, const struct coll_held *h)
+{
+    c->cfg.on_call(c->cfg.on_call_ctx, h->pid, h->enter_ns, h->exit_ns, &h->call);
+}
+
+/* Deliver and drop held call i. */
+static void coll_release(struct collectives *c, size_t i)
+{
+    coll_observe(c, &c->held[i]);
+    memmove(&c->held[i], &c->held[i + 1], (c->nheld - i - 1) * sizeof(c->held[0]));
+    c->nheld--;
+}
+
+static ssize_t coll_find_held(struct collectives *c, uint32_t pid, uint32_t tid)
+{
+    for (size_t i = 0; i < c->nheld; i++)
+        if (c->held[i].pid == pid && c->held[i].tid == tid)
+            return (ssize_t)i;
+    return -1;
+}
+
+/* Feed the observer: a wait ends the thread's held c10d call; any other
+ * call releases it and is held itself (c10d) or delivered (NCCL). */
+static void coll_feed_observer(struct collectives *c, const struct argus_call_record *r,
+                               const struct probe_collectives_call *call)
+{
+    ssize_t i = coll_find_held(c, r->pid, r->tid);
+    struct coll_held h = {r->pid, r->tid, r->enter_ns, r->exit_ns, c->tick, *call};
+
+    if (call->wait) {
+        if (i >= 0) {
+            if (r->exit_ns > c->held[i].exit_ns)
+                c->held[i].exit_ns = r->exit_ns;
+            c->waits_matched++;
+            coll_release(c, (size_t)i);
+        }
+        return;
+    }
+    if (i >= 0)
+        coll_release(c, (size_t)i);
+    if (!call->c10d) {
+        coll_observe(c, &h);
+        return;
+    }
+    if (c->nheld == COLL_HELD_MAX)
+        coll_release(c, 0);
+    c->held[c->nheld++] = h;
+}
+
+/* Release held calls older than COLL_HOLD_TICKS dispatches (all if force). */
+static void coll_flush_held(struct collectives *c, bool force)
+{
+    while (c->nheld && (force || c->tick - c->held[0].tick >= COLL_HOLD_TICKS))
+        coll_release(c, 0);
+}
 
 /* The next sequence number of (pid, comm), starting at 0. */
 static uint64_t coll_next_seq(struct collectives *c, uint32_t pid, uint64_t comm)
@@ -165,6 +240,11 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
         c->decode_errors++;
         return 0;
     }
+    if (call.wait) { /* not a collective: only ends the last c10d call */
+        if (c->cfg.on_call)
+            coll_feed_observer(c, r, &call);
+        return 0;
+    }
     if (!c->announced[r->cookie]) {
         c->sink->name(c->sink->ctx, call.name_id, call.name);
         c->announced[r->cookie] = true;
@@ -179,7 +259,7 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
     ev.collective.stream = (uint32_t)call.stream;
     c->sink->event(c->sink->ctx, &ev);
     if (c->cfg.on_call)
-        c->cfg.on_call(c->cfg.on_call_ctx, r->pid, r->enter_ns, r->exit_ns, &call);
+        coll_feed_observer(c, r, &call);
     return 1;
 }
 
@@ -234,8 +314,12 @@ static int coll_fd(void *state)
 static int coll_dispatch(void *state)
 {
     struct collectives *c = state;
+    int n = probe_calls_dispatch(c->calls);
 
-    return probe_calls_dispatch(c->calls);
+    c->tick++;
+    if (c->cfg.on_call)
+        coll_flush_held(c, false);
+    return n;
 }
 
 static int coll_track(void *state, uint32_t pid, const char *root, bool add)
@@ -252,6 +336,7 @@ static size_t coll_metrics(void *state, char *buf, size_t len)
     struct collectives *c = state;
     size_t n = probe_calls_metrics(c->calls, buf, len);
 
+    n += probe_metric(buf + n, len - n, "collectives", "waits_matched_total", c->waits_matched);
     return n +
            probe_metric(buf + n, len - n, "collectives", "decode_errors_total", c->decode_errors);
 }
@@ -262,6 +347,8 @@ static void coll_destroy(void *state)
 
     if (!c)
         return;
+    if (c->cfg.on_call)
+        coll_flush_held(c, true);
     probe_calls_free(c->calls);
     free(c->seqs);
     free(c);

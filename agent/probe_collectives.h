@@ -3,7 +3,9 @@
  * ProcessGroupNCCL) found in each tracked rank's mapped libraries. Emits one
  * AGENT_EVENT_COLLECTIVE per call: host arrival time (enqueue time: NCCL is
  * asynchronous), a per-(pid, communicator) sequence number, and bytes where
- * the arguments give them (NCCL: count * dtype size; c10d: 0). */
+ * the arguments give them (NCCL: count * dtype size; c10d: 0). c10d::Work::wait
+ * is probed too: it gives no event, only the host end of a synchronous c10d
+ * collective to the on_call observer. */
 #ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
 #define ARGUS_AGENT_PROBE_COLLECTIVES_H
 
@@ -19,10 +21,12 @@ struct probe_collectives_call;
 struct probe_collectives_config {
     bool all_processes;       /* no pid filter (benchmarks) */
     const char *const *files; /* extra absolute library paths to attach at start, NULL-terminated */
-    /* Optional observer of every decoded call with its host return time
-     * (exit_ns), called on the dispatching thread after the event. Step
-     * detection (agent/stepdetect.h) needs the return time, which
-     * agent_event.collective does not carry yet. */
+    /* Optional observer of every collective with its host return time
+     * (exit_ns), on the dispatching thread. For a c10d call followed on the
+     * same thread by c10d::Work::wait (a synchronous collective), exit_ns is
+     * the wait's return, so the observer sees it one call (or at most 20
+     * ticks) late. Step detection (agent/stepdetect.h) needs the return
+     * time, which agent_event.collective does not carry yet. */
     void (*on_call)(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
                     const struct probe_collectives_call *call);
     void *on_call_ctx;
@@ -38,6 +42,8 @@ struct probe_collectives_call {
     uint64_t comm;  /* ncclComm_t, or the c10d ProcessGroup object */
     uint64_t stream;
     int64_t ret;
+    bool c10d; /* a c10d process-group call (asynchronous: see wait) */
+    bool wait; /* c10d::Work::wait: no collective itself, it ends the last c10d call */
 };
 
 /* Decode a raw record (pure: no I/O). Returns 0, or -EINVAL for an unknown

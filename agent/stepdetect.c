@@ -179,7 +179,10 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
         info->period = p;
         info->phase = phase;
     }
-    for (size_t c0 = phase; c0 + p < n; c0 += p) {
+    /* A step runs from the end of the burst before its compute gap to the
+     * end of the next one: B(c) = ts[c] - gaps[c] is the latest return
+     * before call c, so the first step needs a call before it. */
+    for (size_t c0 = phase ? phase : p; c0 + p < n; c0 += p) {
         struct stepdetect_step *s;
         uint64_t compute = 0;
 
@@ -189,9 +192,9 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
         memset(s, 0, sizeof(*s));
         s->first_call = (uint32_t)c0;
         s->ncalls = p;
-        s->start_ns = calls[c0].ts_ns;
-        s->step_ns = calls[c0 + p].ts_ns - s->start_ns;
-        for (size_t c = c0 + 1; c <= c0 + p; c++) /* gaps that split bursts are compute */
+        s->start_ns = calls[c0].ts_ns - gaps[c0];
+        s->step_ns = calls[c0 + p].ts_ns - gaps[c0 + p] - s->start_ns;
+        for (size_t c = c0; c < c0 + p; c++) /* gaps that split bursts are compute */
             if (gaps[c] > thr)
                 compute += gaps[c];
         s->compute_ns = compute < s->step_ns ? compute : s->step_ns;

@@ -3,10 +3,14 @@
  *
  * Calls are grouped into bursts (consecutive calls closer than a gap
  * threshold picked from the bimodal gap distribution), each burst gets a
- * signature (its sequence of name ids and bytes), the smallest period p over
- * burst signatures that repeats (>= 90% of positions match) is taken, and
- * steps are cut at the burst of each period that follows the longest compute
- * gap. Pure: no I/O, no allocation of its own (the caller gives scratch). */
+ * signature (name id and bytes), the smallest period p over call signatures
+ * that repeats (>= 90% of positions match) is taken and refined by the
+ * period of the gaps (identical signatures, e.g. c10d calls without bytes,
+ * still show one compute gap per step), and steps are cut before the call
+ * position of each period that follows the longest gap: at the end of the
+ * collective burst before it (the latest return), which is where a training
+ * loop's optimizer step and next iteration begin. Pure: no I/O, no allocation of its own (the
+ * caller gives scratch). */
 #ifndef ARGUS_AGENT_STEPDETECT_H
 #define ARGUS_AGENT_STEPDETECT_H
 
@@ -21,10 +25,11 @@ struct stepdetect_call {
     uint64_t bytes;
 };
 
-/* One detected step: [start_ns, start_ns + step_ns). compute_ns is the time
- * from the end of each collective burst to the next arrival inside the step,
- * collective_ns the time inside bursts (first arrival to last return);
- * compute_ns + collective_ns == step_ns. */
+/* One detected step: [start_ns, start_ns + step_ns), from the end of one
+ * collective burst (of the call before first_call) to the end of the burst
+ * that closes the period. compute_ns is the time from the end of each burst
+ * to the next arrival inside the step, collective_ns the time inside bursts
+ * (first arrival to last return); compute_ns + collective_ns == step_ns. */
 struct stepdetect_step {
     uint64_t start_ns;
     uint64_t step_ns;
@@ -48,8 +53,8 @@ struct stepdetect_info {
 };
 
 /* Find the steps in calls[0..n) (sorted by ts_ns). Writes at most max_steps
- * into steps and returns how many were found (whole steps only: from one
- * step-opening burst to the next), 0 when no period exists (too few bursts,
+ * into steps and returns how many were found (whole steps only: a step needs
+ * a burst before it and one closing it), 0 when no period exists (too few bursts,
  * no repetition), or -EINVAL (NULL or unsorted input). info may be NULL.
  * Needs scratch memory: burst bookkeeping uses `scratch` of
  * 2 * n uint64_t entries provided by the caller. */

@@ -316,8 +316,6 @@ int main(int argc, char **argv)
     run_loop(ops, st, &o);
     if (!strcmp(ops->name, "stacks"))
         print_tops(st, &o);
-    if (o.stepdetect)
-        print_steps();
     if (ops->metrics) {
         size_t n = ops->metrics(st, metrics, sizeof(metrics));
 
@@ -334,6 +332,8 @@ int main(int argc, char **argv)
     }
     rc = 0;
 out:
-    ops->destroy(st);
+    ops->destroy(st); /* releases the calls the collectives probe still holds */
+    if (o.stepdetect)
+        print_steps();
     return rc;
 }

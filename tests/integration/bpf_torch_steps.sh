@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A real PyTorch job (Debian python3-torch, CPU, gloo, 4 ranks, no
 # annotation): the collectives probe sees its c10d ProcessGroupGloo::allreduce
-# calls, agent/stepdetect.c finds its steps, and each rank's step times agree
-# with the job's own timing within 5% (mean and median per rank; the share of single
-# steps within 5% is printed, not checked: on 2 shared cores the time from a
-# step's start to its first allreduce jitters by more than that).
+# calls (and c10d::Work::wait, which gives their host end), agent/stepdetect.c
+# finds its steps, and each rank's step times agree with the job's own timing
+# within 5%: per rank the mean and the median step time, and at least 80% of
+# the single steps.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bpf/lib.sh
@@ -23,7 +23,6 @@ wait $job; rc=$?
 grep -c 'kind=COLLECTIVE' "$dir/drv.out" | sed 's/^/collective events: /'
 grep -E '^(PERIOD|argus_probe)' "$dir/drv.out"
 [[ $rc == 0 ]] || { tail -20 "$dir/job.out"; echo "job failed"; exit 1; }
-cp "$dir/pids" -r "$dir/pids2" 2>/dev/null
 /usr/bin/python3 - "$dir" <<'PY'
 import os, re, sys, statistics
 d = sys.argv[1]
@@ -46,13 +45,14 @@ ok = "c10d::ProcessGroupGloo::allreduce" in names
 print("c10d allreduce seen:", ok)
 for r in sorted(job):
     js, ds = job[r], det.get(r, [])
-    # A detected step runs from the first allreduce of job step i to that of
-    # step i+1: compare it with job step i. Step 0 (warm-up: first forward)
-    # and the last detected step (it ends at the final barrier) are left out.
+    # A detected step runs from the end of one allreduce burst (the last
+    # Work::wait return) to the end of the next: compare it with the job step
+    # whose start is nearest. Step 0 (warm-up: first forward) and steps that
+    # end at the final barrier are left out.
     pairs = []
-    for start, dur in ds[:-1]:
-        i = max([k for k, (s0, _) in enumerate(js) if s0 <= start] or [-1])
-        if 1 <= i < len(js):
+    for start, dur in ds:
+        i = min(range(len(js)), key=lambda k: abs(js[k][0] - start))
+        if 1 <= i < len(js) - 1:
             pairs.append((dur, js[i][1]))
     if len(pairs) < 25:
         print("rank %d: only %d steps detected" % (r, len(pairs))); ok = False; continue
@@ -65,6 +65,6 @@ for r in sorted(job):
           % (r, len(pairs), statistics.mean(dd) / 1e6, statistics.mean(jj) / 1e6, 100 * err_mean,
              statistics.median(dd) / 1e6, statistics.median(jj) / 1e6, 100 * err_med,
              100 * within))
-    ok = ok and err_mean <= 0.05
+    ok = ok and err_mean <= 0.05 and err_med <= 0.05 and within >= 0.8
 sys.exit(0 if ok else 1)
 PY
