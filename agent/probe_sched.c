@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -49,8 +50,11 @@ struct sched {
     const struct event_sink *sink;
     struct probe_pids pids;
     struct sched_slot *slots; /* what was last emitted, per thread */
-    uint64_t events, slots_full;
+    uint64_t events, slots_full, reaped, ticks;
+    uint32_t reap_ticks;
 };
+
+static int sched_reap(struct sched *s, uint32_t drop_tgid);
 
 static struct sched_slot *sched_slot(struct sched *s, uint32_t tid)
 {
@@ -78,8 +82,12 @@ static void *sched_create(const void *config, char *why, size_t whylen)
 {
     struct sched *s = calloc(1, sizeof(*s));
 
-    if (s)
+    if (s) {
         s->slots = calloc(SCHED_SLOTS, sizeof(*s->slots));
+        s->reap_ticks = config ? ((const struct probe_sched_config *)config)->reap_ticks : 0;
+        if (!s->reap_ticks)
+            s->reap_ticks = 50;
+    }
     if (!s || !s->slots) {
         sched_destroy(s);
         snprintf(why, whylen, "out of memory");
@@ -157,29 +165,56 @@ static int sched_dispatch(void *state)
         n += k;
     }
     s->events += (uint64_t)n;
+    if (++s->ticks % s->reap_ticks == 0)
+        sched_reap(s, 0);
     return n;
 }
 
-/* Drop the kernel and user state of an untracked process's threads. */
-static void sched_forget(struct sched *s, uint32_t tgid)
+static bool thread_alive(uint32_t tgid, uint32_t tid)
 {
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%u/task/%u", tgid, tid);
+    return access(path, F_OK) == 0;
+}
+
+/* Delete the kernel entries of exited threads and of the untracked process
+ * drop_tgid (0 = none), and rebuild the user table from what is left, so
+ * neither fills up over a long run. Their last growth was emitted by the
+ * dispatch before. Returns 0 or -ENOMEM (nothing changed). */
+static int sched_reap(struct sched *s, uint32_t drop_tgid)
+{
+    struct sched_slot *fresh = calloc(SCHED_SLOTS, sizeof(*fresh)), *old = s->slots;
     int fd = bpf_map__fd(s->skel->maps.sched_acc);
     uint32_t key, next;
     bool first = true;
 
+    if (!fresh)
+        return -ENOMEM;
     while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
         struct argus_sched_acc cur;
+        struct sched_slot *from, *to;
 
         first = false;
         key = next;
-        if (bpf_map_lookup_elem(fd, &key, &cur) == 0 && cur.tgid == tgid) {
+        if (bpf_map_lookup_elem(fd, &key, &cur) < 0)
+            continue;
+        if (cur.tgid == drop_tgid || !thread_alive(cur.tgid, key)) {
             bpf_map_delete_elem(fd, &key);
+            s->reaped++;
             first = true; /* the walk restarts after a delete */
+            continue;
         }
+        s->slots = old;
+        from = sched_slot(s, key);
+        s->slots = fresh;
+        to = sched_slot(s, key);
+        if (from && to && from->tid == key)
+            *to = *from;
     }
-    /* Slots stay until the table is rebuilt: clear all when nothing is tracked. */
-    if (s->pids.n == 0)
-        memset(s->slots, 0, SCHED_SLOTS * sizeof(*s->slots));
+    s->slots = fresh;
+    free(old);
+    return 0;
 }
 
 static int sched_track(void *state, uint32_t pid, const char *root, bool add)
@@ -191,7 +226,7 @@ static int sched_track(void *state, uint32_t pid, const char *root, bool add)
         sched_dispatch(s); /* deliver what it accumulated before it goes */
     err = probe_pids_update(&s->pids, s->skel ? s->skel->maps.sched_tracked : NULL, pid, root, add);
     if (!add && s->skel)
-        sched_forget(s, pid);
+        sched_reap(s, pid);
     return err;
 }
 
@@ -201,6 +236,7 @@ static size_t sched_metrics(void *state, char *buf, size_t len)
     size_t n = 0;
 
     n += probe_metric(buf + n, len - n, "sched", "events_total", s->events);
+    n += probe_metric(buf + n, len - n, "sched", "threads_reaped_total", s->reaped);
     n += probe_metric(buf + n, len - n, "sched", "map_full_total",
                       (s->skel ? s->skel->bss->sched_acc_full : 0) + s->slots_full);
     return n;

@@ -16,6 +16,12 @@
 
 struct argus_sched_acc;
 
+struct probe_sched_config {
+    /* Every this many dispatches, the entries of exited threads are deleted
+     * (kernel map and user table); 0 = 50 (5 s at the agent's tick). */
+    uint32_t reap_ticks;
+};
+
 /* Turn the growth of one thread's sums (cur against last; last NULL = zero)
  * into up to two counter events at ts (pure). Returns how many were written
  * into out[0..1]; a counter that did not grow (or went back: the entry was

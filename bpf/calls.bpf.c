@@ -21,8 +21,9 @@ struct {
     __type(value, __u8);
 } calls_tracked SEC(".maps");
 
+/* LRU: a call that never returns (thread killed mid-call) must not leak. */
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, 16384);
     __type(key, struct argus_call_key);
     __type(value, struct argus_call_record);

@@ -25,7 +25,7 @@ struct {
 } io_wait_ns SEC(".maps");
 
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(type, BPF_MAP_TYPE_LRU_HASH); /* a request never completed must not leak */
     __uint(max_entries, 16384);
     __type(key, __u64); /* struct request * */
     __type(value, struct argus_io_start);

@@ -18,8 +18,9 @@ struct {
     __type(value, __u8);
 } sched_tracked SEC(".maps");
 
+/* LRU: threads that exit while off the CPU leave their entry behind. */
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, 16384);
     __type(key, __u32); /* tid */
     __type(value, struct argus_sched_start);

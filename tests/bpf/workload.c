@@ -4,6 +4,7 @@
  *   calls         NCCL/CUDA calls into the stand-in libraries it links
  *   realnccl PATH dlopen the real libnccl.so.2 and call its entry points
  *   sleep MS      a new thread runs 5 ms, sleeps MS, runs 5 ms
+ *   threads N     N threads one after the other, each sleeping 20 ms
  *   busy MS       spin in workload_busy_function for MS
  *   marker LIB N  dlopen libargus-marker.so, N steps of forward/backward phases
  *   bench N       N calls of ncclAllReduce (cost of an entry+return uprobe)
@@ -353,6 +354,15 @@ int main(int argc, char **argv)
 
         pthread_create(&t, NULL, sleeper, &arg);
         pthread_join(t, NULL);
+    } else if (!strcmp(mode, "threads")) {
+        uint64_t ms = 20;
+
+        for (uint64_t i = 0; i < arg; i++) {
+            pthread_t t;
+
+            pthread_create(&t, NULL, sleeper, &ms);
+            pthread_join(t, NULL);
+        }
     } else if (!strcmp(mode, "busy")) {
         workload_busy_function(arg * 1000000u);
         printf("did busy ms=%" PRIu64 "\n", arg);

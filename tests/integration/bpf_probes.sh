@@ -38,6 +38,16 @@ off=$(bpf_counter_sum "$out/drv.out" 1 "$tid")
 bpf_check "sched: off-CPU $off ns of thread $tid within 10% of its sleep $slept ns" \
     "(( off > slept * 90 / 100 && off < slept * 110 / 100 ))"
 
+BPF_DRIVER_ARGS="--reap 3" bpf_run sched "$out" threads 40
+off=0; n=0
+for t in $(sed -n 's/.*tid=\([0-9]*\).*/\1/p' "$out/wl.out"); do
+    off=$((off + $(bpf_counter_sum "$out/drv.out" 1 "$t"))); n=$((n + 1))
+done
+slept=$(awk '/slept_ns/ { split($4,a,"="); s+=a[2] } END { print s }' "$out/wl.out")
+reaped=$(sed -n 's/.*threads_reaped_total{probe="sched"} //p' "$out/drv.out")
+bpf_check "sched: $n short threads off-CPU $off ns within 10% of their sleeps $slept ns, $reaped exited threads reaped" \
+    "(( n == 40 && off > slept * 90 / 100 && off < slept * 110 / 100 && reaped >= 30 ))"
+
 BPF_DRIVER_ARGS="--freq 99" bpf_run stacks "$out" busy 1000
 bpf_check "stacks: workload_busy_function in the top frames" "grep -q 'TOP .*name=workload_busy_function' $out/drv.out"
 

@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -86,13 +88,61 @@ static void test_user_address(void **state)
     symbolize_free(s);
 }
 
+static void test_perf_map_jit(void **state)
+{
+    struct symbolize *s = symbolize_new();
+    size_t len = 1 << 16;
+    char *code = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char path[64], buf[128];
+    FILE *f;
+
+    assert_non_null(s);
+    assert_true(code != MAP_FAILED);
+    snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%lx 100 jit_step_function\n", (unsigned long)(uintptr_t)code + 0x1000);
+    fclose(f);
+    assert_int_equal(
+        symbolize_user(s, (uint32_t)getpid(), "", (uintptr_t)code + 0x1010, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "jit_step_function");
+    assert_int_equal(
+        symbolize_user(s, (uint32_t)getpid(), "", (uintptr_t)code + 0x2000, buf, sizeof(buf)),
+        -ENOENT);
+    unlink(path);
+    munmap(code, len);
+    symbolize_free(s);
+}
+
+static void test_kernel(void **state)
+{
+    struct symbolize *s = symbolize_new();
+    unsigned long long addr = 0;
+    char line[256], name[128], type, buf[128];
+    FILE *f = fopen("/proc/kallsyms", "r");
+
+    assert_non_null(s);
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && !strcmp(name, "schedule"))
+            break;
+    if (f)
+        fclose(f);
+    if (!addr || strcmp(name, "schedule")) { /* not root: kallsyms shows zeros */
+        symbolize_free(s);
+        print_message("skip: no kernel addresses in /proc/kallsyms\n");
+        skip();
+    }
+    assert_int_equal(symbolize_kernel(s, addr + 4, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "schedule");
+    symbolize_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_maps),
-        cmocka_unit_test(test_parse_perf_map),
-        cmocka_unit_test(test_elf_self),
-        cmocka_unit_test(test_user_address),
+        cmocka_unit_test(test_parse_maps),   cmocka_unit_test(test_parse_perf_map),
+        cmocka_unit_test(test_elf_self),     cmocka_unit_test(test_user_address),
+        cmocka_unit_test(test_perf_map_jit), cmocka_unit_test(test_kernel),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
