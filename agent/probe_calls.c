@@ -19,6 +19,7 @@ struct probe_calls {
     struct probe_pids pids;
     struct probe_uprobes uprobes;
     const struct event_sink *sink;
+    struct probe_wakeup wakeup;
     uint64_t last_scan_ns, records, short_records, drops_reported;
     int delivered;
 };
@@ -32,6 +33,7 @@ struct probe_calls *probe_calls_new(const struct probe_calls_spec *spec)
     pc->spec = *spec;
     pc->uprobes =
         (struct probe_uprobes){.funcs = spec->funcs, .nfuncs = spec->nfuncs, .libs = spec->libs};
+    pc->wakeup = (struct probe_wakeup){-1, -1};
     return pc;
 }
 
@@ -69,6 +71,10 @@ int probe_calls_start(struct probe_calls *pc, const struct event_sink *sink, cha
     err = pc->ring ? 0 : -errno;
     if (err < 0)
         goto fail;
+    step = "wakeup fd";
+    err = probe_wakeup_open(&pc->wakeup, ring_buffer__epoll_fd(pc->ring), 100 * NSEC_PER_MSEC);
+    if (err < 0)
+        goto fail;
     pc->uprobes.enter = pc->skel->progs.calls_enter;
     pc->uprobes.exit = pc->skel->progs.calls_exit;
     step = "attach";
@@ -99,6 +105,7 @@ int probe_calls_dispatch(struct probe_calls *pc)
 
     if (!pc->ring)
         return 0;
+    probe_wakeup_drain(&pc->wakeup);
     if (now - pc->last_scan_ns >= NSEC_PER_SEC) {
         pc->last_scan_ns = now;
         for (size_t i = 0; i < pc->pids.n; i++)
@@ -124,6 +131,11 @@ int probe_calls_track(struct probe_calls *pc, uint32_t pid, const char *root, bo
     return err < 0 && err != -ESRCH ? err : 0;
 }
 
+int probe_calls_fd(struct probe_calls *pc)
+{
+    return pc->wakeup.epfd;
+}
+
 size_t probe_calls_metrics(struct probe_calls *pc, char *buf, size_t len)
 {
     const char *p = pc->spec.probe;
@@ -144,6 +156,7 @@ void probe_calls_free(struct probe_calls *pc)
     if (!pc)
         return;
     probe_uprobes_detach(&pc->uprobes);
+    probe_wakeup_close(&pc->wakeup);
     ring_buffer__free(pc->ring);
     calls_bpf__destroy(pc->skel);
     probe_pids_free(&pc->pids);

@@ -47,6 +47,10 @@ int probe_calls_dispatch(struct probe_calls *pc);
 /* Track or untrack pid (before or after start). Returns 0 or -errno. */
 int probe_calls_track(struct probe_calls *pc, uint32_t pid, const char *root, bool add);
 
+/* The fd for source_ops.fd: readable when the ring is a quarter full or
+ * every 100 ms; -1 before start. */
+int probe_calls_fd(struct probe_calls *pc);
+
 size_t probe_calls_metrics(struct probe_calls *pc, char *buf, size_t len);
 
 /* Detach and free; NULL is fine. */

@@ -308,7 +308,9 @@ static int coll_start(void *state, const struct event_sink *sink, char *why, siz
 
 static int coll_fd(void *state)
 {
-    return -1; /* low rate: consumed every tick, which also re-scans maps */
+    struct collectives *c = state;
+
+    return probe_calls_fd(c->calls);
 }
 
 static int coll_dispatch(void *state)

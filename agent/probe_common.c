@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -284,6 +287,55 @@ int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t
     *reported = dropped;
     sink->event(sink->ctx, &ev);
     return 1;
+}
+
+int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interval_ns)
+{
+    struct itimerspec its = {0};
+    struct epoll_event ev = {.events = EPOLLIN};
+    int err = 0;
+
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    w->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (w->epfd < 0 || w->timerfd < 0) {
+        err = -errno;
+        goto fail;
+    }
+    its.it_interval.tv_sec = (time_t)(interval_ns / NSEC_PER_SEC);
+    its.it_interval.tv_nsec = (long)(interval_ns % NSEC_PER_SEC);
+    its.it_value = its.it_interval;
+    ev.data.fd = w->timerfd;
+    if (timerfd_settime(w->timerfd, 0, &its, NULL) < 0 ||
+        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->timerfd, &ev) < 0) {
+        err = -errno;
+        goto fail;
+    }
+    ev.data.fd = ring_epoll_fd;
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_epoll_fd, &ev) < 0) {
+        err = -errno;
+        goto fail;
+    }
+    return 0;
+fail:
+    probe_wakeup_close(w);
+    return err;
+}
+
+void probe_wakeup_drain(struct probe_wakeup *w)
+{
+    uint64_t expirations;
+
+    if (w->timerfd >= 0 && read(w->timerfd, &expirations, sizeof(expirations)) < 0)
+        return; /* EAGAIN: not expired */
+}
+
+void probe_wakeup_close(struct probe_wakeup *w)
+{
+    if (w->epfd >= 0)
+        close(w->epfd);
+    if (w->timerfd >= 0)
+        close(w->timerfd);
+    w->epfd = w->timerfd = -1;
 }
 
 size_t probe_metric(char *buf, size_t len, const char *probe, const char *name, uint64_t value)

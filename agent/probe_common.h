@@ -100,6 +100,23 @@ void probe_uprobes_detach(struct probe_uprobes *u);
 int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t *reported,
                        const char *reason);
 
+/* What a ring-buffer probe gives the agent as its fd: an epoll fd that is
+ * readable when the ring wakes it (BPF side: bpf/ring.h, a quarter full) or
+ * every interval (a timerfd), so records wait at most one interval, bursts
+ * do not overflow the ring, and periodic work (re-scans of /proc/PID/maps)
+ * runs when nothing arrives. */
+struct probe_wakeup {
+    int epfd;
+    int timerfd;
+};
+
+/* Returns 0 or -errno; w's fds are -1 on failure. */
+int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interval_ns);
+
+/* Clear the timer's readiness (call from dispatch). */
+void probe_wakeup_drain(struct probe_wakeup *w);
+void probe_wakeup_close(struct probe_wakeup *w);
+
 /* Append "NAME VALUE\n" metric lines; returns bytes written (never more
  * than len, truncating). */
 size_t probe_metric(char *buf, size_t len, const char *probe, const char *name, uint64_t value);

@@ -61,6 +61,7 @@ struct marker {
     const struct event_sink *sink;
     struct probe_pids pids;
     struct probe_uprobes uprobes;
+    struct probe_wakeup wakeup;
     uint64_t names[MARKER_NAMES_MAX];
     size_t nnames;
     uint64_t last_scan_ns, events, decode_errors, drops_reported;
@@ -110,6 +111,7 @@ static void *marker_create(const void *config, char *why, size_t whylen)
     }
     if (config)
         m->cfg = *(const struct probe_marker_config *)config;
+    m->wakeup = (struct probe_wakeup){-1, -1};
     m->uprobes = (struct probe_uprobes){.funcs = marker_funcs, .nfuncs = 3, .libs = marker_libs};
     return m;
 }
@@ -135,6 +137,10 @@ static int marker_start(void *state, const struct event_sink *sink, char *why, s
     err = m->ring ? 0 : -errno;
     if (err < 0)
         goto fail;
+    step = "wakeup fd";
+    err = probe_wakeup_open(&m->wakeup, ring_buffer__epoll_fd(m->ring), 100 * NSEC_PER_MSEC);
+    if (err < 0)
+        goto fail;
     m->uprobes.enter = m->skel->progs.marker_call;
     step = "attach";
     for (size_t i = 0; m->cfg.files && m->cfg.files[i]; i++) {
@@ -158,7 +164,9 @@ fail:
 
 static int marker_fd(void *state)
 {
-    return -1; /* dispatch every tick: it also re-scans maps for the library */
+    struct marker *m = state;
+
+    return m->wakeup.epfd; /* a quarter-full ring, or every 100 ms */
 }
 
 static int marker_dispatch(void *state)
@@ -167,6 +175,7 @@ static int marker_dispatch(void *state)
     uint64_t now = clock_mono_ns();
     int err;
 
+    probe_wakeup_drain(&m->wakeup);
     if (now - m->last_scan_ns >= NSEC_PER_SEC) {
         m->last_scan_ns = now;
         for (size_t i = 0; i < m->pids.n; i++)
@@ -213,6 +222,7 @@ static void marker_destroy(void *state)
     if (!m)
         return;
     probe_uprobes_detach(&m->uprobes);
+    probe_wakeup_close(&m->wakeup);
     ring_buffer__free(m->ring);
     marker_bpf__destroy(m->skel);
     probe_pids_free(&m->pids);

@@ -11,6 +11,7 @@
 #include "agent/probe_common.h"
 #include "bpf/proc.h"
 #include "bpf/proc.skel.h"
+#include "common/clock.h"
 
 int probe_proc_decode(const struct argus_proc_event *r, struct agent_event *ev)
 {
@@ -30,6 +31,7 @@ struct proc {
     struct proc_bpf *skel;
     struct ring_buffer *ring;
     const struct event_sink *sink;
+    struct probe_wakeup wakeup;
     uint64_t events, decode_errors, dropped_reported;
     int delivered;
 };
@@ -62,6 +64,8 @@ static void *proc_create(const void *config, char *why, size_t whylen)
 
     if (!p)
         snprintf(why, whylen, "out of memory");
+    else
+        p->wakeup = (struct probe_wakeup){-1, -1};
     return p;
 }
 
@@ -87,6 +91,10 @@ static int proc_start(void *state, const struct event_sink *sink, char *why, siz
     step = "ring buffer";
     p->ring = ring_buffer__new(bpf_map__fd(p->skel->maps.proc_events), proc_on_record, p, NULL);
     err = p->ring ? 0 : -errno;
+    if (err < 0)
+        goto fail;
+    step = "wakeup fd";
+    err = probe_wakeup_open(&p->wakeup, ring_buffer__epoll_fd(p->ring), 100 * NSEC_PER_MSEC);
     if (err == 0)
         return 0;
 fail:
@@ -100,7 +108,7 @@ static int proc_fd(void *state)
 {
     struct proc *p = state;
 
-    return p->ring ? ring_buffer__epoll_fd(p->ring) : -1;
+    return p->wakeup.epfd; /* a quarter-full ring, or every 100 ms */
 }
 
 static int proc_dispatch(void *state)
@@ -109,6 +117,7 @@ static int proc_dispatch(void *state)
     int err;
 
     p->delivered = 0;
+    probe_wakeup_drain(&p->wakeup);
     err = ring_buffer__consume(p->ring);
     /* A drop means discovery must rescan /proc. */
     p->delivered += probe_report_drops(p->sink, p->skel->bss->proc_dropped, &p->dropped_reported,
@@ -133,6 +142,7 @@ static void proc_destroy(void *state)
 
     if (!p)
         return;
+    probe_wakeup_close(&p->wakeup);
     ring_buffer__free(p->ring);
     proc_bpf__destroy(p->skel);
     free(p);

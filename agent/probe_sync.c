@@ -180,7 +180,9 @@ static int sync_start(void *state, const struct event_sink *sink, char *why, siz
 
 static int sync_fd(void *state)
 {
-    return -1;
+    struct sync *s = state;
+
+    return probe_calls_fd(s->calls);
 }
 
 static int sync_dispatch(void *state)

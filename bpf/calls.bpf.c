@@ -10,6 +10,9 @@
 #include <bpf/bpf_tracing.h>
 
 #include "bpf/calls.h"
+#include "bpf/ring.h"
+
+#define CALLS_RING_BYTES (4 * 1024 * 1024) /* 35k records */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -31,7 +34,7 @@ struct {
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 1024 * 1024);
+    __uint(max_entries, CALLS_RING_BYTES);
 } calls_ring SEC(".maps");
 
 /* 0: trace every process (tests, benchmarks); 1: tracked ones only. */
@@ -88,7 +91,7 @@ int BPF_KRETPROBE(calls_exit, long ret)
         __builtin_memcpy(r, saved, sizeof(*r));
         r->exit_ns = bpf_ktime_get_ns();
         r->ret = ret;
-        bpf_ringbuf_submit(r, 0);
+        bpf_ringbuf_submit(r, argus_ring_wakeup(&calls_ring, CALLS_RING_BYTES));
     }
     bpf_map_delete_elem(&calls_inflight, &key);
     return 0;

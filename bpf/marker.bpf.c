@@ -6,6 +6,9 @@
 #include <bpf/bpf_tracing.h>
 
 #include "bpf/marker.h"
+#include "bpf/ring.h"
+
+#define MARKER_RING_BYTES (2 * 1024 * 1024)
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -18,7 +21,7 @@ struct {
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 2 * 1024 * 1024);
+    __uint(max_entries, MARKER_RING_BYTES);
 } marker_ring SEC(".maps");
 
 const volatile __u32 marker_filter = 1;
@@ -60,6 +63,6 @@ int BPF_KPROBE(marker_call, __u64 arg)
         r->step = arg;
     else if (kind == ARGUS_MARKER_PHASE_BEGIN)
         r->name_len = bpf_probe_read_user_str(r->name, sizeof(r->name), (const void *)arg);
-    bpf_ringbuf_submit(r, 0);
+    bpf_ringbuf_submit(r, argus_ring_wakeup(&marker_ring, MARKER_RING_BYTES));
     return 0;
 }

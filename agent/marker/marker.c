@@ -2,7 +2,9 @@
  * uprobes (agent/probe_marker.c). The functions do nothing: the uprobe at
  * their entry is the whole mechanism, so they must exist as real, never
  * inlined, never merged functions. The empty asm with a memory clobber keeps
- * the compiler from proving them pure and dropping calls to them. */
+ * the compiler from proving them pure and dropping calls to them. Built
+ * with -O0 (see the Makefile) so each starts with `push %rbp`, which the
+ * kernel's x86 uprobe code emulates instead of single-stepping. */
 #include <stdint.h>
 
 #define ARGUS_MARKER_API __attribute__((visibility("default"), noinline, used))

@@ -44,11 +44,11 @@ row() { # probe, what, n ops, events per op (for the cost when the probe sends n
 printf "%-12s %-34s %10s %10s %13s %9s %12s\n" probe "workload (per op)" "ns/op off" "ns/op on" \
     "cost/op" events "events/s"
 row collectives "ncclAllReduce call (uprobe+ret)" 100000 bench 100000
-FAKE_SYNC_US=0 row sync "cudaStreamSynchronize, 0 us wait" 20000 benchsync 20000
+row sync "cudaMalloc(16)+free (uprobe+ret)" 100000 benchsync 100000
 row marker "argus_step call (uprobe)" 100000 benchmarker 100000
 row sched "pipe round trip (2 wakeups+switches)" 50000 pingpong 50000
 EXTRA="--freq 99" row stacks "2 s compute at 99 Hz (per ms)" 2000 spin 2000
-row proc "fork+exec /bin/true" 200 forkexec 200
+row proc "fork+exec /bin/true (2 events)" 500 forkexec 500
 
 # The whole host channel on 8 training-like ranks.
 ranks=8 steps=100

@@ -8,7 +8,7 @@
  *   busy MS       spin in workload_busy_function for MS
  *   marker LIB N  dlopen libargus-marker.so, N steps of forward/backward phases
  *   bench N       N calls of ncclAllReduce (cost of an entry+return uprobe)
- *   benchsync N   N calls of cudaStreamSynchronize (two nested probed calls)
+ *   benchsync N   N calls of cudaMalloc(16) + free (entry+return uprobe)
  *   benchmarker N N calls of argus_step ($ARGUS_MARKER_LIB; entry uprobe)
  *   pingpong N    N round trips between two threads over pipes (2N switches)
  *   spin MS       MS of pure computation, timed (stack sampling cost)
@@ -385,8 +385,12 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "benchsync")) {
         uint64_t t0 = now_ns();
 
-        for (uint64_t i = 0; i < arg; i++)
-            cudaStreamSynchronize(STREAM);
+        for (uint64_t i = 0; i < arg; i++) {
+            void *p = NULL;
+
+            cudaMalloc(&p, 16);
+            free(p);
+        }
         report("benchsync", arg, t0);
     } else if (!strcmp(mode, "pingpong")) {
         rc = mode_pingpong(arg);
