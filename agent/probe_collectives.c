@@ -19,7 +19,8 @@ enum layout {
     LAYOUT_BCAST,   /* send, recv, count, dtype, root, comm, stream */
     LAYOUT_REDUCE,  /* send, recv, count, dtype, op, root, comm, stream */
     LAYOUT_P2P,     /* buf, count, dtype, peer, comm, stream */
-    LAYOUT_C10D,    /* this, ... */
+    LAYOUT_C10D,    /* sret, this, ...: the intrusive_ptr<Work> result is returned through a
+                     * hidden pointer in the first register, so `this` is the second */
     LAYOUT_WAIT,    /* c10d::Work::wait(this, timeout): ends the caller's last c10d call */
 };
 
@@ -95,7 +96,7 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
         [LAYOUT_NONE] = {-1, -1, -1, -1}, [LAYOUT_COLL_OP] = {2, 3, 5, 6},
         [LAYOUT_COLL] = {2, 3, 4, 5},     [LAYOUT_BCAST] = {2, 3, 5, 6},
         [LAYOUT_REDUCE] = {2, 3, 6, 7},   [LAYOUT_P2P] = {1, 2, 4, 5},
-        [LAYOUT_C10D] = {-1, -1, 0, -1},  [LAYOUT_WAIT] = {-1, -1, -1, -1},
+        [LAYOUT_C10D] = {-1, -1, 1, -1},  [LAYOUT_WAIT] = {-1, -1, -1, -1},
     };
     const int8_t *ix;
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,19 +69,59 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0x100000001b3ULL;
 }
 
-/* Smallest period p (in bursts) whose shifted signatures match at least
- * frac of the positions. Returns 0 when none. */
-static uint32_t find_period(const uint64_t *sig, size_t nb, uint32_t max_period, double frac)
+/* Smallest period p whose shifted signatures match at least frac of the
+ * positions after the first quarter (a warm-up prefix, e.g. DDP's initial
+ * broadcasts, does not repeat). Returns 0 when none. */
+static uint32_t find_period(const uint64_t *sig, size_t n, uint32_t max_period, double frac)
 {
-    for (uint32_t p = 1; p <= max_period && 2 * (size_t)p <= nb; p++) {
-        size_t match = 0, total = nb - p;
+    size_t from = n / 4;
 
-        for (size_t i = 0; i + p < nb; i++)
+    for (uint32_t p = 1; p <= max_period && from + 2 * (size_t)p <= n; p++) {
+        size_t match = 0, total = n - p - from;
+
+        for (size_t i = from; i + p < n; i++)
             match += sig[i] == sig[i + p];
         if ((double)match >= frac * (double)total)
             return p;
     }
     return 0;
+}
+
+/* Where the periodic part begins: after the last mismatch with period p in
+ * the first quarter. */
+static size_t periodic_start(const uint64_t *sig, size_t n, uint32_t p)
+{
+    size_t start = 0;
+
+    for (size_t i = 0; i < n / 4 && i + p < n; i++)
+        if (sig[i] != sig[i + p])
+            start = i + 1;
+    return start;
+}
+
+/* Does one position of period p carry the compute gap: its mean log gap
+ * larger than every other position's by a factor of 4? (Noise gives some
+ * autocorrelation at any lag; a real step structure gives this.) */
+static bool gaps_show_period(const uint64_t *gaps, size_t nb, uint32_t p)
+{
+    double mean[256] = {0}, top = -1, second = -1;
+    size_t cnt[256] = {0};
+
+    for (size_t i = 1; i < nb; i++) {
+        mean[i % p] += log((double)gaps[i] + 1.0);
+        cnt[i % p]++;
+    }
+    for (uint32_t r = 0; r < p; r++) {
+        double m = cnt[r] ? mean[r] / (double)cnt[r] : 0;
+
+        if (m > top) {
+            second = top;
+            top = m;
+        } else if (m > second) {
+            second = m;
+        }
+    }
+    return top - second > log(4.0);
 }
 
 /* Refine a signature period p0 by the period of the gaps before the bursts
@@ -111,7 +152,7 @@ static uint32_t refine_period(const uint64_t *gaps, size_t nb, uint32_t p0, uint
     }
     for (uint32_t p = p0; p <= max_period && 2 * (size_t)p < m; p += p0)
         if (r[p] > 0.3 && r[p] >= 0.8 * best)
-            return p;
+            return p == p0 || gaps_show_period(gaps, nb, p) ? p : p0;
     return p0;
 }
 
@@ -124,6 +165,7 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
     uint64_t thr, last_end = 0, best_gap = 0;
     size_t nb = 0, nsteps = 0;
     uint32_t p, phase = 0;
+    size_t first;
 
     if (!calls || !scratch || (!steps && max_steps))
         return -EINVAL;
@@ -164,15 +206,16 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
     if (!p)
         return 0;
     p = refine_period(gaps, n, p, o.max_period);
+    first = periodic_start(start, n, p);
     /* Phase: the call position whose preceding gap is longest on average. */
     for (uint32_t r = 0; r < p; r++) {
         uint64_t sum = 0, cnt = 0;
 
-        for (size_t c = r ? r : p; c < n; c += p, cnt++)
+        for (size_t c = first + r + (first + r ? 0 : p); c < n; c += p, cnt++)
             sum += gaps[c];
         if (cnt && sum / cnt > best_gap) {
             best_gap = sum / cnt;
-            phase = r;
+            phase = (uint32_t)((first + r) % p);
         }
     }
     if (info) {
@@ -182,7 +225,9 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
     /* A step runs from the end of the burst before its compute gap to the
      * end of the next one: B(c) = ts[c] - gaps[c] is the latest return
      * before call c, so the first step needs a call before it. */
-    for (size_t c0 = phase ? phase : p; c0 + p < n; c0 += p) {
+    for (size_t c0 = first + (phase + p - first % p) % p; c0 + p < n; c0 += p) {
+        if (c0 == first)
+            continue; /* no periodic burst before it */
         struct stepdetect_step *s;
         uint64_t compute = 0;
 

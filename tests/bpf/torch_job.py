@@ -2,7 +2,8 @@
 4 ranks (torch.multiprocessing), a small MLP, no annotation. Each rank writes
 its pid to $ARGUS_PIDS_DIR/rank.R, waits for $ARGUS_GO, then trains STEPS
 steps; every step is forward, backward, one all_reduce per gradient (a burst
-of collectives), an optimizer step, and prints its own timing:
+of collectives) or, with DDP=1, DistributedDataParallel's bucketed
+allreduce during backward, an optimizer step, and prints its own timing:
 
     JOBSTEP rank=R step=I start_ns=MONO dur_ns=NS
 """
@@ -33,6 +34,9 @@ def rank_main(rank, port):
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),
                                 torch.nn.Linear(256, 256), torch.nn.ReLU(),
                                 torch.nn.Linear(256, 10))
+    ddp = os.environ.get("DDP") == "1"
+    if ddp:
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.25)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(256, 256)
     y = torch.randint(0, 10, (256,))
@@ -42,8 +46,9 @@ def rank_main(rank, port):
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
-        for p in model.parameters():
-            dist.all_reduce(p.grad)
+        if not ddp:
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
         opt.step()
         lines.append("JOBSTEP rank=%d step=%d start_ns=%d dur_ns=%d"
                      % (rank, i, t0, time.monotonic_ns() - t0))

@@ -4,15 +4,16 @@
 # calls (and c10d::Work::wait, which gives their host end), agent/stepdetect.c
 # finds its steps, and each rank's step times agree with the job's own timing
 # within 5%: per rank the mean and the median step time, and at least 80% of
-# the single steps.
+# the single steps. With DDP=1 STRICT=0 (tests/integration/bpf_torch_ddp.sh)
+# the job uses DistributedDataParallel and only the mean is checked.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bpf/lib.sh
 bpf_require_root
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || bpf_skip "no python3-torch"
-dir=$(mktemp -d); trap 'kill $job 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$dir"' EXIT; echo "dir $dir"
+dir=$(mktemp -d); [[ -n ${KEEP:-} ]] && echo "dir $dir"; trap 'kill $job 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$dir"' EXIT
 mkdir "$dir/pids"
-OMP_NUM_THREADS=1 ARGUS_PIDS_DIR=$dir/pids ARGUS_GO=$dir/go STEPS=30 /usr/bin/python3 tests/bpf/torch_job.py \
+DDP=${DDP:-0} OMP_NUM_THREADS=1 ARGUS_PIDS_DIR=$dir/pids ARGUS_GO=$dir/go STEPS=30 /usr/bin/python3 tests/bpf/torch_job.py \
     $((20000 + RANDOM % 20000)) >"$dir/job.out" 2>&1 &
 job=$!
 for _ in $(seq 300); do [[ $(ls "$dir/pids" | wc -l) == 4 ]] && break; sleep 0.1; done
@@ -65,6 +66,9 @@ for r in sorted(job):
           % (r, len(pairs), statistics.mean(dd) / 1e6, statistics.mean(jj) / 1e6, 100 * err_mean,
              statistics.median(dd) / 1e6, statistics.median(jj) / 1e6, 100 * err_med,
              100 * within))
-    ok = ok and err_mean <= 0.05 and err_med <= 0.05 and within >= 0.8
+    if os.environ.get("STRICT", "1") == "1":
+        ok = ok and err_mean <= 0.05 and err_med <= 0.05 and within >= 0.8
+    else:
+        ok = ok and err_mean <= 0.05
 sys.exit(0 if ok else 1)
 PY

@@ -40,6 +40,20 @@ static void test_collectives_allreduce(void **state)
     assert_int_equal(probe_collectives_decode(&r, &c), -EINVAL);
 }
 
+static void test_collectives_c10d(void **state)
+{
+    /* cookie 11 = ProcessGroupGloo::allreduce(sret, this, tensors, opts) */
+    struct argus_call_record r = {.cookie = 11, .args = {0x7ffe0000, 0x5550000, 0x7ffe0100}};
+    struct probe_collectives_call c;
+
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_string_equal(c.name, "c10d::ProcessGroupGloo::allreduce");
+    assert_int_equal(c.comm, 0x5550000); /* `this`, not the hidden return slot */
+    assert_int_equal(c.bytes, 0);
+    assert_true(c.c10d);
+    assert_false(c.wait);
+}
+
 static void test_collectives_dtypes(void **state)
 {
     assert_int_equal(probe_collectives_dtype_size(0), 1);
@@ -211,11 +225,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_allreduce), cmocka_unit_test(test_collectives_dtypes),
-        cmocka_unit_test(test_sync_decode),           cmocka_unit_test(test_marker_decode),
-        cmocka_unit_test(test_proc_decode),           cmocka_unit_test(test_sched_decode),
-        cmocka_unit_test(test_counter_decode),        cmocka_unit_test(test_stacks_aggregate),
-        cmocka_unit_test(test_lib_matches),           cmocka_unit_test(test_supported_checks),
-        cmocka_unit_test(test_report_drops),
+        cmocka_unit_test(test_collectives_c10d),      cmocka_unit_test(test_sync_decode),
+        cmocka_unit_test(test_marker_decode),         cmocka_unit_test(test_proc_decode),
+        cmocka_unit_test(test_sched_decode),          cmocka_unit_test(test_counter_decode),
+        cmocka_unit_test(test_stacks_aggregate),      cmocka_unit_test(test_lib_matches),
+        cmocka_unit_test(test_supported_checks),      cmocka_unit_test(test_report_drops),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,6 +104,27 @@ static void test_warmup_prefix_and_phase(void **state)
     assert_int_equal(c[steps[1].first_call].name_id, 100); /* steps open at the first call */
 }
 
+static void test_ddp_like_prefix_one_call(void **state)
+{
+    struct stepdetect_call c[64];
+    struct stepdetect_info info;
+    size_t n = 0;
+    int k;
+
+    for (int i = 0; i < 6; i++) /* allgather, broadcasts...: a warm-up prefix */
+        c[n++] = (struct stepdetect_call){(uint64_t)(i + 1) * MS, 0, 500 + (uint64_t)(i % 3), 0};
+    srand(3);
+    for (int i = 0; i < 30; i++) { /* then one allreduce per ~90 ms step, noisy */
+        uint64_t t = 20 * MS + (uint64_t)i * 90 * MS + (uint64_t)(rand() % 9000) * 1000;
+
+        c[n++] = (struct stepdetect_call){t, t + 100000, 7, 0};
+    }
+    k = stepdetect_find(c, n, NULL, scratch, steps, 512, &info);
+    assert_int_equal(info.period, 1);
+    assert_true(k >= 28);
+    assert_int_equal(steps[0].first_call, 7); /* no step touches the prefix */
+}
+
 static void test_no_period_and_bad_input(void **state)
 {
     struct stepdetect_call c[64];
@@ -144,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_identical_names_found_by_gaps),
         cmocka_unit_test(test_one_call_per_step),
         cmocka_unit_test(test_warmup_prefix_and_phase),
+        cmocka_unit_test(test_ddp_like_prefix_one_call),
         cmocka_unit_test(test_no_period_and_bad_input),
         cmocka_unit_test(test_max_steps_bound),
         cmocka_unit_test(test_large_window),
