@@ -156,58 +156,13 @@ static uint32_t refine_period(const uint64_t *gaps, size_t nb, uint32_t p0, uint
     return p0;
 }
 
-int stepdetect_find(const struct stepdetect_call *calls, size_t n,
-                    const struct stepdetect_opts *opts, uint64_t *scratch,
-                    struct stepdetect_step *steps, size_t max_steps, struct stepdetect_info *info)
+/* The position (call index mod p) whose preceding gap is longest on
+ * average over the periodic part: the call that follows the compute gap. */
+static uint32_t choose_phase(const uint64_t *gaps, size_t n, size_t first, uint32_t p)
 {
-    struct stepdetect_opts o = opts ? *opts : (struct stepdetect_opts){0};
-    uint64_t *gaps = scratch, *start = scratch + n;
-    uint64_t thr, last_end = 0, best_gap = 0;
-    size_t nb = 0, nsteps = 0;
-    uint32_t p, phase = 0;
-    size_t first;
+    uint64_t best_gap = 0;
+    uint32_t phase = 0;
 
-    if (!calls || !scratch || (!steps && max_steps))
-        return -EINVAL;
-    if (info)
-        memset(info, 0, sizeof(*info));
-    for (size_t i = 1; i < n; i++)
-        if (calls[i].ts_ns < calls[i - 1].ts_ns)
-            return -EINVAL;
-    if (n < 4)
-        return 0;
-    if (!o.max_period)
-        o.max_period = 64;
-    if (!o.min_gap_ns)
-        o.min_gap_ns = 50000;
-    if (o.match_fraction <= 0)
-        o.match_fraction = 0.9;
-    last_end = call_end(&calls[0]);
-    for (size_t i = 1; i < n; i++)
-        gaps[i - 1] = gap_before(calls, i, &last_end);
-    thr = gap_threshold(gaps, n - 1, o.min_gap_ns, start);
-    if (thr == UINT64_MAX) /* one gap size: every call is its own burst */
-        thr = 0;
-    /* Period over calls: signatures (name, bytes) first, then the gaps
-     * (identical signatures still show the compute gap once per step).
-     * start[] holds each call's signature, gaps[i] the gap before call i. */
-    for (size_t i = n - 1; i > 0; i--)
-        gaps[i] = gaps[i - 1];
-    gaps[0] = 0;
-    for (size_t i = 0; i < n; i++) {
-        start[i] = mix(mix(0xcbf29ce484222325ULL, calls[i].name_id), calls[i].bytes);
-        nb += i == 0 || gaps[i] > thr;
-    }
-    if (info) {
-        info->bursts = (uint32_t)nb;
-        info->gap_threshold_ns = thr;
-    }
-    p = find_period(start, n, o.max_period, o.match_fraction);
-    if (!p)
-        return 0;
-    p = refine_period(gaps, n, p, o.max_period);
-    first = periodic_start(start, n, p);
-    /* Phase: the call position whose preceding gap is longest on average. */
     for (uint32_t r = 0; r < p; r++) {
         uint64_t sum = 0, cnt = 0;
 
@@ -218,22 +173,24 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
             phase = (uint32_t)((first + r) % p);
         }
     }
-    if (info) {
-        info->period = p;
-        info->phase = phase;
-    }
-    /* A step runs from the end of the burst before its compute gap to the
-     * end of the next one: B(c) = ts[c] - gaps[c] is the latest return
-     * before call c, so the first step needs a call before it. */
-    for (size_t c0 = first + (phase + p - first % p) % p; c0 + p < n; c0 += p) {
-        if (c0 == first)
-            continue; /* no periodic burst before it */
-        struct stepdetect_step *s;
+    return phase;
+}
+
+/* Cut the steps. A step runs from the end of the burst before its compute
+ * gap to the end of the next one: B(c) = ts[c] - gaps[c] is the latest
+ * return before call c, so the first step needs a periodic call before it. */
+static size_t cut_steps(const struct stepdetect_call *calls, size_t n, const uint64_t *gaps,
+                        uint64_t thr, size_t first, uint32_t p, uint32_t phase,
+                        struct stepdetect_step *steps, size_t max_steps)
+{
+    size_t nsteps = 0, c0 = first + (phase + p - first % p) % p;
+
+    if (c0 == first)
+        c0 += p;
+    for (; c0 + p < n && nsteps < max_steps; c0 += p) {
+        struct stepdetect_step *s = &steps[nsteps++];
         uint64_t compute = 0;
 
-        if (nsteps == max_steps)
-            break;
-        s = &steps[nsteps++];
         memset(s, 0, sizeof(*s));
         s->first_call = (uint32_t)c0;
         s->ncalls = p;
@@ -245,5 +202,62 @@ int stepdetect_find(const struct stepdetect_call *calls, size_t n,
         s->compute_ns = compute < s->step_ns ? compute : s->step_ns;
         s->collective_ns = s->step_ns - s->compute_ns;
     }
-    return (int)nsteps;
+    return nsteps;
+}
+
+static int check_input(const struct stepdetect_call *calls, size_t n, const uint64_t *scratch,
+                       const struct stepdetect_step *steps, size_t max_steps)
+{
+    if (!calls || !scratch || (!steps && max_steps))
+        return -EINVAL;
+    for (size_t i = 1; i < n; i++)
+        if (calls[i].ts_ns < calls[i - 1].ts_ns)
+            return -EINVAL;
+    return 0;
+}
+
+int stepdetect_find(const struct stepdetect_call *calls, size_t n,
+                    const struct stepdetect_opts *opts, uint64_t *scratch,
+                    struct stepdetect_step *steps, size_t max_steps, struct stepdetect_info *info)
+{
+    struct stepdetect_opts o = opts ? *opts : (struct stepdetect_opts){0};
+    uint64_t *gaps = scratch, *sig = scratch + n; /* gaps[i]: before call i */
+    uint64_t thr, last_end;
+    size_t nb = 0, first;
+    uint32_t p, phase;
+    int err = check_input(calls, n, scratch, steps, max_steps);
+    struct stepdetect_info local;
+
+    if (!info)
+        info = &local;
+    memset(info, 0, sizeof(*info));
+    if (err < 0 || n < 4)
+        return err;
+    o.max_period = o.max_period ? o.max_period : 64;
+    o.min_gap_ns = o.min_gap_ns ? o.min_gap_ns : 50000;
+    o.match_fraction = o.match_fraction > 0 ? o.match_fraction : 0.9;
+    last_end = call_end(&calls[0]);
+    gaps[0] = 0;
+    for (size_t i = 1; i < n; i++)
+        gaps[i] = gap_before(calls, i, &last_end);
+    thr = gap_threshold(gaps + 1, n - 1, o.min_gap_ns, sig);
+    if (thr == UINT64_MAX) /* one gap size: every call is its own burst */
+        thr = 0;
+    for (size_t i = 0; i < n; i++) {
+        sig[i] = mix(mix(0xcbf29ce484222325ULL, calls[i].name_id), calls[i].bytes);
+        nb += i == 0 || gaps[i] > thr;
+    }
+    info->bursts = (uint32_t)nb;
+    info->gap_threshold_ns = thr;
+    /* Period over call signatures, refined by the gaps (identical
+     * signatures still show the compute gap once per step). */
+    p = find_period(sig, n, o.max_period, o.match_fraction);
+    if (!p)
+        return 0;
+    p = refine_period(gaps, n, p, o.max_period);
+    first = periodic_start(sig, n, p);
+    phase = choose_phase(gaps, n, first, p);
+    info->period = p;
+    info->phase = phase;
+    return (int)cut_steps(calls, n, gaps, thr, first, p, phase, steps, max_steps);
 }
