@@ -6,12 +6,15 @@
 #include <bpf/bpf_tracing.h>
 
 #include "bpf/proc.h"
+#include "bpf/ring.h"
+
+#define PROC_RING_BYTES (256 * 1024)
 
 char LICENSE[] SEC("license") = "GPL";
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 256 * 1024);
+    __uint(max_entries, PROC_RING_BYTES);
 } proc_events SEC(".maps");
 
 /* Events lost because the ring was full; read by the agent. */
@@ -31,7 +34,7 @@ static __always_inline void proc_emit(__u32 kind, struct task_struct *task, __s3
     e->ppid = BPF_CORE_READ(task, real_parent, tgid);
     e->exit_code = exit_code;
     bpf_get_current_comm(e->comm, sizeof(e->comm));
-    bpf_ringbuf_submit(e, 0);
+    bpf_ringbuf_submit(e, argus_ring_wakeup(&proc_events, PROC_RING_BYTES));
 }
 
 SEC("tp_btf/sched_process_exec")

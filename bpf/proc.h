@@ -2,6 +2,10 @@
 #ifndef ARGUS_BPF_PROC_H
 #define ARGUS_BPF_PROC_H
 
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
 #define ARGUS_PROC_COMM_LEN 16
 
 enum argus_proc_kind {

@@ -1,0 +1,149 @@
+/* What the eBPF probes (agent/probe_*.c) share: the supported() checks, the
+ * list of tracked ranks, a BPF hash map of tracked tgids, and uprobe
+ * attachment per library inode (found through /proc/PID/maps). */
+#ifndef ARGUS_AGENT_PROBE_COMMON_H
+#define ARGUS_AGENT_PROBE_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_link;
+struct event_sink;
+struct bpf_map;
+struct bpf_program;
+
+/* Can BPF programs with BTF (tp_btf, CO-RE) be loaded here: root (or
+ * CAP_BPF+CAP_PERFMON) and /sys/kernel/btf/vmlinux. Returns 0 or -errno with
+ * a sentence in why. No side effects. */
+int probe_bpf_supported(char *why, size_t whylen);
+
+/* probe_bpf_supported, and every tp_btf tracepoint in tps (NULL-terminated,
+ * e.g. "sched_switch") exists in the kernel's BTF. No side effects. */
+int probe_tp_btf_supported(const char *const *tps, char *why, size_t whylen);
+
+/* probe_bpf_supported, and the perf `uprobe` PMU exists (CONFIG_UPROBES). */
+int probe_uprobe_supported(char *why, size_t whylen);
+
+/* probe_bpf_supported, and perf events exist (CONFIG_PERF_EVENTS). */
+int probe_perf_supported(char *why, size_t whylen);
+
+/* Route libbpf's messages to our log at debug level (idempotent). */
+void probe_libbpf_logging(void);
+
+/* Tracked ranks, kept by each probe for re-scans and cleanup. */
+struct probe_pid {
+    uint32_t pid;
+    char root[128]; /* e.g. "/proc/PID/root" */
+};
+
+struct probe_pids {
+    struct probe_pid *v;
+    size_t n;
+};
+
+/* Add (add=true) or remove pid, and mirror it into the BPF hash map `map`
+ * (u32 tgid -> u8; NULL for none). root NULL means /proc/PID/root. Returns
+ * 0 or -errno. Adding a tracked pid again only updates its root. */
+int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid, const char *root,
+                      bool add);
+void probe_pids_free(struct probe_pids *pids);
+
+/* A function to uprobe: its symbol and the attach cookie that tells the
+ * shared BPF program which one fired. */
+struct probe_uprobe_func {
+    const char *symbol;
+    uint64_t cookie;
+};
+
+/* uprobes on the functions of a set of libraries, attached once per library
+ * inode for all processes (the BPF program filters by pid). */
+struct probe_uprobes {
+    struct bpf_program *enter; /* required */
+    struct bpf_program *exit;  /* uretprobe, or NULL */
+    const struct probe_uprobe_func *funcs;
+    size_t nfuncs;
+    const char *const *libs; /* basename prefixes, e.g. "libnccl.so"; NULL-terminated */
+    /* private */
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } * inodes;
+    size_t ninodes;
+    struct bpf_link **links;
+    size_t nlinks;
+    uint64_t attached; /* functions attached so far */
+    uint64_t failures;
+};
+
+/* Does path's basename start with one of libs? Pure. */
+bool probe_uprobes_lib_matches(const char *const *libs, const char *path);
+
+/* Attach to every function of funcs that path (absolute, as this process
+ * can open it) defines, unless that inode was done before. Returns the
+ * number of functions newly attached (0 when already done or none defined),
+ * or -errno when the file cannot be read. */
+int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path);
+
+/* Read /proc/PID/maps and attach to each matching library, opened through
+ * root (NULL = /proc/PID/root). Returns the number newly attached or -errno
+ * (-ESRCH when the process is gone). */
+int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root);
+
+/* Destroy every link. The struct may be reused after. */
+void probe_uprobes_detach(struct probe_uprobes *u);
+
+/* When a BPF-side drop counter grew past *reported, emit one
+ * AGENT_EVENT_DROPS (reason: a static string) and advance *reported.
+ * Returns 1 when an event was emitted, else 0. */
+int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t *reported,
+                       const char *reason);
+
+/* What a ring-buffer probe gives the agent as its fd: an epoll fd that is
+ * readable when the ring wakes it (BPF side: bpf/ring.h, a quarter full) or
+ * every interval (a timerfd), so records wait at most one interval, bursts
+ * do not overflow the ring, and periodic work (re-scans of /proc/PID/maps)
+ * runs when nothing arrives. */
+struct probe_wakeup {
+    int epfd;
+    int timerfd;
+};
+
+/* Returns 0 or -errno; w's fds are -1 on failure. */
+int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interval_ns);
+
+/* Clear the timer's readiness (call from dispatch). */
+void probe_wakeup_drain(struct probe_wakeup *w);
+void probe_wakeup_close(struct probe_wakeup *w);
+
+/* Append "NAME VALUE\n" metric lines; returns bytes written (never more
+ * than len, truncating). */
+size_t probe_metric(char *buf, size_t len, const char *probe, const char *name, uint64_t value);
+
+/* Counters summed in a BPF hash map (u32 key -> u64 value; key 0 = node,
+ * else tgid): what was last emitted per key. */
+struct probe_counter_last {
+    uint32_t key;
+    uint64_t value;
+};
+
+struct probe_counter_table {
+    struct probe_counter_last *v;
+    size_t n;
+};
+
+struct agent_event;
+struct event_sink;
+
+/* One key's growth (cur against last) as a COUNTER event at ts (pure).
+ * Returns 1 when out was written, 0 when the value did not grow. */
+int probe_counter_decode(uint32_t key, uint64_t cur, uint64_t last, uint32_t counter, uint64_t ts,
+                         struct agent_event *out);
+
+/* Read every key of map_fd and emit what grew to sink. Returns events
+ * emitted or -errno. */
+int probe_counters_poll(int map_fd, struct probe_counter_table *t, uint32_t counter,
+                        const struct event_sink *sink);
+void probe_counters_free(struct probe_counter_table *t);
+#endif

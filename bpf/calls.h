@@ -1,0 +1,33 @@
+/* Record shared by bpf/calls.bpf.c and its users (agent/probe_collectives.c,
+ * agent/probe_sync.c): one call of a uprobed function, entry to return.
+ *
+ * The BPF side does not interpret arguments: it copies the six argument
+ * registers and the first two stack slots (arguments 7 and 8 on x86-64), and
+ * the attach cookie says which function it was. User space decodes. */
+#ifndef ARGUS_BPF_CALLS_H
+#define ARGUS_BPF_CALLS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define ARGUS_CALL_NARGS 8
+
+struct argus_call_record {
+    __u64 enter_ns; /* bpf_ktime_get_ns at entry */
+    __u64 exit_ns;  /* at return */
+    __u64 cookie;   /* the attach cookie: which function (user-defined) */
+    __u64 args[ARGUS_CALL_NARGS];
+    __s64 ret; /* return value register */
+    __u32 pid; /* tgid */
+    __u32 tid;
+};
+
+/* Key of a call in flight: a thread and the function (a probed function may
+ * call another probed one, e.g. cudaStreamSynchronize -> cuStreamSynchronize). */
+struct argus_call_key {
+    __u64 pid_tgid;
+    __u64 cookie;
+};
+
+#endif

@@ -1,0 +1,25 @@
+/* Per-thread accumulators shared by bpf/sched.bpf.c and agent/probe_sched.c:
+ * off-CPU time and run-queue delay of the threads of tracked processes,
+ * summed in the kernel so ring traffic does not grow with the switch rate. */
+#ifndef ARGUS_BPF_SCHED_H
+#define ARGUS_BPF_SCHED_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+struct argus_sched_acc {
+    __u64 off_cpu_ns; /* switched out -> switched in (sleeping or runnable) */
+    __u64 runq_ns;    /* runnable (woken or preempted) -> switched in */
+    __u64 switches;   /* times switched back in */
+    __u32 tgid;
+    __u32 pad;
+};
+
+/* When a thread left the CPU and when it became runnable (0 = not). */
+struct argus_sched_start {
+    __u64 off_ts;
+    __u64 runq_ts;
+};
+
+#endif

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Each probe loads and attaches here and sees what tests/bpf/workload did:
+# collectives (stand-in libnccl and the real libnccl.so.2), sync, sched (a
+# known sleep within 10%), stacks (a known busy function), marker, net (SYN
+# retransmits), io (O_DIRECT writes) and proc (exec/exit of a child).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bpf/lib.sh
+bpf_require_root
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+BPF_FAILED=0
+field_total() { sed -n 's/.*total_ns=\([0-9]*\).*/\1/p' "$1"; }
+
+bpf_run collectives "$out" calls
+bpf_check "collectives: 3 ncclAllReduce of 4096 bytes, seq 0-2" \
+    "[[ \$(grep -c 'seq=[012] bytes=4096 comm=0xc0ffee stream=0x5555' $out/drv.out) == 3 ]]"
+bpf_check "collectives: ncclReduce 8th-arg stream decoded" "grep -q 'seq=5 bytes=80 comm=0xc0ffee stream=0x5555' $out/drv.out"
+bpf_check "collectives: ncclSend/ncclRecv bytes" "grep -q 'seq=6 bytes=256' $out/drv.out && grep -q 'seq=7 bytes=32' $out/drv.out"
+
+bpf_run sync "$out" calls
+sum=$(bpf_counter_sum "$out/drv.out" 3)
+want=$(awk '/wait_ns/ {split($3,a,"="); s+=a[2]} END {print s}' "$out/wl.out")
+bpf_check "sync: SYNC_WAIT_NS $sum ~ workload $want (nested cuStreamSynchronize counted once)" \
+    "(( sum > want * 95 / 100 && sum < want * 105 / 100 ))"
+bpf_check "sync: ALLOC_NS seen" "grep -q 'counter=7' $out/drv.out"
+
+if [[ -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
+    bpf_run collectives "$out" realnccl /usr/local/cuda/lib64/libnccl.so.2
+    bpf_check "collectives: real libnccl.so.2 ncclAllReduce entry seen" \
+        "grep -q 'NAME .*name=ncclAllReduce' $out/drv.out && grep -q 'kind=COLLECTIVE.*bytes=16384' $out/drv.out"
+else
+    echo "skip part: no /usr/local/cuda/lib64/libnccl.so.2"
+fi
+
+bpf_run sched "$out" sleep 400
+tid=$(sed -n 's/.*tid=\([0-9]*\).*/\1/p' "$out/wl.out"); slept=$(sed -n 's/.*slept_ns=\([0-9]*\).*/\1/p' "$out/wl.out")
+off=$(bpf_counter_sum "$out/drv.out" 1 "$tid")
+bpf_check "sched: off-CPU $off ns of thread $tid within 10% of its sleep $slept ns" \
+    "(( off > slept * 90 / 100 && off < slept * 110 / 100 ))"
+
+BPF_DRIVER_ARGS="--reap 3" bpf_run sched "$out" threads 40
+off=0; n=0
+for t in $(sed -n 's/.*tid=\([0-9]*\).*/\1/p' "$out/wl.out"); do
+    off=$((off + $(bpf_counter_sum "$out/drv.out" 1 "$t"))); n=$((n + 1))
+done
+slept=$(awk '/slept_ns/ { split($4,a,"="); s+=a[2] } END { print s }' "$out/wl.out")
+reaped=$(sed -n 's/.*threads_reaped_total{probe="sched"} //p' "$out/drv.out")
+bpf_check "sched: $n short threads off-CPU $off ns within 10% of their sleeps $slept ns, $reaped exited threads reaped" \
+    "(( n == 40 && off > slept * 90 / 100 && off < slept * 110 / 100 && reaped >= 30 ))"
+
+BPF_DRIVER_ARGS="--freq 99" bpf_run stacks "$out" busy 1000
+bpf_check "stacks: workload_busy_function in the top frames" "grep -q 'TOP .*name=workload_busy_function' $out/drv.out"
+
+bpf_run marker "$out" marker "$BPF_BUILD/lib/libargus-marker.so" 5
+bpf_check "marker: 5 steps from 100" \
+    "[[ \$(grep -c 'kind=STEP.*source=2' $out/drv.out) == 5 ]] && grep -q 'number=104' $out/drv.out"
+bpf_check "marker: phases named" "grep -q 'name=forward' $out/drv.out && [[ \$(grep -c PHASE_END $out/drv.out) == 10 ]]"
+
+bpf_run net "$out" synretrans
+wl=$(sed -n 's/ready pid=//p' "$out/wl.out")
+node=$(awk '/counter=5/ && / pid=0 / { split($NF,a,"="); s+=a[2] } END { print s+0 }' "$out/drv.out")
+mine=$(awk -v p="pid=$wl" '/counter=5/ && $3==p { split($NF,a,"="); s+=a[2] } END { print s+0 }' "$out/drv.out")
+bpf_check "net: SYN retransmits to a full accept queue: node $node, workload $mine (of 3 dropped clients)" \
+    "(( node >= 3 && mine >= 3 && mine <= node ))"
+
+ARGUS_IO_FILE=$out/io.data bpf_run io "$out" io 16
+wl=$(sed -n 's/ready pid=//p' "$out/wl.out"); took=$(field_total "$out/wl.out")
+mine=$(awk -v p="pid=$wl" '/counter=6/ && $3==p { split($NF,a,"="); s+=a[2] } END { print s+0 }' "$out/drv.out")
+bpf_check "io: O_DIRECT writes waited $mine ns on the device (workload took $took ns)" \
+    "(( mine > 0 && mine <= took ))"
+
+timeout 10 "$BPF_DRIVER" proc --seconds 0.5 >"$out/proc.out" 2>&1 &
+drv=$!
+for _ in $(seq 50); do grep -q started "$out/proc.out" && break; sleep 0.05; done
+/bin/true & tpid=$!; wait $tpid; wait $drv
+bpf_check "proc: saw the exec and exit of /bin/true ($tpid)" \
+    "grep -q 'kind=PROC_EXEC pid=$tpid ' $out/proc.out && grep -q 'kind=PROC_EXIT pid=$tpid ' $out/proc.out"
+exit $BPF_FAILED
