@@ -13,13 +13,23 @@
 #include "agent/discovery.h"
 #include "agent/exporter.h"
 #include "agent/names.h"
+#include "agent/probe_collectives.h"
+#include "agent/probe_io.h"
+#include "agent/probe_marker.h"
+#include "agent/probe_net.h"
+#include "agent/probe_proc.h"
+#include "agent/probe_sched.h"
+#include "agent/probe_stacks.h"
+#include "agent/probe_sync.h"
 #include "agent/source_cupti.h"
+#include "agent/stepinfer.h"
 #include "agent/source_replay.h"
 #include "agent/spool.h"
 #include "common/clock.h"
 #include "common/daemon.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "common/name_id.h"
 
 #define AGENT_TICK_MS 10
 #define AGENT_FLUSH_NS (3 * NSEC_PER_SEC) /* SIGTERM: try this long to get the spool acked */
@@ -34,7 +44,11 @@ struct agent {
     struct spool *spool;
     struct exporter *exporter;
     struct assembler *assembler;
+    struct stepinfer *stepinfer;
     struct discovery *discovery;
+    struct probe_collectives_config collectives;
+    struct probe_stacks_config stacks;
+    uint64_t next_infer_ns;
     struct agent_source sources[AGENT_MAX_SOURCES];
     size_t nsources;
     struct event_sink sink;
@@ -63,6 +77,7 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
         log_error("agent", "out of memory tracking rank %u of job %s", r->rank, r->job);
         return;
     }
+    stepinfer_track(a->stepinfer, r->pid, r->job, r->rank);
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
     agent_track_all(a, r->pid, root, true);
@@ -82,6 +97,7 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
 
     log_info("agent", "rank %u of job %s (pid %u) is gone", ri->rank, ri->job, ri->pid);
     agent_track_all(a, ri->pid, ri->root, false);
+    stepinfer_untrack(a->stepinfer, ri->pid);
     assembler_untrack(a->assembler, ri->pid);
 }
 
@@ -222,9 +238,65 @@ static int agent_sample_mode(const char *text, uint32_t *mode)
     return 0;
 }
 
+static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
+                                const struct probe_collectives_call *call)
+{
+    struct agent *a = ctx;
+
+    if (!call->wait)
+        stepinfer_call(a->stepinfer, pid, enter_ns, exit_ns, call->name_id, call->bytes);
+}
+
+static bool agent_explicit_steps(void *ctx, uint32_t pid)
+{
+    return assembler_has_steps(((struct agent *)ctx)->assembler, pid);
+}
+
+/* True when name is in the comma-separated list. */
+static bool agent_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p = comma ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+static void agent_start_probes(struct agent *a)
+{
+    const char *list = a->cfg->probes;
+
+    a->collectives = (struct probe_collectives_config){.on_call = agent_on_collective,
+                                                       .on_call_ctx = a};
+    a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz};
+    if (agent_listed(list, "proc"))
+        agent_add_source(a, &probe_proc_ops, NULL);
+    if (agent_listed(list, "sched"))
+        agent_add_source(a, &probe_sched_ops, NULL);
+    if (agent_listed(list, "collectives"))
+        agent_add_source(a, &probe_collectives_ops, &a->collectives);
+    if (agent_listed(list, "sync"))
+        agent_add_source(a, &probe_sync_ops, NULL);
+    if (agent_listed(list, "marker"))
+        agent_add_source(a, &probe_marker_ops, NULL);
+    if (agent_listed(list, "net"))
+        agent_add_source(a, &probe_net_ops, NULL);
+    if (agent_listed(list, "io"))
+        agent_add_source(a, &probe_io_ops, NULL);
+    if (agent_listed(list, "stacks"))
+        agent_add_source(a, &probe_stacks_ops, &a->stacks);
+}
+
 static void agent_start_sources(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
+
+    agent_start_probes(a);
 
     if (c->cupti_enable) {
         a->cupti = (struct source_cupti_config){
@@ -313,9 +385,12 @@ static int agent_build_pipeline(struct agent *a)
     a->names = names_new();
     a->batcher = a->names ? batcher_new(&bo, a->names) : NULL;
     a->assembler = assembler_new(&ao, agent_on_step, a);
+    a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
     a->discovery = discovery_new(&dopt);
-    if (!a->batcher || !a->assembler || !a->discovery)
+    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer)
         return -ENOMEM;
+    names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
+    names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
     if (agent_open_spool(a) < 0)
         return -EIO;
     a->exporter = exporter_new(&eo, a->spool, a->names, a->batcher);
@@ -460,6 +535,10 @@ static void agent_tick(struct agent *a, uint64_t now)
         discovery_scan(a->discovery, &agent_discovery_cb, a);
         a->next_scan_ns = now + a->cfg->discovery_scan_interval;
     }
+    if (now >= a->next_infer_ns) {
+        stepinfer_tick(a->stepinfer, agent_explicit_steps, a);
+        a->next_infer_ns = now + NSEC_PER_SEC;
+    }
     agent_spool_drops(a);
     if (batcher_due(a->batcher, now))
         agent_seal(a);
@@ -545,6 +624,7 @@ void agent_teardown(struct agent *a)
     exporter_free(a->exporter);
     spool_close(a->spool);
     assembler_free(a->assembler);
+    stepinfer_free(a->stepinfer);
     batcher_free(a->batcher);
     names_free(a->names);
     discovery_free(a->discovery);

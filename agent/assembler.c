@@ -19,7 +19,7 @@ struct assembler_rank {
     char *job;
     uint32_t rank;
     struct summarizer *sum;
-    bool in_step;
+    bool in_step, had_step;
     uint64_t step, start_ts, last_ts;
     uint32_t source;
     bool sampled;
@@ -244,7 +244,7 @@ static void assembler_step(struct assembler *a, struct assembler_rank *r,
         ev->step.number == UINT64_MAX ? (r->in_step ? r->step + 1 : 0) : ev->step.number;
 
     assembler_close(a, r, ev->ts_ns);
-    r->in_step = true;
+    r->in_step = r->had_step = true;
     r->step = next;
     r->start_ts = ev->ts_ns;
     r->source = ev->step.source;
@@ -302,6 +302,14 @@ void assembler_event(struct assembler *a, const struct agent_event *ev)
     default:
         break;
     }
+}
+
+bool assembler_has_steps(const struct assembler *a, uint32_t pid)
+{
+    for (size_t i = 0; i < a->nranks; i++)
+        if (a->ranks[i]->pid == pid)
+            return a->ranks[i]->had_step;
+    return false;
 }
 
 void assembler_flush(struct assembler *a)

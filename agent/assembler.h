@@ -39,6 +39,10 @@ void assembler_untrack(struct assembler *a, uint32_t pid);
 /* Feed one event (STEP, PHASE*, KERNEL, COLLECTIVE, COUNTER). */
 void assembler_event(struct assembler *a, const struct agent_event *ev);
 
+/* True when pid is tracked and has had a STEP event (marker, NVTX,
+ * replay): its steps need no inference. */
+bool assembler_has_steps(const struct assembler *a, uint32_t pid);
+
 /* Close every open step (shutdown). */
 void assembler_flush(struct assembler *a);
 

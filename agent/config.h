@@ -25,6 +25,8 @@ struct agent_config {
     char *replay_trace, *replay_job;
     uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;
     double replay_rate;
+    char *probes;
+    uint64_t stacks_hz;
     bool cupti_enable;
     char *cupti_socket, *cupti_sample_mode;
     uint64_t cupti_sample_k, cupti_sample_n;
