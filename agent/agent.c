@@ -271,8 +271,8 @@ static void agent_start_probes(struct agent *a)
 {
     const char *list = a->cfg->probes;
 
-    a->collectives = (struct probe_collectives_config){.on_call = agent_on_collective,
-                                                       .on_call_ctx = a};
+    a->collectives =
+        (struct probe_collectives_config){.on_call = agent_on_collective, .on_call_ctx = a};
     a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz};
     if (agent_listed(list, "proc"))
         agent_add_source(a, &probe_proc_ops, NULL);

@@ -176,8 +176,8 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
 
 static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)
 {
-    int n = stepdetect_find(r->calls, r->n, NULL, si->scratch, si->steps, STEPINFER_MAX_STEPS,
-                            NULL);
+    int n =
+        stepdetect_find(r->calls, r->n, NULL, si->scratch, si->steps, STEPINFER_MAX_STEPS, NULL);
     size_t keep_from = 0;
 
     for (int i = 0; i < n; i++) {

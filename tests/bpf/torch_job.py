@@ -1,5 +1,6 @@
 """A real PyTorch job for tests/integration/bpf_torch_steps.sh: CPU, gloo,
-4 ranks (torch.multiprocessing), a small MLP, no annotation. Each rank writes
+4 ranks (torch.multiprocessing, or one process per rank when RANK is set as a
+launcher sets it), a small MLP, no annotation. Each rank writes
 its pid to $ARGUS_PIDS_DIR/rank.R, waits for $ARGUS_GO, then trains STEPS
 steps; every step is forward, backward, one all_reduce per gradient (a burst
 of collectives) or, with DDP=1, DistributedDataParallel's bucketed
@@ -59,4 +60,7 @@ def rank_main(rank, port):
 
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 29517
-    mp.spawn(rank_main, args=(port,), nprocs=WORLD, join=True)
+    if "RANK" in os.environ:  # one rank per process, as a launcher starts them
+        rank_main(int(os.environ["RANK"]), port)
+    else:
+        mp.spawn(rank_main, args=(port,), nprocs=WORLD, join=True)

@@ -59,7 +59,7 @@ TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.js
 start_agent() {
     local dir=$1; shift
     "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" \
-        --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.backoff_max 1s --cupti.socket "$T/cupti.sock" "$@" \
+        --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.backoff_max 1s --cupti.socket "$T/cupti.sock" --probes.enable "" "$@" \
         >>"$T/agent.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
