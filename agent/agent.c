@@ -31,7 +31,7 @@
 #include "common/log.h"
 #include "common/name_id.h"
 
-#define AGENT_TICK_MS 10
+#define AGENT_TICK_MS 25
 #define AGENT_FLUSH_NS (3 * NSEC_PER_SEC) /* SIGTERM: try this long to get the spool acked */
 
 struct agent {

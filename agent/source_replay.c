@@ -93,7 +93,7 @@ static void replay_announce(struct replay *r)
 static int replay_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
 {
     struct replay *r = state;
-    struct itimerspec its = {.it_interval = {0, 10 * 1000 * 1000}, .it_value = {0, 1000 * 1000}};
+    struct itimerspec its = {.it_interval = {0, 25 * 1000 * 1000}, .it_value = {0, 1000 * 1000}};
 
     r->sink = sink;
     r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

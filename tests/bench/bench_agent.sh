@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Agent cost: 8 local ranks at 10 steps/s (the Kineto trace replayed: 577 real
+# kernel events per step through the KDE summarizer, batcher, spool and
+# exporter) into a real collector for DURATION seconds. Prints the agent's CPU
+# (share of one core, per 1,000 step records shipped, per MB through the
+# spool) and peak RSS. Target: under 1% of one core and under 64 MiB.
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$REPO/build/bin
+TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.json.gz}
+[[ -f $TRACE ]] || { echo "skip: no Kineto trace at $TRACE"; exit 0; }
+T=$(mktemp -d /tmp/argus-bench-agent.XXXXXX)
+port=$((22000 + RANDOM % 9000))
+trap 'kill -9 $col $agent 2>/dev/null; rm -rf "$T"' EXIT
+DURATION=${DURATION:-30}
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "" --store.dir "$T/store" \
+    >"$T/collector.log" 2>&1 &
+col=$!
+"$BIN/argus-agent" --collector.address "127.0.0.1:$port" --spool.dir "$T/spool" \
+    --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" --probes.enable "" \
+    --replay.trace "$TRACE" --replay.ranks 8 --replay.rate 10 >"$T/agent.log" 2>&1 &
+agent=$!
+sleep 3 # start-up (trace parsing) is not what is measured
+m() { curl -s "127.0.0.1:$((port + 1))/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+c0=$(awk '{print $14 + $15}' /proc/$agent/stat); s0=$(m argus_agent_steps_total); b0=$(m argus_agent_frame_bytes_total)
+sleep "$DURATION"
+c1=$(awk '{print $14 + $15}' /proc/$agent/stat); s1=$(m argus_agent_steps_total); b1=$(m argus_agent_frame_bytes_total)
+rss=$(awk '/VmHWM/ {print $2}' /proc/$agent/status)
+tick=$(getconf CLK_TCK)
+/usr/bin/python3 - "$c0" "$c1" "$s0" "$s1" "$b0" "$b1" "$rss" "$tick" "$DURATION" <<'PY'
+import sys
+c0, c1, s0, s1, b0, b1, rss, tick, dur = map(float, sys.argv[1:])
+cpu = (c1 - c0) / tick
+steps = s1 - s0
+mb = (b1 - b0) / 1e6
+print("agent, 8 ranks x 10 steps/s for %.0fs: %.0f step records (%.0f kernel events/s), %.2f MB through the spool" % (dur, steps, steps * 577 / dur, mb))
+print("agent CPU %.2f%% of one core; %.1f ms per 1,000 step records; %.0f ms per MB of spool; peak RSS %.1f MiB" % (
+    100 * cpu / dur, 1000 * cpu / steps * 1000 if steps else 0, 1000 * cpu / mb if mb else 0, rss / 1024))
+PY
