@@ -14,6 +14,7 @@
 #include "agent/exporter.h"
 #include "agent/names.h"
 #include "agent/probe_collectives.h"
+#include "agent/records.h"
 #include "agent/probe_io.h"
 #include "agent/probe_marker.h"
 #include "agent/probe_net.h"
@@ -48,12 +49,15 @@ struct agent {
     struct discovery *discovery;
     struct probe_collectives_config collectives;
     struct probe_stacks_config stacks;
+    void *stacks_state; /* the running stacks probe, for per-step top frames */
+    int64_t mono_to_real;
     uint64_t next_infer_ns;
     struct agent_source sources[AGENT_MAX_SOURCES];
     size_t nsources;
     struct event_sink sink;
     struct replay_config replay;
     struct source_cupti_config cupti;
+    struct records_config records;
     struct agent_http http_state;
     struct http_server *http;
     int epfd, sigfd;
@@ -112,6 +116,9 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
     case AGENT_EVENT_RANK:
         agent_rank(a, ev->rank.resource, "/");
         break;
+    case AGENT_EVENT_RECORD:
+        batcher_add_step(a->batcher, ev->record.step, clock_mono_ns());
+        break;
     case AGENT_EVENT_PROC_EXEC:
         discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
         break;
@@ -120,6 +127,11 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         break;
     case AGENT_EVENT_DROPS:
         batcher_drop(a->batcher, ev->drops.reason, NULL, -1, ev->drops.count);
+        break;
+    case AGENT_EVENT_COUNTER:
+        if (!assembler_has_steps(a->assembler, ev->pid)) /* an unannotated rank */
+            stepinfer_counter(a->stepinfer, ev->pid, ev->counter.counter, ev->counter.value);
+        assembler_event(a->assembler, ev);
         break;
     default:
         assembler_event(a->assembler, ev);
@@ -133,11 +145,34 @@ static void agent_on_name(void *ctx, uint64_t id, const char *name)
     names_define(a->names, id, name);
 }
 
-static void agent_on_step(void *ctx, const Argus__V1__StepRecord *s)
+#define AGENT_TOP_FRAMES 5
+
+/* Attach the rank's hottest host frames in the step (stacks probe) to a
+ * copy of s, then batch it. */
+static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *s)
 {
     struct agent *a = ctx;
+    Argus__V1__StepRecord copy = *s;
+    struct probe_stacks_frame frames[AGENT_TOP_FRAMES];
+    Argus__V1__StackFrame sf[AGENT_TOP_FRAMES], *sfp[AGENT_TOP_FRAMES];
+    size_t n = 0;
 
-    batcher_add_step(a->batcher, s, clock_mono_ns());
+    if (a->stacks_state && s->duration_ns) {
+        uint64_t start = (uint64_t)((int64_t)s->start_unix_ns - a->mono_to_real);
+        n = probe_stacks_top_frames(a->stacks_state, pid, start, start + s->duration_ns, frames,
+                                    AGENT_TOP_FRAMES);
+    }
+    for (size_t i = 0; i < n; i++) {
+        argus__v1__stack_frame__init(&sf[i]);
+        sf[i].name_id = name_id(frames[i].name);
+        sf[i].self = (uint32_t)frames[i].self;
+        sf[i].total = (uint32_t)frames[i].total;
+        names_define(a->names, sf[i].name_id, frames[i].name);
+        sfp[i] = &sf[i];
+    }
+    copy.n_top_frames = n;
+    copy.top_frames = n ? sfp : NULL;
+    batcher_add_step(a->batcher, &copy, clock_mono_ns());
 }
 
 /* --- batches into the spool ----------------------------------------------- */
@@ -288,8 +323,11 @@ static void agent_start_probes(struct agent *a)
         agent_add_source(a, &probe_net_ops, NULL);
     if (agent_listed(list, "io"))
         agent_add_source(a, &probe_io_ops, NULL);
-    if (agent_listed(list, "stacks"))
+    if (agent_listed(list, "stacks")) {
         agent_add_source(a, &probe_stacks_ops, &a->stacks);
+        if (a->sources[a->nsources - 1].running)
+            a->stacks_state = a->sources[a->nsources - 1].state;
+    }
 }
 
 static void agent_start_sources(struct agent *a)
@@ -320,6 +358,10 @@ static void agent_start_sources(struct agent *a)
             .steps = c->replay_steps,
         };
         agent_add_source(a, &source_replay_ops, &a->replay);
+    }
+    if (*c->replay_records) {
+        a->records = (struct records_config){c->replay_records, c->replay_rate};
+        agent_add_source(a, &source_records_ops, &a->records);
     }
 }
 
@@ -377,6 +419,8 @@ static int agent_build_pipeline(struct agent *a)
     struct batcher_options bo = {a->agent_id, c->batch_max_steps, c->batch_max_bytes,
                                  c->batch_max_age};
     struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
+
+    a->mono_to_real = ao.mono_to_real;
     struct exporter_options eo = {c->collector_address, c->collector_keepalive,
                                   c->collector_backoff_min, c->collector_backoff_max};
     struct discovery_options dopt = {
@@ -547,6 +591,20 @@ static void agent_tick(struct agent *a, uint64_t now)
     agent_publish(a, now);
 }
 
+/* The CUPTI duty cycle switches at runtime: every traced process gets the
+ * new mode over its hello socket. */
+static void agent_apply_sampling(struct agent *a, const struct agent_config *c)
+{
+    uint32_t mode;
+
+    if (agent_sample_mode(c->cupti_sample_mode, &mode) < 0)
+        return;
+    for (size_t i = 0; i < a->nsources; i++)
+        if (a->sources[i].running && a->sources[i].ops == &source_cupti_ops)
+            source_cupti_set_sampling(a->sources[i].state, mode, (uint32_t)c->cupti_sample_k,
+                                      (uint32_t)c->cupti_sample_n);
+}
+
 static void agent_reload(struct agent *a)
 {
     struct agent_config fresh = {0};
@@ -560,7 +618,12 @@ static void agent_reload(struct agent *a)
                   res.error[0] ? res.error : "bad log.level");
     } else {
         log_set_level(level);
-        log_info("agent", "reloaded: log.level=%s (other keys apply at restart)", fresh.log_level);
+        agent_apply_sampling(a, &fresh);
+        log_info("agent",
+                 "reloaded: log.level=%s, cupti sampling %s %llu/%llu (other keys apply "
+                 "at restart)",
+                 fresh.log_level, fresh.cupti_sample_mode, (unsigned long long)fresh.cupti_sample_k,
+                 (unsigned long long)fresh.cupti_sample_n);
     }
     config_free(&agent_config_table, &fresh);
     daemon_notify("READY=1");

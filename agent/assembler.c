@@ -153,7 +153,7 @@ static void assembler_close(struct assembler *a, struct assembler_rank *r, uint6
     s.host = &r->host;
     if (summarizer_finish(r->sum, &s) < 0)
         summarizer_reset(r->sum);
-    a->fn(a->ctx, &s);
+    a->fn(a->ctx, r->pid, &s);
     summarizer_free_groups(&s);
     a->stats.steps++;
     r->in_step = false;

@@ -15,8 +15,8 @@
 #include "agent/event.h"
 #include "proto/argus.pb-c.h"
 
-/* A finished step; valid only during the call. */
-typedef void (*assembler_step_fn)(void *ctx, const Argus__V1__StepRecord *step);
+/* A finished step of the rank with pid; valid only during the call. */
+typedef void (*assembler_step_fn)(void *ctx, uint32_t pid, const Argus__V1__StepRecord *step);
 
 struct assembler_options {
     uint32_t max_phases;      /* per step; more are dropped and counted */

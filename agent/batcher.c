@@ -79,6 +79,8 @@ static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
         names_reference(b->names, s->job, s->kernels[i]->name_id);
     for (size_t i = 0; i < s->n_collectives; i++)
         names_reference(b->names, s->job, s->collectives[i]->name_id);
+    for (size_t i = 0; i < s->n_top_frames; i++)
+        names_reference(b->names, s->job, s->top_frames[i]->name_id);
 }
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)

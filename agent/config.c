@@ -57,6 +57,8 @@ static const struct config_option agent_options[] = {
     OPT("cupti.sample_n", CONFIG_UINT, cupti_sample_n, "1", 1, 1e9, "n of the duty cycle"),
     OPT("replay.trace", CONFIG_STRING, replay_trace, "", 0, 0,
         "play this Kineto trace as local ranks (testing without a GPU; empty: off)"),
+    OPT("replay.records", CONFIG_STRING, replay_records, "", 0, 0,
+        "play this recorded step-records file (argus-sim --record) at replay.rate (empty: off)"),
     OPT("replay.job", CONFIG_STRING, replay_job, "replay", 0, 0, "job id of replayed ranks"),
     OPT("replay.ranks", CONFIG_UINT, replay_ranks, "1", 1, 4096, "replayed ranks"),
     OPT("replay.rank_base", CONFIG_UINT, replay_rank_base, "0", 0, 1e7,

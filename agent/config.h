@@ -22,7 +22,7 @@ struct agent_config {
     char *http_listen;
     char *discovery_job_vars, *discovery_deny;
     uint64_t discovery_scan_interval;
-    char *replay_trace, *replay_job;
+    char *replay_trace, *replay_job, *replay_records;
     uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;
     double replay_rate;
     char *probes;

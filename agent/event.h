@@ -24,6 +24,7 @@ enum agent_event_kind {
     AGENT_EVENT_PROC_EXIT,   /* a process exited (pid) */
     AGENT_EVENT_DROPS,       /* a source lost events: add to a drop counter */
     AGENT_EVENT_RANK,        /* a source knows a rank directly (replay, CUPTI hello) */
+    AGENT_EVENT_RECORD,      /* a whole recorded step record (record replay) */
 };
 
 enum agent_counter {
@@ -87,6 +88,9 @@ struct agent_event {
              * its pid field is the key events of this rank carry */
             const void *resource;
         } rank;
+        struct {
+            const void *step; /* an argus.v1.StepRecord *, valid during the call */
+        } record;
     };
 };
 

@@ -17,6 +17,7 @@ struct stepinfer_rank {
     struct stepdetect_call *calls; /* ring flattened on use: calls[0..n) in arrival order */
     size_t n;
     uint64_t emitted_end_ns; /* end of the last step emitted */
+    uint64_t counters[8];    /* by enum agent_counter, since the last emitted step */
     uint64_t next_step;
 };
 
@@ -117,6 +118,14 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid)
     si->ranks[i] = si->ranks[--si->nranks];
 }
 
+void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value)
+{
+    struct stepinfer_rank *r = stepinfer_find(si, pid, NULL);
+
+    if (r && counter < 8)
+        r->counters[counter] += value;
+}
+
 void stepinfer_call(struct stepinfer *si, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
                     uint64_t name_id, uint64_t bytes)
 {
@@ -140,6 +149,15 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
 {
     Argus__V1__StepRecord s = ARGUS__V1__STEP_RECORD__INIT;
     Argus__V1__HostCounters host = ARGUS__V1__HOST_COUNTERS__INIT;
+
+    host.off_cpu_ns = r->counters[AGENT_COUNTER_OFF_CPU_NS];
+    host.runq_ns = r->counters[AGENT_COUNTER_RUNQ_NS];
+    host.sync_wait_ns = r->counters[AGENT_COUNTER_SYNC_WAIT_NS];
+    host.launches = r->counters[AGENT_COUNTER_LAUNCHES];
+    host.retransmits = r->counters[AGENT_COUNTER_RETRANSMITS];
+    host.io_wait_ns = r->counters[AGENT_COUNTER_IO_WAIT_NS];
+    host.alloc_ns = r->counters[AGENT_COUNTER_ALLOC_NS];
+    memset(r->counters, 0, sizeof(r->counters));
     Argus__V1__Phase ph[2], *pp[2] = {&ph[0], &ph[1]};
     size_t nc = 0;
 
@@ -171,7 +189,7 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
     s.host = &host;
     s.source = ARGUS__V1__STEP_SOURCE__STEP_SOURCE_INFERRED;
     s.sampled = 1;
-    si->emit(si->ctx, &s);
+    si->emit(si->ctx, r->pid, &s);
 }
 
 static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)

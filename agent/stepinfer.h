@@ -31,6 +31,10 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid);
 void stepinfer_call(struct stepinfer *si, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
                     uint64_t name_id, uint64_t bytes);
 
+/* Add to a host counter (enum agent_counter) of the rank's next inferred
+ * step. */
+void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value);
+
 /* Detect and emit new steps of every rank for which explicit(ctx, pid) is
  * false. */
 void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint32_t pid),

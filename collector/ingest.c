@@ -131,6 +131,9 @@ static int ingest_validate_step(const Argus__V1__StepRecord *s, const struct ing
                " %zu kernel groups, %zu collectives; limit %zu each",
                s->step, s->rank, s->n_phases, s->n_kernels, s->n_collectives,
                l->max_groups_per_step);
+    if (s->n_top_frames > l->max_groups_per_step)
+        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "step with %zu top frames; limit %zu", s->n_top_frames,
+               l->max_groups_per_step);
     for (size_t k = 0; k < s->n_kernels; k++)
         if (s->kernels[k]->n_clusters > l->max_clusters_per_group)
             REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "kernel group with %zu clusters; limit %zu",

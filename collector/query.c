@@ -140,6 +140,8 @@ static void query_add_names(struct u64set *ids, const Argus__V1__StepRecord *s)
         u64set_add(ids, s->kernels[i]->name_id);
     for (size_t i = 0; i < s->n_collectives; i++)
         u64set_add(ids, s->collectives[i]->name_id);
+    for (size_t i = 0; i < s->n_top_frames; i++)
+        u64set_add(ids, s->top_frames[i]->name_id);
 }
 
 /* Fill resp->names with the names the steps reference. */

@@ -9,9 +9,9 @@ source "$(dirname "$0")/lib.sh"
 printf '[log]\nlevel = info\n' >"$T/agent.conf"
 start_agent "$T/spool" --config "$T/agent.conf" --replay.trace "$TRACE" --replay.ranks 2 \
     --replay.rate 20
-printf '[log]\nlevel = debug\n' >"$T/agent.conf"
+printf '[log]\nlevel = debug\n[cupti]\nsample_mode = steps\nsample_k = 1\nsample_n = 4\n' >"$T/agent.conf"
 kill -HUP "$AGENT_PID"
-wait_for "reload" 5 grep -q "reloaded: log.level=debug" "$T/agent.log"
+wait_for "reload" 5 grep -q "reloaded: log.level=debug, cupti sampling steps 1/4" "$T/agent.log"
 printf '[log]\nlevel = loud\n[spool]\nfsync = sometimes\n' >"$T/agent.conf"
 kill -HUP "$AGENT_PID"
 wait_for "rejected reload" 5 grep -q "reload rejected, keeping the running config" "$T/agent.log"

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <string.h>
 
 #include "common/clock.h"
 #include "common/config.h"
@@ -41,6 +42,8 @@ static const struct config_option sim_options[] = {
         "do not send: check the collector holds exactly what a run with these options sent"),
     OPT("pregen", CONFIG_BOOL, pregen, "false", 0, 0,
         "build every batch before the clock starts, so a benchmark measures the collector"),
+    OPT("record", CONFIG_STRING, record, "", 0, 0,
+        "write the step records to this file (for the agent's replay.records) instead of sending"),
     OPT("scenario", CONFIG_STRING, scenario, "", 0, 0,
         "fault scenario (empty: plain records): healthy, compute-straggler, link-degraded-group, "
         "masked-straggler, pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, "
@@ -123,7 +126,14 @@ int main(int argc, char **argv)
         if (c.max_inflight < per_agent)
             c.max_inflight = per_agent;
     }
-    if (c.verify) {
+    if (*c.record) {
+        rc = sim_record(&c);
+        if (rc < 0)
+            fprintf(stderr, "argus-sim: %s: %s\n", c.record, strerror(-rc));
+        else
+            printf("{\"record\": \"%s\", \"base_time\": %" PRIu64 "}\n", c.record, c.base_unix_ns);
+        rc = rc < 0;
+    } else if (c.verify) {
         rc = sim_verify(&c);
     } else {
         rc = sim_run(&c, &r) == 0 ? 0 : 1;

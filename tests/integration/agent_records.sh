@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The agent's replay of recorded step records: argus-sim --record writes what
+# 16 ranks x 30 steps would send; the agent plays the file through its own
+# batcher, spool and exporter into the collector, and the collector holds
+# exactly those records, byte for byte (argus-sim --verify).
+source "$(dirname "$0")/lib.sh"
+
+"$BIN/argus-sim" --job rec --ranks 16 --steps 30 --record "$T/rec.bin" >"$T/rec.json" \
+    || fail "could not record: $(cat "$T/rec.json")"
+base=$(json_get "$T/rec.json" base_time)
+start_collector "$T/store"
+start_agent "$T/spool" --replay.records "$T/rec.bin" --replay.rate 50 --batch.max_age 200ms
+wait_for "all records at the collector" 20 bash -c \
+    "$BIN/argusctl --collector 127.0.0.1:$CPORT jobs | awk '\$1 == \"rec\" && \$5 >= 480 {ok=1} END {exit !ok}'"
+"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job rec --ranks 16 --steps 30 --verify \
+    --base_time "$base" || fail "the collector does not hold exactly the recorded steps"
+head -c 1000 "$T/rec.bin" >"$T/bad.bin"
+out=$(timeout -s TERM 2 "$BIN/argus-agent" --spool.dir "$T/spool2" --http.listen "" \
+    --cupti.socket "$T/c2.sock" --probes.enable "" --replay.records "$T/bad.bin" 2>&1)
+grep -q "source records is off: .*bad.bin: bad entry at byte" <<<"$out" \
+    || fail "a truncated file was not refused clearly: $out"
+echo "record replay ok"
