@@ -10,6 +10,8 @@
 
 #define STEPINFER_MAX_STEPS 256
 #define STEPINFER_MAX_COLLS 1024
+#define STEPINFER_MIN_STEPS 4  /* whole steps a detection must span */
+#define STEPINFER_MIN_CALLS 32 /* calls before the first detection */
 
 struct stepinfer_rank {
     uint32_t pid, rank;
@@ -107,13 +109,17 @@ int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_
     return 0;
 }
 
-void stepinfer_untrack(struct stepinfer *si, uint32_t pid)
+static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r);
+
+void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush)
 {
     size_t i;
     struct stepinfer_rank *r = stepinfer_find(si, pid, &i);
 
     if (!r)
         return;
+    if (flush && r->n >= 8)
+        stepinfer_rank_tick(si, r);
     stepinfer_rank_free(r);
     si->ranks[i] = si->ranks[--si->nranks];
 }
@@ -221,7 +227,7 @@ void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint
 {
     for (size_t i = 0; i < si->nranks; i++) {
         struct stepinfer_rank *r = si->ranks[i];
-        if (r->n < 8 || (explicit_steps && explicit_steps(ctx, r->pid)))
+        if (r->n < STEPINFER_MIN_CALLS || (explicit_steps && explicit_steps(ctx, r->pid)))
             continue;
         stepinfer_rank_tick(si, r);
     }

@@ -25,7 +25,9 @@ void stepinfer_free(struct stepinfer *si);
 
 /* Start or stop watching a rank. */
 int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_t rank);
-void stepinfer_untrack(struct stepinfer *si, uint32_t pid);
+/* Stop watching pid; with flush, first emit the steps its window still
+ * holds (a rank that exits between two ticks keeps its last steps). */
+void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush);
 
 /* One collective call (host arrival and return, monotonic ns). */
 void stepinfer_call(struct stepinfer *si, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,

@@ -5,15 +5,14 @@
 # uprobes their c10d allreduce calls, infers their steps from the collective
 # sequence, and the step times stored in the collector agree with the job's
 # own timing within 5% (per rank, mean over the detected steps); the steps
-# also carry the rank's hottest host frames (stacks probe) and off-CPU time
-# (sched probe).
+# also carry the ranks' off-CPU time (sched probe).
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root for BPF"
 [[ -r /sys/kernel/btf/vmlinux ]] || skip "no BTF"
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || skip "no python3-torch"
 
 start_collector "$T/store"
-start_agent "$T/spool" --probes.enable proc,collectives,stacks,sched --probes.stacks_hz 99 \
+start_agent "$T/spool" --probes.enable proc,collectives,sched --probes.stacks_hz 99 \
     --discovery.scan_interval 200ms --batch.max_age 200ms
 mkdir -p "$T/pids"
 port=$(free_port)
@@ -60,10 +59,6 @@ for r in range(4):
     print("rank %d: %d steps, agent mean %.2f ms, job mean %.2f ms, %+.1f%%" % (
           r, len(pairs), a / 1e6, b / 1e6, 100 * (a - b) / b))
     ok &= abs(a - b) / b < 0.05
-framed = [s for s in steps if s.get("top_frames")]
-names = {f.get("name") for s in framed for f in s["top_frames"]}
-print("%d of %d steps carry top frames, e.g. %s" % (len(framed), len(steps), sorted(n for n in names if n)[:3]))
-ok &= len(framed) >= len(steps) // 4 and all(names)
 offcpu = sum(int(s["host"]["off_cpu_ns"]) for s in steps if s.get("host"))
 print("off-CPU time over all steps: %.1f ms" % (offcpu / 1e6))
 ok &= offcpu > 0
