@@ -533,7 +533,7 @@ static void agent_publish(struct agent *a, uint64_t now)
     exporter_get_stats(a->exporter, &es);
     discovery_get_stats(a->discovery, &ds);
     s.ranks = as.ranks;
-    s.steps = as.steps;
+    s.steps = bs.steps; /* step records batched: assembled, inferred and replayed */
     s.events = as.events;
     s.untracked_events = as.untracked;
     s.batches = bs.batches;
