@@ -84,18 +84,10 @@ struct ctl {
 static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *req,
                     const ProtobufCMessageDescriptor *type, ProtobufCMessage **resp)
 {
-    size_t len = protobuf_c_message_get_packed_size(req), rlen;
-    uint8_t *buf = malloc(len ? len : 1);
-    void *rbuf;
-    int status, r;
     char msg[256] = "";
+    int status, r = rpc_call(c->ch, method, req, type, c->cfg.timeout / NSEC_PER_MSEC, resp,
+                             &status, msg, sizeof(msg));
 
-    if (!buf)
-        return CTL_ERROR;
-    protobuf_c_message_pack(req, buf);
-    r = rpc_unary(c->ch, method, buf, len, c->cfg.timeout / NSEC_PER_MSEC, &rbuf, &rlen, &status,
-                  msg, sizeof(msg));
-    free(buf);
     if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
         fprintf(stderr, "argusctl: collector %s unreachable: %s\n", c->cfg.collector,
                 msg[0] ? msg : "timed out");
@@ -106,12 +98,6 @@ static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *r
         return status == RPC_NOT_FOUND          ? CTL_NOT_FOUND
                : status == RPC_INVALID_ARGUMENT ? CTL_USAGE
                                                 : CTL_ERROR;
-    }
-    *resp = protobuf_c_message_unpack(type, NULL, rlen, rbuf);
-    free(rbuf);
-    if (!*resp) {
-        fprintf(stderr, "argusctl: the collector sent a reply that is not a %s\n", type->name);
-        return CTL_ERROR;
     }
     return CTL_OK;
 }
@@ -130,35 +116,51 @@ static const char *ctl_time(uint64_t ns, char *buf, size_t len)
     return ns ? clock_format_rfc3339(ns, buf, len) : "-";
 }
 
-static int ctl_jobs(struct ctl *c)
+/* Call method with req and print the reply: JSON (names resolved through
+ * resolve with the reply as context) or the table printer. */
+static int ctl_show(struct ctl *c, const char *method, const ProtobufCMessage *req,
+                    const ProtobufCMessageDescriptor *type,
+                    void (*table)(struct ctl *c, const ProtobufCMessage *resp),
+                    pbjson_resolve_fn resolve)
 {
-    Argus__V1__JobsRequest req = ARGUS__V1__JOBS_REQUEST__INIT;
-    Argus__V1__JobsResponse *resp;
-    char t1[40], t2[40];
-    int r;
+    ProtobufCMessage *resp;
+    int r = ctl_call(c, method, req, type, &resp);
 
-    req.limit = (uint32_t)c->cfg.limit;
-    r = ctl_call(c, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor,
-                 (ProtobufCMessage **)&resp);
     if (r)
         return r;
-    if (c->cfg.json) {
-        ctl_print_json(&resp->base, NULL, NULL);
-    } else {
-        printf("%-24s %7s %7s %10s %12s  %-24s  %-24s\n", "JOB", "RANKS", "WORLD", "LAST STEP",
-               "RANK-STEPS", "FIRST SEEN", "LAST SEEN");
-        for (size_t i = 0; i < resp->n_jobs; i++) {
-            Argus__V1__JobInfo *j = resp->jobs[i];
-            printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64 "  %-24s  %-24s\n",
-                   j->job, j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
-                   ctl_time(j->first_seen_unix_ns, t1, sizeof(t1)),
-                   ctl_time(j->last_seen_unix_ns, t2, sizeof(t2)));
-        }
-        if (resp->n_jobs == 0)
-            printf("(no jobs)\n");
-    }
-    argus__v1__jobs_response__free_unpacked(resp, NULL);
+    if (c->cfg.json)
+        ctl_print_json(resp, resolve, resp);
+    else
+        table(c, resp);
+    protobuf_c_message_free_unpacked(resp, NULL);
     return CTL_OK;
+}
+
+static void ctl_jobs_table(struct ctl *c, const ProtobufCMessage *m)
+{
+    const Argus__V1__JobsResponse *resp = (const Argus__V1__JobsResponse *)m;
+    char t1[40], t2[40];
+
+    printf("%-24s %7s %7s %10s %12s  %-24s  %-24s\n", "JOB", "RANKS", "WORLD", "LAST STEP",
+           "RANK-STEPS", "FIRST SEEN", "LAST SEEN");
+    for (size_t i = 0; i < resp->n_jobs; i++) {
+        Argus__V1__JobInfo *j = resp->jobs[i];
+        printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64 "  %-24s  %-24s\n",
+               j->job, j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
+               ctl_time(j->first_seen_unix_ns, t1, sizeof(t1)),
+               ctl_time(j->last_seen_unix_ns, t2, sizeof(t2)));
+    }
+    if (resp->n_jobs == 0)
+        printf("(no jobs)\n");
+}
+
+static int ctl_jobs(struct ctl *c, const char *arg)
+{
+    Argus__V1__JobsRequest req = ARGUS__V1__JOBS_REQUEST__INIT;
+
+    req.limit = (uint32_t)c->cfg.limit;
+    return ctl_show(c, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor,
+                    ctl_jobs_table, NULL);
 }
 
 static const char *ctl_resolve(void *ctx, uint64_t id)
@@ -189,71 +191,55 @@ static void ctl_print_step(const Argus__V1__StepsResponse *resp, const Argus__V1
     printf("\n");
 }
 
-static int ctl_steps(struct ctl *c)
+static void ctl_steps_table(struct ctl *c, const ProtobufCMessage *m)
+{
+    const Argus__V1__StepsResponse *resp = (const Argus__V1__StepsResponse *)m;
+
+    printf("%8s %6s  %-24s %11s %8s %6s  %s\n", "STEP", "RANK", "START", "TIME(ms)", "KERNELS",
+           "COLLS", "PHASES (ms)");
+    for (size_t i = 0; i < resp->n_steps; i++)
+        ctl_print_step(resp, resp->steps[i]);
+    if (resp->truncated)
+        printf("(truncated: narrow --from/--to or raise --limit)\n");
+    if (resp->n_steps == 0)
+        printf("(no steps in that range)\n");
+}
+
+static int ctl_steps(struct ctl *c, const char *arg)
 {
     Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
-    Argus__V1__StepsResponse *resp;
-    int r;
 
-    if (!*c->cfg.job) {
-        fprintf(stderr, "argusctl: steps needs --job J\n");
-        return CTL_USAGE;
-    }
     req.job = c->cfg.job;
     req.rank = c->cfg.rank;
     req.from_step = c->cfg.from;
     req.to_step = c->cfg.to;
     req.limit = (uint32_t)c->cfg.limit;
-    r = ctl_call(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
-                 (ProtobufCMessage **)&resp);
-    if (r)
-        return r;
-    if (c->cfg.json) {
-        ctl_print_json(&resp->base, ctl_resolve, resp);
-    } else {
-        printf("%8s %6s  %-24s %11s %8s %6s  %s\n", "STEP", "RANK", "START", "TIME(ms)", "KERNELS",
-               "COLLS", "PHASES (ms)");
-        for (size_t i = 0; i < resp->n_steps; i++)
-            ctl_print_step(resp, resp->steps[i]);
-        if (resp->truncated)
-            printf("(truncated: narrow --from/--to or raise --limit)\n");
-        if (resp->n_steps == 0)
-            printf("(no steps in that range)\n");
-    }
-    argus__v1__steps_response__free_unpacked(resp, NULL);
-    return CTL_OK;
+    return ctl_show(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
+                    ctl_steps_table, ctl_resolve);
 }
 
-static int ctl_ranks(struct ctl *c)
+static void ctl_ranks_table(struct ctl *c, const ProtobufCMessage *m)
+{
+    const Argus__V1__RanksResponse *resp = (const Argus__V1__RanksResponse *)m;
+
+    printf("%6s %5s %6s  %-20s %4s %8s %4s %4s %4s %4s\n", "RANK", "LOCAL", "WORLD", "NODE", "GPU",
+           "PID", "DP", "TP", "PP", "EP");
+    for (size_t i = 0; i < resp->n_ranks; i++) {
+        Argus__V1__Resource *x = resp->ranks[i];
+        printf("%6" PRIu32 " %5" PRIu32 " %6" PRIu32 "  %-20s %4" PRId32 " %8" PRIu32 " %4" PRIu32
+               " %4" PRIu32 " %4" PRIu32 " %4" PRIu32 "\n",
+               x->rank, x->local_rank, x->world_size, x->node, x->gpu, x->pid, x->dp, x->tp, x->pp,
+               x->ep);
+    }
+}
+
+static int ctl_ranks(struct ctl *c, const char *arg)
 {
     Argus__V1__RanksRequest req = ARGUS__V1__RANKS_REQUEST__INIT;
-    Argus__V1__RanksResponse *resp;
-    int r;
 
-    if (!*c->cfg.job) {
-        fprintf(stderr, "argusctl: ranks needs --job J\n");
-        return CTL_USAGE;
-    }
     req.job = c->cfg.job;
-    r = ctl_call(c, RPC_QUERY_RANKS, &req.base, &argus__v1__ranks_response__descriptor,
-                 (ProtobufCMessage **)&resp);
-    if (r)
-        return r;
-    if (c->cfg.json) {
-        ctl_print_json(&resp->base, NULL, NULL);
-    } else {
-        printf("%6s %5s %6s  %-20s %4s %8s %4s %4s %4s %4s\n", "RANK", "LOCAL", "WORLD", "NODE",
-               "GPU", "PID", "DP", "TP", "PP", "EP");
-        for (size_t i = 0; i < resp->n_ranks; i++) {
-            Argus__V1__Resource *x = resp->ranks[i];
-            printf("%6" PRIu32 " %5" PRIu32 " %6" PRIu32 "  %-20s %4" PRId32 " %8" PRIu32
-                   " %4" PRIu32 " %4" PRIu32 " %4" PRIu32 " %4" PRIu32 "\n",
-                   x->rank, x->local_rank, x->world_size, x->node, x->gpu, x->pid, x->dp, x->tp,
-                   x->pp, x->ep);
-        }
-    }
-    argus__v1__ranks_response__free_unpacked(resp, NULL);
-    return CTL_OK;
+    return ctl_show(c, RPC_QUERY_RANKS, &req.base, &argus__v1__ranks_response__descriptor,
+                    ctl_ranks_table, NULL);
 }
 
 static const char *ctl_enum(const ProtobufCEnumDescriptor *d, int v, size_t skip)
@@ -263,14 +249,13 @@ static const char *ctl_enum(const ProtobufCEnumDescriptor *d, int v, size_t skip
     return e ? e->name + (strlen(e->name) > skip ? skip : 0) : "?";
 }
 
-static void ctl_print_report(const Argus__V1__Report *rep, bool header)
+static void ctl_print_report(const Argus__V1__Report *rep)
 {
     char t[40];
 
-    if (header)
-        printf("report %s  job %s  steps %" PRIu64 "-%" PRIu64 "  %s\n  %s\n", rep->id, rep->job,
-               rep->from_step, rep->to_step, ctl_time(rep->created_unix_ns, t, sizeof(t)),
-               rep->summary);
+    printf("report %s  job %s  steps %" PRIu64 "-%" PRIu64 "  %s\n  %s\n", rep->id, rep->job,
+           rep->from_step, rep->to_step, ctl_time(rep->created_unix_ns, t, sizeof(t)),
+           rep->summary);
     for (size_t i = 0; i < rep->n_suspects; i++) {
         const Argus__V1__Suspect *s = rep->suspects[i];
         printf("  rank %-6" PRIu32 " node %-16s gpu %-3" PRId32 " %-12s %-10s %-13s %s\n", s->rank,
@@ -280,33 +265,26 @@ static void ctl_print_report(const Argus__V1__Report *rep, bool header)
     }
 }
 
-static int ctl_stragglers(struct ctl *c)
+static void ctl_stragglers_table(struct ctl *c, const ProtobufCMessage *m)
 {
-    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
-    Argus__V1__StragglersResponse *resp;
-    int r;
+    const Argus__V1__StragglersResponse *resp = (const Argus__V1__StragglersResponse *)m;
 
-    if (!*c->cfg.job) {
-        fprintf(stderr, "argusctl: stragglers needs --job J\n");
-        return CTL_USAGE;
-    }
-    req.job = c->cfg.job;
-    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
-                 (ProtobufCMessage **)&resp);
-    if (r)
-        return r;
-    if (c->cfg.json) {
-        ctl_print_json(&resp->base, NULL, NULL);
-    } else {
-        for (size_t i = 0; i < resp->n_reports; i++)
-            ctl_print_report(resp->reports[i], true);
-        if (resp->n_reports == 0)
-            printf("no straggler reports for job %s\n", c->cfg.job);
-    }
-    argus__v1__stragglers_response__free_unpacked(resp, NULL);
-    return CTL_OK;
+    for (size_t i = 0; i < resp->n_reports; i++)
+        ctl_print_report(resp->reports[i]);
+    if (resp->n_reports == 0)
+        printf("no straggler reports for job %s\n", c->cfg.job);
 }
 
+static int ctl_stragglers(struct ctl *c, const char *arg)
+{
+    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+
+    req.job = c->cfg.job;
+    return ctl_show(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
+                    ctl_stragglers_table, NULL);
+}
+
+/* The report alone, not its response wrapper, in both forms. */
 static int ctl_report(struct ctl *c, const char *id)
 {
     Argus__V1__ReportRequest req = ARGUS__V1__REPORT_REQUEST__INIT;
@@ -321,7 +299,7 @@ static int ctl_report(struct ctl *c, const char *id)
     if (c->cfg.json)
         ctl_print_json(&resp->report->base, NULL, NULL);
     else
-        ctl_print_report(resp->report, true);
+        ctl_print_report(resp->report);
     argus__v1__report_response__free_unpacked(resp, NULL);
     return CTL_OK;
 }
@@ -408,17 +386,13 @@ static int ctl_heatmap_fill(struct ctl *c, struct heatmap *h, uint32_t world, ui
     return CTL_OK;
 }
 
-static int ctl_heatmap(struct ctl *c)
+static int ctl_heatmap(struct ctl *c, const char *arg)
 {
     uint32_t world = 0;
     uint64_t last = 0, from, to;
     char title[256];
     int r;
 
-    if (!*c->cfg.job) {
-        fprintf(stderr, "argusctl: heatmap needs --job J\n");
-        return CTL_USAGE;
-    }
     if (strcmp(c->cfg.metric, "compute") != 0 && strcmp(c->cfg.metric, "step") != 0) {
         fprintf(stderr, "argusctl: --metric must be compute or step\n");
         return CTL_USAGE;
@@ -456,32 +430,37 @@ static int ctl_heatmap(struct ctl *c)
     return r;
 }
 
+static const struct {
+    const char *name;
+    int (*run)(struct ctl *c, const char *arg);
+    bool needs_job; /* --job J */
+    bool takes_arg; /* one positional argument (report ID) */
+} ctl_commands[] = {
+    {"jobs", ctl_jobs, false, false},    {"steps", ctl_steps, true, false},
+    {"ranks", ctl_ranks, true, false},   {"stragglers", ctl_stragglers, true, false},
+    {"report", ctl_report, false, true}, {"heatmap", ctl_heatmap, true, false},
+};
+
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
 {
-    const char *cmd = argv[0];
-
-    if (strcmp(cmd, "report") == 0) {
-        if (argc != 2) {
-            fprintf(stderr, "argusctl: usage: argusctl report ID\n");
+    for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+        if (strcmp(argv[0], ctl_commands[i].name) != 0)
+            continue;
+        if (ctl_commands[i].takes_arg && argc != 2) {
+            fprintf(stderr, "argusctl: usage: argusctl %s ID\n", argv[0]);
             return CTL_USAGE;
         }
-        return ctl_report(c, argv[1]);
+        if (!ctl_commands[i].takes_arg && argc != 1) {
+            fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
+            return CTL_USAGE;
+        }
+        if (ctl_commands[i].needs_job && !*c->cfg.job) {
+            fprintf(stderr, "argusctl: %s needs --job J\n", argv[0]);
+            return CTL_USAGE;
+        }
+        return ctl_commands[i].run(c, argc > 1 ? argv[1] : NULL);
     }
-    if (argc != 1) {
-        fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
-        return CTL_USAGE;
-    }
-    if (strcmp(cmd, "jobs") == 0)
-        return ctl_jobs(c);
-    if (strcmp(cmd, "steps") == 0)
-        return ctl_steps(c);
-    if (strcmp(cmd, "ranks") == 0)
-        return ctl_ranks(c);
-    if (strcmp(cmd, "stragglers") == 0)
-        return ctl_stragglers(c);
-    if (strcmp(cmd, "heatmap") == 0)
-        return ctl_heatmap(c);
-    fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", cmd);
+    fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", argv[0]);
     return CTL_USAGE;
 }
 

@@ -199,6 +199,34 @@ int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_
     return r;
 }
 
+int rpc_call(struct rpc_channel *ch, const char *method, const ProtobufCMessage *req,
+             const ProtobufCMessageDescriptor *type, uint64_t timeout_ms, ProtobufCMessage **resp,
+             int *status, char *message, size_t msglen)
+{
+    size_t len = protobuf_c_message_get_packed_size(req), rlen;
+    uint8_t *buf = malloc(len ? len : 1);
+    void *rbuf;
+    int r;
+
+    *resp = NULL;
+    *status = RPC_INTERNAL;
+    if (!buf)
+        return -ENOMEM;
+    protobuf_c_message_pack(req, buf);
+    r = rpc_unary(ch, method, buf, len, timeout_ms, &rbuf, &rlen, status, message, msglen);
+    free(buf);
+    if (r < 0 || *status != RPC_OK)
+        return r;
+    *resp = protobuf_c_message_unpack(type, NULL, rlen, rbuf);
+    free(rbuf);
+    if (!*resp) {
+        *status = RPC_INTERNAL;
+        snprintf(message, msglen, "the reply is not a %s", type->name);
+        return -EBADMSG;
+    }
+    return 0;
+}
+
 static bool rpc_stream_batch(struct rpc_stream *st, grpc_op *ops, size_t n, enum rpc_tag tag)
 {
     if (grpc_call_start_batch(st->call, ops, n, &st->tags[tag], NULL) != GRPC_CALL_OK)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 /* Status codes (= grpc_status_code). */
 #define RPC_OK 0
 #define RPC_CANCELLED 1
@@ -41,6 +43,15 @@ void rpc_channel_free(struct rpc_channel *ch);
 int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_t req_len,
               uint64_t timeout_ms, void **resp, size_t *resp_len, int *status, char *message,
               size_t msglen);
+
+/* rpc_unary with protobuf-c messages: pack req, call, unpack the reply as
+ * type into *resp (caller frees with protobuf_c_message_free_unpacked).
+ * Returns 0 when the call completed (*status says how; *resp is set only on
+ * RPC_OK), -ETIMEDOUT, -ENOMEM, or -EBADMSG when an OK reply is not a type
+ * (*status is then RPC_INTERNAL). */
+int rpc_call(struct rpc_channel *ch, const char *method, const ProtobufCMessage *req,
+             const ProtobufCMessageDescriptor *type, uint64_t timeout_ms, ProtobufCMessage **resp,
+             int *status, char *message, size_t msglen);
 
 /* A bidirectional stream. One send and one receive may be in flight at a
  * time; rpc_stream_poll reports their completion. */

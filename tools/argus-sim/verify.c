@@ -10,27 +10,18 @@
 #include "common/rpc_paths.h"
 #include "tools/argus-sim/sim.h"
 
-/* Unary call with packed request; returns the unpacked reply or NULL. */
+/* Unary call; returns the unpacked reply or NULL after saying why. */
 static ProtobufCMessage *verify_call(struct rpc_channel *ch, const char *method,
                                      const ProtobufCMessage *req,
                                      const ProtobufCMessageDescriptor *type)
 {
-    size_t len = protobuf_c_message_get_packed_size(req), rlen;
-    uint8_t *buf = malloc(len + 1);
-    void *rbuf;
+    ProtobufCMessage *m;
     int status;
-    char msg[256];
-    ProtobufCMessage *m = NULL;
+    char msg[256] = "";
 
-    protobuf_c_message_pack(req, buf);
-    if (rpc_unary(ch, method, buf, len, 30000, &rbuf, &rlen, &status, msg, sizeof(msg)) == 0 &&
-        status == RPC_OK) {
-        m = protobuf_c_message_unpack(type, NULL, rlen, rbuf);
-        free(rbuf);
-    } else {
+    if (rpc_call(ch, method, req, type, 30000, &m, &status, msg, sizeof(msg)) < 0 ||
+        status != RPC_OK)
         fprintf(stderr, "verify: %s: status %d: %s\n", method, status, msg);
-    }
-    free(buf);
     return m;
 }
 
