@@ -129,16 +129,6 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
     b->drops_dirty = true;
 }
 
-uint64_t batcher_drop_total(const struct batcher *b, const char *reason)
-{
-    uint64_t total = 0;
-
-    for (size_t i = 0; i < b->ndrops; i++)
-        if (strcmp(b->drops[i].reason, reason) == 0)
-            total += b->drops[i].total;
-    return total;
-}
-
 bool batcher_due(const struct batcher *b, uint64_t now_ns)
 {
     if (!b->nsteps) {

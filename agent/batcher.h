@@ -37,9 +37,6 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
 void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_t rank,
                   uint64_t count);
 
-/* Total of one drop reason over all jobs and ranks. */
-uint64_t batcher_drop_total(const struct batcher *b, const char *reason);
-
 /* True when the open batch should be sealed now: it is full or old, or it
  * has no steps but new ranks or changed drop counters must go out (at most
  * once per max_age). */

@@ -5,11 +5,7 @@
 #include <string.h>
 
 #include "common/name_id.h"
-
-struct names_string {
-    uint64_t id; /* 0 = empty slot */
-    char *name;
-};
+#include "common/strmap.h"
 
 /* Delivery state of one (job, id). */
 struct names_state {
@@ -27,8 +23,7 @@ struct names_resource {
 };
 
 struct names {
-    struct names_string *strings;
-    size_t scap, scount;
+    struct strmap strings; /* id -> name */
     struct names_state *states;
     size_t tcap, tcount;
     char **jobs;
@@ -66,13 +61,11 @@ void names_free(struct names *n)
 {
     if (!n)
         return;
-    for (size_t i = 0; i < n->scap; i++)
-        free(n->strings[i].name);
+    strmap_clear(&n->strings);
     for (size_t i = 0; i < n->njobs; i++)
         free(n->jobs[i]);
     for (size_t i = 0; i < n->nres; i++)
         names_free_resource(&n->res[i].r);
-    free(n->strings);
     free(n->states);
     free(n->jobs);
     free(n->queue);
@@ -99,48 +92,16 @@ static int names_grow(void **arr, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-static size_t names_string_slot(struct names_string *t, size_t cap, uint64_t id)
-{
-    size_t i = names_mix(id) & (cap - 1);
-
-    while (t[i].id && t[i].id != id)
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
 int names_define(struct names *n, uint64_t id, const char *name)
 {
-    if (!id || !name)
-        return -EINVAL;
-    if ((n->scount + 1) * 2 > n->scap) {
-        size_t cap = n->scap ? n->scap * 2 : 256;
-        struct names_string *t = calloc(cap, sizeof(*t));
-        if (!t)
-            return -ENOMEM;
-        for (size_t i = 0; i < n->scap; i++)
-            if (n->strings[i].id)
-                t[names_string_slot(t, cap, n->strings[i].id)] = n->strings[i];
-        free(n->strings);
-        n->strings = t;
-        n->scap = cap;
-    }
-    size_t i = names_string_slot(n->strings, n->scap, id);
-    if (n->strings[i].id)
-        return 0;
-    n->strings[i].name = strdup(name);
-    if (!n->strings[i].name)
-        return -ENOMEM;
-    n->strings[i].id = id;
-    n->scount++;
-    return 0;
+    int r = strmap_put(&n->strings, id, name);
+
+    return r < 0 ? r : 0;
 }
 
 const char *names_lookup(const struct names *n, uint64_t id)
 {
-    if (!n->scap || !id)
-        return NULL;
-    size_t i = names_string_slot(n->strings, n->scap, id);
-    return n->strings[i].id ? n->strings[i].name : NULL;
+    return strmap_get(&n->strings, id);
 }
 
 static long names_job(struct names *n, const char *job)
@@ -317,22 +278,6 @@ void names_ack(struct names *n, uint64_t acked)
     for (size_t i = 0; i < n->nres; i++)
         if (n->res[i].sent_seq && n->res[i].sent_seq <= acked)
             n->res[i].acked = true;
-}
-
-void names_reset_acks(struct names *n)
-{
-    for (size_t i = 0; i < n->tcap; i++)
-        n->states[i].acked = n->states[i].inflight = false;
-    n->ninflight = 0;
-    for (size_t i = 0; i < n->nres; i++) {
-        n->res[i].acked = false;
-        n->res[i].sent_seq = 0;
-    }
-}
-
-size_t names_count(const struct names *n)
-{
-    return n->scount;
 }
 
 size_t names_unsent_resources(const struct names *n)

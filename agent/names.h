@@ -45,10 +45,4 @@ size_t names_unsent_resources(const struct names *n);
  * collector. */
 void names_ack(struct names *n, uint64_t acked);
 
-/* The collector's epoch of knowledge was lost (new spool epoch): send
- * everything again. */
-void names_reset_acks(struct names *n);
-
-size_t names_count(const struct names *n);
-
 #endif

@@ -18,7 +18,7 @@ struct replay {
     struct kineto_trace *trace;
     const struct event_sink *sink;
     int tfd;
-    uint64_t start_ns, played;
+    uint64_t start_ns;
     uint64_t *next_step; /* per rank */
 };
 
@@ -154,15 +154,9 @@ static int replay_dispatch(void *state)
                r->start_ns + r->next_step[i] * period + skew <= now) {
             uint64_t ts = r->start_ns + r->next_step[i] * period + skew;
             events += replay_step(r, i, r->next_step[i]++, ts);
-            r->played++;
         }
     }
     return events;
-}
-
-uint64_t source_replay_played(void *state)
-{
-    return ((struct replay *)state)->played;
 }
 
 static void replay_destroy(void *state)

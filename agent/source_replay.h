@@ -26,7 +26,4 @@ struct replay_config {
 
 extern const struct source_ops source_replay_ops;
 
-/* Steps played so far by every rank together. */
-uint64_t source_replay_played(void *state);
-
 #endif

@@ -11,19 +11,14 @@
 #include "collector/store.h"
 #include "common/clock.h"
 #include "common/log.h"
-
-struct diagnosis_name {
-    uint64_t id; /* 0 = empty */
-    char *name;
-};
+#include "common/strmap.h"
 
 struct diagnosis_job {
     char *job;
     pthread_mutex_t lock;
     struct diag_engine *engine;
     struct diagnosis *d;
-    struct diagnosis_name *names; /* open addressing, power-of-two cap */
-    size_t ncap, nnames;
+    struct strmap names; /* the job's dictionary */
     uint64_t last_fed_ns;
 };
 
@@ -57,9 +52,7 @@ static void diagnosis_job_free(struct diagnosis_job *j)
     if (!j)
         return;
     diag_engine_free(j->engine);
-    for (size_t i = 0; i < j->ncap; i++)
-        free(j->names[i].name);
-    free(j->names);
+    strmap_clear(&j->names);
     pthread_mutex_destroy(&j->lock);
     free(j->job);
     free(j);
@@ -77,58 +70,21 @@ void diagnosis_free(struct diagnosis *d)
     free(d);
 }
 
-static size_t diagnosis_slot(const struct diagnosis_name *t, size_t cap, uint64_t id)
-{
-    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ULL >> 20) & (cap - 1);
-
-    while (t[i].id && t[i].id != id)
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
-/* Remember a name (the job's lock is held). */
-static void diagnosis_name_put(struct diagnosis_job *j, uint64_t id, const char *name)
-{
-    if ((j->nnames + 1) * 2 > j->ncap) {
-        size_t cap = j->ncap ? j->ncap * 2 : 256;
-        struct diagnosis_name *t = calloc(cap, sizeof(*t));
-        if (!t)
-            return;
-        for (size_t i = 0; i < j->ncap; i++)
-            if (j->names[i].id)
-                t[diagnosis_slot(t, cap, j->names[i].id)] = j->names[i];
-        free(j->names);
-        j->names = t;
-        j->ncap = cap;
-    }
-    size_t i = diagnosis_slot(j->names, j->ncap, id);
-    if (j->names[i].id)
-        return;
-    j->names[i].name = strdup(name);
-    if (j->names[i].name) {
-        j->names[i].id = id;
-        j->nnames++;
-    }
-}
-
 /* diag_name_fn: the job's dictionary, then the store (a restarted collector). */
 static const char *diagnosis_name(void *ctx, uint64_t id)
 {
     struct diagnosis_job *j = ctx;
+    const char *known = strmap_get(&j->names, id);
     char *name;
 
-    if (j->ncap) {
-        size_t i = diagnosis_slot(j->names, j->ncap, id);
-        if (j->names[i].id)
-            return j->names[i].name;
-    }
+    if (known)
+        return known;
     name = store_get_name(j->d->store, j->job, id);
     if (!name)
         return NULL;
-    diagnosis_name_put(j, id, name);
+    strmap_put(&j->names, id, name);
     free(name);
-    size_t i = diagnosis_slot(j->names, j->ncap, id);
-    return j->names[i].id ? j->names[i].name : NULL;
+    return strmap_get(&j->names, id);
 }
 
 static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *job)
@@ -221,7 +177,7 @@ static void diagnosis_feed(struct diagnosis *d, struct diagnosis_job *j, const A
 {
     for (size_t i = 0; i < b->n_names; i++)
         if (strcmp(b->names[i]->job, j->job) == 0)
-            diagnosis_name_put(j, b->names[i]->id, b->names[i]->name);
+            strmap_put(&j->names, b->names[i]->id, b->names[i]->name);
     for (size_t i = 0; i < b->n_resources; i++)
         if (strcmp(b->resources[i]->job, j->job) == 0)
             diag_engine_add_resource(j->engine, b->resources[i]);
