@@ -323,23 +323,26 @@ static void sim_shift_due(struct sim_thread *t, uint64_t delta)
 
 /* --scenario: the scenario generator seals batches straight into the agents'
  * queues, paced like generated ones. */
+struct sim_scn_ctx {
+    const struct sim_config *c;
+    struct sim_agent *agents;
+};
+
 static uint64_t sim_scn_seq(void *ctx, uint32_t i)
 {
-    return ((struct sim_agent *)ctx)[i].next_seq++;
+    return ((struct sim_scn_ctx *)ctx)->agents[i].next_seq++;
 }
 
 static uint64_t sim_scn_epoch(void *ctx, uint32_t i)
 {
-    return ((struct sim_agent *)ctx)[i].epoch;
+    return ((struct sim_scn_ctx *)ctx)->agents[i].epoch;
 }
-
-static const struct sim_config *sim_scn_config;
 
 static int sim_scn_push(void *ctx, uint32_t i, uint64_t seq, void *frame, size_t len,
                         uint32_t nsteps)
 {
-    const struct sim_config *c = sim_scn_config;
-    struct sim_agent *a = &((struct sim_agent *)ctx)[i];
+    const struct sim_config *c = ((struct sim_scn_ctx *)ctx)->c;
+    struct sim_agent *a = &((struct sim_scn_ctx *)ctx)->agents[i];
 
     if (a->qlen >= c->max_inflight) {
         free(frame);
@@ -358,11 +361,11 @@ static int sim_scn_push(void *ctx, uint32_t i, uint64_t seq, void *frame, size_t
 static int sim_scenario(const struct sim_config *c, struct sim_agent *agents,
                         struct sim_result *out)
 {
-    struct scenario_sink sink = {sim_scn_seq, sim_scn_epoch, sim_scn_push, agents};
+    struct sim_scn_ctx ctx = {c, agents};
+    struct scenario_sink sink = {sim_scn_seq, sim_scn_epoch, sim_scn_push, &ctx};
     struct scenario_truth t;
     int r;
 
-    sim_scn_config = c;
     r = scenario_generate(c, &sink, &t);
     out->truth_cause = t.cause;
     out->culprits = t.culprits;
