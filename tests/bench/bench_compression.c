@@ -37,6 +37,7 @@
 #include "common/frame.h"
 #include "common/name_id.h"
 #include "proto/argus.pb-c.h"
+#include "tests/lib/rng.h"
 
 #define RAW_KERNEL_RECORD 216u /* sizeof(CUpti_ActivityKernel10) in CUDA 13 */
 #define TARGET_RATIO 3700.0
@@ -351,25 +352,6 @@ static void bench_trace(const char *dir, const char *file)
 }
 
 /* --- (b) the synthetic step ---------------------------------------------- */
-
-static uint64_t rng_next(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *x)
-{
-    return ((rng_next(x) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double rng_normal(uint64_t *x)
-{
-    return sqrt(-2 * log(rng_uniform(x))) * cos(2 * M_PI * rng_uniform(x));
-}
 
 struct synth_group {
     char name[512];

@@ -14,26 +14,7 @@
 
 #include "agent/summarize.h"
 #include "proto/argus.pb-c.h"
-
-/* splitmix64: a seed-deterministic generator. */
-static uint64_t rng_next(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(uint64_t *x)
-{
-    return ((rng_next(x) >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double rng_normal(uint64_t *x)
-{
-    return sqrt(-2 * log(rng_uniform(x))) * cos(2 * M_PI * rng_uniform(x));
-}
+#include "tests/lib/rng.h"
 
 /* n log-normal durations with median median_ns and log sigma, appended. */
 static size_t gen_mode(uint64_t *rng, uint64_t *out, size_t at, size_t n, double median_ns,
