@@ -32,8 +32,9 @@
 #include "common/log.h"
 #include "common/name_id.h"
 
-#define AGENT_TICK_MS 25
-#define AGENT_FLUSH_NS (3 * NSEC_PER_SEC) /* SIGTERM: try this long to get the spool acked */
+#define AGENT_MAX_SLEEP_NS NSEC_PER_SEC         /* /metrics is at most this stale */
+#define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
+#define AGENT_FLUSH_NS (3 * NSEC_PER_SEC)       /* SIGTERM: try this long to get the spool acked */
 
 struct agent {
     struct agent_config *cfg;
@@ -573,7 +574,7 @@ static void agent_tick(struct agent *a, uint64_t now)
         for (size_t i = 0; i < a->nsources; i++)
             if (a->sources[i].running && a->sources[i].fd < 0)
                 agent_dispatch(a, &a->sources[i]);
-        a->next_dispatch_ns = now + 100 * NSEC_PER_MSEC;
+        a->next_dispatch_ns = now + AGENT_DISPATCH_NS;
     }
     if (now >= a->next_scan_ns) {
         discovery_scan(a->discovery, &agent_discovery_cb, a);
@@ -629,14 +630,36 @@ static void agent_reload(struct agent *a)
     daemon_notify("READY=1");
 }
 
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* How long the loop may sleep: until the earliest deadline of the periodic
+ * work, so that an idle agent wakes about once a second and a busy one only
+ * when a batch, an fsync or an outstanding send is due. */
+static int agent_sleep_ms(struct agent *a, uint64_t now, uint64_t next_watchdog)
+{
+    uint64_t next = min64(now + AGENT_MAX_SLEEP_NS, min64(a->next_scan_ns, a->next_infer_ns));
+
+    for (size_t i = 0; i < a->nsources; i++)
+        if (a->sources[i].running && a->sources[i].fd < 0)
+            next = min64(next, a->next_dispatch_ns);
+    next = min64(next, batcher_next_ns(a->batcher));
+    next = min64(next, spool_next_ns(a->spool, now));
+    next = min64(next, exporter_next_ns(a->exporter, now));
+    next = min64(next, next_watchdog);
+    return next <= now ? 0 : (int)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+}
+
 int agent_run(struct agent *a)
 {
     struct epoll_event evs[32];
-    uint64_t watchdog = daemon_watchdog_ns(), next_watchdog = 0;
+    uint64_t watchdog = daemon_watchdog_ns(), next_watchdog = watchdog ? 0 : UINT64_MAX;
 
     daemon_notify("READY=1");
     for (;;) {
-        int n = epoll_wait(a->epfd, evs, 32, AGENT_TICK_MS);
+        int n = epoll_wait(a->epfd, evs, 32, agent_sleep_ms(a, clock_mono_ns(), next_watchdog));
         for (int i = 0; i < n; i++) {
             struct agent_source *s = evs[i].data.ptr;
             if (s) {

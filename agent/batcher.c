@@ -141,6 +141,15 @@ bool batcher_due(const struct batcher *b, uint64_t now_ns)
            now_ns - b->first_ns >= b->o.max_age_ns;
 }
 
+uint64_t batcher_next_ns(const struct batcher *b)
+{
+    if (b->nsteps)
+        return b->first_ns + b->o.max_age_ns;
+    if (names_unsent_resources(b->names) || b->drops_dirty)
+        return b->last_seal_ns + b->o.max_age_ns;
+    return UINT64_MAX;
+}
+
 size_t batcher_steps(const struct batcher *b)
 {
     return b->nsteps;

@@ -42,6 +42,10 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
  * once per max_age). */
 bool batcher_due(const struct batcher *b, uint64_t now_ns);
 
+/* The monotonic time at which batcher_due turns true by age alone (UINT64_MAX
+ * when nothing waits), so the main loop can sleep until then. */
+uint64_t batcher_next_ns(const struct batcher *b);
+
 /* Steps in the open batch. */
 size_t batcher_steps(const struct batcher *b);
 

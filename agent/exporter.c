@@ -14,6 +14,10 @@
 #include "common/rpc_paths.h"
 #include "proto/argus.pb-c.h"
 
+/* How often the stream's completion queue is polled while anything is in
+ * flight; an idle exporter is not polled at all. */
+#define EXPORTER_POLL_NS (10 * NSEC_PER_MSEC)
+
 struct exporter {
     struct exporter_options o;
     char *collector;
@@ -179,6 +183,18 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
         else if (ev.kind == RPC_STREAM_CLOSED)
             exporter_closed(e, &ev, now_ns);
     }
+}
+
+uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
+{
+    struct spool_stats ss;
+
+    spool_stats(e->spool, &ss);
+    if (!e->st)
+        return ss.records ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns) : UINT64_MAX;
+    if (ss.records || !rpc_stream_can_send(e->st))
+        return now_ns + EXPORTER_POLL_NS;
+    return UINT64_MAX;
 }
 
 bool exporter_idle(const struct exporter *e)

@@ -35,6 +35,11 @@ void exporter_free(struct exporter *e);
  * completed sends and acks, start the next send. now_ns is monotonic. */
 void exporter_poll(struct exporter *e, uint64_t now_ns);
 
+/* The monotonic time of the next exporter_poll that has work: soon while a
+ * send or an ack is outstanding or records wait to be sent, the reconnect
+ * time while disconnected with records spooled, UINT64_MAX when idle. */
+uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns);
+
 /* True when every spooled record is acked. */
 bool exporter_idle(const struct exporter *e);
 

@@ -12,6 +12,8 @@
 #include "common/name_id.h"
 #include "proto/argus.pb-c.h"
 
+#define REPLAY_MIN_TICK_NS (25 * NSEC_PER_MSEC)
+
 struct replay {
     struct replay_config c;
     char *path, *job, *node;
@@ -20,7 +22,35 @@ struct replay {
     int tfd;
     uint64_t start_ns;
     uint64_t *next_step; /* per rank */
+    size_t *step_first;  /* spans of trace step s: by_step[step_first[s] .. step_first[s + 1]) */
+    uint32_t *by_step;   /* span indices grouped by step, in file order */
 };
+
+/* Index the trace's spans by step, so a replayed step visits only its own. */
+static int replay_index(struct replay *r)
+{
+    const struct kineto_trace *t = r->trace;
+
+    r->step_first = calloc(t->n_steps + 1, sizeof(*r->step_first));
+    r->by_step = malloc((t->n_spans ? t->n_spans : 1) * sizeof(*r->by_step));
+    if (!r->step_first || !r->by_step)
+        return -ENOMEM;
+    for (size_t k = 0; k < t->n_spans; k++)
+        if (t->spans[k].step >= 0)
+            r->step_first[t->spans[k].step + 1]++;
+    for (size_t s = 0; s < t->n_steps; s++)
+        r->step_first[s + 1] += r->step_first[s];
+    size_t *at = calloc(t->n_steps ? t->n_steps : 1, sizeof(*at));
+    if (!at)
+        return -ENOMEM;
+    for (size_t k = 0; k < t->n_spans; k++)
+        if (t->spans[k].step >= 0) {
+            size_t s = (size_t)t->spans[k].step;
+            r->by_step[r->step_first[s] + at[s]++] = (uint32_t)k;
+        }
+    free(at);
+    return 0;
+}
 
 static int replay_supported(char *why, size_t whylen)
 {
@@ -58,6 +88,10 @@ static void *replay_create(const void *config, char *why, size_t whylen)
         snprintf(why, whylen, "%s: no ProfilerStep#N ranges to replay", r->path);
         goto fail;
     }
+    if (replay_index(r) < 0) {
+        snprintf(why, whylen, "out of memory");
+        goto fail;
+    }
     return r;
 fail:
     source_replay_ops.destroy(r);
@@ -90,18 +124,38 @@ static void replay_announce(struct replay *r)
     }
 }
 
+static uint64_t replay_period(const struct replay *r)
+{
+    return (uint64_t)(1e9 / r->c.rate);
+}
+
+/* Rank i's step n is due at start + n * period + its skew. */
+static uint64_t replay_skew(const struct replay *r, uint32_t i)
+{
+    return replay_period(r) / 50 * i / r->c.ranks;
+}
+
+/* The timer fires once per step period (at most every REPLAY_MIN_TICK_NS:
+ * faster rates emit several steps per wakeup), just after the last rank's
+ * step is due, so one wakeup serves every rank. */
 static int replay_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
 {
     struct replay *r = state;
-    struct itimerspec its = {.it_interval = {0, 25 * 1000 * 1000}, .it_value = {0, 1000 * 1000}};
+    uint64_t period = replay_period(r),
+             tick = period > REPLAY_MIN_TICK_NS ? period : REPLAY_MIN_TICK_NS;
+    uint64_t first;
+    struct itimerspec its;
 
     r->sink = sink;
+    r->start_ns = clock_mono_ns();
+    first = r->start_ns + replay_skew(r, r->c.ranks - 1) + NSEC_PER_MSEC / 10;
+    its.it_interval = (struct timespec){(time_t)(tick / NSEC_PER_SEC), (long)(tick % NSEC_PER_SEC)};
+    its.it_value = (struct timespec){(time_t)(first / NSEC_PER_SEC), (long)(first % NSEC_PER_SEC)};
     r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (r->tfd < 0 || timerfd_settime(r->tfd, 0, &its, NULL) < 0) {
+    if (r->tfd < 0 || timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
         snprintf(why, whylen, "timerfd: %s", strerror(errno));
         return -errno;
     }
-    r->start_ns = clock_mono_ns();
     replay_announce(r);
     return 0;
 }
@@ -118,15 +172,14 @@ static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
     const struct kineto_trace *t = r->trace;
     const struct kineto_step *st = &t->steps[n % t->n_steps];
     struct agent_event ev = {.kind = AGENT_EVENT_STEP, .pid = REPLAY_PID_BASE + i, .ts_ns = ts};
+    size_t ts_i = n % t->n_steps;
     int count = 1;
 
     ev.step.number = n;
     ev.step.source = ARGUS__V1__STEP_SOURCE__STEP_SOURCE_IMPORTED;
     r->sink->event(r->sink->ctx, &ev);
-    for (size_t k = 0; k < t->n_spans; k++) {
-        const struct kineto_span *s = &t->spans[k];
-        if (s->step != (int32_t)(n % t->n_steps))
-            continue;
+    for (size_t k = r->step_first[ts_i]; k < r->step_first[ts_i + 1]; k++) {
+        const struct kineto_span *s = &t->spans[r->by_step[k]];
         struct agent_event kev = {.kind = AGENT_EVENT_KERNEL, .pid = ev.pid};
         kev.ts_ns = ts + (s->ts_ns > st->ts_ns ? s->ts_ns - st->ts_ns : 0);
         kev.kernel.name_id = t->name_ids[s->name];
@@ -142,14 +195,14 @@ static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
 static int replay_dispatch(void *state)
 {
     struct replay *r = state;
-    uint64_t expirations, now = clock_mono_ns(), period = (uint64_t)(1e9 / r->c.rate);
+    uint64_t expirations, now = clock_mono_ns(), period = replay_period(r);
     int events = 0;
 
     if (read(r->tfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
         return -errno;
     for (uint32_t i = 0; i < r->c.ranks; i++) {
         /* rank i's step n is due at start + n * period (+ a small per-rank skew) */
-        uint64_t skew = period / 50 * i / r->c.ranks;
+        uint64_t skew = replay_skew(r, i);
         while ((!r->c.steps || r->next_step[i] < r->c.steps) &&
                r->start_ns + r->next_step[i] * period + skew <= now) {
             uint64_t ts = r->start_ns + r->next_step[i] * period + skew;
@@ -172,6 +225,8 @@ static void replay_destroy(void *state)
     free(r->job);
     free(r->node);
     free(r->next_step);
+    free(r->step_first);
+    free(r->by_step);
     free(r);
 }
 

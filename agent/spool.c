@@ -95,6 +95,7 @@ struct spool {
 
 /* An open segment this large that is fully acked is closed and deleted. */
 #define SPOOL_ROTATE_ACKED_BYTES (256u << 10)
+#define SPOOL_META_RETRY_NS (100 * NSEC_PER_MSEC) /* a failed meta write is retried this often */
 
 static int neg_errno(void)
 {
@@ -1006,6 +1007,17 @@ int spool_tick(struct spool *s, uint64_t now_ns)
         now_ns - s->synced_ns >= s->o.fsync_interval_ns)
         seg_sync(s);
     return s->meta_dirty ? meta_write(s) : 0;
+}
+
+uint64_t spool_next_ns(const struct spool *s, uint64_t now_ns)
+{
+    uint64_t next = UINT64_MAX;
+
+    if (s->o.fsync == SPOOL_FSYNC_INTERVAL && s->unsynced)
+        next = s->synced_ns + s->o.fsync_interval_ns;
+    if (s->meta_dirty && now_ns + SPOOL_META_RETRY_NS < next)
+        next = now_ns + SPOOL_META_RETRY_NS;
+    return next;
 }
 
 void spool_stats(const struct spool *s, struct spool_stats *st)

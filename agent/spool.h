@@ -149,6 +149,10 @@ int spool_read(struct spool *s, uint64_t after_seq, uint64_t *seq, const void **
  * the -errno of a failed meta write. */
 int spool_tick(struct spool *s, uint64_t now_ns);
 
+/* The monotonic time at which spool_tick next has work: the interval
+ * fdatasync of unsynced data, or a meta write to retry (UINT64_MAX: none). */
+uint64_t spool_next_ns(const struct spool *s, uint64_t now_ns);
+
 /* Fill *st. */
 void spool_stats(const struct spool *s, struct spool_stats *st);
 

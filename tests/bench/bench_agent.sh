@@ -25,7 +25,7 @@ fi
 "$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "" --store.dir "$T/store" \
     >"$T/collector.log" 2>&1 &
 col=$!
-"$BIN/argus-agent" --collector.address "127.0.0.1:$port" --spool.dir "$T/spool" \
+"${ARGUS_AGENT:-$BIN/argus-agent}" --collector.address "127.0.0.1:$port" --spool.dir "$T/spool" \
     --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" --probes.enable "" \
     "${src[@]}" >"$T/agent.log" 2>&1 &
 agent=$!
