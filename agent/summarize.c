@@ -14,13 +14,20 @@
 #define SUMMARIZE_RECURSIVE_SIGMA 3.0 /* wider kernels (grid steps): recursive filter */
 #define SUMMARIZE_GRID_PAD 3.0        /* grid spans [min - 3h, max + 3h] */
 #define SUMMARIZE_Z99 2.3263478740408408
-#define SUMMARIZE_MAX_DEPTH 4 /* re-splits of a segment with its own bandwidth */
+#define SUMMARIZE_MAX_DEPTH 4   /* re-splits of a segment with its own bandwidth */
+#define SUMMARIZE_IDLE_STEPS 16 /* a group without events this many steps is forgotten */
+#define SUMMARIZE_MIN_EVENTS_CAP 1024u
 
+/* Events are kept in arrival order in two flat arrays and only grouped at
+ * finish, by one counting pass into a contiguous buffer: the step closes long
+ * after its events arrived, and one cold sequential read costs far less than
+ * visiting a buffer of its own per group. */
 struct group {
     uint64_t name_id;
     uint32_t stream;
-    uint32_t n, cap;
-    uint64_t *dur;
+    uint32_t n;    /* events this step */
+    uint32_t at;   /* finish: scatter cursor into the grouped buffer */
+    uint32_t idle; /* steps in a row without events */
 };
 
 /* Sort key of a group: output is ordered by (name_id, stream). */
@@ -42,13 +49,20 @@ struct summarizer {
     uint32_t n_groups, cap_groups;
     uint32_t *table; /* open addressing: group index + 1, 0 = empty */
     uint32_t table_mask;
+    uint32_t *order;    /* every group index, by (name_id, stream) */
+    bool order_stale;   /* groups came or went since order was built */
+    uint32_t *ev_group; /* this step's events: group index and duration */
+    uint64_t *ev_dur;
+    size_t ev_cap;
     uint64_t events, dropped;
     /* scratch for finish, grown as needed */
+    uint64_t *grouped; /* events durations, group after group (events) */
+    uint32_t *active;  /* groups with events, in order (n_groups) */
+    size_t grouped_cap, active_cap;
     uint64_t *tmp;
     double *logs;
     size_t scratch_cap;
     double *bins, *dens, *weights; /* grid_points each */
-    struct group_key *order;
     struct cluster *clusters;
     size_t clusters_cap;
 };
@@ -109,10 +123,12 @@ void summarizer_free(struct summarizer *s)
 {
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->n_groups; i++)
-        free(s->groups[i].dur);
     free(s->groups);
     free(s->table);
+    free(s->ev_group);
+    free(s->ev_dur);
+    free(s->grouped);
+    free(s->active);
     free(s->tmp);
     free(s->logs);
     free(s->bins);
@@ -178,12 +194,29 @@ static struct group *group_get(struct summarizer *s, uint64_t name_id, uint32_t 
     }
     s->groups[s->n_groups] = (struct group){.name_id = name_id, .stream = stream};
     s->table[h] = ++s->n_groups;
+    s->order_stale = true;
     if (s->n_groups * 2 > s->table_mask + 1 && table_rebuild(s, (s->table_mask + 1) * 2) < 0) {
         s->table[h] = 0; /* undo: the table stays valid without it */
         s->n_groups--;
         return NULL;
     }
     return &s->groups[s->n_groups - 1];
+}
+
+/* Resize the event arrays to cap entries (cap >= s->events). */
+static int events_resize(struct summarizer *s, size_t cap)
+{
+    uint32_t *grp = realloc(s->ev_group, cap * sizeof(*grp));
+
+    if (!grp)
+        return -ENOMEM;
+    s->ev_group = grp;
+    uint64_t *dur = realloc(s->ev_dur, cap * sizeof(*dur));
+    if (!dur)
+        return -ENOMEM; /* ev_group is merely larger than needed */
+    s->ev_dur = dur;
+    s->ev_cap = cap;
+    return 0;
 }
 
 int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint64_t duration_ns)
@@ -194,24 +227,24 @@ int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint
         s->dropped++;
         return -ENOSPC;
     }
-    g = group_get(s, name_id, stream);
-    if (g && g->n == g->cap) {
-        uint32_t cap = !g->cap ? 16 : g->cap > UINT32_MAX / 2 ? UINT32_MAX : g->cap * 2;
-        uint64_t *tmp = realloc(g->dur, (size_t)cap * sizeof(*tmp));
+    if (s->events == s->ev_cap) {
+        size_t cap = s->ev_cap ? 2 * s->ev_cap : SUMMARIZE_MIN_EVENTS_CAP;
 
-        if (tmp) {
-            g->dur = tmp;
-            g->cap = cap;
-        } else {
-            g = NULL;
+        if (cap > s->o.max_events)
+            cap = s->o.max_events;
+        if (events_resize(s, cap) < 0) {
+            s->dropped++;
+            return -ENOMEM;
         }
     }
+    g = group_get(s, name_id, stream);
     if (!g) {
         s->dropped++;
         return -ENOMEM;
     }
-    g->dur[g->n++] = duration_ns;
-    s->events++;
+    g->n++;
+    s->ev_group[s->events] = (uint32_t)(g - s->groups);
+    s->ev_dur[s->events++] = duration_ns;
     return 0;
 }
 
@@ -225,22 +258,28 @@ uint64_t summarizer_dropped(const struct summarizer *s)
     return s->dropped;
 }
 
-/* Keep only the groups that had events (their buffers serve the next step),
- * empty them, and rebuild the table: memory follows the last step's groups. */
+/* Empty the step. Groups idle for SUMMARIZE_IDLE_STEPS steps are forgotten
+ * and the event arrays shrink after a burst, so memory follows the recent
+ * steps, while a steady job keeps its groups, table and order untouched. */
 void summarizer_reset(struct summarizer *s)
 {
     uint32_t kept = 0;
 
     for (uint32_t i = 0; i < s->n_groups; i++) {
-        if (s->groups[i].n == 0) {
-            free(s->groups[i].dur);
-            continue;
-        }
-        s->groups[kept] = s->groups[i];
-        s->groups[kept++].n = 0;
+        struct group *g = &s->groups[i];
+
+        g->idle = g->n ? 0 : g->idle + 1;
+        g->n = 0;
+        if (g->idle <= SUMMARIZE_IDLE_STEPS)
+            s->groups[kept++] = *g;
     }
-    s->n_groups = kept;
+    if (s->ev_cap > 64 * SUMMARIZE_MIN_EVENTS_CAP && s->events < s->ev_cap / 4)
+        events_resize(s, s->ev_cap / 2); /* on failure the arrays stay as they are */
     s->events = 0;
+    if (kept == s->n_groups)
+        return;
+    s->n_groups = kept;
+    s->order_stale = true;
     memset(s->table, 0, (s->table_mask + 1) * sizeof(*s->table));
     table_fill(s);
 }
@@ -516,26 +555,63 @@ static void split_segment(struct summarizer *s, const double *logs, size_t n, si
     }
 }
 
-/* Sort one group and append its clusters to s->clusters (room for
- * max_clusters more is guaranteed by the caller). Returns how many. */
-static uint32_t group_summarize(struct summarizer *s, struct group *g, size_t at)
+/* Sort the n durations of one group and append its clusters to s->clusters
+ * (room for max_clusters more is guaranteed by the caller). Returns how
+ * many. */
+static uint32_t group_summarize(struct summarizer *s, uint64_t *dur, size_t n, size_t at)
 {
-    size_t cuts[SUMMARIZE_MAX_CLUSTERS], n = g->n, start = 0;
+    size_t cuts[SUMMARIZE_MAX_CLUSTERS], start = 0;
     uint32_t n_cuts = 0;
 
-    sort_u64(g->dur, s->tmp, n);
+    sort_u64(dur, s->tmp, n);
     if (n >= 2 * (size_t)s->o.min_count && s->o.max_clusters > 1) {
         for (size_t i = 0; i < n; i++)
-            s->logs[i] = log(g->dur[i] ? (double)g->dur[i] : 1.0);
+            s->logs[i] = log(dur[i] ? (double)dur[i] : 1.0);
         split_segment(s, s->logs, n, 0, cuts, &n_cuts, s->o.max_clusters - 1, 0);
     }
     for (uint32_t c = 0; c <= n_cuts; c++) {
         size_t end = c < n_cuts ? cuts[c] : n;
 
-        cluster_fill(&s->o, g->dur + start, end - start, &s->clusters[at + c]);
+        cluster_fill(&s->o, dur + start, end - start, &s->clusters[at + c]);
         start = end;
     }
     return n_cuts + 1;
+}
+
+/* Rebuild s->order: every group index by (name_id, stream). */
+static int order_build(struct summarizer *s)
+{
+    struct group_key *keys = malloc((s->n_groups ? s->n_groups : 1) * sizeof(*keys));
+    uint32_t *order = realloc(s->order, (s->n_groups ? s->n_groups : 1) * sizeof(*order));
+
+    if (order)
+        s->order = order;
+    if (!keys || !order) {
+        free(keys);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < s->n_groups; i++)
+        keys[i] = (struct group_key){s->groups[i].name_id, s->groups[i].stream, i};
+    if (s->n_groups > 1)
+        qsort(keys, s->n_groups, sizeof(*keys), group_cmp);
+    for (uint32_t i = 0; i < s->n_groups; i++)
+        s->order[i] = keys[i].index;
+    free(keys);
+    s->order_stale = false;
+    return 0;
+}
+
+/* Grow an array *p of *cap elements of size to hold need. */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    void *q = realloc(*p, need * size);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = need;
+    return 0;
 }
 
 /* Grow the scratch arrays for the largest group and all clusters. */
@@ -558,19 +634,7 @@ static int scratch_reserve(struct summarizer *s, size_t largest, size_t groups)
         s->logs = logs;
         s->scratch_cap = largest;
     }
-    if (need_clusters > s->clusters_cap) {
-        struct cluster *c = realloc(s->clusters, need_clusters * sizeof(*c));
-        struct group_key *order = realloc(s->order, groups * sizeof(*order));
-
-        if (c)
-            s->clusters = c;
-        if (order)
-            s->order = order;
-        if (!c || !order)
-            return -ENOMEM;
-        s->clusters_cap = need_clusters;
-    }
-    return 0;
+    return grow((void **)&s->clusters, &s->clusters_cap, need_clusters, sizeof(*s->clusters));
 }
 
 #define ALIGN_UP(x) (((x) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1))
@@ -592,7 +656,7 @@ static int output_build(struct summarizer *s, uint32_t n_groups, const uint32_t 
     out->n_kernels = n_groups;
     for (uint32_t i = 0; i < n_groups; i++) {
         Argus__V1__KernelGroup *kg = (Argus__V1__KernelGroup *)(block + off_groups) + i;
-        const struct group *g = &s->groups[s->order[i].index];
+        const struct group *g = &s->groups[s->active[i]];
 
         argus__v1__kernel_group__init(kg);
         kg->name_id = g->name_id;
@@ -617,28 +681,52 @@ static int output_build(struct summarizer *s, uint32_t n_groups, const uint32_t 
     return 0;
 }
 
+/* The groups with events into s->active, in order, each with its slice of
+ * s->grouped (at = its end after the scatter); returns how many, or -ENOMEM. */
+static int group_events(struct summarizer *s, size_t *largest)
+{
+    uint32_t n = 0, off = 0;
+
+    if ((s->order_stale && order_build(s) < 0) ||
+        grow((void **)&s->active, &s->active_cap, s->n_groups, sizeof(*s->active)) < 0 ||
+        grow((void **)&s->grouped, &s->grouped_cap, s->events, sizeof(*s->grouped)) < 0)
+        return -ENOMEM;
+    *largest = 0;
+    for (uint32_t i = 0; i < s->n_groups; i++) {
+        struct group *g = &s->groups[s->order[i]];
+
+        if (!g->n)
+            continue;
+        s->active[n++] = s->order[i];
+        g->at = off;
+        off += g->n;
+        if (g->n > *largest)
+            *largest = g->n;
+    }
+    for (size_t e = 0; e < s->events; e++)
+        s->grouped[s->groups[s->ev_group[e]].at++] = s->ev_dur[e];
+    return (int)n;
+}
+
 int summarizer_finish(struct summarizer *s, Argus__V1__StepRecord *out)
 {
     uint32_t n = 0, *n_clusters = NULL;
     size_t largest = 0, total = 0;
-    int err = 0;
+    int err = group_events(s, &largest);
 
-    for (uint32_t i = 0; i < s->n_groups; i++)
-        if (s->groups[i].n > largest)
-            largest = s->groups[i].n;
-    err = scratch_reserve(s, largest, s->n_groups);
-    n_clusters = malloc((s->n_groups ? s->n_groups : 1) * sizeof(*n_clusters));
+    if (err >= 0) {
+        n = (uint32_t)err;
+        err = scratch_reserve(s, largest, n);
+    }
+    n_clusters = malloc((n ? n : 1) * sizeof(*n_clusters));
     if (err < 0 || !n_clusters) {
         err = -ENOMEM;
         goto out;
     }
-    for (uint32_t i = 0; i < s->n_groups; i++)
-        if (s->groups[i].n)
-            s->order[n++] = (struct group_key){s->groups[i].name_id, s->groups[i].stream, i};
-    if (n > 1)
-        qsort(s->order, n, sizeof(*s->order), group_cmp);
     for (uint32_t i = 0; i < n; i++) {
-        n_clusters[i] = group_summarize(s, &s->groups[s->order[i].index], total);
+        const struct group *g = &s->groups[s->active[i]];
+
+        n_clusters[i] = group_summarize(s, s->grouped + (g->at - g->n), g->n, total);
         total += n_clusters[i];
     }
     if (n)

@@ -361,6 +361,43 @@ static void test_groups_and_reset(void **state)
     summarizer_free(s);
 }
 
+/* Groups idle for many steps are forgotten (the table and the order are
+ * rebuilt) and come back correctly when their kernels run again. */
+static void test_idle_groups_forgotten(void **state)
+{
+    struct summarizer *s = summarizer_new(NULL);
+    Argus__V1__StepRecord rec;
+
+    argus__v1__step_record__init(&rec);
+    for (uint64_t id = 1; id <= 100; id++)
+        assert_int_equal(summarizer_add(s, id, 0, 100 * id), 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    assert_int_equal(rec.n_kernels, 100);
+    summarizer_free_groups(&rec);
+    for (int step = 0; step < 40; step++) {
+        for (uint64_t id = 200 + step % 3; id <= 210; id++)
+            assert_int_equal(summarizer_add(s, id, 7, id), 0);
+        assert_int_equal(summarizer_finish(s, &rec), 0);
+        assert_int_equal(rec.n_kernels, 11 - step % 3);
+        assert_int_equal(rec.kernels[0]->name_id, 200 + step % 3);
+        summarizer_free_groups(&rec);
+    }
+    assert_int_equal(summarizer_add(s, 205, 7, 50), 0);
+    assert_int_equal(summarizer_add(s, 1, 0, 10), 0);
+    assert_int_equal(summarizer_add(s, 205, 7, 30), 0);
+    assert_int_equal(summarizer_add(s, 1, 0, 20), 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    assert_int_equal(rec.n_kernels, 2);
+    assert_int_equal(rec.kernels[0]->name_id, 1);
+    assert_int_equal(rec.kernels[0]->clusters[0]->count, 2);
+    assert_int_equal(rec.kernels[0]->clusters[0]->sum_ns, 30);
+    assert_int_equal(rec.kernels[1]->name_id, 205);
+    assert_int_equal(rec.kernels[1]->clusters[0]->sum_ns, 80);
+    assert_int_equal(rec.kernels[1]->clusters[0]->p50_ns, 30);
+    summarizer_free_groups(&rec);
+    summarizer_free(s);
+}
+
 static void test_limits_and_bad_options(void **state)
 {
     struct summarize_options o;
@@ -523,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_exact_percentiles),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_groups_and_reset),
+        cmocka_unit_test(test_idle_groups_forgotten),
         cmocka_unit_test(test_limits_and_bad_options),
         cmocka_unit_test(test_quantize_and_fields),
         cmocka_unit_test(test_quantile_reconstruction),
