@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/steppack.h"
 #include "common/clock.h"
 #include "common/frame.h"
 
@@ -85,7 +86,7 @@ static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
-    size_t n = argus__v1__step_record__get_packed_size(s), need = b->len + n + 11;
+    size_t n = steppack_size(s), need = b->len + n + 11;
 
     if (need > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
@@ -101,7 +102,7 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
     }
     b->buf[b->len++] = BATCH_STEPS_TAG;
     b->len += batcher_varint(b->buf + b->len, n);
-    b->len += argus__v1__step_record__pack(s, b->buf + b->len);
+    b->len += steppack_pack(s, b->buf + b->len);
     if (b->nsteps++ == 0)
         b->first_ns = now_ns;
     b->stats.steps++;
