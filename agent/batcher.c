@@ -74,14 +74,18 @@ static size_t batcher_varint(uint8_t *out, uint64_t v)
 
 static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
 {
+    long j = names_job_index(b->names, s->job);
+
+    if (j < 0)
+        return;
     for (size_t i = 0; i < s->n_phases; i++)
-        names_reference(b->names, s->job, s->phases[i]->name_id);
+        names_reference_at(b->names, j, s->phases[i]->name_id);
     for (size_t i = 0; i < s->n_kernels; i++)
-        names_reference(b->names, s->job, s->kernels[i]->name_id);
+        names_reference_at(b->names, j, s->kernels[i]->name_id);
     for (size_t i = 0; i < s->n_collectives; i++)
-        names_reference(b->names, s->job, s->collectives[i]->name_id);
+        names_reference_at(b->names, j, s->collectives[i]->name_id);
     for (size_t i = 0; i < s->n_top_frames; i++)
-        names_reference(b->names, s->job, s->top_frames[i]->name_id);
+        names_reference_at(b->names, j, s->top_frames[i]->name_id);
 }
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)

@@ -26,6 +26,11 @@ const char *names_lookup(const struct names *n, uint64_t id);
  * known string, it is queued for the batch being built. */
 void names_reference(struct names *n, const char *job, uint64_t id);
 
+/* names_reference in two halves, for the many ids of one step: the job's
+ * index (added when new; -ENOMEM), then each id under it. */
+long names_job_index(struct names *n, const char *job);
+void names_reference_at(struct names *n, long job, uint64_t id);
+
 /* The entries queued since the last call, stamped with seq (the batch that
  * carries them), as NameEntry structs valid until the next call or
  * names_free. Returns how many. */
