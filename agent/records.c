@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "agent/source_replay.h"
@@ -141,7 +140,6 @@ static void *records_create(const void *config, char *why, size_t whylen)
 static int records_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
 {
     struct records *r = state;
-    struct itimerspec its = {.it_interval = {0, 25 * 1000 * 1000}, .it_value = {0, 1000 * 1000}};
 
     r->sink = sink;
     for (size_t i = 0; i < r->nnames; i++)
@@ -153,12 +151,13 @@ static int records_start(void *state, const struct event_sink *sink, char *why, 
         ev.rank.resource = r->res[i];
         sink->event(sink->ctx, &ev);
     }
-    r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (r->tfd < 0 || timerfd_settime(r->tfd, 0, &its, NULL) < 0) {
-        snprintf(why, whylen, "timerfd: %s", strerror(errno));
-        return -errno;
-    }
+    /* step k of the file is due at start + k / rate: one wakeup per step */
     r->start_ns = clock_mono_ns();
+    r->tfd = replay_timerfd(r->start_ns + NSEC_PER_MSEC, (uint64_t)(1e9 / r->c.rate));
+    if (r->tfd < 0) {
+        snprintf(why, whylen, "timerfd: %s", strerror(-r->tfd));
+        return r->tfd;
+    }
     return 0;
 }
 

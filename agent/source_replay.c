@@ -135,26 +135,37 @@ static uint64_t replay_skew(const struct replay *r, uint32_t i)
     return replay_period(r) / 50 * i / r->c.ranks;
 }
 
-/* The timer fires once per step period (at most every REPLAY_MIN_TICK_NS:
- * faster rates emit several steps per wakeup), just after the last rank's
- * step is due, so one wakeup serves every rank. */
+int replay_timerfd(uint64_t first_ns, uint64_t period_ns)
+{
+    uint64_t tick = period_ns > REPLAY_MIN_TICK_NS ? period_ns : REPLAY_MIN_TICK_NS;
+    struct itimerspec its;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), err;
+
+    its.it_interval = (struct timespec){(time_t)(tick / NSEC_PER_SEC), (long)(tick % NSEC_PER_SEC)};
+    its.it_value =
+        (struct timespec){(time_t)(first_ns / NSEC_PER_SEC), (long)(first_ns % NSEC_PER_SEC)};
+    if (fd < 0 || timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        err = -errno;
+        if (fd >= 0)
+            close(fd);
+        return err;
+    }
+    return fd;
+}
+
+/* The timer fires once per step period, just after the last rank's step is
+ * due, so one wakeup serves every rank. */
 static int replay_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
 {
     struct replay *r = state;
-    uint64_t period = replay_period(r),
-             tick = period > REPLAY_MIN_TICK_NS ? period : REPLAY_MIN_TICK_NS;
-    uint64_t first;
-    struct itimerspec its;
 
     r->sink = sink;
     r->start_ns = clock_mono_ns();
-    first = r->start_ns + replay_skew(r, r->c.ranks - 1) + NSEC_PER_MSEC / 10;
-    its.it_interval = (struct timespec){(time_t)(tick / NSEC_PER_SEC), (long)(tick % NSEC_PER_SEC)};
-    its.it_value = (struct timespec){(time_t)(first / NSEC_PER_SEC), (long)(first % NSEC_PER_SEC)};
-    r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (r->tfd < 0 || timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
-        snprintf(why, whylen, "timerfd: %s", strerror(errno));
-        return -errno;
+    r->tfd = replay_timerfd(r->start_ns + replay_skew(r, r->c.ranks - 1) + NSEC_PER_MSEC / 10,
+                            replay_period(r));
+    if (r->tfd < 0) {
+        snprintf(why, whylen, "timerfd: %s", strerror(-r->tfd));
+        return r->tfd;
     }
     replay_announce(r);
     return 0;

@@ -11,6 +11,11 @@
 
 #include "agent/source.h"
 
+/* A CLOCK_MONOTONIC timerfd (nonblocking) that first fires at first_ns and
+ * then every period_ns, but at most every 25 ms: replays at faster rates
+ * emit several steps per wakeup. Returns the fd or -errno. */
+int replay_timerfd(uint64_t first_ns, uint64_t period_ns);
+
 #define REPLAY_PID_BASE 0x40000000u
 
 struct replay_config {
