@@ -31,6 +31,12 @@ struct batcher {
 };
 
 #define BATCH_STEPS_TAG 0x32 /* field 6, wire type 2 */
+#define BATCHER_RETRY_NS (10 * NSEC_PER_MSEC)
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
 
 struct batcher *batcher_new(const struct batcher_options *o, struct names *names)
 {
@@ -148,8 +154,9 @@ bool batcher_due(const struct batcher *b, uint64_t now_ns)
 
 uint64_t batcher_next_ns(const struct batcher *b)
 {
+    /* a seal that failed (out of memory) is retried, not spun on */
     if (b->nsteps)
-        return b->first_ns + b->o.max_age_ns;
+        return max_u64(b->first_ns + b->o.max_age_ns, b->last_seal_ns + BATCHER_RETRY_NS);
     if (names_unsent_resources(b->names) || b->drops_dirty)
         return b->last_seal_ns + b->o.max_age_ns;
     return UINT64_MAX;

@@ -172,6 +172,8 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
             e->stats.connected = true;
             if (e->reconnect_ns)
                 e->stats.reconnects++;
+        } else {
+            exporter_backoff(e, now_ns);
         }
     }
     while (e->st) {

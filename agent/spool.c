@@ -1013,7 +1013,7 @@ uint64_t spool_next_ns(const struct spool *s, uint64_t now_ns)
 {
     uint64_t next = UINT64_MAX;
 
-    if (s->o.fsync == SPOOL_FSYNC_INTERVAL && s->unsynced)
+    if (s->o.fsync == SPOOL_FSYNC_INTERVAL && s->unsynced && s->fd >= 0)
         next = s->synced_ns + s->o.fsync_interval_ns;
     if (s->meta_dirty && now_ns + SPOOL_META_RETRY_NS < next)
         next = now_ns + SPOOL_META_RETRY_NS;
