@@ -13,7 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/probe_common.h"
-#include "agent/symbolize.h"
+#include "agent/symcache.h"
 #include "bpf/stacks.h"
 #include "bpf/stacks.skel.h"
 
@@ -24,7 +24,7 @@ struct stacks {
     struct probe_stacks_config cfg;
     struct stacks_bpf *skel;
     struct ring_buffer *ring;
-    struct symbolize *sym;
+    struct symcache *sym;
     struct probe_pids pids;
     int perf_fds[STACKS_MAX_CPUS];
     struct bpf_link *links[STACKS_MAX_CPUS];
@@ -109,9 +109,9 @@ static void stacks_add_frames(struct stacks *st, const struct argus_stack_sample
     }
     for (int i = 0; i < ARGUS_STACK_DEPTH && ips[i] && out->nframes < PROBE_STACKS_FRAMES; i++) {
         if (user)
-            symbolize_user(st->sym, r->pid, NULL, ips[i], name, sizeof(name));
+            symcache_user(st->sym, r->pid, NULL, ips[i], name, sizeof(name));
         else
-            symbolize_kernel(st->sym, ips[i], name, sizeof(name));
+            symcache_kernel(st->sym, ips[i], name, sizeof(name));
         out->frames[out->nframes++] = stacks_intern(st, name);
     }
 }
@@ -164,7 +164,7 @@ static void *stacks_create(const void *config, char *why, size_t whylen)
     st->names = calloc(NAMES_SLOTS / 2, sizeof(*st->names));
     st->slots = calloc(NAMES_SLOTS, sizeof(*st->slots));
     st->window = calloc(st->cfg.window, sizeof(*st->window));
-    st->sym = symbolize_new();
+    st->sym = symcache_new(NULL);
     if (st->names && st->slots && st->window && st->sym) {
         stacks_intern(st, "[other]"); /* id 0 */
         return st;
@@ -260,7 +260,7 @@ static int stacks_track(void *state, uint32_t pid, const char *root, bool add)
     struct stacks *st = state;
 
     if (!add)
-        symbolize_forget(st->sym, pid);
+        symcache_forget(st->sym, pid);
     return probe_pids_update(&st->pids, st->skel ? st->skel->maps.stacks_tracked : NULL, pid, root,
                              add);
 }
@@ -339,7 +339,7 @@ static void stacks_destroy(void *state)
     free(st->names);
     free(st->slots);
     free(st->window);
-    symbolize_free(st->sym);
+    symcache_free(st->sym);
     probe_pids_free(&st->pids);
     free(st);
 }

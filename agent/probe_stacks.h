@@ -1,7 +1,7 @@
 /* The `stacks` probe: CPU stack sampling of tracked ranks on a perf event
  * (PERF_COUNT_SW_CPU_CLOCK on every CPU, default 19 Hz, at most 99 Hz),
  * kernel and user stacks into a BPF stack map, symbolized in user space
- * (agent/symbolize.h) and kept as a bounded window of samples. It emits no
+ * (agent/symcache.h) and kept as a bounded window of samples. It emits no
  * events: the agent asks probe_stacks_top_frames() for a rank's top frames
  * over a step's time window. */
 #ifndef ARGUS_AGENT_PROBE_STACKS_H
