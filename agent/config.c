@@ -48,6 +48,8 @@ static const struct config_option agent_options[] = {
         "eBPF probes to run (comma-separated; empty: none; also: stacks); one that cannot run is "
         "skipped"),
     OPT("probes.stacks_hz", CONFIG_UINT, stacks_hz, "19", 1, 99, "CPU stack sampling rate"),
+    OPT("probes.stacks_cache", CONFIG_SIZE, stacks_cache, "256MiB", 1048576, 1e12,
+        "symbol tables the stacks probe keeps in memory (least recently used files go first)"),
     OPT("cupti.enable", CONFIG_BOOL, cupti_enable, "true", 0, 0,
         "accept CUPTI rings from libargus-cupti.so in training processes"),
     OPT("cupti.socket", CONFIG_STRING, cupti_socket, "/run/argus/cupti.sock", 0, 0,
