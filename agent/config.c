@@ -44,9 +44,8 @@ static const struct config_option agent_options[] = {
         "comm or exe names never counted as ranks"),
     OPT("discovery.scan_interval", CONFIG_DURATION, discovery_scan_interval, "5s", 0.01, 3600,
         "full /proc rescan period"),
-    OPT("probes.enable", CONFIG_STRING, probes, "proc,sched,collectives,sync,marker,net,io", 0, 0,
-        "eBPF probes to run (comma-separated; empty: none; also: stacks); one that cannot run is "
-        "skipped"),
+    OPT("probes.enable", CONFIG_STRING, probes, "proc,sched,collectives,sync,marker,net,io,stacks",
+        0, 0, "eBPF probes to run (comma-separated; empty: none); one that cannot run is skipped"),
     OPT("probes.stacks_hz", CONFIG_UINT, stacks_hz, "19", 1, 99, "CPU stack sampling rate"),
     OPT("probes.stacks_cache", CONFIG_SIZE, stacks_cache, "256MiB", 1048576, 1e12,
         "symbol tables the stacks probe keeps in memory (least recently used files go first)"),
