@@ -23,6 +23,7 @@
 #include "agent/probe_stacks.h"
 #include "agent/probe_sync.h"
 #include "agent/source_cupti.h"
+#include "agent/stepframes.h"
 #include "agent/stepinfer.h"
 #include "agent/source_replay.h"
 #include "agent/spool.h"
@@ -48,9 +49,9 @@ struct agent {
     struct assembler *assembler;
     struct stepinfer *stepinfer;
     struct discovery *discovery;
+    struct stepframes *frames; /* steps waiting for their stack samples */
     struct probe_collectives_config collectives;
     struct probe_stacks_config stacks;
-    void *stacks_state; /* the running stacks probe, for per-step top frames */
     int64_t mono_to_real;
     uint64_t next_infer_ns;
     struct agent_source sources[AGENT_MAX_SOURCES];
@@ -146,34 +147,20 @@ static void agent_on_name(void *ctx, uint64_t id, const char *name)
     names_define(a->names, id, name);
 }
 
-#define AGENT_TOP_FRAMES 5
-
-/* Attach the rank's hottest host frames in the step (stacks probe) to a
- * copy of s, then batch it. */
+/* A finished step (assembled or inferred): its top frames come first. */
 static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *s)
 {
     struct agent *a = ctx;
-    Argus__V1__StepRecord copy = *s;
-    struct probe_stacks_frame frames[AGENT_TOP_FRAMES];
-    Argus__V1__StackFrame sf[AGENT_TOP_FRAMES], *sfp[AGENT_TOP_FRAMES];
-    size_t n = 0;
 
-    if (a->stacks_state && s->duration_ns) {
-        uint64_t start = (uint64_t)((int64_t)s->start_unix_ns - a->mono_to_real);
-        n = probe_stacks_top_frames(a->stacks_state, pid, start, start + s->duration_ns, frames,
-                                    AGENT_TOP_FRAMES);
-    }
-    for (size_t i = 0; i < n; i++) {
-        argus__v1__stack_frame__init(&sf[i]);
-        sf[i].name_id = name_id(frames[i].name);
-        sf[i].self = (uint32_t)frames[i].self;
-        sf[i].total = (uint32_t)frames[i].total;
-        names_define(a->names, sf[i].name_id, frames[i].name);
-        sfp[i] = &sf[i];
-    }
-    copy.n_top_frames = n;
-    copy.top_frames = n ? sfp : NULL;
-    batcher_add_step(a->batcher, &copy, clock_mono_ns());
+    stepframes_add(a->frames, pid, s, clock_mono_ns());
+}
+
+/* A step with its frames, on to the batcher. */
+static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
+{
+    struct agent *a = ctx;
+
+    batcher_add_step(a->batcher, s, clock_mono_ns());
 }
 
 /* --- batches into the spool ----------------------------------------------- */
@@ -309,7 +296,8 @@ static void agent_start_probes(struct agent *a)
 
     a->collectives =
         (struct probe_collectives_config){.on_call = agent_on_collective, .on_call_ctx = a};
-    a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz};
+    a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz,
+                                             .cache_bytes = a->cfg->stacks_cache};
     if (agent_listed(list, "proc"))
         agent_add_source(a, &probe_proc_ops, NULL);
     if (agent_listed(list, "sched"))
@@ -326,8 +314,11 @@ static void agent_start_probes(struct agent *a)
         agent_add_source(a, &probe_io_ops, NULL);
     if (agent_listed(list, "stacks")) {
         agent_add_source(a, &probe_stacks_ops, &a->stacks);
-        if (a->sources[a->nsources - 1].running)
-            a->stacks_state = a->sources[a->nsources - 1].state;
+        if (a->sources[a->nsources - 1].running) {
+            struct stepframes_source src = {probe_stacks_settled, probe_stacks_top_frames,
+                                            a->sources[a->nsources - 1].state};
+            stepframes_set_source(a->frames, &src);
+        }
     }
 }
 
@@ -432,7 +423,9 @@ static int agent_build_pipeline(struct agent *a)
     a->assembler = assembler_new(&ao, agent_on_step, a);
     a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
     a->discovery = discovery_new(&dopt);
-    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer)
+    a->frames = stepframes_new(&(struct stepframes_options){
+        .mono_to_real = ao.mono_to_real, .names = a->names, .emit = agent_emit_step, .ctx = a});
+    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
@@ -527,12 +520,14 @@ static void agent_publish(struct agent *a, uint64_t now)
     struct spool_stats ss;
     struct exporter_stats es;
     struct discovery_stats ds;
+    struct stepframes_stats fs;
 
     assembler_get_stats(a->assembler, &as);
     batcher_get_stats(a->batcher, &bs);
     spool_stats(a->spool, &ss);
     exporter_get_stats(a->exporter, &es);
     discovery_get_stats(a->discovery, &ds);
+    stepframes_get_stats(a->frames, &fs);
     s.ranks = as.ranks;
     s.steps = bs.steps; /* step records batched: assembled, inferred and replayed */
     s.events = as.events;
@@ -557,6 +552,9 @@ static void agent_publish(struct agent *a, uint64_t now)
     s.resent = es.resent;
     s.discovery_scans = ds.scans;
     s.discovery_processes = ds.processes;
+    s.frames_waited = fs.waited;
+    s.frames_expired = fs.expired + fs.overflowed;
+    s.frames_waiting = fs.waiting;
     s.nsources = a->nsources;
     for (size_t i = 0; i < a->nsources; i++) {
         s.sources[i].name = a->sources[i].ops->name;
@@ -584,6 +582,7 @@ static void agent_tick(struct agent *a, uint64_t now)
         stepinfer_tick(a->stepinfer, agent_explicit_steps, a);
         a->next_infer_ns = now + NSEC_PER_SEC;
     }
+    stepframes_tick(a->frames, now);
     agent_spool_drops(a);
     if (batcher_due(a->batcher, now))
         agent_seal(a);
@@ -688,6 +687,7 @@ static void agent_flush(struct agent *a)
     uint64_t end = clock_mono_ns() + AGENT_FLUSH_NS;
 
     assembler_flush(a->assembler);
+    stepframes_flush(a->frames);
     agent_spool_drops(a);
     agent_seal(a);
     while (!exporter_idle(a->exporter) && clock_mono_ns() < end) {
@@ -702,8 +702,9 @@ void agent_teardown(struct agent *a)
         return;
     daemon_notify("STOPPING=1");
     http_stop(a->http);
-    if (a->spool && a->exporter && a->assembler)
+    if (a->spool && a->exporter && a->assembler && a->frames)
         agent_flush(a);
+    stepframes_free(a->frames); /* before the sources it asks */
     for (size_t i = 0; i < a->nsources; i++)
         if (a->sources[i].state)
             a->sources[i].ops->destroy(a->sources[i].state);

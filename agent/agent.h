@@ -31,6 +31,7 @@ struct agent_snapshot {
     bool connected;
     uint64_t sent, acked, reconnects, rejected, resent;
     uint64_t discovery_scans, discovery_processes;
+    uint64_t frames_waited, frames_expired, frames_waiting; /* agent/stepframes.h */
     size_t nsources;
     struct {
         const char *name;

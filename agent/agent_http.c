@@ -46,6 +46,14 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     "batches the collector refused as invalid (dropped)", "", s->rejected);
     http_buf_metric(b, "argus_agent_discovery_scans_total", "counter", "/proc scans", "",
                     s->discovery_scans);
+    http_buf_metric(b, "argus_agent_step_frames_waited_total", "counter",
+                    "step records that waited for their stack samples to be symbolized", "",
+                    s->frames_waited);
+    http_buf_metric(b, "argus_agent_step_frames_expired_total", "counter",
+                    "step records sent on with stack samples still unresolved", "",
+                    s->frames_expired);
+    http_buf_metric(b, "argus_agent_step_frames_waiting", "gauge",
+                    "step records waiting for their stack samples now", "", s->frames_waiting);
     for (size_t i = 0; i < s->nsources; i++) {
         snprintf(labels, sizeof(labels), "source=\"%s\"", s->sources[i].name);
         if (i == 0)

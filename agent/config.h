@@ -26,7 +26,7 @@ struct agent_config {
     uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;
     double replay_rate;
     char *probes;
-    uint64_t stacks_hz;
+    uint64_t stacks_hz, stacks_cache;
     bool cupti_enable;
     char *cupti_socket, *cupti_sample_mode;
     uint64_t cupti_sample_k, cupti_sample_n;

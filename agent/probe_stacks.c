@@ -1,4 +1,5 @@
-/* The stacks probe (see probe_stacks.h). BPF side: bpf/stacks.bpf.c. */
+/* The stacks probe (see probe_stacks.h). BPF side: bpf/stacks.bpf.c; the
+ * symbolizer thread: agent/stacks_worker.c. */
 #include "agent/probe_stacks.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -13,28 +15,40 @@
 #include <bpf/libbpf.h>
 
 #include "agent/probe_common.h"
-#include "agent/symbolize.h"
+#include "agent/stacks_worker.h"
 #include "bpf/stacks.h"
 #include "bpf/stacks.skel.h"
+#include "common/clock.h"
 
-#define NAMES_SLOTS 65536 /* power of two; the name table holds at most half */
 #define STACKS_MAX_CPUS 1024
+#define STACKS_DEFAULT_WINDOW 16384
+
+/* A sample handed to the symbolizer and not back yet. */
+struct stacks_pending {
+    uint64_t ts_ns;
+    uint32_t pid;
+};
 
 struct stacks {
     struct probe_stacks_config cfg;
+    const struct event_sink *sink;
     struct stacks_bpf *skel;
     struct ring_buffer *ring;
-    struct symbolize *sym;
+    struct probe_wakeup wakeup;
+    struct stacks_worker *worker;
     struct probe_pids pids;
     int perf_fds[STACKS_MAX_CPUS];
     struct bpf_link *links[STACKS_MAX_CPUS];
     int ncpus;
-    char **names; /* id -> name */
-    uint32_t nnames;
-    uint32_t *slots; /* hash of names: id + 1, 0 = empty */
-    struct probe_stacks_sample *window;
-    size_t head, count; /* ring of cfg.window samples */
-    uint64_t samples, lost_stacks;
+    struct probe_stacks_sample *window; /* named samples, a ring of cfg.window */
+    size_t head, count;
+    struct stacks_pending *pending; /* a ring of cfg.queue, by push order */
+    uint64_t pending_first, pending_next;
+    uint64_t pending_min_ts; /* of pending[first, next); valid when pending_min_ok */
+    bool pending_min_ok;
+    uint64_t samples, lost_stacks, unresolved;
+    uint64_t window_short; /* queries reaching back past the window's oldest sample */
+    uint64_t ring_drops_reported, queue_drops_reported;
     int delivered;
 };
 
@@ -64,79 +78,117 @@ size_t probe_stacks_aggregate(const struct probe_stacks_sample *samples, size_t 
     return matched;
 }
 
-static uint32_t name_hash(const char *s)
+/* --- the main-loop half: record, take back ------------------------------- */
+
+int probe_stacks_record(void *state, const struct stacks_raw *raw)
 {
-    uint32_t h = 2166136261u;
+    struct stacks *st = state;
+    int err;
 
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
-}
-
-/* Intern name; returns its id, or 0 ("[other]") when the table is full. */
-static uint32_t stacks_intern(struct stacks *st, const char *name)
-{
-    uint32_t h = name_hash(name);
-
-    for (uint32_t i = 0; i < NAMES_SLOTS; i++) {
-        uint32_t *slot = &st->slots[(h + i) & (NAMES_SLOTS - 1)];
-        char *copy;
-
-        if (*slot && !strcmp(st->names[*slot - 1], name))
-            return *slot - 1;
-        if (*slot)
-            continue;
-        if (st->nnames >= NAMES_SLOTS / 2 || !(copy = strdup(name)))
-            return 0;
-        st->names[st->nnames] = copy;
-        *slot = ++st->nnames;
-        return st->nnames - 1;
-    }
+    st->samples++;
+    err = stacks_worker_push(st->worker, raw);
+    if (err < 0)
+        return err; /* counted by the worker as dropped */
+    st->pending[st->pending_next++ % st->cfg.queue] = (struct stacks_pending){raw->ts_ns, raw->pid};
+    st->pending_min_ok = false;
     return 0;
 }
 
-static void stacks_add_frames(struct stacks *st, const struct argus_stack_sample *r, int id,
-                              bool user, struct probe_stacks_sample *out)
+/* Copy up to room addresses of stack id from the stack map into ips. */
+static uint16_t stacks_read_ips(struct stacks *st, int id, uint64_t *ips, size_t room)
 {
-    __u64 ips[ARGUS_STACK_DEPTH];
-    char name[256];
+    __u64 stack[ARGUS_STACK_DEPTH];
+    uint16_t n = 0;
 
     if (id < 0)
-        return;
-    if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.stacks_map), &id, ips) < 0) {
+        return 0; /* no stack of that kind (user-mode samples have no kernel one) */
+    if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.stacks_map), &id, stack) < 0) {
         st->lost_stacks++;
-        return;
+        return 0;
     }
-    for (int i = 0; i < ARGUS_STACK_DEPTH && ips[i] && out->nframes < PROBE_STACKS_FRAMES; i++) {
-        if (user)
-            symbolize_user(st->sym, r->pid, NULL, ips[i], name, sizeof(name));
-        else
-            symbolize_kernel(st->sym, ips[i], name, sizeof(name));
-        out->frames[out->nframes++] = stacks_intern(st, name);
-    }
+    for (int i = 0; i < ARGUS_STACK_DEPTH && stack[i] && n < room; i++)
+        ips[n++] = stack[i];
+    return n;
 }
 
 static int stacks_on_record(void *ctx, void *data, size_t size)
 {
     struct stacks *st = ctx;
     const struct argus_stack_sample *r = data;
-    struct probe_stacks_sample *s;
+    struct stacks_raw raw;
 
     if (size < sizeof(*r))
         return 0;
-    s = &st->window[st->head];
-    st->head = (st->head + 1) % st->cfg.window;
-    if (st->count < st->cfg.window)
-        st->count++;
-    memset(s, 0, sizeof(*s));
-    s->ts_ns = r->ts_ns;
-    s->pid = r->pid;
-    stacks_add_frames(st, r, r->kstack_id, false, s);
-    stacks_add_frames(st, r, r->ustack_id, true, s);
-    st->samples++;
-    st->delivered++;
+    raw.ts_ns = r->ts_ns;
+    raw.pid = r->pid;
+    raw.nkernel = stacks_read_ips(st, r->kstack_id, raw.ips, PROBE_STACKS_FRAMES);
+    raw.nuser =
+        stacks_read_ips(st, r->ustack_id, raw.ips + raw.nkernel, PROBE_STACKS_FRAMES - raw.nkernel);
+    probe_stacks_record(st, &raw);
     return 0;
 }
+
+/* Move what the symbolizer finished into the window. */
+static void stacks_take(struct stacks *st)
+{
+    size_t n;
+
+    do {
+        n = stacks_worker_take(st->worker, &st->window[st->head], st->cfg.window - st->head);
+        st->head = (st->head + n) % st->cfg.window;
+        st->count = st->count + n < st->cfg.window ? st->count + n : st->cfg.window;
+        st->pending_first += n;
+        if (n)
+            st->pending_min_ok = false;
+    } while (n);
+}
+
+/* Read the BPF ring (cheap: no symbols) and take results. */
+static int stacks_drain(struct stacks *st)
+{
+    int err = st->ring ? ring_buffer__consume(st->ring) : 0;
+
+    stacks_take(st);
+    return err < 0 ? err : 0;
+}
+
+static uint64_t stacks_pending_min_ts(struct stacks *st)
+{
+    if (!st->pending_min_ok) {
+        st->pending_min_ts = UINT64_MAX;
+        for (uint64_t s = st->pending_first; s < st->pending_next; s++) {
+            const struct stacks_pending *p = &st->pending[s % st->cfg.queue];
+
+            if (p->ts_ns < st->pending_min_ts)
+                st->pending_min_ts = p->ts_ns;
+        }
+        st->pending_min_ok = true;
+    }
+    return st->pending_min_ts;
+}
+
+bool probe_stacks_settled(void *state, uint64_t to_ns)
+{
+    struct stacks *st = state;
+
+    stacks_drain(st);
+    return stacks_pending_min_ts(st) >= to_ns;
+}
+
+static size_t stacks_pending_count(const struct stacks *st, uint32_t pid, uint64_t from_ns,
+                                   uint64_t to_ns)
+{
+    size_t n = 0;
+
+    for (uint64_t s = st->pending_first; s < st->pending_next; s++) {
+        const struct stacks_pending *p = &st->pending[s % st->cfg.queue];
+
+        n += p->pid == pid && p->ts_ns >= from_ns && p->ts_ns < to_ns;
+    }
+    return n;
+}
+
+/* --- source ops ------------------------------------------------------------ */
 
 static int stacks_supported(char *why, size_t whylen)
 {
@@ -145,30 +197,38 @@ static int stacks_supported(char *why, size_t whylen)
 
 static void stacks_destroy(void *state);
 
+static void stacks_defaults(struct probe_stacks_config *c)
+{
+    if (!c->frequency_hz)
+        c->frequency_hz = PROBE_STACKS_DEFAULT_HZ;
+    if (c->frequency_hz > PROBE_STACKS_MAX_HZ)
+        c->frequency_hz = PROBE_STACKS_MAX_HZ;
+    if (!c->window)
+        c->window = STACKS_DEFAULT_WINDOW;
+    if (!c->queue)
+        c->queue = STACKS_WORKER_DEFAULT_QUEUE;
+}
+
 static void *stacks_create(const void *config, char *why, size_t whylen)
 {
     struct stacks *st = calloc(1, sizeof(*st));
+    struct stacks_worker_options wo = {0};
 
     if (!st)
         goto fail;
     if (config)
         st->cfg = *(const struct probe_stacks_config *)config;
-    if (!st->cfg.frequency_hz)
-        st->cfg.frequency_hz = PROBE_STACKS_DEFAULT_HZ;
-    if (st->cfg.frequency_hz > PROBE_STACKS_MAX_HZ)
-        st->cfg.frequency_hz = PROBE_STACKS_MAX_HZ;
-    if (!st->cfg.window)
-        st->cfg.window = 16384;
+    stacks_defaults(&st->cfg);
+    st->wakeup = (struct probe_wakeup){-1, -1};
     for (int i = 0; i < STACKS_MAX_CPUS; i++)
         st->perf_fds[i] = -1;
-    st->names = calloc(NAMES_SLOTS / 2, sizeof(*st->names));
-    st->slots = calloc(NAMES_SLOTS, sizeof(*st->slots));
+    wo.queue = st->cfg.queue;
+    wo.cache.cap_bytes = st->cfg.cache_bytes;
+    st->worker = stacks_worker_new(&wo);
     st->window = calloc(st->cfg.window, sizeof(*st->window));
-    st->sym = symbolize_new();
-    if (st->names && st->slots && st->window && st->sym) {
-        stacks_intern(st, "[other]"); /* id 0 */
+    st->pending = calloc(st->cfg.queue, sizeof(*st->pending));
+    if (st->worker && st->window && st->pending)
         return st;
-    }
 fail:
     stacks_destroy(st);
     snprintf(why, whylen, "out of memory");
@@ -206,18 +266,36 @@ static int stacks_open_perf(struct stacks *st)
     return 0;
 }
 
+/* The wakeup fd: the ring a quarter full, the symbolizer's results, or
+ * every 100 ms. */
+static int stacks_open_wakeup(struct stacks *st)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+    int err = probe_wakeup_open(&st->wakeup, ring_buffer__epoll_fd(st->ring), 100 * NSEC_PER_MSEC);
+
+    if (err < 0)
+        return err;
+    ev.data.fd = stacks_worker_fd(st->worker);
+    return epoll_ctl(st->wakeup.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0 ? -errno : 0;
+}
+
 static int stacks_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
 {
     struct stacks *st = state;
     const char *step = "open";
     int err = -ENOMEM;
 
+    st->sink = sink;
     probe_libbpf_logging();
     st->skel = stacks_bpf__open();
     if (!st->skel)
         goto fail;
     step = "load";
     err = stacks_bpf__load(st->skel);
+    if (err < 0)
+        goto fail;
+    step = "symbolizer thread";
+    err = stacks_worker_start(st->worker);
     if (err < 0)
         goto fail;
     step = "perf_event_open";
@@ -227,7 +305,7 @@ static int stacks_start(void *state, const struct event_sink *sink, char *why, s
     step = "ring buffer";
     st->ring =
         ring_buffer__new(bpf_map__fd(st->skel->maps.stacks_ring), stacks_on_record, st, NULL);
-    err = st->ring ? 0 : -errno;
+    err = st->ring ? stacks_open_wakeup(st) : -errno;
     for (size_t i = 0; err == 0 && i < st->pids.n; i++)
         err = probe_pids_update(&st->pids, st->skel->maps.stacks_tracked, st->pids.v[i].pid,
                                 st->pids.v[i].root, true);
@@ -242,17 +320,26 @@ fail:
 
 static int stacks_fd(void *state)
 {
-    return -1; /* at most 99 Hz per CPU: consumed every tick */
+    return ((struct stacks *)state)->wakeup.epfd;
 }
 
 static int stacks_dispatch(void *state)
 {
     struct stacks *st = state;
+    struct stacks_worker_stats ws;
     int err;
 
     st->delivered = 0;
-    err = ring_buffer__consume(st->ring);
-    return err < 0 ? err : 0; /* samples are kept, not delivered as events */
+    probe_wakeup_drain(&st->wakeup);
+    err = stacks_drain(st);
+    if (st->sink && st->skel) {
+        stacks_worker_get_stats(st->worker, &ws);
+        st->delivered += probe_report_drops(st->sink, st->skel->bss->stacks_dropped,
+                                            &st->ring_drops_reported, "stacks_ring_full");
+        st->delivered += probe_report_drops(st->sink, ws.dropped, &st->queue_drops_reported,
+                                            "stacks_queue_full");
+    }
+    return err < 0 ? err : st->delivered; /* samples are kept, not delivered as events */
 }
 
 static int stacks_track(void *state, uint32_t pid, const char *root, bool add)
@@ -260,7 +347,7 @@ static int stacks_track(void *state, uint32_t pid, const char *root, bool add)
     struct stacks *st = state;
 
     if (!add)
-        symbolize_forget(st->sym, pid);
+        stacks_worker_forget(st->worker, pid); /* after its samples so far */
     return probe_pids_update(&st->pids, st->skel ? st->skel->maps.stacks_tracked : NULL, pid, root,
                              add);
 }
@@ -276,24 +363,25 @@ static int frame_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-size_t probe_stacks_top_frames(void *state, uint32_t pid, uint64_t from_ns, uint64_t to_ns,
+/* The named samples' top frames of pid in [from_ns, to_ns), at most max. */
+static size_t stacks_top_named(struct stacks *st, uint32_t pid, uint64_t from_ns, uint64_t to_ns,
                                struct probe_stacks_frame *out, size_t max)
 {
-    struct stacks *st = state;
-    uint64_t *self = calloc(st->nnames, sizeof(*self)), *total = calloc(st->nnames, sizeof(*total));
+    uint32_t nnames = stacks_worker_nnames(st->worker);
+    uint64_t *self = calloc(nnames, sizeof(*self)), *total = calloc(nnames, sizeof(*total));
     struct probe_stacks_frame *all = NULL;
     size_t n = 0;
 
-    if (!self || !total || !st->nnames)
+    if (!self || !total || !max)
         goto out;
-    probe_stacks_aggregate(st->window, st->count, pid, from_ns, to_ns, self, total, st->nnames);
-    all = calloc(st->nnames, sizeof(*all));
+    probe_stacks_aggregate(st->window, st->count, pid, from_ns, to_ns, self, total, nnames);
+    all = calloc(nnames, sizeof(*all));
     if (!all)
         goto out;
-    for (uint32_t id = 0; id < st->nnames; id++) {
+    for (uint32_t id = 0; id < nnames; id++) {
         if (!total[id])
             continue;
-        snprintf(all[n].name, sizeof(all[n].name), "%s", st->names[id]);
+        snprintf(all[n].name, sizeof(all[n].name), "%s", stacks_worker_name(st->worker, id));
         all[n].self = self[id];
         all[n].total = total[id];
         n++;
@@ -309,15 +397,47 @@ out:
     return n;
 }
 
+size_t probe_stacks_top_frames(void *state, uint32_t pid, uint64_t from_ns, uint64_t to_ns,
+                               struct probe_stacks_frame *out, size_t max)
+{
+    struct stacks *st = state;
+    size_t unresolved, n;
+
+    stacks_drain(st);
+    unresolved = stacks_pending_count(st, pid, from_ns, to_ns);
+    if (st->count == st->cfg.window && st->window[st->head].ts_ns > from_ns)
+        st->window_short++; /* the oldest samples of that window may be overwritten */
+    if (!max)
+        return 0;
+    n = stacks_top_named(st, pid, from_ns, to_ns, out, unresolved ? max - 1 : max);
+    if (unresolved) {
+        out[n] = (struct probe_stacks_frame){PROBE_STACKS_UNRESOLVED, unresolved, unresolved};
+        st->unresolved += unresolved;
+        n++;
+    }
+    return n;
+}
+
 static size_t stacks_metrics(void *state, char *buf, size_t len)
 {
     struct stacks *st = state;
+    struct stacks_worker_stats ws;
     size_t n = 0;
 
+    stacks_worker_get_stats(st->worker, &ws);
     n += probe_metric(buf + n, len - n, "stacks", "samples_total", st->samples);
     n += probe_metric(buf + n, len - n, "stacks", "dropped_total",
                       st->skel ? st->skel->bss->stacks_dropped : 0);
+    n += probe_metric(buf + n, len - n, "stacks", "queue_dropped_total", ws.dropped);
     n += probe_metric(buf + n, len - n, "stacks", "lost_stacks_total", st->lost_stacks);
+    n += probe_metric(buf + n, len - n, "stacks", "resolved_total", ws.resolved);
+    n += probe_metric(buf + n, len - n, "stacks", "unresolved_total", st->unresolved);
+    n += probe_metric(buf + n, len - n, "stacks", "window_short_total", st->window_short);
+    n += probe_metric(buf + n, len - n, "stacks", "names_full_total", ws.names_full);
+    n += probe_metric(buf + n, len - n, "stacks", "files_loaded_total", ws.cache.files_loaded);
+    n += probe_metric(buf + n, len - n, "stacks", "files_evicted_total", ws.cache.files_evicted);
+    n += probe_metric(buf + n, len - n, "stacks", "maps_reads_total", ws.cache.maps_reads);
+    n += probe_metric(buf + n, len - n, "stacks", "cache_bytes", ws.cache.bytes);
     return n;
 }
 
@@ -332,14 +452,12 @@ static void stacks_destroy(void *state)
         if (st->perf_fds[i] >= 0)
             close(st->perf_fds[i]);
     }
+    probe_wakeup_close(&st->wakeup);
     ring_buffer__free(st->ring);
+    stacks_worker_free(st->worker); /* joins the thread */
     stacks_bpf__destroy(st->skel);
-    for (uint32_t i = 0; st->names && i < st->nnames; i++)
-        free(st->names[i]);
-    free(st->names);
-    free(st->slots);
     free(st->window);
-    symbolize_free(st->sym);
+    free(st->pending);
     probe_pids_free(&st->pids);
     free(st);
 }

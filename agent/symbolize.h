@@ -1,15 +1,32 @@
 /* Symbols for the probes: ELF function symbols (.symtab and .dynsym, through
- * libelf), /proc/PID/maps, /tmp/perf-PID.map (JITs) and /proc/kallsyms.
+ * libelf), and the line formats of /proc/PID/maps and /tmp/perf-PID.map.
  *
  * Two users: the uprobe probes turn a symbol name into the file offset to
- * attach to (symbolize_elf_file_offset), and the stacks probe turns sampled
- * addresses into function names (symbolize_user, symbolize_kernel).
- * Nothing here is thread-safe: one struct symbolize per thread. */
+ * attach to (symbolize_elf_file_offset), and the stacks probe's symbol cache
+ * (agent/symcache.h) turns sampled addresses into function names. A struct
+ * symbolize_elf is used by one thread at a time; the functions keep no
+ * global state except the counters of symbolize_elf_opens(). */
 #ifndef ARGUS_AGENT_SYMBOLIZE_H
 #define ARGUS_AGENT_SYMBOLIZE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* A function symbol. name points into an ELF's string table (valid while
+ * the symbolize_elf lives) or is owned by whoever built the array. */
+struct symbolize_sym {
+    uint64_t addr, size;
+    const char *name;
+};
+
+/* Sort syms by address, larger first among equal starts (pure). */
+void symbolize_syms_sort(struct symbolize_sym *syms, size_t n);
+
+/* The symbol of a sorted array containing addr: the nearest start at or
+ * below it whose size covers it (a size of 0 matches only its own address).
+ * NULL when none does. Pure. */
+const struct symbolize_sym *symbolize_syms_find(const struct symbolize_sym *syms, size_t n,
+                                                uint64_t addr);
 
 /* One ELF file's function symbols, sorted by address. Opaque. */
 struct symbolize_elf;
@@ -21,6 +38,15 @@ void symbolize_elf_free(struct symbolize_elf *elf);
 
 /* Number of function symbols read (both tables, duplicates removed). */
 size_t symbolize_elf_count(const struct symbolize_elf *elf);
+
+/* What holding elf costs in memory: its symbol array plus the symbol and
+ * string tables it reads through the file mapping. */
+uint64_t symbolize_elf_bytes(const struct symbolize_elf *elf);
+
+/* How many times symbolize_elf_open() read a file: in the calling thread
+ * (this_thread) or in the whole process. Lets tests check that a thread
+ * (the agent's main loop) never loads symbols. */
+uint64_t symbolize_elf_opens(int this_thread);
 
 /* The function containing ELF virtual address vaddr: its name (valid while
  * elf lives) and *offset = vaddr - start. NULL when none contains it. A
@@ -39,9 +65,11 @@ int symbolize_elf_file_offset(const struct symbolize_elf *elf, const char *name,
 int symbolize_elf_offset_to_vaddr(const struct symbolize_elf *elf, uint64_t file_offset,
                                   uint64_t *vaddr);
 
-/* One line of /proc/PID/maps. path is empty for anonymous mappings. */
+/* One line of /proc/PID/maps. path is empty for anonymous mappings; dev and
+ * inode identify the file (0 for anonymous mappings). */
 struct symbolize_mapping {
     uint64_t start, end, file_offset;
+    uint64_t dev, inode; /* dev = major << 32 | minor */
     char perms[5];
     char path[256];
 };
@@ -54,27 +82,5 @@ int symbolize_parse_maps_line(const char *line, struct symbolize_mapping *m);
  * -EINVAL; name is truncated to namelen. Pure. */
 int symbolize_parse_perf_map_line(const char *line, uint64_t *start, uint64_t *size, char *name,
                                   size_t namelen);
-
-/* Per-process and kernel symbol caches. */
-struct symbolize;
-
-/* Returns NULL on allocation failure. */
-struct symbolize *symbolize_new(void);
-void symbolize_free(struct symbolize *s);
-
-/* Name of the user function at addr in process pid, whose files are read
- * through root (NULL = "/proc/PID/root"). Writes "name" (or "[module]+0xoff"
- * when the module has no symbol there, or "[unknown]") into buf. Returns 0
- * when a symbol was found, -ENOENT otherwise (buf still set). Maps are read
- * on first use and re-read once when addr falls outside all of them. */
-int symbolize_user(struct symbolize *s, uint32_t pid, const char *root, uint64_t addr, char *buf,
-                   size_t len);
-
-/* Forget what is cached about pid (it exited). */
-void symbolize_forget(struct symbolize *s, uint32_t pid);
-
-/* Name of the kernel function at addr from /proc/kallsyms (read once).
- * Returns 0, or -ENOENT with "[kernel]" in buf. */
-int symbolize_kernel(struct symbolize *s, uint64_t addr, char *buf, size_t len);
 
 #endif

@@ -6,7 +6,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "bpf/ring.h"
 #include "bpf/stacks.h"
+
+#define STACKS_RING_BYTES (256 * 1024)
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -26,7 +29,7 @@ struct {
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 256 * 1024);
+    __uint(max_entries, STACKS_RING_BYTES);
 } stacks_ring SEC(".maps");
 
 __u64 stacks_dropped = 0;
@@ -52,6 +55,6 @@ int stacks_on_sample(struct bpf_perf_event_data *ctx)
     s->kstack_id = bpf_get_stackid(ctx, &stacks_map, BPF_F_REUSE_STACKID);
     s->ustack_id = bpf_get_stackid(ctx, &stacks_map, BPF_F_USER_STACK | BPF_F_REUSE_STACKID);
     s->pad = 0;
-    bpf_ringbuf_submit(s, 0);
+    bpf_ringbuf_submit(s, argus_ring_wakeup(&stacks_ring, STACKS_RING_BYTES));
     return 0;
 }

@@ -275,6 +275,10 @@ static void run_loop(const struct source_ops *ops, void *st, const struct driver
 static void print_tops(void *st, const struct driver_opts *o)
 {
     struct probe_stacks_frame top[10];
+    uint64_t now = clock_mono_ns(), end = now + 5 * NSEC_PER_SEC;
+
+    while (!probe_stacks_settled(st, now) && clock_mono_ns() < end) /* the symbolizer's backlog */
+        clock_sleep_ns(10 * NSEC_PER_MSEC);
 
     for (size_t i = 0; i < o->npids; i++) {
         size_t n = probe_stacks_top_frames(st, o->pids[i], 0, UINT64_MAX, top, 10);

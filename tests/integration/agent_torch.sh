@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # A real PyTorch job (Debian python3-torch, CPU, gloo, 4 ranks started like a
-# launcher starts them, no annotation) under the real agent with its eBPF
-# probes, streaming to the real collector: the agent discovers the ranks,
-# uprobes their c10d allreduce calls, infers their steps from the collective
-# sequence, and the step times stored in the collector agree with the job's
-# own timing within 5% (per rank, mean over the detected steps); the steps
-# also carry the ranks' off-CPU time (sched probe).
+# launcher starts them, no annotation) under the real agent with its default
+# eBPF probes, streaming to the real collector: the agent discovers the
+# ranks, uprobes their c10d allreduce calls, infers their steps from the
+# collective sequence, and the step times stored in the collector agree with
+# the job's own timing within 5% (per rank, mean over the detected steps);
+# the steps also carry the ranks' off-CPU time (sched probe) and their
+# hottest host frames (stacks probe, symbolized off the main loop: loading
+# libtorch_cpu's symbols must not delay step inference).
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root for BPF"
 [[ -r /sys/kernel/btf/vmlinux ]] || skip "no BTF"
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || skip "no python3-torch"
 
 start_collector "$T/store"
-start_agent "$T/spool" --probes.enable proc,collectives,sched --probes.stacks_hz 99 \
+# lib.sh starts agents with no probes: ask for the default list
+probes=$("$BIN/argus-agent" --print-config | awk '/^\[/ {sec=$0} sec == "[probes]" && $1 == "enable" {gsub(/"/, "", $3); print $3}')
+[[ $probes == *stacks* && $probes == *collectives* ]] || fail "default probes: '$probes'"
+start_agent "$T/spool" --probes.enable "$probes" --probes.stacks_hz 99 \
     --discovery.scan_interval 200ms --batch.max_age 200ms
 mkdir -p "$T/pids"
 port=$(free_port)
@@ -59,9 +64,21 @@ for r in range(4):
     print("rank %d: %d steps, agent mean %.2f ms, job mean %.2f ms, %+.1f%%" % (
           r, len(pairs), a / 1e6, b / 1e6, 100 * (a - b) / b))
     ok &= abs(a - b) / b < 0.05
+framed = [s for s in steps if s.get("top_frames")]
+frames = [f for s in framed for f in s["top_frames"]]
+named = {f.get("name") for f in frames if f.get("name") not in (None, "", "[unresolved]")}
+unresolved = sum(int(f.get("self", 0)) for f in frames if f.get("name") == "[unresolved]")
+print("%d of %d steps carry top frames (%d samples unresolved), e.g. %s" % (
+      len(framed), len(steps), unresolved, sorted(named)[:3]))
+ok &= len(framed) >= len(steps) // 2 and all(f.get("name") for f in frames) and len(named) >= 3
 offcpu = sum(int(s["host"]["off_cpu_ns"]) for s in steps if s.get("host"))
 print("off-CPU time over all steps: %.1f ms" % (offcpu / 1e6))
 ok &= offcpu > 0
 sys.exit(0 if ok else 1)
 PY
-echo "torch job steps ok"
+t0=$(date +%s.%N)
+kill -TERM "$AGENT_PID"
+wait "$AGENT_PID"; rc=$?
+took=$(echo "$(date +%s.%N) - $t0" | bc)
+[[ $rc == 0 ]] && (( $(echo "$took < 5" | bc) )) || fail "agent exited $rc ${took}s after SIGTERM"
+echo "torch job steps ok (agent stopped in ${took}s)"

@@ -1,5 +1,6 @@
-/* agent/symbolize.c: maps/perf-map parsing, and ELF lookups on this test
- * binary itself (built with symbols). */
+/* agent/symbolize.c: maps/perf-map parsing, sorted symbol arrays, and ELF
+ * lookups on this test binary itself (built with symbols). The caches built
+ * on them are tested in test_symcache.c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -34,8 +34,11 @@ static void test_parse_maps(void **state)
     assert_int_equal(m.file_offset, 0x2000);
     assert_string_equal(m.perms, "r-xp");
     assert_string_equal(m.path, "/usr/lib/libnccl.so.2");
+    assert_int_equal(m.dev, (uint64_t)0xfd << 32 | 0x01);
+    assert_int_equal(m.inode, 1234);
     assert_int_equal(symbolize_parse_maps_line("10-20 rw-p 00000000 00:00 0\n", &m), 0);
     assert_string_equal(m.path, "");
+    assert_int_equal(m.inode, 0);
     assert_int_equal(symbolize_parse_maps_line("garbage", &m), -EINVAL);
 }
 
@@ -54,14 +57,33 @@ static void test_parse_perf_map(void **state)
                      -EINVAL);
 }
 
+static void test_syms_find(void **state)
+{
+    struct symbolize_sym syms[] = {
+        {0x300, 0x10, "c"}, {0x100, 0x80, "a"}, {0x100, 0x10, "a_inner"}, {0x200, 0, "b"}};
+
+    symbolize_syms_sort(syms, 4);
+    assert_string_equal(syms[0].name, "a"); /* larger first among equal starts */
+    assert_string_equal(symbolize_syms_find(syms, 4, 0x105)->name, "a_inner");
+    assert_string_equal(symbolize_syms_find(syms, 4, 0x150)->name, "a");
+    assert_string_equal(symbolize_syms_find(syms, 4, 0x200)->name, "b");
+    assert_null(symbolize_syms_find(syms, 4, 0x201)); /* size 0: its own address only */
+    assert_null(symbolize_syms_find(syms, 4, 0x310));
+    assert_null(symbolize_syms_find(syms, 4, 0x50));
+}
+
 static void test_elf_self(void **state)
 {
     struct symbolize_elf *elf;
     uint64_t off, vaddr, delta;
     const char *name;
+    uint64_t opens = symbolize_elf_opens(1);
 
     assert_int_equal(symbolize_elf_open("/proc/self/exe", &elf), 0);
+    assert_int_equal(symbolize_elf_opens(1), opens + 1);
+    assert_true(symbolize_elf_opens(0) >= opens + 1);
     assert_true(symbolize_elf_count(elf) > 10);
+    assert_true(symbolize_elf_bytes(elf) > symbolize_elf_count(elf) * sizeof(struct symbolize_sym));
     assert_int_equal(symbolize_elf_file_offset(elf, "symbolize_test_marker_function", &off), 0);
     assert_int_equal(symbolize_elf_offset_to_vaddr(elf, off + 1, &vaddr), 0);
     name = symbolize_elf_lookup(elf, vaddr, &delta);
@@ -75,74 +97,13 @@ static void test_elf_self(void **state)
     assert_int_equal(symbolize_elf_open("/proc/self/status", &elf), -ENOEXEC);
 }
 
-static void test_user_address(void **state)
-{
-    struct symbolize *s = symbolize_new();
-    char buf[128];
-    uintptr_t addr = (uintptr_t)&symbolize_test_marker_function + 2;
-
-    assert_non_null(s);
-    assert_int_equal(symbolize_user(s, (uint32_t)getpid(), "", addr, buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "symbolize_test_marker_function");
-    assert_int_equal(symbolize_user(s, (uint32_t)getpid(), "", 16, buf, sizeof(buf)), -ENOENT);
-    symbolize_free(s);
-}
-
-static void test_perf_map_jit(void **state)
-{
-    struct symbolize *s = symbolize_new();
-    size_t len = 1 << 16;
-    char *code = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    char path[64], buf[128];
-    FILE *f;
-
-    assert_non_null(s);
-    assert_true(code != MAP_FAILED);
-    snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%lx 100 jit_step_function\n", (unsigned long)(uintptr_t)code + 0x1000);
-    fclose(f);
-    assert_int_equal(
-        symbolize_user(s, (uint32_t)getpid(), "", (uintptr_t)code + 0x1010, buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "jit_step_function");
-    assert_int_equal(
-        symbolize_user(s, (uint32_t)getpid(), "", (uintptr_t)code + 0x2000, buf, sizeof(buf)),
-        -ENOENT);
-    unlink(path);
-    munmap(code, len);
-    symbolize_free(s);
-}
-
-static void test_kernel(void **state)
-{
-    struct symbolize *s = symbolize_new();
-    unsigned long long addr = 0;
-    char line[256], name[128], type, buf[128];
-    FILE *f = fopen("/proc/kallsyms", "r");
-
-    assert_non_null(s);
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && !strcmp(name, "schedule"))
-            break;
-    if (f)
-        fclose(f);
-    if (!addr || strcmp(name, "schedule")) { /* not root: kallsyms shows zeros */
-        symbolize_free(s);
-        print_message("skip: no kernel addresses in /proc/kallsyms\n");
-        skip();
-    }
-    assert_int_equal(symbolize_kernel(s, addr + 4, buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "schedule");
-    symbolize_free(s);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_maps),   cmocka_unit_test(test_parse_perf_map),
-        cmocka_unit_test(test_elf_self),     cmocka_unit_test(test_user_address),
-        cmocka_unit_test(test_perf_map_jit), cmocka_unit_test(test_kernel),
+        cmocka_unit_test(test_parse_maps),
+        cmocka_unit_test(test_parse_perf_map),
+        cmocka_unit_test(test_elf_self),
+        cmocka_unit_test(test_syms_find),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
