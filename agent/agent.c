@@ -565,6 +565,17 @@ static void agent_publish(struct agent *a, uint64_t now)
     pthread_mutex_unlock(&a->http_state.lock);
 }
 
+/* The time about period after now on the grid of AGENT_DISPATCH_NS, where
+ * the probes' timers fire too (probe_wakeup_open): periodic work shares
+ * their wakeups instead of adding its own. Shorter periods (tests) are
+ * kept as they are. */
+static uint64_t agent_on_grid(uint64_t now, uint64_t period)
+{
+    if (period < AGENT_DISPATCH_NS)
+        return now + period;
+    return (now + period) / AGENT_DISPATCH_NS * AGENT_DISPATCH_NS;
+}
+
 /* Periodic work of one tick. */
 static void agent_tick(struct agent *a, uint64_t now)
 {
@@ -572,15 +583,15 @@ static void agent_tick(struct agent *a, uint64_t now)
         for (size_t i = 0; i < a->nsources; i++)
             if (a->sources[i].running && a->sources[i].fd < 0)
                 agent_dispatch(a, &a->sources[i]);
-        a->next_dispatch_ns = now + AGENT_DISPATCH_NS;
+        a->next_dispatch_ns = agent_on_grid(now, AGENT_DISPATCH_NS);
     }
     if (now >= a->next_scan_ns) {
         discovery_scan(a->discovery, &agent_discovery_cb, a);
-        a->next_scan_ns = now + a->cfg->discovery_scan_interval;
+        a->next_scan_ns = agent_on_grid(now, a->cfg->discovery_scan_interval);
     }
     if (now >= a->next_infer_ns) {
         stepinfer_tick(a->stepinfer, agent_explicit_steps, a);
-        a->next_infer_ns = now + NSEC_PER_SEC;
+        a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
     agent_spool_drops(a);
@@ -645,6 +656,7 @@ static int agent_sleep_ms(struct agent *a, uint64_t now, uint64_t next_watchdog)
         if (a->sources[i].running && a->sources[i].fd < 0)
             next = min64(next, a->next_dispatch_ns);
     next = min64(next, batcher_next_ns(a->batcher));
+    next = min64(next, stepframes_next_ns(a->frames));
     next = min64(next, spool_next_ns(a->spool, now));
     next = min64(next, exporter_next_ns(a->exporter, now));
     next = min64(next, next_watchdog);

@@ -301,11 +301,14 @@ int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interv
         err = -errno;
         goto fail;
     }
+    uint64_t first = (clock_mono_ns() / interval_ns + 1) * interval_ns;
+
     its.it_interval.tv_sec = (time_t)(interval_ns / NSEC_PER_SEC);
     its.it_interval.tv_nsec = (long)(interval_ns % NSEC_PER_SEC);
-    its.it_value = its.it_interval;
+    its.it_value.tv_sec = (time_t)(first / NSEC_PER_SEC);
+    its.it_value.tv_nsec = (long)(first % NSEC_PER_SEC);
     ev.data.fd = w->timerfd;
-    if (timerfd_settime(w->timerfd, 0, &its, NULL) < 0 ||
+    if (timerfd_settime(w->timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ||
         epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->timerfd, &ev) < 0) {
         err = -errno;
         goto fail;

@@ -110,7 +110,10 @@ struct probe_wakeup {
     int timerfd;
 };
 
-/* Returns 0 or -errno; w's fds are -1 on failure. */
+/* Returns 0 or -errno; w's fds are -1 on failure. The timer fires on the
+ * multiples of interval_ns of CLOCK_MONOTONIC, so the timers of all probes
+ * (and the agent's own periodic work, on the same grid) expire together
+ * and the agent wakes once for all of them. */
 int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interval_ns);
 
 /* Clear the timer's readiness (call from dispatch). */

@@ -153,6 +153,16 @@ void stepframes_tick(struct stepframes *sf, uint64_t now_ns)
     sf->nwaiting = kept;
 }
 
+uint64_t stepframes_next_ns(const struct stepframes *sf)
+{
+    uint64_t next = UINT64_MAX;
+
+    for (size_t i = 0; i < sf->nwaiting; i++)
+        if (sf->waiting[i].deadline_ns < next)
+            next = sf->waiting[i].deadline_ns;
+    return next;
+}
+
 void stepframes_flush(struct stepframes *sf)
 {
     for (size_t i = 0; i < sf->nwaiting; i++)

@@ -77,6 +77,11 @@ int stepframes_add(struct stepframes *sf, uint32_t pid, const Argus__V1__StepRec
 /* Emit the waiting records that have settled or waited wait_ns. */
 void stepframes_tick(struct stepframes *sf, uint64_t now_ns);
 
+/* When the oldest waiting record runs out of time (UINT64_MAX: none
+ * waits), for the main loop's sleep; settling is noticed at the stacks
+ * probe's own wakeups. */
+uint64_t stepframes_next_ns(const struct stepframes *sf);
+
 /* Emit every waiting record now (shutdown). */
 void stepframes_flush(struct stepframes *sf);
 
