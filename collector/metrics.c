@@ -65,6 +65,8 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.write_ns_max / 1e9);
     http_buf_metric(b, "argus_store_live_sst_bytes", "gauge", "bytes in live SST files", "",
                     st.live_sst_bytes);
+    http_buf_metric(b, "argus_store_failing", "gauge", "1 while the last store write failed", "",
+                    st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
     struct diagnosis_stats ds;
@@ -89,6 +91,19 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
         collector_metrics(m, &b);
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
     } else if (strcmp(path, "/healthz") == 0) {
+        struct store_stats st;
+
+        store_get_stats(m->store, &st);
+        if (st.failing) {
+            /* still answering, but nothing new is made durable (disk full,
+             * I/O errors): agents keep it in their spools meanwhile */
+            http_buf_printf(&b, "store writes failing: %s\n", st.last_error);
+            resp->status = 503;
+            resp->content_type = "text/plain; charset=utf-8";
+            resp->body = b.data;
+            resp->len = b.len;
+            return;
+        }
         http_buf_printf(&b, "ok\n");
     } else {
         resp->status = 404;

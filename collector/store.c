@@ -995,6 +995,13 @@ int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struc
         rc = ingest_locked(s, batch, raw, err, errlen);
     else
         s->stats.write_errors++;
+    /* health follows the last write: failing until one succeeds again,
+     * with the first error of the streak (the cause; later ones tend to
+     * be "closed after an error") */
+    if (rc < 0 && !s->stats.failing)
+        snprintf(s->stats.last_error, sizeof(s->stats.last_error), "%s",
+                 err && errlen && err[0] ? err : strerror(-rc));
+    s->stats.failing = rc < 0;
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -1579,6 +1586,11 @@ void store_get_stats(struct store *s, struct store_stats *out)
 {
     pthread_mutex_lock(&s->lock);
     *out = s->stats;
+    if (!s->db) {
+        out->failing = true;
+        if (!out->last_error[0])
+            snprintf(out->last_error, sizeof(out->last_error), "store is closed");
+    }
     pthread_mutex_unlock(&s->lock);
     out->live_sst_bytes = 0;
     if (read_begin(s))

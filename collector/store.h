@@ -143,6 +143,8 @@ struct store_stats {
     uint64_t write_ns_max;
     uint64_t duplicates;
     uint64_t live_sst_bytes; /* rocksdb.live-sst-files-size over all families */
+    bool failing;            /* the last ingest write failed (or the DB is closed) */
+    char last_error[160];    /* the first error of the failing streak */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 

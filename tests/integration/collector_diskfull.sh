@@ -29,9 +29,17 @@ errors=$(curl -s "127.0.0.1:$HPORT/metrics" | awk '/reason="store_error"/ {print
 log "while full: acks $acks1 -> $acks2, store errors $errors"
 [[ $acks1 == "$acks2" ]] || fail "acks went on while the disk was full ($acks1 -> $acks2)"
 kill -0 "$COLLECTOR_PID" || fail "collector died on a full disk"
+health=$(curl -s -o "$T/health" -w '%{http_code}' "127.0.0.1:$HPORT/healthz")
+log "healthz while full: $health $(cat "$T/health")"
+[[ $health == 503 ]] && grep -q "store writes failing" "$T/health" \
+    || fail "/healthz said $health '$(cat "$T/health")' while every store write failed"
+[[ $(metric argus_store_failing) == 1 ]] || fail "argus_store_failing is not 1 while the disk is full"
 rm -f "$T/small/filler"
 log "space freed"
 wait "$sim" || fail "sim did not finish after space returned: $(cat "$T/sim.json")"
+health=$(curl -s -o "$T/health" -w '%{http_code}' "127.0.0.1:$HPORT/healthz")
+[[ $health == 200 ]] || fail "/healthz still $health after the disk recovered: $(cat "$T/health")"
+[[ $(metric argus_store_failing) == 0 ]] || fail "argus_store_failing stayed set after recovery"
 cat "$T/sim.json"
 "$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job full --ranks 64 --steps 1500 --verify \
     --base_time "$base" || fail "data lost or duplicated across the full disk"
