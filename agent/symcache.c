@@ -128,12 +128,37 @@ static int array_push(void **arr, size_t *n, size_t sz, const void *elem)
 
 /* --- processes ------------------------------------------------------------ */
 
-static void proc_load_jit(struct symcache_proc *p)
+/* The pid of pid inside its own pid namespace (the last NSpid field), which
+ * is the one a JIT in a container names its perf map after. */
+static uint32_t proc_inner_pid(uint32_t pid)
 {
-    char path[64], line[512], name[256];
+    char path[64], line[256];
+    uint32_t inner = pid;
     FILE *f;
 
-    snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
+    snprintf(path, sizeof(path), "/proc/%u/status", pid);
+    f = fopen(path, "re");
+    if (!f)
+        return pid;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        for (char *tok = strtok(line + 6, " \t\n"); tok; tok = strtok(NULL, " \t\n"))
+            inner = (uint32_t)strtoul(tok, NULL, 10);
+        break;
+    }
+    fclose(f);
+    return inner ? inner : pid;
+}
+
+/* The JIT's /tmp/perf-PID.map as the process sees it: through its root, so
+ * neither a container nor the agent's own PrivateTmp= hides it. */
+static void proc_load_jit(struct symcache_proc *p)
+{
+    char path[96], line[512], name[256];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid, proc_inner_pid(p->pid));
     f = fopen(path, "re");
     if (!f)
         return;

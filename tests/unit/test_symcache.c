@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,6 +158,61 @@ static void test_perf_map_jit(void **state)
     symcache_free(c);
 }
 
+/* A child with a /tmp of its own (a mount namespace, as in a container or
+ * under PrivateTmp=): its perf map is found through /proc/PID/root. */
+static void test_perf_map_private_tmp(void **state)
+{
+    size_t len = 1 << 16;
+    char *code = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int ready[2], done[2];
+    char c = 0, buf[128];
+    pid_t child;
+
+    assert_true(code != MAP_FAILED);
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(done), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        char path[64];
+        FILE *f;
+
+        alarm(20); /* gone even when the parent fails before it says done */
+        c = 'n';
+        if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+            mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") == 0) {
+            snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+            if ((f = fopen(path, "w"))) {
+                fprintf(f, "%lx 100 private_jit_function\n",
+                        (unsigned long)(uintptr_t)code + 0x100);
+                c = fclose(f) == 0 ? 'y' : 'n';
+            }
+        }
+        if (write(ready[1], &c, 1) != 1 || read(done[0], &c, 1) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    if (c == 'y') {
+        struct symcache *sc = symcache_new(NULL);
+        char path[64];
+
+        snprintf(path, sizeof(path), "/tmp/perf-%d.map", child);
+        assert_int_not_equal(access(path, F_OK), 0); /* not in our /tmp */
+        assert_int_equal(
+            symcache_user(sc, (uint32_t)child, NULL, (uintptr_t)code + 0x110, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "private_jit_function");
+        symcache_free(sc);
+    }
+    assert_int_equal(write(done[1], "x", 1), 1);
+    waitpid(child, NULL, 0);
+    munmap(code, len);
+    if (c != 'y') {
+        print_message("skip: cannot give a child its own /tmp (needs root)\n");
+        skip();
+    }
+}
+
 static void test_kernel(void **state)
 {
     struct symcache *c = symcache_new(NULL);
@@ -184,7 +241,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_user_address),   cmocka_unit_test(test_file_shared_by_two_pids),
         cmocka_unit_test(test_cap_evicts_lru), cmocka_unit_test(test_maps_reload_interval),
-        cmocka_unit_test(test_perf_map_jit),   cmocka_unit_test(test_kernel),
+        cmocka_unit_test(test_perf_map_jit),   cmocka_unit_test(test_perf_map_private_tmp),
+        cmocka_unit_test(test_kernel),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
