@@ -11,6 +11,7 @@
 #include "agent/assembler.h"
 #include "agent/batcher.h"
 #include "agent/discovery.h"
+#include "agent/dropstate.h"
 #include "agent/exporter.h"
 #include "agent/names.h"
 #include "agent/probe_collectives.h"
@@ -165,11 +166,16 @@ static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 
 /* --- batches into the spool ----------------------------------------------- */
 
+static void agent_save_drops(struct agent *a);
+
 static void agent_seal(struct agent *a)
 {
     void *frame;
     size_t len;
-    int r = batcher_seal(a->batcher, spool_epoch(a->spool), spool_next_seq(a->spool), &frame, &len);
+    int r;
+
+    agent_save_drops(a); /* before any batch carries the new totals */
+    r = batcher_seal(a->batcher, spool_epoch(a->spool), spool_next_seq(a->spool), &frame, &len);
 
     if (r == -ENODATA)
         return;
@@ -405,6 +411,38 @@ static int agent_open_spool(struct agent *a)
     return 0;
 }
 
+/* Drop counters the spool does not rebuild itself go on from where the
+ * last run of this spool epoch left them (agent/dropstate.h). */
+static const char *const agent_spool_counters[] = {"spool_cap", "spool_corrupt", NULL};
+
+static void agent_load_drops(struct agent *a)
+{
+    int n =
+        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+
+    if (n < 0)
+        log_warn("agent", "%s/%s: %s; drop counters start from 0", a->cfg->spool_dir,
+                 DROPSTATE_FILE, n == -EBADMSG ? "not a drop counter file" : strerror(-n));
+    else if (n > 0)
+        log_info("agent", "%d drop counters carried over from the last run", n);
+    /* what was loaded is saved again with the next batch, in this build's form */
+}
+
+static void agent_save_drops(struct agent *a)
+{
+    int r;
+
+    if (!batcher_drops_changed(a->batcher))
+        return;
+    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+    if (r < 0)
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
+                        "cannot save drop counters in %s: %s (a restart would count from 0)",
+                        a->cfg->spool_dir, strerror(-r));
+    else
+        batcher_drops_saved(a->batcher);
+}
+
 static int agent_build_pipeline(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
@@ -431,6 +469,7 @@ static int agent_build_pipeline(struct agent *a)
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
     if (agent_open_spool(a) < 0)
         return -EIO;
+    agent_load_drops(a);
     a->exporter = exporter_new(&eo, a->spool, a->names, a->batcher);
     return a->exporter ? 0 : -ENOMEM;
 }

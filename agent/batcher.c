@@ -9,7 +9,7 @@
 #include "common/frame.h"
 
 struct batcher_drop {
-    const char *reason;
+    char *reason;
     char *job;
     int32_t rank;
     uint64_t total;
@@ -24,7 +24,8 @@ struct batcher {
     size_t nsteps;
     uint64_t first_ns;
     uint64_t last_seal_ns;
-    bool drops_dirty; /* a drop counter changed since the last sealed batch */
+    bool drops_dirty;   /* a drop counter changed since the last sealed batch */
+    bool drops_unsaved; /* ... since batcher_drops_saved */
     struct batcher_drop *drops;
     size_t ndrops;
     struct batcher_stats stats;
@@ -59,7 +60,7 @@ void batcher_free(struct batcher *b)
     if (!b)
         return;
     for (size_t i = 0; i < b->ndrops; i++)
-        free(b->drops[i].job);
+        free(b->drops[i].job), free(b->drops[i].reason);
     free(b->drops);
     free(b->buf);
     free(b->agent_id);
@@ -128,7 +129,7 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
         if (d->rank == rank && strcmp(d->reason, reason) == 0 &&
             strcmp(d->job ? d->job : "", job ? job : "") == 0) {
             d->total += count;
-            b->drops_dirty = true;
+            b->drops_dirty = b->drops_unsaved = true;
             return;
         }
     }
@@ -136,8 +137,33 @@ void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_
     if (!grown)
         return;
     b->drops = grown;
-    b->drops[b->ndrops++] = (struct batcher_drop){reason, job ? strdup(job) : NULL, rank, count};
-    b->drops_dirty = true;
+    struct batcher_drop d = {strdup(reason), job ? strdup(job) : NULL, rank, count};
+    if (!d.reason || (job && !d.job)) {
+        free(d.reason);
+        free(d.job);
+        return;
+    }
+    b->drops[b->ndrops++] = d;
+    b->drops_dirty = b->drops_unsaved = true;
+}
+
+void batcher_foreach_drop(const struct batcher *b,
+                          void (*fn)(void *ctx, const char *reason, const char *job, int32_t rank,
+                                     uint64_t total),
+                          void *ctx)
+{
+    for (size_t i = 0; i < b->ndrops; i++)
+        fn(ctx, b->drops[i].reason, b->drops[i].job, b->drops[i].rank, b->drops[i].total);
+}
+
+bool batcher_drops_changed(const struct batcher *b)
+{
+    return b->drops_unsaved;
+}
+
+void batcher_drops_saved(struct batcher *b)
+{
+    b->drops_unsaved = false;
 }
 
 bool batcher_due(const struct batcher *b, uint64_t now_ns)

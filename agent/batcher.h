@@ -33,9 +33,19 @@ void batcher_free(struct batcher *b);
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);
 
 /* Add count to the cumulative drop counter (reason, job, rank); job NULL and
- * rank -1 for node-level drops. reason must be a static string. */
+ * rank -1 for node-level drops. reason and job are copied. */
 void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_t rank,
                   uint64_t count);
+
+/* Each drop counter (job NULL for node-level ones), in creation order. */
+void batcher_foreach_drop(const struct batcher *b,
+                          void (*fn)(void *ctx, const char *reason, const char *job, int32_t rank,
+                                     uint64_t total),
+                          void *ctx);
+
+/* The drop counters changed since the last batcher_drops_saved call. */
+bool batcher_drops_changed(const struct batcher *b);
+void batcher_drops_saved(struct batcher *b);
 
 /* True when the open batch should be sealed now: it is full or old, or it
  * has no steps but new ranks or changed drop counters must go out (at most
