@@ -21,9 +21,10 @@
  *                 else calibrated before the wait), 6 ncclAllReduce, a
  *                 cudaStreamSynchronize waiting $FAKE_SYNC_US; starts
  *                 $TRAIN_START_DELAY_US after the go (to stagger ranks that
- *                 share a core); prints the mean and median step time and
- *                 the step's thread CPU time (all of it, the compute, the
- *                 rest), after 5 warm-up steps
+ *                 share a core); prints the mean, median and 10th
+ *                 percentile step time, the mean thread CPU time of a step
+ *                 (all of it, the compute, the rest) and its wait for a CPU
+ *                 (run-queue delay), after 5 warm-up steps
  *
  * Each mode prints what it did as "did ..." lines (monotonic ns, tids), which
  * the scripts compare with the events the probes report. Built with
@@ -359,6 +360,21 @@ static uint64_t train_compute_iters(void)
     return chunk * 2000000u / (best ? best : 1);
 }
 
+/* The time this thread has waited on a run queue for a CPU, from
+ * /proc/thread-self/schedstat (0 when unreadable). */
+static uint64_t thread_run_delay_ns(void)
+{
+    unsigned long long exec = 0, delay = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+    if (f) {
+        if (fscanf(f, "%llu %llu", &exec, &delay) != 2)
+            delay = 0;
+        fclose(f);
+    }
+    return delay;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -370,21 +386,26 @@ static int cmp_u64(const void *a, const void *b)
  * TRAIN_WARMUP (start-up: page faults, lazy binding, all ranks at once). */
 #define TRAIN_WARMUP 5
 struct train_stats {
-    uint64_t n, wall, cpu, compute_cpu; /* sums */
-    uint64_t *walls;                    /* each step's wall time, n of them */
+    uint64_t n, wall, cpu, compute_cpu, run_delay; /* sums */
+    uint64_t *walls;                               /* each step's wall time, n of them */
 };
 
 static void train_report(struct train_stats *st, uint64_t steps, uint64_t iters, uint64_t t0)
 {
-    uint64_t n = st->n ? st->n : 1;
+    uint64_t total = now_ns() - t0, median = 0, p10 = 0;
+    double n = st->n ? (double)st->n : 1;
 
     qsort(st->walls, st->n, sizeof(*st->walls), cmp_u64);
+    if (st->n) {
+        median = st->walls[st->n / 2];
+        p10 = st->walls[st->n / 10];
+    }
     printf("did train n=%" PRIu64 " total_ns=%" PRIu64 " ns_per_op=%.1f compute_iters=%" PRIu64
-           " measured=%" PRIu64 " step_ns=%.1f step_median_ns=%" PRIu64
-           " cpu_ns=%.1f compute_cpu_ns=%.1f calls_cpu_ns=%.1f\n",
-           steps, now_ns() - t0, (double)(now_ns() - t0) / (double)(steps ? steps : 1), iters,
-           st->n, (double)st->wall / n, st->n ? st->walls[st->n / 2] : 0, (double)st->cpu / n,
-           (double)st->compute_cpu / n, (double)(st->cpu - st->compute_cpu) / n);
+           " measured=%" PRIu64 " step_ns=%.1f step_median_ns=%" PRIu64 " step_p10_ns=%" PRIu64
+           " cpu_ns=%.1f compute_cpu_ns=%.1f calls_cpu_ns=%.1f run_delay_ns=%.1f\n",
+           steps, total, (double)total / (double)(steps ? steps : 1), iters, st->n,
+           (double)st->wall / n, median, p10, (double)st->cpu / n, (double)st->compute_cpu / n,
+           (double)(st->cpu - st->compute_cpu) / n, (double)st->run_delay / n);
 }
 
 static int mode_train(uint64_t steps)
@@ -409,8 +430,12 @@ static int mode_train(uint64_t steps)
         usleep((useconds_t)strtoul(getenv("TRAIN_START_DELAY_US"), NULL, 0));
     t0 = now_ns();
     for (uint64_t i = 0; i < steps; i++) {
-        uint64_t w0 = now_ns(), c0 = thread_cpu_ns(), c1, c2;
+        uint64_t w0, c0, c1, c2;
 
+        if (i == TRAIN_WARMUP)
+            st.run_delay = thread_run_delay_ns();
+        w0 = now_ns();
+        c0 = thread_cpu_ns();
         if (step)
             step(i);
         c1 = thread_cpu_ns();
@@ -426,6 +451,8 @@ static int mode_train(uint64_t steps)
             st.compute_cpu += c2 - c1;
         }
     }
+    if (st.n)
+        st.run_delay = thread_run_delay_ns() - st.run_delay;
     train_report(&st, steps, iters, t0);
     free(st.walls);
     return 0;
