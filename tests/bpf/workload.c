@@ -16,9 +16,15 @@
  *   io MB         write MB MiB with O_DIRECT to $ARGUS_IO_FILE, fdatasync
  *   synretrans    connect 4 clients to a listener with a full accept queue:
  *                 the kernel drops their SYNs and retransmits them (1 s)
- *   train STEPS   training-like steps: 2 ms compute, 6 ncclAllReduce, a
- *                 cudaStreamSynchronize waiting $FAKE_SYNC_US, argus_step
- *                 when $ARGUS_MARKER_LIB is set; prints the mean step time
+ *   train STEPS   training-like steps: argus_step when $ARGUS_MARKER_LIB is
+ *                 set, 2 ms of CPU work ($TRAIN_COMPUTE_ITERS iterations,
+ *                 else calibrated before the wait), 6 ncclAllReduce, a
+ *                 cudaStreamSynchronize waiting $FAKE_SYNC_US; starts
+ *                 $TRAIN_START_DELAY_US after the go (to stagger ranks that
+ *                 share a core); prints the mean, median and 10th
+ *                 percentile step time, the mean thread CPU time of a step
+ *                 (all of it, the compute, the rest) and its wait for a CPU
+ *                 (run-queue delay), after 5 warm-up steps
  *
  * Each mode prints what it did as "did ..." lines (monotonic ns, tids), which
  * the scripts compare with the events the probes report. Built with
@@ -309,12 +315,106 @@ static int mode_synretrans(void)
     return 0;
 }
 
+/* The train mode's compute: a fixed amount of work (a multiply-add chain),
+ * so that what the probes do on the thread while it runs (a sample, a
+ * switch) lengthens it as it would a real step's; a spin until a deadline
+ * would absorb it. Returns the chain's value (callers add it to
+ * workload_sink, so that it is not elided). */
+static volatile uint64_t workload_sink;
+__attribute__((noinline)) uint64_t workload_compute_function(uint64_t iters);
+__attribute__((noinline)) uint64_t workload_compute_function(uint64_t iters)
+{
+    uint64_t x = iters;
+
+    for (uint64_t i = 0; i < iters; i++)
+        x = x * 6364136223846793005u + 1442695040888963407u;
+    return x;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Iterations of workload_compute_function that take 2 ms of thread CPU:
+ * $TRAIN_COMPUTE_ITERS, else measured here (the fastest of 5 runs: one
+ * that an interrupt lengthened does not count). */
+static uint64_t train_compute_iters(void)
+{
+    const char *env = getenv("TRAIN_COMPUTE_ITERS");
+    uint64_t chunk = 500000, best = UINT64_MAX;
+
+    if (env)
+        return strtoull(env, NULL, 0);
+    for (int k = 0; k < 6; k++) { /* the first one warms up */
+        uint64_t t0 = thread_cpu_ns(), dt;
+
+        workload_sink += workload_compute_function(chunk);
+        dt = thread_cpu_ns() - t0;
+        if (k > 0 && dt < best)
+            best = dt;
+    }
+    return chunk * 2000000u / (best ? best : 1);
+}
+
+/* The time this thread has waited on a run queue for a CPU, from
+ * /proc/thread-self/schedstat (0 when unreadable). */
+static uint64_t thread_run_delay_ns(void)
+{
+    unsigned long long exec = 0, delay = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+    if (f) {
+        if (fscanf(f, "%llu %llu", &exec, &delay) != 2)
+            delay = 0;
+        fclose(f);
+    }
+    return delay;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Per-step figures of the train mode, over the steps after the first
+ * TRAIN_WARMUP (start-up: page faults, lazy binding, all ranks at once). */
+#define TRAIN_WARMUP 5
+struct train_stats {
+    uint64_t n, wall, cpu, compute_cpu, run_delay; /* sums */
+    uint64_t *walls;                               /* each step's wall time, n of them */
+};
+
+static void train_report(struct train_stats *st, uint64_t steps, uint64_t iters, uint64_t t0)
+{
+    uint64_t total = now_ns() - t0, median = 0, p10 = 0;
+    double n = st->n ? (double)st->n : 1;
+
+    qsort(st->walls, st->n, sizeof(*st->walls), cmp_u64);
+    if (st->n) {
+        median = st->walls[st->n / 2];
+        p10 = st->walls[st->n / 10];
+    }
+    printf("did train n=%" PRIu64 " total_ns=%" PRIu64 " ns_per_op=%.1f compute_iters=%" PRIu64
+           " measured=%" PRIu64 " step_ns=%.1f step_median_ns=%" PRIu64 " step_p10_ns=%" PRIu64
+           " cpu_ns=%.1f compute_cpu_ns=%.1f calls_cpu_ns=%.1f run_delay_ns=%.1f\n",
+           steps, total, (double)total / (double)(steps ? steps : 1), iters, st->n,
+           (double)st->wall / n, median, p10, (double)st->cpu / n, (double)st->compute_cpu / n,
+           (double)(st->cpu - st->compute_cpu) / n, (double)st->run_delay / n);
+}
+
 static int mode_train(uint64_t steps)
 {
     const char *lib = getenv("ARGUS_MARKER_LIB");
     void (*step)(uint64_t) = NULL;
     static float buf[4096];
-    uint64_t t0 = now_ns();
+    struct train_stats st = {0};
+    uint64_t iters = train_compute_iters(), t0;
 
     if (lib) {
         void *h = dlopen(lib, RTLD_NOW);
@@ -322,15 +422,39 @@ static int mode_train(uint64_t steps)
         if (h)
             *(void **)&step = dlsym(h, "argus_step");
     }
+    st.walls = calloc(steps + 1, sizeof(*st.walls));
+    if (!st.walls)
+        return 1;
+    wait_go();
+    if (getenv("TRAIN_START_DELAY_US"))
+        usleep((useconds_t)strtoul(getenv("TRAIN_START_DELAY_US"), NULL, 0));
+    t0 = now_ns();
     for (uint64_t i = 0; i < steps; i++) {
+        uint64_t w0, c0, c1, c2;
+
+        if (i == TRAIN_WARMUP)
+            st.run_delay = thread_run_delay_ns();
+        w0 = now_ns();
+        c0 = thread_cpu_ns();
         if (step)
             step(i);
-        workload_busy_function(2000000);
+        c1 = thread_cpu_ns();
+        workload_sink += workload_compute_function(iters);
+        c2 = thread_cpu_ns();
         for (int k = 0; k < 6; k++)
             ncclAllReduce(buf, buf, 1024u << k, 7, 0, COMM, STREAM);
         cudaStreamSynchronize(STREAM);
+        if (i >= TRAIN_WARMUP) {
+            st.walls[st.n++] = now_ns() - w0;
+            st.wall += st.walls[st.n - 1];
+            st.cpu += thread_cpu_ns() - c0;
+            st.compute_cpu += c2 - c1;
+        }
     }
-    report("train", steps, t0);
+    if (st.n)
+        st.run_delay = thread_run_delay_ns() - st.run_delay;
+    train_report(&st, steps, iters, t0);
+    free(st.walls);
     return 0;
 }
 
@@ -346,6 +470,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "realnccl") || !strcmp(mode, "marker"))
         return !strcmp(mode, "realnccl") ? mode_realnccl(argv[2])
                                          : mode_marker(argv[2], argc > 3 ? atoi(argv[3]) : 5);
+    if (!strcmp(mode, "train")) /* calibrates before it waits */
+        return mode_train(arg);
     wait_go();
     if (!strcmp(mode, "calls")) {
         rc = mode_calls();
@@ -406,8 +532,6 @@ int main(int argc, char **argv)
         rc = mode_io(arg);
     } else if (!strcmp(mode, "synretrans")) {
         rc = mode_synretrans();
-    } else if (!strcmp(mode, "train")) {
-        rc = mode_train(arg);
     } else {
         fprintf(stderr, "usage: workload MODE [ARG] (see tests/bpf/workload.c)\n");
         rc = 2;
