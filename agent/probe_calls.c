@@ -20,7 +20,7 @@ struct probe_calls {
     struct probe_uprobes uprobes;
     const struct event_sink *sink;
     struct probe_wakeup wakeup;
-    uint64_t last_scan_ns, records, short_records, drops_reported;
+    uint64_t records, short_records, drops_reported;
     int delivered;
 };
 
@@ -106,11 +106,7 @@ int probe_calls_dispatch(struct probe_calls *pc)
     if (!pc->ring)
         return 0;
     probe_wakeup_drain(&pc->wakeup);
-    if (now - pc->last_scan_ns >= NSEC_PER_SEC) {
-        pc->last_scan_ns = now;
-        for (size_t i = 0; i < pc->pids.n; i++)
-            probe_uprobes_scan(&pc->uprobes, pc->pids.v[i].pid, pc->pids.v[i].root);
-    }
+    probe_uprobes_rescan(&pc->uprobes, &pc->pids, now);
     pc->delivered = 0;
     err = ring_buffer__consume(pc->ring);
     pc->delivered += probe_report_drops(pc->sink, pc->skel->bss->calls_dropped, &pc->drops_reported,

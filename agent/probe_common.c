@@ -123,6 +123,7 @@ int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid
             return -ENOMEM;
         pids->v = tmp;
         pids->n++;
+        pids->v[i] = (struct probe_pid){0}; /* rescans start from the shortest interval */
     }
     pids->v[i].pid = pid;
     if (root)
@@ -262,6 +263,26 @@ int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root)
     }
     fclose(f);
     return total;
+}
+
+void probe_uprobes_rescan(struct probe_uprobes *u, struct probe_pids *pids, uint64_t now_ns)
+{
+    for (size_t i = 0; i < pids->n; i++) {
+        struct probe_pid *p = &pids->v[i];
+
+        if (!p->scan_every_ns) { /* just added (and scanned then) */
+            p->scan_every_ns = PROBE_RESCAN_MIN_NS;
+            p->next_scan_ns = now_ns + p->scan_every_ns;
+            continue;
+        }
+        if (now_ns < p->next_scan_ns)
+            continue;
+        if (probe_uprobes_scan(u, p->pid, p->root) > 0)
+            p->scan_every_ns = PROBE_RESCAN_MIN_NS;
+        else if (p->scan_every_ns < PROBE_RESCAN_MAX_NS)
+            p->scan_every_ns *= 2;
+        p->next_scan_ns = now_ns + p->scan_every_ns;
+    }
 }
 
 void probe_uprobes_detach(struct probe_uprobes *u)

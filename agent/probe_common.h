@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/clock.h"
+
 struct bpf_link;
 struct event_sink;
 struct bpf_map;
@@ -35,7 +37,9 @@ void probe_libbpf_logging(void);
 /* Tracked ranks, kept by each probe for re-scans and cleanup. */
 struct probe_pid {
     uint32_t pid;
-    char root[128]; /* e.g. "/proc/PID/root" */
+    char root[128];        /* e.g. "/proc/PID/root" */
+    uint64_t next_scan_ns; /* probe_uprobes_rescan: when its maps are read again */
+    uint64_t scan_every_ns;
 };
 
 struct probe_pids {
@@ -90,6 +94,15 @@ int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path);
  * root (NULL = /proc/PID/root). Returns the number newly attached or -errno
  * (-ESRCH when the process is gone). */
 int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root);
+
+/* Re-scan the maps of the tracked pids whose time has come, for libraries
+ * mapped since (a late dlopen of libnccl): one second after a pid was
+ * added, then at doubling intervals up to PROBE_RESCAN_MAX_NS while scans
+ * attach nothing new. Reading the maps of a PyTorch rank (~1,700 lines) is
+ * the costliest thing a probe does; libraries are mostly mapped at start. */
+#define PROBE_RESCAN_MIN_NS NSEC_PER_SEC
+#define PROBE_RESCAN_MAX_NS (16 * NSEC_PER_SEC)
+void probe_uprobes_rescan(struct probe_uprobes *u, struct probe_pids *pids, uint64_t now_ns);
 
 /* Destroy every link. The struct may be reused after. */
 void probe_uprobes_detach(struct probe_uprobes *u);

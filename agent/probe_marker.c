@@ -64,7 +64,7 @@ struct marker {
     struct probe_wakeup wakeup;
     uint64_t names[MARKER_NAMES_MAX];
     size_t nnames;
-    uint64_t last_scan_ns, events, decode_errors, drops_reported;
+    uint64_t events, decode_errors, drops_reported;
     int delivered;
 };
 
@@ -176,11 +176,7 @@ static int marker_dispatch(void *state)
     int err;
 
     probe_wakeup_drain(&m->wakeup);
-    if (now - m->last_scan_ns >= NSEC_PER_SEC) {
-        m->last_scan_ns = now;
-        for (size_t i = 0; i < m->pids.n; i++)
-            probe_uprobes_scan(&m->uprobes, m->pids.v[i].pid, m->pids.v[i].root);
-    }
+    probe_uprobes_rescan(&m->uprobes, &m->pids, now);
     m->delivered = 0;
     err = ring_buffer__consume(m->ring);
     m->delivered += probe_report_drops(m->sink, m->skel->bss->marker_dropped, &m->drops_reported,

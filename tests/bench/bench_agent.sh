@@ -4,6 +4,12 @@
 # exporter) into a real collector for DURATION seconds. Prints the agent's CPU
 # (share of one core, per 1,000 step records shipped, per MB through the
 # spool) and peak RSS. Target: under 1% of one core and under 64 MiB.
+#
+# MODE=trace (default): the replayed trace; MODE=records: step records
+# already summarised (argus-sim --record), i.e. shipping only; MODE=probes
+# (root): 8 real processes of the test workload (tests/bpf/workload train:
+# compute, 6 ncclAllReduce into a stand-in libnccl, a 98 ms fake sync,
+# argus_step) found by discovery and traced by every default eBPF probe.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$REPO/build/bin
@@ -11,12 +17,27 @@ TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.js
 [[ -f $TRACE ]] || { echo "skip: no Kineto trace at $TRACE"; exit 0; }
 T=$(mktemp -d /tmp/argus-bench-agent.XXXXXX)
 port=$((22000 + RANDOM % 9000))
-trap 'kill -9 $col $agent 2>/dev/null; rm -rf "$T"' EXIT
+ranks=()
+trap 'kill -9 $col $agent "${ranks[@]}" 2>/dev/null; rm -rf "$T"' EXIT
 DURATION=${DURATION:-30}
 # the ranks' work: the Kineto trace through the summarizer (trace), or step
 # records already summarised, as argus-sim makes them (records)
 MODE=${MODE:-trace}
-if [[ $MODE == records ]]; then
+probes=(--probes.enable "")
+if [[ $MODE == probes ]]; then
+    WL=$REPO/build/tests/bpf/workload
+    [[ $(id -u) == 0 && -r /sys/kernel/btf/vmlinux ]] || { echo "skip: MODE=probes needs root and BTF"; exit 0; }
+    [[ -x $WL ]] || { echo "skip: $WL not built"; exit 0; }
+    mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+    probes=() # the defaults
+    src=()
+    for r in $(seq 0 7); do
+        ARGUS_GO=$T/go RANK=$r LOCAL_RANK=$r WORLD_SIZE=8 ARGUS_JOB=bench FAKE_SYNC_US=98000 \
+            ARGUS_MARKER_LIB=$REPO/build/lib/libargus-marker.so "$WL" train $((DURATION * 10 + 150)) \
+            >"$T/rank.$r" 2>&1 &
+        ranks+=($!)
+    done
+elif [[ $MODE == records ]]; then
     "$BIN/argus-sim" --job bench --ranks 8 --steps $((DURATION * 10 + 100)) --record "$T/rec.bin" >/dev/null
     src=(--replay.records "$T/rec.bin" --replay.rate 10)
 else
@@ -26,10 +47,18 @@ fi
     >"$T/collector.log" 2>&1 &
 col=$!
 "${ARGUS_AGENT:-$BIN/argus-agent}" --collector.address "127.0.0.1:$port" --spool.dir "$T/spool" \
-    --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" --probes.enable "" \
+    --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" "${probes[@]}" \
     "${src[@]}" >"$T/agent.log" 2>&1 &
 agent=$!
-sleep 3 # start-up (trace parsing) is not what is measured
+sleep 3 # start-up (trace parsing, probe loading) is not what is measured
+if [[ $MODE == probes ]]; then
+    for _ in $(seq 100); do
+        [[ $(curl -s "127.0.0.1:$((port + 1))/metrics" | awk '$1 == "argus_agent_ranks" {print $2}') == 8 ]] && break
+        sleep 0.1
+    done
+    touch "$T/go"
+    sleep 5 # the first steps: symbols of the ranks' libraries loaded
+fi
 m() { curl -s "127.0.0.1:$((port + 1))/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 # CPU time of all the agent's threads in ns (schedstat: finer than the
 # 10 ms ticks of /proc/PID/stat, which are 0.05% of a core over 20 s)
