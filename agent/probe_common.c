@@ -265,6 +265,16 @@ int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root)
     return total;
 }
 
+bool probe_idle_skip(const struct probe_pids *pids, uint64_t *next_ns, uint64_t now_ns)
+{
+    if (pids->n)
+        return false;
+    if (now_ns < *next_ns)
+        return true;
+    *next_ns = now_ns + PROBE_IDLE_POLL_NS;
+    return false;
+}
+
 void probe_uprobes_rescan(struct probe_uprobes *u, struct probe_pids *pids, uint64_t now_ns)
 {
     for (size_t i = 0; i < pids->n; i++) {

@@ -100,6 +100,12 @@ int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root);
  * added, then at doubling intervals up to PROBE_RESCAN_MAX_NS while scans
  * attach nothing new. Reading the maps of a PyTorch rank (~1,700 lines) is
  * the costliest thing a probe does; libraries are mostly mapped at start. */
+/* Counter maps are walked every dispatch while ranks are tracked, and once
+ * a second when none is: a walk visits every bucket of the hash map, even an
+ * empty one, and only node-level counts (net) can change then. */
+#define PROBE_IDLE_POLL_NS NSEC_PER_SEC
+bool probe_idle_skip(const struct probe_pids *pids, uint64_t *next_ns, uint64_t now_ns);
+
 #define PROBE_RESCAN_MIN_NS NSEC_PER_SEC
 #define PROBE_RESCAN_MAX_NS (16 * NSEC_PER_SEC)
 void probe_uprobes_rescan(struct probe_uprobes *u, struct probe_pids *pids, uint64_t now_ns);

@@ -16,7 +16,7 @@ struct probe_counter {
     const struct event_sink *sink;
     struct probe_pids pids;
     struct probe_counter_table last;
-    uint64_t events;
+    uint64_t events, next_idle_poll_ns;
 };
 
 int probe_counter_supported(const struct probe_counter_desc *desc, char *why, size_t whylen)
@@ -83,8 +83,11 @@ int probe_counter_fd(void *state)
 int probe_counter_dispatch(void *state)
 {
     struct probe_counter *p = state;
-    int n = probe_counters_poll(bpf_map__fd(p->counters), &p->last, p->desc->counter, p->sink);
+    int n;
 
+    if (probe_idle_skip(&p->pids, &p->next_idle_poll_ns, clock_mono_ns()))
+        return 0;
+    n = probe_counters_poll(bpf_map__fd(p->counters), &p->last, p->desc->counter, p->sink);
     if (n > 0)
         p->events += (uint64_t)n;
     return n;

@@ -50,7 +50,7 @@ struct sched {
     const struct event_sink *sink;
     struct probe_pids pids;
     struct sched_slot *slots; /* what was last emitted, per thread */
-    uint64_t events, slots_full, reaped, ticks;
+    uint64_t events, slots_full, reaped, ticks, next_idle_poll_ns;
     uint32_t reap_ticks;
 };
 
@@ -142,6 +142,8 @@ static int sched_dispatch(void *state)
     uint32_t key, next;
     bool first = true;
 
+    if (probe_idle_skip(&s->pids, &s->next_idle_poll_ns, now))
+        return 0;
     while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
         struct argus_sched_acc cur;
         struct agent_event ev[2];
