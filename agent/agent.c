@@ -596,8 +596,14 @@ static void agent_publish(struct agent *a, uint64_t now)
     s.frames_waiting = fs.waiting;
     s.nsources = a->nsources;
     for (size_t i = 0; i < a->nsources; i++) {
-        s.sources[i].name = a->sources[i].ops->name;
-        s.sources[i].running = a->sources[i].running;
+        const struct agent_source *src = &a->sources[i];
+        size_t room = sizeof(s.source_metrics) - s.source_metrics_len;
+
+        s.sources[i].name = src->ops->name;
+        s.sources[i].running = src->running;
+        if (src->running && src->ops->metrics && room > 1)
+            s.source_metrics_len +=
+                src->ops->metrics(src->state, s.source_metrics + s.source_metrics_len, room);
     }
     pthread_mutex_lock(&a->http_state.lock);
     a->http_state.snap = s;

@@ -3,6 +3,7 @@
 #include "agent/agent_http.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -65,6 +66,35 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
     }
 }
 
+static int line_cmp(const void *pa, const void *pb)
+{
+    const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
+    size_t la = strcspn(a, "{ "), lb = strcspn(b, "{ ");
+    int c = strncmp(a, b, la < lb ? la : lb);
+
+    if (c || la == lb)
+        return c ? c : (a < b ? -1 : a > b); /* stable: keep the sources' order */
+    return la < lb ? -1 : 1;
+}
+
+/* The sources' own lines (argus_probe_*), grouped by metric name: several
+ * probes write samples of the same name, and a family must be contiguous. */
+static void source_metrics(struct agent_snapshot *s, struct http_buf *b)
+{
+    char *lines[AGENT_SOURCE_METRICS_BYTES / 8], *save = NULL;
+    size_t n = 0;
+
+    s->source_metrics[s->source_metrics_len < sizeof(s->source_metrics)
+                          ? s->source_metrics_len
+                          : sizeof(s->source_metrics) - 1] = 0;
+    for (char *l = strtok_r(s->source_metrics, "\n", &save);
+         l && n < sizeof(lines) / sizeof(*lines); l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    qsort(lines, n, sizeof(*lines), line_cmp);
+    for (size_t i = 0; i < n; i++)
+        http_buf_printf(b, "%s\n", lines[i]);
+}
+
 void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
 {
     struct agent_http *h = ctx;
@@ -76,6 +106,7 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     pthread_mutex_unlock(&h->lock);
     if (strcmp(path, "/metrics") == 0) {
         agent_metrics(&s, &b);
+        source_metrics(&s, &b);
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         resp->status = 200;
     } else if (strcmp(path, "/healthz") == 0) {

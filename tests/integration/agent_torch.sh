@@ -76,6 +76,13 @@ print("off-CPU time over all steps: %.1f ms" % (offcpu / 1e6))
 ok &= offcpu > 0
 sys.exit(0 if ok else 1)
 PY
+# the probes' own counters are in the agent's /metrics
+curl -s "127.0.0.1:$APORT/metrics" >"$T/agent.metrics"
+for m in 'events_total{probe="sched"}' 'records_total{probe="collectives"}' \
+    'samples_total{probe="stacks"}' 'resolved_total{probe="stacks"}' 'uprobes_attached{probe="collectives"}'; do
+    v=$(awk -v k="argus_probe_$m" '$1 == k {print $2}' "$T/agent.metrics")
+    [[ -n $v ]] && ((v > 0)) || fail "/metrics: argus_probe_$m is '${v}', want > 0"
+done
 t0=$(date +%s.%N)
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"; rc=$?
