@@ -91,8 +91,19 @@ static void source_metrics(struct agent_snapshot *s, struct http_buf *b)
          l && n < sizeof(lines) / sizeof(*lines); l = strtok_r(NULL, "\n", &save))
         lines[n++] = l;
     qsort(lines, n, sizeof(*lines), line_cmp);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        int len = (int)strcspn(lines[i], "{ ");
+
+        if (i == 0 || (int)strcspn(lines[i - 1], "{ ") != len ||
+            strncmp(lines[i - 1], lines[i], (size_t)len)) { /* a new family */
+            bool counter = len > 6 && !strncmp(lines[i] + len - 6, "_total", 6);
+
+            http_buf_printf(b, "# HELP %.*s a counter of the agent's sources, one sample each\n",
+                            len, lines[i]);
+            http_buf_printf(b, "# TYPE %.*s %s\n", len, lines[i], counter ? "counter" : "gauge");
+        }
         http_buf_printf(b, "%s\n", lines[i]);
+    }
 }
 
 void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
