@@ -66,6 +66,7 @@ struct agent {
     int epfd, sigfd;
     uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
     uint64_t spool_dropped_seen, spool_corrupt_seen;
+    uint64_t loop_turns, loop_busy_max_ns;
     struct log_ratelimit rl;
 };
 
@@ -591,6 +592,8 @@ static void agent_publish(struct agent *a, uint64_t now)
     s.resent = es.resent;
     s.discovery_scans = ds.scans;
     s.discovery_processes = ds.processes;
+    s.loop_turns = a->loop_turns;
+    s.loop_busy_max_ns = a->loop_busy_max_ns;
     s.frames_waited = fs.waited;
     s.frames_expired = fs.expired + fs.overflowed;
     s.frames_waiting = fs.waiting;
@@ -708,6 +711,21 @@ static int agent_sleep_ms(struct agent *a, uint64_t now, uint64_t next_watchdog)
     return next <= now ? 0 : (int)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
 }
 
+/* How long one turn of the loop (its events and periodic work) kept it from
+ * epoll: nothing may stall it, so the longest turn is in /metrics and a
+ * turn of over a second is logged. */
+static void agent_loop_busy(struct agent *a, uint64_t woke)
+{
+    uint64_t busy = clock_mono_ns() - woke;
+
+    a->loop_turns++;
+    if (busy > a->loop_busy_max_ns)
+        a->loop_busy_max_ns = busy;
+    if (busy > NSEC_PER_SEC)
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent", "main loop busy for %llu ms in one turn",
+                        (unsigned long long)(busy / NSEC_PER_MSEC));
+}
+
 int agent_run(struct agent *a)
 {
     struct epoll_event evs[32];
@@ -716,6 +734,8 @@ int agent_run(struct agent *a)
     daemon_notify("READY=1");
     for (;;) {
         int n = epoll_wait(a->epfd, evs, 32, agent_sleep_ms(a, clock_mono_ns(), next_watchdog));
+        uint64_t woke = clock_mono_ns();
+
         for (int i = 0; i < n; i++) {
             struct agent_source *s = evs[i].data.ptr;
             if (s) {
@@ -734,6 +754,7 @@ int agent_run(struct agent *a)
             daemon_notify("WATCHDOG=1");
             next_watchdog = now + watchdog / 3;
         }
+        agent_loop_busy(a, woke);
     }
 }
 

@@ -34,6 +34,7 @@ struct agent_snapshot {
     uint64_t sent, acked, reconnects, rejected, resent;
     uint64_t discovery_scans, discovery_processes;
     uint64_t frames_waited, frames_expired, frames_waiting; /* agent/stepframes.h */
+    uint64_t loop_turns, loop_busy_max_ns;                  /* the main loop's wakeups */
     size_t nsources;
     struct {
         const char *name;

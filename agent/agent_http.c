@@ -55,6 +55,11 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     s->frames_expired);
     http_buf_metric(b, "argus_agent_step_frames_waiting", "gauge",
                     "step records waiting for their stack samples now", "", s->frames_waiting);
+    http_buf_metric(b, "argus_agent_loop_wakeups_total", "counter", "turns of the main loop", "",
+                    s->loop_turns);
+    http_buf_metric(b, "argus_agent_loop_busy_max_seconds", "gauge",
+                    "longest single turn of the main loop since start (events and periodic work)",
+                    "", s->loop_busy_max_ns / 1e9);
     for (size_t i = 0; i < s->nsources; i++) {
         snprintf(labels, sizeof(labels), "source=\"%s\"", s->sources[i].name);
         if (i == 0)

@@ -83,6 +83,11 @@ for m in 'events_total{probe="sched"}' 'records_total{probe="collectives"}' \
     v=$(awk -v k="argus_probe_$m" '$1 == k {print $2}' "$T/agent.metrics")
     [[ -n $v ]] && ((v > 0)) || fail "/metrics: argus_probe_$m is '${v}', want > 0"
 done
+# nothing stalled the main loop (symbolization runs on its own thread; attaching
+# uprobes to a newly mapped libtorch_cpu reads its symbols, 30-70 ms a turn here)
+busy=$(awk '$1 == "argus_agent_loop_busy_max_seconds" {print $2}' "$T/agent.metrics")
+log "longest turn of the agent's main loop: ${busy} s"
+awk -v b="$busy" 'BEGIN { exit !(b != "" && b < 1) }' || fail "the main loop was busy ${busy} s in one turn"
 t0=$(date +%s.%N)
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"; rc=$?
