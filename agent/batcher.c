@@ -7,6 +7,7 @@
 #include "agent/steppack.h"
 #include "common/clock.h"
 #include "common/frame.h"
+#include "common/varint.h"
 
 struct batcher_drop {
     char *reason;
@@ -67,18 +68,6 @@ void batcher_free(struct batcher *b)
     free(b);
 }
 
-static size_t batcher_varint(uint8_t *out, uint64_t v)
-{
-    size_t n = 0;
-
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
-
 static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
 {
     long j = names_job_index(b->names, s->job);
@@ -112,7 +101,7 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
         b->cap = cap;
     }
     b->buf[b->len++] = BATCH_STEPS_TAG;
-    b->len += batcher_varint(b->buf + b->len, n);
+    b->len = (size_t)(varint_put(b->buf + b->len, n) - b->buf);
     b->len += steppack_pack(s, b->buf + b->len);
     if (b->nsteps++ == 0)
         b->first_ns = now_ns;

@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 #include <zlib.h>
 
+#include "common/array.h"
 #include "common/name_id.h"
 
 #define KINETO_READ_CHUNK (1u << 20)
@@ -67,22 +68,6 @@ void kineto_free(struct kineto_trace *t)
     free(t->spans);
     free(t->steps);
     free(t);
-}
-
-/* Grow *arr (of *cap elements of size each) to hold n + 1. */
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-    size_t c = *cap ? *cap * 2 : 64;
-    void *tmp;
-
-    if (n < *cap)
-        return 0;
-    tmp = realloc(*arr, c * size);
-    if (!tmp)
-        return -ENOMEM;
-    *arr = tmp;
-    *cap = c;
-    return 0;
 }
 
 /* A JSON number as ns from microseconds; false when absent, not a number,
@@ -178,7 +163,7 @@ static int names_intern(struct parse *p, const char *name, size_t len, uint32_t 
         if (!ids)
             return fail(p, -ENOMEM, "out of memory");
         t->name_ids = ids;
-        if (grow((void **)&t->names, &cap, t->n_names, sizeof(char *)) < 0)
+        if (array_reserve((void **)&t->names, &cap, t->n_names + 1, sizeof(char *)) < 0)
             return fail(p, -ENOMEM, "out of memory");
         p->cap_names = cap;
     }
@@ -219,7 +204,7 @@ static int add_kernel(struct parse *p, json_object *ev)
         sp.device = (int32_t)get_int(args, "device", -1);
         sp.correlation = (uint64_t)get_int(args, "correlation", 0);
     }
-    if (grow((void **)&t->spans, &p->cap_spans, t->n_spans, sizeof(sp)) < 0)
+    if (array_reserve((void **)&t->spans, &p->cap_spans, t->n_spans + 1, sizeof(sp)) < 0)
         return fail(p, -ENOMEM, "out of memory");
     t->spans[t->n_spans++] = sp;
     return 0;
@@ -236,7 +221,7 @@ static int add_step(struct parse *p, json_object *ev, const char *name)
     if (errno || *end || end == name + strlen(KINETO_STEP_PREFIX) ||
         !get_us_as_ns(ev, "ts", &st.ts_ns) || !get_us_as_ns(ev, "dur", &st.dur_ns))
         return 0;
-    if (grow((void **)&t->steps, &p->cap_steps, t->n_steps, sizeof(st)) < 0)
+    if (array_reserve((void **)&t->steps, &p->cap_steps, t->n_steps + 1, sizeof(st)) < 0)
         return fail(p, -ENOMEM, "out of memory");
     t->steps[t->n_steps++] = st;
     return 0;

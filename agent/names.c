@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/name_id.h"
 #include "common/strmap.h"
 
@@ -77,21 +78,6 @@ void names_free(struct names *n)
     free(n);
 }
 
-static int names_grow(void **arr, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    while (c < need)
-        c *= 2;
-    void *p = realloc(*arr, c * size);
-    if (!p)
-        return -ENOMEM;
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 int names_define(struct names *n, uint64_t id, const char *name)
 {
     int r = strmap_put(&n->strings, id, name);
@@ -145,10 +131,10 @@ static int names_grow_states(struct names *n)
         size_t k = names_state_slot(t, cap, s->key, s->job, s->id);
         t[k] = *s;
         if (s->queued &&
-            names_grow((void **)&n->queue, &n->qcap, n->nqueue + 1, sizeof(size_t)) == 0)
+            array_reserve((void **)&n->queue, &n->qcap, n->nqueue + 1, sizeof(size_t)) == 0)
             n->queue[n->nqueue++] = k;
         if (s->inflight &&
-            names_grow((void **)&n->inflight, &n->icap, n->ninflight + 1, sizeof(size_t)) == 0)
+            array_reserve((void **)&n->inflight, &n->icap, n->ninflight + 1, sizeof(size_t)) == 0)
             n->inflight[n->ninflight++] = k;
     }
     free(n->states);
@@ -172,7 +158,7 @@ static void names_reference_in(struct names *n, long j, uint64_t id)
     }
     if (s->acked || s->queued)
         return;
-    if (names_grow((void **)&n->queue, &n->qcap, n->nqueue + 1, sizeof(size_t)) < 0)
+    if (array_reserve((void **)&n->queue, &n->qcap, n->nqueue + 1, sizeof(size_t)) < 0)
         return;
     s->queued = true;
     n->queue[n->nqueue++] = i;
@@ -202,7 +188,7 @@ size_t names_take(struct names *n, uint64_t seq, Argus__V1__NameEntry ***out)
     size_t k = 0;
 
     *out = NULL;
-    if (names_grow((void **)&n->entries, &n->ecap, n->nqueue, sizeof(*n->entries)) < 0)
+    if (array_reserve((void **)&n->entries, &n->ecap, n->nqueue, sizeof(*n->entries)) < 0)
         return 0;
     free(n->entry_ptrs);
     n->entry_ptrs = malloc((n->nqueue ? n->nqueue : 1) * sizeof(*n->entry_ptrs));
@@ -213,7 +199,7 @@ size_t names_take(struct names *n, uint64_t seq, Argus__V1__NameEntry ***out)
         s->queued = false;
         s->sent_seq = seq;
         if (!s->inflight &&
-            names_grow((void **)&n->inflight, &n->icap, n->ninflight + 1, sizeof(size_t)) == 0) {
+            array_reserve((void **)&n->inflight, &n->icap, n->ninflight + 1, sizeof(size_t)) == 0) {
             s->inflight = true;
             n->inflight[n->ninflight++] = n->queue[q];
         }

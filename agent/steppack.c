@@ -3,31 +3,12 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "common/varint.h"
+
 #define TAG_KERNELS 0x3a  /* StepRecord field 7, length-delimited */
 #define TAG_NAME_ID 0x09  /* KernelGroup field 1, fixed64 */
 #define TAG_STREAM 0x10   /* KernelGroup field 2, varint */
 #define TAG_CLUSTERS 0x1a /* KernelGroup field 3, length-delimited */
-
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
 
 /* A proto3 scalar: sent only when not 0. */
 static size_t scalar_size(uint64_t v)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
+
 #define SUMMARIZE_SMALL_SORT 48       /* insertion sort below this many durations */
 #define SUMMARIZE_KERNEL_SIGMAS 4.0   /* direct Gaussian kernel truncated at 4h */
 #define SUMMARIZE_RECURSIVE_SIGMA 3.0 /* wider kernels (grid steps): recursive filter */
@@ -601,19 +603,6 @@ static int order_build(struct summarizer *s)
     return 0;
 }
 
-/* Grow an array *p of *cap elements of size to hold need. */
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    void *q = realloc(*p, need * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = need;
-    return 0;
-}
-
 /* Grow the scratch arrays for the largest group and all clusters. */
 static int scratch_reserve(struct summarizer *s, size_t largest, size_t groups)
 {
@@ -634,7 +623,8 @@ static int scratch_reserve(struct summarizer *s, size_t largest, size_t groups)
         s->logs = logs;
         s->scratch_cap = largest;
     }
-    return grow((void **)&s->clusters, &s->clusters_cap, need_clusters, sizeof(*s->clusters));
+    return array_reserve((void **)&s->clusters, &s->clusters_cap, need_clusters,
+                         sizeof(*s->clusters));
 }
 
 #define ALIGN_UP(x) (((x) + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1))
@@ -688,8 +678,8 @@ static int group_events(struct summarizer *s, size_t *largest)
     uint32_t n = 0, off = 0;
 
     if ((s->order_stale && order_build(s) < 0) ||
-        grow((void **)&s->active, &s->active_cap, s->n_groups, sizeof(*s->active)) < 0 ||
-        grow((void **)&s->grouped, &s->grouped_cap, s->events, sizeof(*s->grouped)) < 0)
+        array_reserve((void **)&s->active, &s->active_cap, s->n_groups, sizeof(*s->active)) < 0 ||
+        array_reserve((void **)&s->grouped, &s->grouped_cap, s->events, sizeof(*s->grouped)) < 0)
         return -ENOMEM;
     *largest = 0;
     for (uint32_t i = 0; i < s->n_groups; i++) {

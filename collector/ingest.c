@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/name_id.h"
 #include "common/u64set.h"
+#include "common/varint.h"
 
 /* The name ids seen per job, to enforce max_names_per_job exactly. */
 struct ingest_job_names {
@@ -361,18 +362,6 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
     atomic_fetch_add(&s->in->acks, 1);
 }
 
-static bool ingest_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; *p < end && shift < 64; shift += 7) {
-        uint8_t byte = *(*p)++;
-        *v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80))
-            return true;
-    }
-    return false;
-}
-
 /* Find the bytes of every Batch.steps entry (field 6) in the packed batch, in
  * order, so the store keeps them without packing each record again. Returns
  * the number found (the caller checks it against n_steps), or -EBADMSG. The
@@ -384,11 +373,11 @@ static long ingest_step_slices(const uint8_t *raw, size_t len, struct store_slic
     uint64_t tag, v;
 
     while (p < end) {
-        if (!ingest_varint(&p, end, &tag))
+        if (!varint_get(&p, end, &tag))
             return -EBADMSG;
         switch (tag & 7) {
         case 0:
-            if (!ingest_varint(&p, end, &v))
+            if (!varint_get(&p, end, &v))
                 return -EBADMSG;
             break;
         case 1:
@@ -398,7 +387,7 @@ static long ingest_step_slices(const uint8_t *raw, size_t len, struct store_slic
             p += 4;
             break;
         case 2:
-            if (!ingest_varint(&p, end, &v) || v > (uint64_t)(end - p))
+            if (!varint_get(&p, end, &v) || v > (uint64_t)(end - p))
                 return -EBADMSG;
             if (tag >> 3 == 6) {
                 if ((size_t)n >= max)
