@@ -167,7 +167,37 @@ static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 
 /* --- batches into the spool ----------------------------------------------- */
 
-static void agent_save_drops(struct agent *a);
+/* Drop counters the spool does not rebuild itself go on from where the
+ * last run of this spool epoch left them (agent/dropstate.h). */
+static const char *const agent_spool_counters[] = {"spool_cap", "spool_corrupt", NULL};
+
+static void agent_load_drops(struct agent *a)
+{
+    int n =
+        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+
+    if (n < 0)
+        log_warn("agent", "%s/%s: %s; drop counters start from 0", a->cfg->spool_dir,
+                 DROPSTATE_FILE, n == -EBADMSG ? "not a drop counter file" : strerror(-n));
+    else if (n > 0)
+        log_info("agent", "%d drop counters carried over from the last run", n);
+    /* what was loaded is saved again with the next batch, in this build's form */
+}
+
+static void agent_save_drops(struct agent *a)
+{
+    int r;
+
+    if (!batcher_drops_changed(a->batcher))
+        return;
+    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+    if (r < 0)
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
+                        "cannot save drop counters in %s: %s (a restart would count from 0)",
+                        a->cfg->spool_dir, strerror(-r));
+    else
+        batcher_drops_saved(a->batcher);
+}
 
 static void agent_seal(struct agent *a)
 {
@@ -410,38 +440,6 @@ static int agent_open_spool(struct agent *a)
              (unsigned long long)ss.records, (unsigned long long)ss.bytes,
              (unsigned long long)ss.dropped_records, (unsigned long long)ss.corrupt_records);
     return 0;
-}
-
-/* Drop counters the spool does not rebuild itself go on from where the
- * last run of this spool epoch left them (agent/dropstate.h). */
-static const char *const agent_spool_counters[] = {"spool_cap", "spool_corrupt", NULL};
-
-static void agent_load_drops(struct agent *a)
-{
-    int n =
-        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
-
-    if (n < 0)
-        log_warn("agent", "%s/%s: %s; drop counters start from 0", a->cfg->spool_dir,
-                 DROPSTATE_FILE, n == -EBADMSG ? "not a drop counter file" : strerror(-n));
-    else if (n > 0)
-        log_info("agent", "%d drop counters carried over from the last run", n);
-    /* what was loaded is saved again with the next batch, in this build's form */
-}
-
-static void agent_save_drops(struct agent *a)
-{
-    int r;
-
-    if (!batcher_drops_changed(a->batcher))
-        return;
-    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
-    if (r < 0)
-        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
-                        "cannot save drop counters in %s: %s (a restart would count from 0)",
-                        a->cfg->spool_dir, strerror(-r));
-    else
-        batcher_drops_saved(a->batcher);
 }
 
 static int agent_build_pipeline(struct agent *a)

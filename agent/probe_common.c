@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,25 +321,22 @@ int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t
 
 int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interval_ns)
 {
-    struct itimerspec its = {0};
     struct epoll_event ev = {.events = EPOLLIN};
     int err = 0;
 
+    w->timerfd = -1;
     w->epfd = epoll_create1(EPOLL_CLOEXEC);
-    w->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (w->epfd < 0 || w->timerfd < 0) {
+    if (w->epfd < 0) {
         err = -errno;
         goto fail;
     }
-    uint64_t first = (clock_mono_ns() / interval_ns + 1) * interval_ns;
-
-    its.it_interval.tv_sec = (time_t)(interval_ns / NSEC_PER_SEC);
-    its.it_interval.tv_nsec = (long)(interval_ns % NSEC_PER_SEC);
-    its.it_value.tv_sec = (time_t)(first / NSEC_PER_SEC);
-    its.it_value.tv_nsec = (long)(first % NSEC_PER_SEC);
+    w->timerfd = clock_timerfd((clock_mono_ns() / interval_ns + 1) * interval_ns, interval_ns);
+    if (w->timerfd < 0) {
+        err = w->timerfd;
+        goto fail;
+    }
     ev.data.fd = w->timerfd;
-    if (timerfd_settime(w->timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ||
-        epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->timerfd, &ev) < 0) {
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->timerfd, &ev) < 0) {
         err = -errno;
         goto fail;
     }

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "agent/kineto.h"
@@ -40,15 +39,12 @@ static int replay_index(struct replay *r)
             r->step_first[t->spans[k].step + 1]++;
     for (size_t s = 0; s < t->n_steps; s++)
         r->step_first[s + 1] += r->step_first[s];
-    size_t *at = calloc(t->n_steps ? t->n_steps : 1, sizeof(*at));
-    if (!at)
-        return -ENOMEM;
+    /* step_first[s + 1] serves as step s's cursor, then shifts back */
     for (size_t k = 0; k < t->n_spans; k++)
-        if (t->spans[k].step >= 0) {
-            size_t s = (size_t)t->spans[k].step;
-            r->by_step[r->step_first[s] + at[s]++] = (uint32_t)k;
-        }
-    free(at);
+        if (t->spans[k].step >= 0)
+            r->by_step[r->step_first[t->spans[k].step]++] = (uint32_t)k;
+    memmove(r->step_first + 1, r->step_first, t->n_steps * sizeof(*r->step_first));
+    r->step_first[0] = 0;
     return 0;
 }
 
@@ -137,20 +133,7 @@ static uint64_t replay_skew(const struct replay *r, uint32_t i)
 
 int replay_timerfd(uint64_t first_ns, uint64_t period_ns)
 {
-    uint64_t tick = period_ns > REPLAY_MIN_TICK_NS ? period_ns : REPLAY_MIN_TICK_NS;
-    struct itimerspec its;
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), err;
-
-    its.it_interval = (struct timespec){(time_t)(tick / NSEC_PER_SEC), (long)(tick % NSEC_PER_SEC)};
-    its.it_value =
-        (struct timespec){(time_t)(first_ns / NSEC_PER_SEC), (long)(first_ns % NSEC_PER_SEC)};
-    if (fd < 0 || timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
-        err = -errno;
-        if (fd >= 0)
-            close(fd);
-        return err;
-    }
-    return fd;
+    return clock_timerfd(first_ns, period_ns > REPLAY_MIN_TICK_NS ? period_ns : REPLAY_MIN_TICK_NS);
 }
 
 /* The timer fires once per step period, just after the last rank's step is

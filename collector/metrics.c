@@ -90,26 +90,24 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
     if (strcmp(path, "/metrics") == 0) {
         collector_metrics(m, &b);
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->status = 200;
     } else if (strcmp(path, "/healthz") == 0) {
         struct store_stats st;
 
         store_get_stats(m->store, &st);
-        if (st.failing) {
-            /* still answering, but nothing new is made durable (disk full,
-             * I/O errors): agents keep it in their spools meanwhile */
+        /* failing: still answering, but nothing new is made durable (disk
+         * full, I/O errors); agents keep it in their spools meanwhile */
+        if (st.failing)
             http_buf_printf(&b, "store writes failing: %s\n", st.last_error);
-            resp->status = 503;
-            resp->content_type = "text/plain; charset=utf-8";
-            resp->body = b.data;
-            resp->len = b.len;
-            return;
-        }
-        http_buf_printf(&b, "ok\n");
+        else
+            http_buf_printf(&b, "ok\n");
+        resp->status = st.failing ? 503 : 200;
     } else {
         resp->status = 404;
         return;
     }
-    resp->status = b.failed ? 500 : 200;
+    if (b.failed)
+        resp->status = 500;
     resp->body = b.data;
     resp->len = b.len;
 }

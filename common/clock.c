@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t read_clock(clockid_t id)
 {
@@ -29,12 +31,33 @@ int64_t clock_mono_to_real_offset(void)
     return (int64_t)(r0 + (r1 - r0) / 2) - (int64_t)m;
 }
 
+static struct timespec clock_timespec(uint64_t ns)
+{
+    return (struct timespec){.tv_sec = (time_t)(ns / NSEC_PER_SEC),
+                             .tv_nsec = (long)(ns % NSEC_PER_SEC)};
+}
+
 void clock_sleep_ns(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / NSEC_PER_SEC),
-                          .tv_nsec = (long)(ns % NSEC_PER_SEC)};
+    struct timespec ts = clock_timespec(ns);
+
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
+}
+
+int clock_timerfd(uint64_t first_ns, uint64_t period_ns)
+{
+    struct itimerspec its = {.it_interval = clock_timespec(period_ns),
+                             .it_value = clock_timespec(first_ns)};
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), err;
+
+    if (fd < 0 || timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        err = -errno;
+        if (fd >= 0)
+            close(fd);
+        return err;
+    }
+    return fd;
 }
 
 char *clock_format_rfc3339(uint64_t unix_ns, char *buf, unsigned long len)

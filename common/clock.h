@@ -28,6 +28,10 @@ static inline uint64_t clock_mono_to_real(uint64_t mono_ns, int64_t offset)
 /* Sleep for ns; a signal does not cut the sleep short. */
 void clock_sleep_ns(uint64_t ns);
 
+/* A nonblocking CLOCK_MONOTONIC timerfd that fires at first_ns (absolute,
+ * clock_mono_ns()) and then every period_ns. Returns the fd or -errno. */
+int clock_timerfd(uint64_t first_ns, uint64_t period_ns);
+
 /* Format a UNIX ns timestamp as RFC 3339 UTC with milliseconds
  * ("2026-12-02T09:45:04.123Z") into buf (at least 32 bytes). Returns buf. */
 char *clock_format_rfc3339(uint64_t unix_ns, char *buf, unsigned long len);
