@@ -66,7 +66,7 @@ struct agent {
     int epfd, sigfd;
     uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
     uint64_t spool_dropped_seen, spool_corrupt_seen;
-    uint64_t loop_turns, loop_busy_max_ns;
+    uint64_t loop_turns, loop_busy_max_ns, next_source_metrics_ns;
     struct log_ratelimit rl;
 };
 
@@ -550,6 +550,20 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 
 /* --- the loop --------------------------------------------------------------- */
 
+/* The running sources' own metrics into buf (NUL-terminated). */
+static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < a->nsources; i++) {
+        const struct agent_source *src = &a->sources[i];
+
+        if (src->running && src->ops->metrics && n + 1 < len)
+            n += src->ops->metrics(src->state, buf + n, len - n);
+    }
+    buf[n < len ? n : len - 1] = 0;
+}
+
 static void agent_publish(struct agent *a, uint64_t now)
 {
     struct agent_snapshot s = {.tick_ns = now};
@@ -597,17 +611,16 @@ static void agent_publish(struct agent *a, uint64_t now)
     s.frames_waiting = fs.waiting;
     s.nsources = a->nsources;
     for (size_t i = 0; i < a->nsources; i++) {
-        const struct agent_source *src = &a->sources[i];
-        size_t room = sizeof(s.source_metrics) - s.source_metrics_len;
-
-        s.sources[i].name = src->ops->name;
-        s.sources[i].running = src->running;
-        if (src->running && src->ops->metrics && room > 1)
-            s.source_metrics_len +=
-                src->ops->metrics(src->state, s.source_metrics + s.source_metrics_len, room);
+        s.sources[i].name = a->sources[i].ops->name;
+        s.sources[i].running = a->sources[i].running;
     }
     pthread_mutex_lock(&a->http_state.lock);
     a->http_state.snap = s;
+    if (now >= a->next_source_metrics_ns) {
+        agent_render_source_metrics(a, a->http_state.source_metrics,
+                                    sizeof(a->http_state.source_metrics));
+        a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
+    }
     pthread_mutex_unlock(&a->http_state.lock);
 }
 

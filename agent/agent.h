@@ -22,8 +22,6 @@ struct agent_source {
 };
 
 /* What /metrics shows, copied by the main loop under lock each tick. */
-#define AGENT_SOURCE_METRICS_BYTES 8192
-
 struct agent_snapshot {
     uint64_t tick_ns; /* monotonic time of the last main-loop tick */
     uint64_t ranks, steps, events, untracked_events;
@@ -40,9 +38,6 @@ struct agent_snapshot {
         const char *name;
         bool running;
     } sources[AGENT_MAX_SOURCES];
-    /* the sources' own metrics (source_ops.metrics), Prometheus text */
-    char source_metrics[AGENT_SOURCE_METRICS_BYTES];
-    size_t source_metrics_len;
 };
 
 struct agent;

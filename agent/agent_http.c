@@ -71,36 +71,44 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
     }
 }
 
+/* The metric name of a sample line. */
+static int family_len(const char *line)
+{
+    return (int)strcspn(line, "{ ");
+}
+
+static int family_cmp(const char *a, const char *b)
+{
+    int la = family_len(a), lb = family_len(b), c = strncmp(a, b, (size_t)(la < lb ? la : lb));
+
+    return c ? c : la - lb;
+}
+
+/* By family; within one, the sources' order (the lines' places in text). */
 static int line_cmp(const void *pa, const void *pb)
 {
     const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
-    size_t la = strcspn(a, "{ "), lb = strcspn(b, "{ ");
-    int c = strncmp(a, b, la < lb ? la : lb);
+    int c = family_cmp(a, b);
 
-    if (c || la == lb)
-        return c ? c : (a < b ? -1 : a > b); /* stable: keep the sources' order */
-    return la < lb ? -1 : 1;
+    return c ? c : (a < b ? -1 : a > b);
 }
 
-/* The sources' own lines (argus_probe_*), grouped by metric name: several
- * probes write samples of the same name, and a family must be contiguous. */
-static void source_metrics(struct agent_snapshot *s, struct http_buf *b)
+/* The sources' own lines (argus_probe_*) in text (modified), grouped by
+ * metric name: several probes write samples of the same name, and a family
+ * must be contiguous. */
+static void source_metrics(char *text, struct http_buf *b)
 {
     char *lines[AGENT_SOURCE_METRICS_BYTES / 8], *save = NULL;
     size_t n = 0;
 
-    s->source_metrics[s->source_metrics_len < sizeof(s->source_metrics)
-                          ? s->source_metrics_len
-                          : sizeof(s->source_metrics) - 1] = 0;
-    for (char *l = strtok_r(s->source_metrics, "\n", &save);
-         l && n < sizeof(lines) / sizeof(*lines); l = strtok_r(NULL, "\n", &save))
+    for (char *l = strtok_r(text, "\n", &save); l && n < sizeof(lines) / sizeof(*lines);
+         l = strtok_r(NULL, "\n", &save))
         lines[n++] = l;
     qsort(lines, n, sizeof(*lines), line_cmp);
     for (size_t i = 0; i < n; i++) {
-        int len = (int)strcspn(lines[i], "{ ");
+        int len = family_len(lines[i]);
 
-        if (i == 0 || (int)strcspn(lines[i - 1], "{ ") != len ||
-            strncmp(lines[i - 1], lines[i], (size_t)len)) { /* a new family */
+        if (i == 0 || family_cmp(lines[i - 1], lines[i])) { /* a new family */
             bool counter = len > 6 && !strncmp(lines[i] + len - 6, "_total", 6);
 
             http_buf_printf(b, "# HELP %.*s a counter of the agent's sources, one sample each\n",
@@ -116,13 +124,15 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     struct agent_http *h = ctx;
     struct agent_snapshot s;
     struct http_buf b = {0};
+    char text[AGENT_SOURCE_METRICS_BYTES];
 
     pthread_mutex_lock(&h->lock);
     s = h->snap;
+    memcpy(text, h->source_metrics, sizeof(text));
     pthread_mutex_unlock(&h->lock);
     if (strcmp(path, "/metrics") == 0) {
         agent_metrics(&s, &b);
-        source_metrics(&s, &b);
+        source_metrics(text, &b);
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         resp->status = 200;
     } else if (strcmp(path, "/healthz") == 0) {

@@ -7,9 +7,14 @@
 #include "agent/agent.h"
 #include "common/http.h"
 
+#define AGENT_SOURCE_METRICS_BYTES 8192
+
 struct agent_http {
     pthread_mutex_t lock;
     struct agent_snapshot snap;
+    /* the sources' own metrics (source_ops.metrics), Prometheus text,
+     * rendered by the main loop at most once a second */
+    char source_metrics[AGENT_SOURCE_METRICS_BYTES];
 };
 
 /* http_handler_fn; ctx is a struct agent_http. */
