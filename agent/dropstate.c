@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "common/daemon.h"
 
 #define DROPSTATE_MAGIC "argus-drops"
 #define DROPSTATE_VERSION 1
@@ -46,26 +47,18 @@ static void save_one(void *ctx, const char *reason, const char *job, int32_t ran
 int dropstate_save(const char *dir, uint64_t epoch, const struct batcher *b,
                    const char *const *skip)
 {
-    char tmp[4096], path[4096];
     struct save_ctx c = {.skip = skip};
-    int err = 0;
+    char *text = NULL;
+    size_t len = 0;
+    int err;
 
-    if (snprintf(path, sizeof(path), "%s/%s", dir, DROPSTATE_FILE) >= (int)sizeof(path) ||
-        snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, DROPSTATE_FILE) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
-    c.f = fopen(tmp, "we");
+    c.f = open_memstream(&text, &len);
     if (!c.f)
-        return -errno;
+        return -ENOMEM;
     fprintf(c.f, "%s %d %" PRIu64 "\n", DROPSTATE_MAGIC, DROPSTATE_VERSION, epoch);
     batcher_foreach_drop(b, save_one, &c);
-    if (c.failed || fflush(c.f) || fsync(fileno(c.f)))
-        err = errno ? -errno : -EIO;
-    if (fclose(c.f) && !err)
-        err = -errno;
-    if (!err && rename(tmp, path))
-        err = -errno;
-    if (err)
-        unlink(tmp);
+    err = fclose(c.f) || c.failed ? -ENOMEM : daemon_replace_file(dir, DROPSTATE_FILE, text, len);
+    free(text);
     return err;
 }
 

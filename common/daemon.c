@@ -1,6 +1,7 @@
 #include "common/daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -114,4 +115,38 @@ uint64_t daemon_watchdog_ns(void)
     if (sd_watchdog_enabled(0, &usec) <= 0)
         return 0;
     return usec * 1000;
+}
+
+int daemon_replace_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    char tmp[512];
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, err = 0;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
+        err = -ENAMETOOLONG;
+    else if (dfd < 0 || (fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        err = -errno;
+    for (size_t off = 0; !err && off < len;) {
+        ssize_t w = write(fd, (const char *)data + off, len - off);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            err = w < 0 ? -errno : -ENOSPC;
+        else
+            off += (size_t)w;
+    }
+    if (!err && fsync(fd))
+        err = -errno;
+    if (fd >= 0 && close(fd) && !err)
+        err = -errno;
+    if (!err && renameat(dfd, tmp, dfd, name))
+        err = -errno;
+    if (!err && fsync(dfd))
+        err = -errno;
+    if (err && fd >= 0)
+        unlinkat(dfd, tmp, 0);
+    if (dfd >= 0)
+        close(dfd);
+    return err;
 }

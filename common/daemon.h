@@ -2,6 +2,7 @@
 #ifndef ARGUS_COMMON_DAEMON_H
 #define ARGUS_COMMON_DAEMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum daemon_signal {
@@ -35,6 +36,10 @@ int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv
 
 /* mkdir -p with mode for the directories it creates. Returns 0 or -errno. */
 int daemon_mkdir_p(const char *path, unsigned mode);
+
+/* Replace dir/name with len bytes of data durably: write name.tmp, fsync,
+ * rename over name, fsync dir. Returns 0 or -errno (name is untouched). */
+int daemon_replace_file(const char *dir, const char *name, const void *data, size_t len);
 
 /* Tell systemd (when NOTIFY_SOCKET is set) a state such as "READY=1",
  * "WATCHDOG=1", "STOPPING=1", "RELOADING=1". Harmless without systemd. */
