@@ -23,6 +23,7 @@
 
 #include <rocksdb/c.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 
 enum {
@@ -200,23 +201,6 @@ static int buf_reserve(struct store *s, size_t n)
     return 0;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    size_t n = *cap ? *cap : 8;
-    void *p;
-
-    if (need <= *cap)
-        return 0;
-    while (n < need)
-        n *= 2;
-    p = realloc(*arr, n * elem);
-    if (!p)
-        return -ENOMEM;
-    *arr = p;
-    *cap = n;
-    return 0;
-}
-
 /* ---- kvset: tsearch tree of kv_node ----------------------------------------- */
 
 static int kv_cmp(const void *a, const void *b)
@@ -327,7 +311,7 @@ static int ranks_add(struct job_entry *j, const uint32_t *add, size_t n, bool so
 {
     if (!n)
         return 0;
-    if (grow((void **)&j->ranks, &j->cap_ranks, j->n_ranks + n, sizeof(uint32_t)))
+    if (array_reserve((void **)&j->ranks, &j->cap_ranks, j->n_ranks + n, sizeof(uint32_t)))
         return -ENOMEM;
     memcpy(j->ranks + j->n_ranks, add, n * sizeof(uint32_t));
     j->n_ranks += n;
@@ -674,8 +658,8 @@ static struct job_entry *stage_job(struct store *s, const char *job)
         return NULL;
     if (!created)
         return &st->jobs[n->v.index];
-    if (grow((void **)&st->jobs, &st->cap_jobs, st->n_jobs + 1, sizeof(*st->jobs)) ||
-        grow((void **)&st->cached, &st->cap_cached, st->n_jobs + 1, sizeof(*st->cached))) {
+    if (array_reserve((void **)&st->jobs, &st->cap_jobs, st->n_jobs + 1, sizeof(*st->jobs)) ||
+        array_reserve((void **)&st->cached, &st->cap_cached, st->n_jobs + 1, sizeof(*st->cached))) {
         kv_remove(&st->jobs_index, n);
         return NULL;
     }
@@ -715,7 +699,8 @@ static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint6
     if (created) {
         n->v.range.min = UINT64_MAX;
         n->v.range.max = 0;
-        if (grow((void **)&st->times, &st->cap_times, st->n_times + 1, sizeof(*st->times))) {
+        if (array_reserve((void **)&st->times, &st->cap_times, st->n_times + 1,
+                          sizeof(*st->times))) {
             kv_remove(&st->time_index, n);
             goto out;
         }
@@ -1336,7 +1321,7 @@ static int time_collect(void *ctx, const uint8_t *key, size_t klen, const void *
     lo = get_be64(val);
     hi = get_be64((const uint8_t *)val + 8);
     n = kv_get(&a->jobs, key + 8, klen - 8, &created);
-    if (!n || (created && grow((void **)&a->items, &a->cap, a->n + 1, sizeof(*a->items))))
+    if (!n || (created && array_reserve((void **)&a->items, &a->cap, a->n + 1, sizeof(*a->items))))
         return -ENOMEM;
     if (created) {
         a->items[a->n++] = n;
@@ -1460,7 +1445,7 @@ static int retire_job_steps(struct retention *r, const char *job, uint64_t end)
     rc = -ENOMEM;
     free(hi);
     hi = job_key(job, 0, 0, 0, 0, true, &hl);
-    if (!hi || grow((void **)&r->dead_jobs, &r->cap_dead, r->n_dead + 1, sizeof(char *)) ||
+    if (!hi || array_reserve((void **)&r->dead_jobs, &r->cap_dead, r->n_dead + 1, sizeof(char *)) ||
         !(r->dead_jobs[r->n_dead] = strdup(job)))
         goto out;
     r->n_dead++;

@@ -61,12 +61,17 @@ int cudaDeviceSynchronize(void);
 int cuCtxSynchronize(void);
 int cudaMalloc(void **, size_t);
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 static void wait_go(void)
@@ -333,10 +338,7 @@ __attribute__((noinline)) uint64_t workload_compute_function(uint64_t iters)
 
 static uint64_t thread_cpu_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* Iterations of workload_compute_function that take 2 ms of thread CPU:
