@@ -13,7 +13,7 @@ port=$((20000 + RANDOM % 10000))
 trap 'kill -9 $col 2>/dev/null; rm -rf "$T"' EXIT
 ranks=${RANKS:-10240} steps=${STEPS:-60}
 
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "" --store.dir "$T/store" \
+"${ARGUS_COLLECTOR:-$BIN/argus-collector}" --grpc.listen "127.0.0.1:$port" --http.listen "" --store.dir "$T/store" \
     >"$T/collector.log" 2>&1 &
 col=$!
 sleep 0.5
