@@ -52,6 +52,10 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -pthread \
 	-MMD -MP -I. -I$(GEN)
 ALL_LDFLAGS := $(LDFLAGS) -pthread -Wl,--as-needed
+# CI builds treat every warning as an error (CI=true there).
+ifneq ($(CI),)
+ALL_CFLAGS += -Werror
+endif
 ifneq ($(SAN),)
 ALL_CFLAGS += -fsanitize=$(SAN) -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SAN)
@@ -70,9 +74,12 @@ BPF_SRC      := $(wildcard bpf/*.bpf.c)
 BPF_SKELS    := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.skel.h,$(BPF_SRC))
 GEN_HEADERS  := $(PROTO_H) $(BPF_SKELS)
 
+# One static library per program part; each binary links its own part plus
+# common (a client links no server code, a daemon no other daemon's code).
+AGENT_STAGES  := sources probes symbols steps delivery discovery
 COMMON_SRC    := $(wildcard common/*.c)
-AGENT_SRC     := $(filter-out agent/main.c,$(wildcard agent/*.c))
-COLLECTOR_SRC := $(filter-out collector/main.c collector/argusctl.c,$(wildcard collector/*.c))
+AGENT_SRC     := $(filter-out agent/main.c,$(wildcard agent/*.c $(AGENT_STAGES:%=agent/%/*.c)))
+COLLECTOR_SRC := $(filter-out collector/main.c,$(wildcard collector/*.c collector/*/*.c))
 TOOLS         := $(notdir $(wildcard tools/*))
 CUPTI_SRC     := $(wildcard agent/cupti/*.c)
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
@@ -84,8 +91,15 @@ LIB_AGENT     := $(B)/lib/libargus_agent.a
 LIB_COLLECTOR := $(B)/lib/libargus_collector.a
 OUR_LIBS      := $(LIB_AGENT) $(LIB_COLLECTOR) $(LIB_COMMON)
 
-BINS := $(B)/bin/argus-agent $(B)/bin/argus-collector $(B)/bin/argusctl \
-	$(addprefix $(B)/bin/,$(TOOLS))
+# What each tool links besides its own objects (tools/NAME/*.c).
+TOOL_DEPS_argusctl  := $(LIB_COMMON)
+TOOL_DEPS_argus-sim := $(LIB_AGENT) $(LIB_COMMON)
+# A tool's objects other than its main.c, for tests (e.g. the heatmap, the
+# simulator's scenario generator).
+TOOL_LIBS     := $(TOOLS:%=$(B)/lib/libtool_%.a)
+TEST_LIBS     := $(if $(TESTLIB_SRC),$(B)/lib/libargus_test.a) $(TOOL_LIBS) $(OUR_LIBS)
+
+BINS := $(B)/bin/argus-agent $(B)/bin/argus-collector $(addprefix $(B)/bin/,$(TOOLS))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRC))
 
 ifneq ($(wildcard $(CUDA)/include/cupti.h),)
@@ -132,23 +146,21 @@ $(B)/lib/%.a:
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 
-link = $(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(OUR_LIBS) $(SYS_LIBS)
+link = $(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(SYS_LIBS)
 
-$(B)/bin/argus-agent: $(B)/obj/agent/main.o $(OUR_LIBS)
+$(B)/bin/argus-agent: $(B)/obj/agent/main.o $(LIB_AGENT) $(LIB_COMMON)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 
-$(B)/bin/argus-collector: $(B)/obj/collector/main.o $(OUR_LIBS)
+$(B)/bin/argus-collector: $(B)/obj/collector/main.o $(LIB_COLLECTOR) $(LIB_COMMON)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 
-$(B)/bin/argusctl: $(B)/obj/collector/argusctl.o $(OUR_LIBS)
-	$(call msg,LD,$@)
-	$(Q)mkdir -p $(@D) && $(link)
-
-# Each tools/NAME/ directory is one binary, build/bin/NAME.
+# Each tools/NAME/ directory is one binary, build/bin/NAME, from its main.c,
+# its other objects (libtool_NAME.a) and TOOL_DEPS_NAME.
 define tool_rule
-$(B)/bin/$(1): $(call obj,$(wildcard tools/$(1)/*.c)) $(B)/lib/libargus_test.a $(OUR_LIBS)
+$(B)/lib/libtool_$(1).a: $(call obj,$(filter-out tools/$(1)/main.c,$(wildcard tools/$(1)/*.c)))
+$(B)/bin/$(1): $(B)/obj/tools/$(1)/main.o $(B)/lib/libtool_$(1).a $(TOOL_DEPS_$(1))
 	$$(call msg,LD,$$@)
 	$$(Q)mkdir -p $$(@D) && $$(link)
 endef
@@ -166,7 +178,7 @@ $(B)/lib/libargus-cupti.so: $(call obj,$(CUPTI_SRC)) $(LIB_COMMON)
 
 # --- tests --------------------------------------------------------------------
 
-$(B)/tests/unit/%: $(B)/obj/tests/unit/%.o $(B)/lib/libargus_test.a $(OUR_LIBS)
+$(B)/tests/unit/%: $(B)/obj/tests/unit/%.o $(TEST_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link) -lcmocka
 
@@ -202,7 +214,7 @@ demo: deps
 	$(Q)tests/e2e/demo.sh
 
 BENCH_BINS := $(patsubst tests/bench/%.c,$(B)/bench/%,$(wildcard tests/bench/bench_*.c))
-$(B)/bench/%: $(B)/obj/tests/bench/%.o $(OUR_LIBS)
+$(B)/bench/%: $(B)/obj/tests/bench/%.o $(TEST_LIBS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 

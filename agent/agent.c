@@ -8,26 +8,26 @@
 #include <unistd.h>
 
 #include "agent/agent_http.h"
-#include "agent/assembler.h"
-#include "agent/batcher.h"
-#include "agent/discovery.h"
-#include "agent/dropstate.h"
-#include "agent/exporter.h"
-#include "agent/names.h"
-#include "agent/probe_collectives.h"
-#include "agent/records.h"
-#include "agent/probe_io.h"
-#include "agent/probe_marker.h"
-#include "agent/probe_net.h"
-#include "agent/probe_proc.h"
-#include "agent/probe_sched.h"
-#include "agent/probe_stacks.h"
-#include "agent/probe_sync.h"
-#include "agent/source_cupti.h"
-#include "agent/stepframes.h"
-#include "agent/stepinfer.h"
-#include "agent/source_replay.h"
-#include "agent/spool.h"
+#include "agent/steps/assembler.h"
+#include "agent/delivery/batcher.h"
+#include "agent/discovery/discovery.h"
+#include "agent/delivery/dropstate.h"
+#include "agent/delivery/exporter.h"
+#include "agent/delivery/names.h"
+#include "agent/probes/probe_collectives.h"
+#include "agent/sources/records.h"
+#include "agent/probes/probe_io.h"
+#include "agent/probes/probe_marker.h"
+#include "agent/probes/probe_net.h"
+#include "agent/probes/probe_proc.h"
+#include "agent/probes/probe_sched.h"
+#include "agent/probes/probe_stacks.h"
+#include "agent/probes/probe_sync.h"
+#include "agent/sources/source_cupti.h"
+#include "agent/steps/stepframes.h"
+#include "agent/steps/stepinfer.h"
+#include "agent/sources/source_replay.h"
+#include "agent/delivery/spool.h"
 #include "common/clock.h"
 #include "common/daemon.h"
 #include "common/http.h"
@@ -168,7 +168,7 @@ static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 /* --- batches into the spool ----------------------------------------------- */
 
 /* Drop counters the spool does not rebuild itself go on from where the
- * last run of this spool epoch left them (agent/dropstate.h). */
+ * last run of this spool epoch left them (agent/delivery/dropstate.h). */
 static const char *const agent_spool_counters[] = {"spool_cap", "spool_corrupt", NULL};
 
 static void agent_load_drops(struct agent *a)

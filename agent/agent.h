@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "agent/config.h"
-#include "agent/source.h"
+#include "agent/sources/source.h"
 
 #define AGENT_MAX_SOURCES 16
 
@@ -31,7 +31,7 @@ struct agent_snapshot {
     bool connected;
     uint64_t sent, acked, reconnects, rejected, resent;
     uint64_t discovery_scans, discovery_processes;
-    uint64_t frames_waited, frames_expired, frames_waiting; /* agent/stepframes.h */
+    uint64_t frames_waited, frames_expired, frames_waiting; /* agent/steps/stepframes.h */
     uint64_t loop_turns, loop_busy_max_ns;                  /* the main loop's wakeups */
     size_t nsources;
     struct {

@@ -1,5 +1,5 @@
-/* Record shared by bpf/calls.bpf.c and its users (agent/probe_collectives.c,
- * agent/probe_sync.c): one call of a uprobed function, entry to return.
+/* Record shared by bpf/calls.bpf.c and its users (agent/probes/probe_collectives.c,
+ * agent/probes/probe_sync.c): one call of a uprobed function, entry to return.
  *
  * The BPF side does not interpret arguments: it copies the six argument
  * registers and the first two stack slots (arguments 7 and 8 on x86-64), and

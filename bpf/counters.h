@@ -1,4 +1,4 @@
-/* Shared by bpf/net.bpf.c, bpf/io.bpf.c and agent/probe_net.c, probe_io.c:
+/* Shared by bpf/net.bpf.c, bpf/io.bpf.c and agent/probes/probe_net.c, probe_io.c:
  * a counter summed in the kernel per process. Key 0 is the node total (every
  * event, attributed or not); key TGID is a tracked process's share. */
 #ifndef ARGUS_BPF_COUNTERS_H

@@ -1,4 +1,4 @@
-/* Record shared by bpf/marker.bpf.c and agent/probe_marker.c: one call of the
+/* Record shared by bpf/marker.bpf.c and agent/probes/probe_marker.c: one call of the
  * marker ABI (libargus-marker.so: argus_step, argus_phase_begin,
  * argus_phase_end). */
 #ifndef ARGUS_BPF_MARKER_H

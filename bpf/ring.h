@@ -2,7 +2,7 @@
  * record costs the traced process a context switch per event (measured: a
  * 4.4% step-time overhead on 8 ranks); instead records are submitted
  * without a wakeup until the ring is a quarter full, and user space also
- * reads the ring on a 100 ms timer (agent/probe_common.h, probe_wakeup). */
+ * reads the ring on a 100 ms timer (agent/probes/probe_common.h, probe_wakeup). */
 #ifndef ARGUS_BPF_RING_H
 #define ARGUS_BPF_RING_H
 

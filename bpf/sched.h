@@ -1,4 +1,4 @@
-/* Per-thread accumulators shared by bpf/sched.bpf.c and agent/probe_sched.c:
+/* Per-thread accumulators shared by bpf/sched.bpf.c and agent/probes/probe_sched.c:
  * off-CPU time and run-queue delay of the threads of tracked processes,
  * summed in the kernel so ring traffic does not grow with the switch rate. */
 #ifndef ARGUS_BPF_SCHED_H

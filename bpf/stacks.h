@@ -1,4 +1,4 @@
-/* Record shared by bpf/stacks.bpf.c and agent/probe_stacks.c: one CPU
+/* Record shared by bpf/stacks.bpf.c and agent/probes/probe_stacks.c: one CPU
  * sample of a tracked process; the stacks themselves are in the stack map. */
 #ifndef ARGUS_BPF_STACKS_H
 #define ARGUS_BPF_STACKS_H

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/diag_engine.h"
-#include "collector/diag_report.h"
-#include "collector/store.h"
+#include "collector/diag/diag_engine.h"
+#include "collector/diag/diag_report.h"
+#include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strmap.h"

@@ -1,4 +1,4 @@
-/* Online diagnosis in the collector: one diag_engine (collector/diag_engine.h)
+/* Online diagnosis in the collector: one diag_engine (collector/diag/diag_engine.h)
  * per job, fed by ingest after every durable batch, ticked once a second so
  * steps close on timeout (a silent rank is a finding), with every report it
  * produces stored (store_put_report) and logged. Thread-safe: ingest workers

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"

@@ -9,7 +9,7 @@
 #include "collector/ingest.h"
 #include "collector/metrics.h"
 #include "collector/query.h"
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "collector/transport.h"
 #include "common/clock.h"
 #include "common/daemon.h"

@@ -6,7 +6,7 @@
 
 #include "collector/diagnosis.h"
 #include "collector/ingest.h"
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "collector/transport.h"
 
 struct collector_drop_ctx {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "common/rpc_paths.h"
 #include "common/u64set.h"
 #include "proto/argus.pb-c.h"

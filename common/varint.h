@@ -1,5 +1,5 @@
 /* Protobuf base-128 varints, for the places that write or walk wire bytes
- * by hand (agent/steppack, agent/batcher, collector/ingest). */
+ * by hand (agent/delivery/steppack, agent/delivery/batcher, collector/ingest). */
 #ifndef ARGUS_COMMON_VARINT_H
 #define ARGUS_COMMON_VARINT_H
 

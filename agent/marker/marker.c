@@ -1,5 +1,5 @@
 /* libargus-marker.so: the marker ABI that training code calls and the agent
- * uprobes (agent/probe_marker.c). The functions do nothing: the uprobe at
+ * uprobes (agent/probes/probe_marker.c). The functions do nothing: the uprobe at
  * their entry is the whole mechanism, so they must exist as real, never
  * inlined, never merged functions. The empty asm with a memory clobber keeps
  * the compiler from proving them pure and dropping calls to them. Built

@@ -31,8 +31,8 @@
 #include <lz4hc.h>
 #include <zstd.h>
 
-#include "agent/kineto.h"
-#include "agent/summarize.h"
+#include "agent/sources/kineto.h"
+#include "agent/steps/summarize.h"
 #include "common/clock.h"
 #include "common/frame.h"
 #include "common/name_id.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/spool.h"
+#include "agent/delivery/spool.h"
 #include "common/clock.h"
 
 #define RECORD (16 * 1024)

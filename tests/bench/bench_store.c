@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "common/clock.h"
 
 #define RANKS 8

@@ -1,4 +1,4 @@
-/* Runs one probe through the source interface (agent/source.h) and prints
+/* Runs one probe through the source interface (agent/sources/source.h) and prints
  * what it delivers as lines, for tests/integration/bpf_*.sh:
  *
  *   NAME id=ID name=STRING
@@ -11,7 +11,7 @@
  *                [--ready FILE] [--freq HZ] [--stepdetect] [--quiet] [--reap TICKS]
  *
  * --stepdetect keeps every COLLECTIVE event per pid and prints, at the end,
- * the steps agent/stepdetect.c finds in them:
+ * the steps agent/steps/stepdetect.c finds in them:
  *   STEP pid= start= step_ns= compute_ns= collective_ns= ncalls=
  *   PERIOD pid= bursts= period= phase=
  *
@@ -27,15 +27,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent/probe_collectives.h"
-#include "agent/probe_io.h"
-#include "agent/probe_marker.h"
-#include "agent/probe_net.h"
-#include "agent/probe_proc.h"
-#include "agent/probe_sched.h"
-#include "agent/probe_stacks.h"
-#include "agent/probe_sync.h"
-#include "agent/stepdetect.h"
+#include "agent/probes/probe_collectives.h"
+#include "agent/probes/probe_io.h"
+#include "agent/probes/probe_marker.h"
+#include "agent/probes/probe_net.h"
+#include "agent/probes/probe_proc.h"
+#include "agent/probes/probe_sched.h"
+#include "agent/probes/probe_stacks.h"
+#include "agent/probes/probe_sync.h"
+#include "agent/steps/stepdetect.h"
 #include "common/clock.h"
 
 static const char *kind_name(uint32_t kind)

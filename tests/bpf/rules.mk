@@ -18,7 +18,7 @@ $(BPFT)/workload: tests/bpf/workload.c $(BPFT)/lib/libnccl.so.2 $(BPFT)/lib/libc
 	$(Q)mkdir -p $(@D) && $(CC) -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread $< -o $@ \
 		$(BPFT)/lib/libnccl.so.2 $(BPFT)/lib/libcudart.so.13 -Wl,-rpath,$(abspath $(BPFT)/lib) -ldl
 
-$(BPFT)/probe_driver: $(B)/obj/tests/bpf/probe_driver.o $(OUR_LIBS)
+$(BPFT)/probe_driver: $(B)/obj/tests/bpf/probe_driver.o $(LIB_AGENT) $(LIB_COMMON)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/source_cupti.h"
+#include "agent/sources/source_cupti.h"
 #include "common/clock.h"
 
 #define NAMES 65536

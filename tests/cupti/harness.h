@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "agent/source_cupti.h"
+#include "agent/sources/source_cupti.h"
 #include "common/clock.h"
 
 #define H_NAMES 8192

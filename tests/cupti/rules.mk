@@ -23,7 +23,7 @@ $(CUPTI_APP): $(B)/obj/tests/cupti/app.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(ALL_LDFLAGS) -o $@ $^ -ldl
 
-$(CUPTI_AGENT): $(B)/obj/tests/cupti/agent_driver.o $(OUR_LIBS)
+$(CUPTI_AGENT): $(B)/obj/tests/cupti/agent_driver.o $(LIB_AGENT) $(LIB_COMMON)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "agent/discovery.h"
+#include "agent/discovery/discovery.h"
 #include "common/clock.h"
 #include "common/log.h"
 

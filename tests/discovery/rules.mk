@@ -5,7 +5,7 @@
 #                   a container runtime
 DISCOVERY_HELPERS := $(B)/tests/discovery/discovery_dump $(B)/tests/discovery/jail
 
-$(B)/tests/discovery/%: $(B)/obj/tests/discovery/%.o $(OUR_LIBS)
+$(B)/tests/discovery/%: $(B)/obj/tests/discovery/%.o $(LIB_AGENT) $(LIB_COMMON)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(link)
 

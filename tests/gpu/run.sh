@@ -33,7 +33,7 @@ build() {
     mkdir -p "$OUT/bin"
     gcc -std=gnu11 -O2 -fPIC -shared -fvisibility=hidden -pthread -I. -I"$CUDA/include" \
         agent/cupti/*.c -o "$OUT/bin/libargus-cupti.so" -ldl -lm || return 1
-    gcc -std=gnu11 -O2 -pthread -I. tests/cupti/agent_driver.c agent/source_cupti.c \
+    gcc -std=gnu11 -O2 -pthread -I. tests/cupti/agent_driver.c agent/sources/source_cupti.c agent/sources/source_cupti_proj.c \
         common/clock.c -o "$OUT/bin/cupti-agent" || return 1
     LIB=$OUT/bin/libargus-cupti.so AGENT=$OUT/bin/cupti-agent
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real PyTorch job (Debian python3-torch, CPU, gloo, 4 ranks, no
 # annotation): the collectives probe sees its c10d ProcessGroupGloo::allreduce
-# calls (and c10d::Work::wait, which gives their host end), agent/stepdetect.c
+# calls (and c10d::Work::wait, which gives their host end), agent/steps/stepdetect.c
 # finds its steps, and each rank's step times agree with the job's own timing
 # within 5%: per rank the mean and the median step time, and at least 80% of
 # the single steps, and the mean over the whole window of detected steps.

@@ -1,4 +1,4 @@
-/* NVTX range projection (agent/source_cupti_proj.c): ranges longer than the
+/* NVTX range projection (agent/sources/source_cupti_proj.c): ranges longer than the
  * pairing window, kernels before their launch records, other threads'
  * launches, the busiest stream, when a range settles, overflow. */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "agent/source_cupti_proj.h"
+#include "agent/sources/source_cupti_proj.h"
 
 struct got {
     int n;

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "collector/diag_engine.h"
-#include "collector/diag_report.h"
-#include "tests/lib/diag_scenario.h"
+#include "collector/diag/diag_engine.h"
+#include "collector/diag/diag_report.h"
+#include "tools/argus-sim/diag_scenario.h"
 
 #define STEPS 100
 #define MAX_PAGED 256

@@ -7,10 +7,10 @@
 
 #include <cmocka.h>
 
-#include "collector/diag_frame.h"
-#include "collector/diag_groups.h"
-#include "collector/diag_persist.h"
-#include "collector/diag_pipeline.h"
+#include "collector/diag/diag_frame.h"
+#include "collector/diag/diag_groups.h"
+#include "collector/diag/diag_persist.h"
+#include "collector/diag/diag_pipeline.h"
 
 /* 64 ranks, TP=2, PP=4, DP=8, EP=4 (ep = dp % 4), Megatron order. */
 static void layout(struct diag_coord *co, uint32_t n)

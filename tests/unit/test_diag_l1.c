@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "collector/diag_l1.h"
+#include "collector/diag/diag_l1.h"
 
 struct tally {
     uint32_t spikes, regressions;

@@ -11,11 +11,11 @@
 
 #include <cmocka.h>
 
-#include "collector/diag_engine.h"
-#include "collector/diag_frame.h"
-#include "collector/diag_groups.h"
-#include "collector/diag_l2.h"
-#include "tests/lib/diag_scenario.h"
+#include "collector/diag/diag_engine.h"
+#include "collector/diag/diag_frame.h"
+#include "collector/diag/diag_groups.h"
+#include "collector/diag/diag_l2.h"
+#include "tools/argus-sim/diag_scenario.h"
 
 enum { RANKS = 8 };
 #define MS 1000000ULL

@@ -10,11 +10,11 @@
 
 #include <cmocka.h>
 
-#include "collector/diag_frame.h"
-#include "collector/diag_groups.h"
-#include "collector/diag_l3.h"
-#include "collector/diag_persist.h"
-#include "collector/diag_stats.h"
+#include "collector/diag/diag_frame.h"
+#include "collector/diag/diag_groups.h"
+#include "collector/diag/diag_l3.h"
+#include "collector/diag/diag_persist.h"
+#include "collector/diag/diag_stats.h"
 
 static Argus__V1__Cluster cl[2];
 static Argus__V1__Cluster *clp[2] = {&cl[0], &cl[1]};

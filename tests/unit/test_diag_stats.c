@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "collector/diag_stats.h"
+#include "collector/diag/diag_stats.h"
 
 static void test_median_odd_even_and_order_kept(void **state)
 {

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "agent/discovery.h"
+#include "agent/discovery/discovery.h"
 #include "common/log.h"
 
 static const struct discovery_options node1 = {.node = "node1"};

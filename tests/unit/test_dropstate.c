@@ -1,4 +1,4 @@
-/* agent/dropstate: drop counters saved and loaded across an agent restart,
+/* agent/delivery/dropstate: drop counters saved and loaded across an agent restart,
  * only within one spool epoch, without the spool's own counters, and a
  * damaged file never loads garbage. */
 #include <errno.h>
@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "agent/batcher.h"
-#include "agent/dropstate.h"
-#include "agent/names.h"
+#include "agent/delivery/batcher.h"
+#include "agent/delivery/dropstate.h"
+#include "agent/delivery/names.h"
 
 static const char *const skip[] = {"spool_cap", NULL};
 

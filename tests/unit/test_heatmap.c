@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "collector/heatmap.h"
+#include "tools/argusctl/heatmap.h"
 
 static char *render(struct heatmap *h, uint32_t rows, uint32_t cols)
 {

@@ -15,7 +15,7 @@
 #include <lz4.h>
 
 #include "collector/ingest.h"
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "collector/transport.h"
 #include "common/frame.h"
 #include "common/name_id.h"

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "agent/kineto.h"
-#include "agent/summarize.h"
+#include "agent/sources/kineto.h"
+#include "agent/steps/summarize.h"
 #include "common/name_id.h"
 
 static char data_dir[PATH_MAX];

@@ -9,14 +9,14 @@
 
 #include <cmocka.h>
 
-#include "agent/probe_collectives.h"
-#include "agent/probe_common.h"
-#include "agent/probe_io.h"
-#include "agent/probe_marker.h"
-#include "agent/probe_proc.h"
-#include "agent/probe_sched.h"
-#include "agent/probe_stacks.h"
-#include "agent/probe_sync.h"
+#include "agent/probes/probe_collectives.h"
+#include "agent/probes/probe_common.h"
+#include "agent/probes/probe_io.h"
+#include "agent/probes/probe_marker.h"
+#include "agent/probes/probe_proc.h"
+#include "agent/probes/probe_sched.h"
+#include "agent/probes/probe_stacks.h"
+#include "agent/probes/probe_sync.h"
 #include "bpf/calls.h"
 #include "bpf/marker.h"
 #include "bpf/proc.h"

@@ -1,4 +1,4 @@
-/* agent/probe_stacks.c without a kernel: what the ring callback does with a
+/* agent/probes/probe_stacks.c without a kernel: what the ring callback does with a
  * sample on the main loop (probe_stacks_record) reads no symbols, samples
  * the symbolizer has not named yet count as "[unresolved]" in a step's top
  * frames, probe_stacks_settled() tells when a window has none pending, and
@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "agent/probe_stacks.h"
-#include "agent/stacks_worker.h"
-#include "agent/symbolize.h"
+#include "agent/probes/probe_stacks.h"
+#include "agent/probes/stacks_worker.h"
+#include "agent/symbols/symbolize.h"
 
 __attribute__((noinline, used)) int probe_stacks_test_leaf(int x);
 __attribute__((noinline, used)) int probe_stacks_test_leaf(int x)

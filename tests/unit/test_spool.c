@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "agent/spool.h"
+#include "agent/delivery/spool.h"
 #include "common/clock.h"
 
 #define HDR 20 /* record header bytes on disk */

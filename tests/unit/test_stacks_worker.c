@@ -1,4 +1,4 @@
-/* agent/stacks_worker.c: samples of this test process go to the thread and
+/* agent/probes/stacks_worker.c: samples of this test process go to the thread and
  * come back named, in order; the queue cap refuses and counts; a forget
  * waits for the samples before it; shutdown joins promptly. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/stacks_worker.h"
+#include "agent/probes/stacks_worker.h"
 #include "common/clock.h"
 
 __attribute__((noinline, used)) int worker_test_leaf(int x);

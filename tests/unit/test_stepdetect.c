@@ -1,4 +1,4 @@
-/* agent/stepdetect.c on synthetic collective sequences. */
+/* agent/steps/stepdetect.c on synthetic collective sequences. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "agent/stepdetect.h"
+#include "agent/steps/stepdetect.h"
 
 #define MS 1000000ull
 

@@ -1,4 +1,4 @@
-/* agent/stepframes.c against a fake stacks source whose samples are named
+/* agent/steps/stepframes.c against a fake stacks source whose samples are named
  * up to a movable time: records wait until their window settles, leave in
  * order, run out of time with "[unresolved]" counted, overflow, flush, and
  * are deep copies. */
@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "agent/names.h"
-#include "agent/stepframes.h"
+#include "agent/delivery/names.h"
+#include "agent/steps/stepframes.h"
 #include "common/name_id.h"
 
 #define SEC 1000000000ull

@@ -1,4 +1,4 @@
-/* agent/steppack: byte for byte what protobuf-c writes, on random records
+/* agent/delivery/steppack: byte for byte what protobuf-c writes, on random records
  * with every field present or absent, and on records with unknown fields. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "agent/steppack.h"
+#include "agent/delivery/steppack.h"
 #include "tests/lib/rng.h"
 
 /* A value that is 0 a third of the time, else of 1 to 64 significant bits. */

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "collector/store.h"
+#include "collector/store/store.h"
 #include "common/clock.h"
 
 #define T0 (UINT64_C(1796000000) * NSEC_PER_SEC) /* some UNIX second in 2026 */

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/summarize.h"
+#include "agent/steps/summarize.h"
 #include "proto/argus.pb-c.h"
 #include "tests/lib/rng.h"
 

@@ -1,4 +1,4 @@
-/* agent/symbolize.c: maps/perf-map parsing, sorted symbol arrays, and ELF
+/* agent/symbols/symbolize.c: maps/perf-map parsing, sorted symbol arrays, and ELF
  * lookups on this test binary itself (built with symbols). The caches built
  * on them are tested in test_symcache.c. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/symbolize.h"
+#include "agent/symbols/symbolize.h"
 
 __attribute__((noinline, used)) int symbolize_test_marker_function(int x);
 __attribute__((noinline, used)) int symbolize_test_marker_function(int x)

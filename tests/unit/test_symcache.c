@@ -1,4 +1,4 @@
-/* agent/symcache.c: user addresses of this test binary and of a forked
+/* agent/symbols/symcache.c: user addresses of this test binary and of a forked
  * child (one file read for both), the byte cap, the maps reload interval,
  * perf maps (JIT) and kernel symbols. */
 #include <errno.h>
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "agent/symbolize.h"
-#include "agent/symcache.h"
+#include "agent/symbols/symbolize.h"
+#include "agent/symbols/symcache.h"
 
 __attribute__((noinline, used)) int symcache_test_marker_function(int x);
 __attribute__((noinline, used)) int symcache_test_marker_function(int x)

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/batcher.h"
-#include "agent/names.h"
+#include "agent/delivery/batcher.h"
+#include "agent/delivery/names.h"
 #include "common/clock.h"
-#include "tests/lib/diag_scenario.h"
+#include "tools/argus-sim/diag_scenario.h"
 
 static const struct {
     const char *name;

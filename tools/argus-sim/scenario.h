@@ -1,6 +1,6 @@
 /* Fault scenarios for argus-sim (--scenario NAME): the step records of a
  * whole job come from the diagnosis scenario generator
- * (tests/lib/diag_scenario.h: collectives as sync points, per-node clock
+ * (tools/argus-sim/diag_scenario.h: collectives as sync points, per-node clock
  * offsets, KDE-style kernel clusters) and are cut into per-agent batches by
  * the agent's own batcher, so names and resources travel exactly as a real
  * agent sends them. The ground truth (culprit ranks and cause) is printed

@@ -54,7 +54,7 @@ int sim_run(const struct sim_config *c, struct sim_result *out);
 int sim_verify(const struct sim_config *c);
 
 /* Write what a run with these options would send as a records file
- * (agent/records.h) for the agent's record replay. Returns 0 or -errno. */
+ * (agent/sources/records.h) for the agent's record replay. Returns 0 or -errno. */
 int sim_record(const struct sim_config *c);
 
 /* The job start time used in records (deterministic). */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/records.h"
+#include "agent/sources/records.h"
 #include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"

@@ -1,0 +1,252 @@
+#include "agent/delivery/batcher.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/delivery/steppack.h"
+#include "common/clock.h"
+#include "common/frame.h"
+#include "common/varint.h"
+
+struct batcher_drop {
+    char *reason;
+    char *job;
+    int32_t rank;
+    uint64_t total;
+};
+
+struct batcher {
+    struct batcher_options o;
+    char *agent_id;
+    struct names *names;
+    uint8_t *buf; /* packed StepRecords, each as Batch field 6 */
+    size_t len, cap;
+    size_t nsteps;
+    uint64_t first_ns;
+    uint64_t last_seal_ns;
+    bool drops_dirty;   /* a drop counter changed since the last sealed batch */
+    bool drops_unsaved; /* ... since batcher_drops_saved */
+    struct batcher_drop *drops;
+    size_t ndrops;
+    struct batcher_stats stats;
+};
+
+#define BATCH_STEPS_TAG 0x32 /* field 6, wire type 2 */
+#define BATCHER_RETRY_NS (10 * NSEC_PER_MSEC)
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+struct batcher *batcher_new(const struct batcher_options *o, struct names *names)
+{
+    struct batcher *b = calloc(1, sizeof(*b));
+
+    if (!b)
+        return NULL;
+    b->o = *o;
+    b->agent_id = strdup(o->agent_id ? o->agent_id : "agent");
+    b->names = names;
+    if (!b->agent_id) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void batcher_free(struct batcher *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->ndrops; i++)
+        free(b->drops[i].job), free(b->drops[i].reason);
+    free(b->drops);
+    free(b->buf);
+    free(b->agent_id);
+    free(b);
+}
+
+static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
+{
+    long j = names_job_index(b->names, s->job);
+
+    if (j < 0)
+        return;
+    for (size_t i = 0; i < s->n_phases; i++)
+        names_reference_at(b->names, j, s->phases[i]->name_id);
+    for (size_t i = 0; i < s->n_kernels; i++)
+        names_reference_at(b->names, j, s->kernels[i]->name_id);
+    for (size_t i = 0; i < s->n_collectives; i++)
+        names_reference_at(b->names, j, s->collectives[i]->name_id);
+    for (size_t i = 0; i < s->n_top_frames; i++)
+        names_reference_at(b->names, j, s->top_frames[i]->name_id);
+}
+
+int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
+{
+    size_t n = steppack_size(s), need = b->len + n + 11;
+
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *grown = realloc(b->buf, cap);
+        if (!grown) {
+            batcher_drop(b, "batcher_nomem", s->job, (int32_t)s->rank, 1);
+            return -ENOMEM;
+        }
+        b->buf = grown;
+        b->cap = cap;
+    }
+    b->buf[b->len++] = BATCH_STEPS_TAG;
+    b->len = (size_t)(varint_put(b->buf + b->len, n) - b->buf);
+    b->len += steppack_pack(s, b->buf + b->len);
+    if (b->nsteps++ == 0)
+        b->first_ns = now_ns;
+    b->stats.steps++;
+    batcher_reference(b, s);
+    return 0;
+}
+
+void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_t rank,
+                  uint64_t count)
+{
+    for (size_t i = 0; i < b->ndrops; i++) {
+        struct batcher_drop *d = &b->drops[i];
+        if (d->rank == rank && strcmp(d->reason, reason) == 0 &&
+            strcmp(d->job ? d->job : "", job ? job : "") == 0) {
+            d->total += count;
+            b->drops_dirty = b->drops_unsaved = true;
+            return;
+        }
+    }
+    struct batcher_drop *grown = realloc(b->drops, (b->ndrops + 1) * sizeof(*grown));
+    if (!grown)
+        return;
+    b->drops = grown;
+    struct batcher_drop d = {strdup(reason), job ? strdup(job) : NULL, rank, count};
+    if (!d.reason || (job && !d.job)) {
+        free(d.reason);
+        free(d.job);
+        return;
+    }
+    b->drops[b->ndrops++] = d;
+    b->drops_dirty = b->drops_unsaved = true;
+}
+
+void batcher_foreach_drop(const struct batcher *b,
+                          void (*fn)(void *ctx, const char *reason, const char *job, int32_t rank,
+                                     uint64_t total),
+                          void *ctx)
+{
+    for (size_t i = 0; i < b->ndrops; i++)
+        fn(ctx, b->drops[i].reason, b->drops[i].job, b->drops[i].rank, b->drops[i].total);
+}
+
+bool batcher_drops_changed(const struct batcher *b)
+{
+    return b->drops_unsaved;
+}
+
+void batcher_drops_saved(struct batcher *b)
+{
+    b->drops_unsaved = false;
+}
+
+bool batcher_due(const struct batcher *b, uint64_t now_ns)
+{
+    if (!b->nsteps) {
+        /* new ranks and changed drop counters reach the collector even when no
+         * step does, at most once per max_age */
+        return (names_unsent_resources(b->names) || b->drops_dirty) &&
+               now_ns - b->last_seal_ns >= b->o.max_age_ns;
+    }
+    return b->nsteps >= b->o.max_steps || b->len >= b->o.max_bytes ||
+           now_ns - b->first_ns >= b->o.max_age_ns;
+}
+
+uint64_t batcher_next_ns(const struct batcher *b)
+{
+    /* a seal that failed (out of memory) is retried, not spun on */
+    if (b->nsteps)
+        return max_u64(b->first_ns + b->o.max_age_ns, b->last_seal_ns + BATCHER_RETRY_NS);
+    if (names_unsent_resources(b->names) || b->drops_dirty)
+        return b->last_seal_ns + b->o.max_age_ns;
+    return UINT64_MAX;
+}
+
+size_t batcher_steps(const struct batcher *b)
+{
+    return b->nsteps;
+}
+
+/* Pack the batch header (everything but the steps) into a new buffer with
+ * room for the steps after it. */
+static uint8_t *batcher_header(struct batcher *b, uint64_t epoch, uint64_t seq, size_t *hlen)
+{
+    Argus__V1__Batch batch = ARGUS__V1__BATCH__INIT;
+    Argus__V1__DropCounter *dc = calloc(b->ndrops + 1, sizeof(*dc));
+    Argus__V1__DropCounter **dp = calloc(b->ndrops + 1, sizeof(*dp));
+    uint8_t *out = NULL;
+
+    if (!dc || !dp)
+        goto out;
+    batch.agent_id = b->agent_id;
+    batch.epoch = epoch;
+    batch.seq = seq;
+    batch.created_unix_ns = clock_real_ns();
+    batch.n_names = names_take(b->names, seq, &batch.names);
+    batch.n_resources = names_take_resources(b->names, seq, &batch.resources);
+    for (size_t i = 0; i < b->ndrops; i++) {
+        argus__v1__drop_counter__init(&dc[i]);
+        dc[i].reason = (char *)b->drops[i].reason;
+        dc[i].job = b->drops[i].job ? b->drops[i].job : "";
+        dc[i].rank = b->drops[i].rank;
+        dc[i].total = b->drops[i].total;
+        dp[i] = &dc[i];
+    }
+    batch.n_drops = b->ndrops;
+    batch.drops = dp;
+    *hlen = argus__v1__batch__get_packed_size(&batch);
+    out = malloc(*hlen + b->len + 1);
+    if (out)
+        argus__v1__batch__pack(&batch, out);
+out:
+    free(dc);
+    free(dp);
+    return out;
+}
+
+int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, size_t *len)
+{
+    size_t hlen;
+    uint8_t *raw;
+    int r;
+
+    if (!b->nsteps && !names_unsent_resources(b->names) && !b->drops_dirty)
+        return -ENODATA;
+    b->drops_dirty = false;
+    b->last_seal_ns = clock_mono_ns();
+    raw = batcher_header(b, epoch, seq, &hlen);
+    if (!raw)
+        return -ENOMEM;
+    /* concatenated messages merge: the steps become Batch.steps */
+    memcpy(raw + hlen, b->buf, b->len);
+    r = frame_encode(raw, hlen + b->len, FRAME_CODEC_LZ4, frame, len);
+    if (r == 0) {
+        b->stats.batches++;
+        b->stats.raw_bytes += hlen + b->len;
+        b->stats.frame_bytes += *len;
+        b->len = 0;
+        b->nsteps = 0;
+    }
+    free(raw);
+    return r;
+}
+
+void batcher_get_stats(const struct batcher *b, struct batcher_stats *out)
+{
+    *out = b->stats;
+}

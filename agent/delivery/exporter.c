@@ -1,0 +1,213 @@
+#include "agent/delivery/exporter.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/delivery/batcher.h"
+#include "agent/delivery/names.h"
+#include "agent/delivery/spool.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/rpc.h"
+#include "common/rpc_paths.h"
+#include "proto/argus.pb-c.h"
+
+/* How often the stream's completion queue is polled while anything is in
+ * flight; an idle exporter is not polled at all. */
+#define EXPORTER_POLL_NS (10 * NSEC_PER_MSEC)
+
+struct exporter {
+    struct exporter_options o;
+    char *collector;
+    struct spool *spool;
+    struct names *names;
+    struct batcher *batcher;
+    struct rpc_channel *ch;
+    struct rpc_stream *st;
+    uint64_t cursor; /* highest seq sent on this stream */
+    uint64_t reconnect_ns, backoff_ns;
+    uint64_t rng;
+    struct exporter_stats stats;
+    struct log_ratelimit rl;
+};
+
+struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
+                              struct names *names, struct batcher *batcher)
+{
+    struct exporter *e = calloc(1, sizeof(*e));
+    struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC};
+
+    if (!e)
+        return NULL;
+    e->o = *o;
+    e->collector = strdup(o->collector);
+    e->spool = spool;
+    e->names = names;
+    e->batcher = batcher;
+    e->rng = clock_real_ns() | 1;
+    e->rl = (struct log_ratelimit){.interval_ns = 30 * NSEC_PER_SEC, .burst = 3};
+    e->ch = e->collector ? rpc_channel_new(e->collector, &co) : NULL;
+    if (!e->ch) {
+        free(e->collector);
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void exporter_free(struct exporter *e)
+{
+    if (!e)
+        return;
+    rpc_stream_free(e->st);
+    rpc_channel_free(e->ch);
+    free(e->collector);
+    free(e);
+}
+
+static uint64_t exporter_jitter(struct exporter *e, uint64_t range)
+{
+    e->rng ^= e->rng << 13;
+    e->rng ^= e->rng >> 7;
+    e->rng ^= e->rng << 17;
+    return range ? e->rng % range : 0;
+}
+
+/* Schedule the next connection attempt: backoff doubles up to the cap and
+ * the delay is drawn from [backoff/2, backoff] so agents spread out. */
+static void exporter_backoff(struct exporter *e, uint64_t now_ns)
+{
+    if (e->backoff_ns == 0)
+        e->backoff_ns = e->o.backoff_min_ns;
+    else if (e->backoff_ns < e->o.backoff_max_ns / 2)
+        e->backoff_ns *= 2;
+    else
+        e->backoff_ns = e->o.backoff_max_ns;
+    e->reconnect_ns = now_ns + e->backoff_ns / 2 + exporter_jitter(e, e->backoff_ns / 2 + 1);
+}
+
+static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
+{
+    struct spool_stats ss;
+
+    spool_stats(e->spool, &ss);
+    if (e->cursor > ss.acked_seq)
+        e->stats.resent += e->cursor - ss.acked_seq;
+    rpc_stream_free(e->st);
+    e->st = NULL;
+    e->stats.connected = false;
+    exporter_backoff(e, now_ns);
+}
+
+/* The collector refused the oldest unacked batch for what it is: drop it. */
+static void exporter_reject_head(struct exporter *e)
+{
+    struct spool_stats ss;
+    uint64_t seq;
+    const void *data;
+    size_t len;
+
+    spool_stats(e->spool, &ss);
+    if (spool_read(e->spool, ss.acked_seq, &seq, &data, &len) == 1) {
+        spool_ack(e->spool, seq);
+        e->stats.rejected++;
+        batcher_drop(e->batcher, "collector_rejected", NULL, -1, 1);
+    }
+}
+
+static void exporter_closed(struct exporter *e, const struct rpc_stream_event *ev, uint64_t now)
+{
+    snprintf(e->stats.last_error, sizeof(e->stats.last_error), "status %d: %s", ev->status,
+             ev->message);
+    log_ratelimited(&e->rl, LOG_LEVEL_WARN, "exporter", "stream to %s ended: status %d: %s",
+                    e->collector, ev->status, ev->message);
+    if (ev->status == RPC_INVALID_ARGUMENT || ev->status == RPC_RESOURCE_EXHAUSTED)
+        exporter_reject_head(e);
+    exporter_disconnect(e, now);
+}
+
+static void exporter_ack(struct exporter *e, const void *data, size_t len, uint64_t now)
+{
+    Argus__V1__Ack *ack = argus__v1__ack__unpack(NULL, len, data);
+
+    if (!ack)
+        return;
+    if (ack->epoch == spool_epoch(e->spool) && spool_ack(e->spool, ack->seq) == 0) {
+        names_ack(e->names, ack->seq);
+        e->stats.acked = ack->seq;
+        e->stats.last_ack_ns = now;
+        e->backoff_ns = 0;
+    }
+    argus__v1__ack__free_unpacked(ack, NULL);
+}
+
+static void exporter_send_next(struct exporter *e)
+{
+    uint64_t seq;
+    const void *data;
+    size_t len;
+
+    if (!e->st || !rpc_stream_can_send(e->st))
+        return;
+    if (spool_read(e->spool, e->cursor, &seq, &data, &len) != 1)
+        return;
+    if (rpc_stream_send(e->st, data, len) == 0) {
+        e->cursor = seq;
+        e->stats.sent++;
+    }
+}
+
+void exporter_poll(struct exporter *e, uint64_t now_ns)
+{
+    struct rpc_stream_event ev;
+    struct spool_stats ss;
+
+    spool_stats(e->spool, &ss);
+    if (!e->st && ss.records && now_ns >= e->reconnect_ns) {
+        e->st = rpc_stream_open(e->ch, RPC_INGEST_PUSH, false);
+        e->cursor = ss.acked_seq;
+        if (e->st) {
+            e->stats.connected = true;
+            if (e->reconnect_ns)
+                e->stats.reconnects++;
+        } else {
+            exporter_backoff(e, now_ns);
+        }
+    }
+    while (e->st) {
+        exporter_send_next(e);
+        if (rpc_stream_poll(e->st, 0, &ev) < 0 || ev.kind == RPC_STREAM_NONE)
+            break;
+        if (ev.kind == RPC_STREAM_MESSAGE)
+            exporter_ack(e, ev.data, ev.len, now_ns);
+        else if (ev.kind == RPC_STREAM_CLOSED)
+            exporter_closed(e, &ev, now_ns);
+    }
+}
+
+uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
+{
+    struct spool_stats ss;
+
+    spool_stats(e->spool, &ss);
+    if (!e->st)
+        return ss.records ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns) : UINT64_MAX;
+    if (ss.records || !rpc_stream_can_send(e->st))
+        return now_ns + EXPORTER_POLL_NS;
+    return UINT64_MAX;
+}
+
+bool exporter_idle(const struct exporter *e)
+{
+    struct spool_stats ss;
+
+    spool_stats(e->spool, &ss);
+    return ss.records == 0;
+}
+
+void exporter_get_stats(const struct exporter *e, struct exporter_stats *out)
+{
+    *out = e->stats;
+}

@@ -1,0 +1,140 @@
+#include "agent/delivery/steppack.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "common/varint.h"
+
+#define TAG_KERNELS 0x3a  /* StepRecord field 7, length-delimited */
+#define TAG_NAME_ID 0x09  /* KernelGroup field 1, fixed64 */
+#define TAG_STREAM 0x10   /* KernelGroup field 2, varint */
+#define TAG_CLUSTERS 0x1a /* KernelGroup field 3, length-delimited */
+
+/* A proto3 scalar: sent only when not 0. */
+static size_t scalar_size(uint64_t v)
+{
+    return v ? 1 + varint_size(v) : 0;
+}
+
+static uint8_t *scalar_put(uint8_t *p, uint8_t tag, uint64_t v)
+{
+    if (!v)
+        return p;
+    *p++ = tag;
+    return varint_put(p, v);
+}
+
+static size_t cluster_size(const Argus__V1__Cluster *c)
+{
+    return scalar_size(c->count) + scalar_size(c->sum_ns) + scalar_size(c->p50_ns) +
+           scalar_size(c->p99_ns) + scalar_size(c->min_ns) + scalar_size(c->max_ns);
+}
+
+static size_t group_size(const Argus__V1__KernelGroup *g)
+{
+    size_t n = (g->name_id ? 9 : 0) + scalar_size(g->stream);
+
+    for (size_t i = 0; i < g->n_clusters; i++) {
+        size_t c = cluster_size(g->clusters[i]);
+
+        n += 1 + varint_size(c) + c;
+    }
+    return n;
+}
+
+static uint8_t *group_put(uint8_t *p, const Argus__V1__KernelGroup *g)
+{
+    if (g->name_id) {
+        *p++ = TAG_NAME_ID;
+        for (int b = 0; b < 8; b++)
+            *p++ = (uint8_t)(g->name_id >> (8 * b));
+    }
+    p = scalar_put(p, TAG_STREAM, g->stream);
+    for (size_t i = 0; i < g->n_clusters; i++) {
+        const Argus__V1__Cluster *c = g->clusters[i];
+
+        *p++ = TAG_CLUSTERS;
+        p = varint_put(p, cluster_size(c));
+        p = scalar_put(p, 0x08, c->count);
+        p = scalar_put(p, 0x10, c->sum_ns);
+        p = scalar_put(p, 0x18, c->p50_ns);
+        p = scalar_put(p, 0x20, c->p99_ns);
+        p = scalar_put(p, 0x28, c->min_ns);
+        p = scalar_put(p, 0x30, c->max_ns);
+    }
+    return p;
+}
+
+/* True when the kernels carry nothing but the fields written by hand. */
+static bool kernels_plain(const Argus__V1__StepRecord *s)
+{
+    for (size_t i = 0; i < s->n_kernels; i++) {
+        const Argus__V1__KernelGroup *g = s->kernels[i];
+
+        if (g->base.n_unknown_fields)
+            return false;
+        for (size_t k = 0; k < g->n_clusters; k++)
+            if (g->clusters[k]->base.n_unknown_fields)
+                return false;
+    }
+    return true;
+}
+
+/* The record split around field 7: head has fields 1-6, tail the rest (8 and
+ * up, and the record's unknown fields, which protobuf-c writes last). */
+static void split(const Argus__V1__StepRecord *s, Argus__V1__StepRecord *head,
+                  Argus__V1__StepRecord *tail)
+{
+    argus__v1__step_record__init(head);
+    head->job = s->job;
+    head->rank = s->rank;
+    head->step = s->step;
+    head->start_unix_ns = s->start_unix_ns;
+    head->duration_ns = s->duration_ns;
+    head->n_phases = s->n_phases;
+    head->phases = s->phases;
+    *tail = *s;
+    tail->job = NULL;
+    tail->rank = 0;
+    tail->step = tail->start_unix_ns = tail->duration_ns = 0;
+    tail->n_phases = 0;
+    tail->phases = NULL;
+    tail->n_kernels = 0;
+    tail->kernels = NULL;
+}
+
+size_t steppack_size(const Argus__V1__StepRecord *s)
+{
+    Argus__V1__StepRecord head, tail;
+    size_t n;
+
+    if (!kernels_plain(s))
+        return argus__v1__step_record__get_packed_size(s);
+    split(s, &head, &tail);
+    n = argus__v1__step_record__get_packed_size(&head) +
+        argus__v1__step_record__get_packed_size(&tail);
+    for (size_t i = 0; i < s->n_kernels; i++) {
+        size_t g = group_size(s->kernels[i]);
+
+        n += 1 + varint_size(g) + g;
+    }
+    return n;
+}
+
+size_t steppack_pack(const Argus__V1__StepRecord *s, uint8_t *out)
+{
+    Argus__V1__StepRecord head, tail;
+    uint8_t *p = out;
+
+    if (!kernels_plain(s))
+        return argus__v1__step_record__pack(s, out);
+    split(s, &head, &tail);
+    p += argus__v1__step_record__pack(&head, p);
+    for (size_t i = 0; i < s->n_kernels; i++) {
+        *p++ = TAG_KERNELS;
+        p = varint_put(p, group_size(s->kernels[i]));
+        p = group_put(p, s->kernels[i]);
+    }
+    p += argus__v1__step_record__pack(&tail, p);
+    return (size_t)(p - out);
+}

@@ -1,0 +1,370 @@
+/* The collectives probe (see probe_collectives.h). BPF side: bpf/calls.bpf.c. */
+#include "agent/probes/probe_collectives.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "agent/probes/probe_calls.h"
+#include "bpf/calls.h"
+#include "common/name_id.h"
+
+/* How a function's arguments are laid out (index into argus_call_record.args). */
+enum layout {
+    LAYOUT_NONE,    /* ncclGroupStart(void) */
+    LAYOUT_COLL_OP, /* send, recv, count, dtype, op, comm, stream */
+    LAYOUT_COLL,    /* send, recv, count, dtype, comm, stream */
+    LAYOUT_BCAST,   /* send, recv, count, dtype, root, comm, stream */
+    LAYOUT_REDUCE,  /* send, recv, count, dtype, op, root, comm, stream */
+    LAYOUT_P2P,     /* buf, count, dtype, peer, comm, stream */
+    LAYOUT_C10D,    /* sret, this, ...: the intrusive_ptr<Work> result is returned through a
+                     * hidden pointer in the first register, so `this` is the second */
+    LAYOUT_WAIT,    /* c10d::Work::wait(this, timeout): ends the caller's last c10d call */
+};
+
+struct coll_func {
+    const char *symbol;
+    const char *name;
+    enum layout layout;
+};
+
+#define GLOO(len, m)                                                                               \
+    {                                                                                              \
+        "_ZN4c10d16ProcessGroupGloo" #len #m "E*", "c10d::ProcessGroupGloo::" #m, LAYOUT_C10D      \
+    }
+#define PGNCCL(len, m)                                                                             \
+    {                                                                                              \
+        "_ZN4c10d16ProcessGroupNCCL" #len #m "E*", "c10d::ProcessGroupNCCL::" #m, LAYOUT_C10D      \
+    }
+
+static const struct coll_func coll_funcs[] = {
+    {"ncclAllReduce", "ncclAllReduce", LAYOUT_COLL_OP},
+    {"ncclAllGather", "ncclAllGather", LAYOUT_COLL},
+    {"ncclReduceScatter", "ncclReduceScatter", LAYOUT_COLL_OP},
+    {"ncclAllToAll", "ncclAllToAll", LAYOUT_COLL},
+    {"ncclAlltoAll", "ncclAlltoAll", LAYOUT_COLL},
+    {"ncclBroadcast", "ncclBroadcast", LAYOUT_BCAST},
+    {"ncclReduce", "ncclReduce", LAYOUT_REDUCE},
+    {"ncclSend", "ncclSend", LAYOUT_P2P},
+    {"ncclRecv", "ncclRecv", LAYOUT_P2P},
+    {"ncclGroupStart", "ncclGroupStart", LAYOUT_NONE},
+    {"ncclGroupEnd", "ncclGroupEnd", LAYOUT_NONE},
+    GLOO(9, allreduce),
+    GLOO(19, allreduce_coalesced),
+    GLOO(9, allgather),
+    GLOO(15, _allgather_base),
+    GLOO(19, allgather_coalesced),
+    GLOO(9, broadcast),
+    GLOO(14, reduce_scatter),
+    GLOO(13, alltoall_base),
+    GLOO(6, reduce),
+    GLOO(7, barrier),
+    GLOO(4, send),
+    GLOO(4, recv),
+    PGNCCL(9, allreduce),
+    PGNCCL(19, allreduce_coalesced),
+    PGNCCL(9, allgather),
+    PGNCCL(15, _allgather_base),
+    PGNCCL(9, broadcast),
+    PGNCCL(14, reduce_scatter),
+    PGNCCL(13, alltoall_base),
+    PGNCCL(7, barrier),
+    PGNCCL(4, send),
+    PGNCCL(4, recv),
+    {"_ZN4c10d4Work4waitE*", "c10d::Work::wait", LAYOUT_WAIT},
+};
+#define NFUNCS (sizeof(coll_funcs) / sizeof(coll_funcs[0]))
+
+static const char *const coll_libs[] = {"libnccl.so", "libtorch_cpu.so", "libtorch_cuda.so", NULL};
+
+uint32_t probe_collectives_dtype_size(uint32_t dtype)
+{
+    /* ncclInt8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32,
+     * Float64, Bfloat16, Float8e4m3, Float8e5m2 */
+    static const uint8_t size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+
+    return dtype < sizeof(size) ? size[dtype] : 0;
+}
+
+int probe_collectives_decode(const struct argus_call_record *r, struct probe_collectives_call *out)
+{
+    const struct coll_func *f;
+    /* index of count, dtype, comm, stream per layout; -1 = absent */
+    static const int8_t at[][4] = {
+        [LAYOUT_NONE] = {-1, -1, -1, -1}, [LAYOUT_COLL_OP] = {2, 3, 5, 6},
+        [LAYOUT_COLL] = {2, 3, 4, 5},     [LAYOUT_BCAST] = {2, 3, 5, 6},
+        [LAYOUT_REDUCE] = {2, 3, 6, 7},   [LAYOUT_P2P] = {1, 2, 4, 5},
+        [LAYOUT_C10D] = {-1, -1, 1, -1},  [LAYOUT_WAIT] = {-1, -1, -1, -1},
+    };
+    const int8_t *ix;
+
+    if (r->cookie >= NFUNCS)
+        return -EINVAL;
+    f = &coll_funcs[r->cookie];
+    ix = at[f->layout];
+    memset(out, 0, sizeof(*out));
+    out->name = f->name;
+    out->name_id = name_id(f->name);
+    out->dtype = ix[1] >= 0 ? (uint32_t)r->args[ix[1]] : UINT32_MAX;
+    out->count = ix[0] >= 0 ? r->args[ix[0]] : 0;
+    out->comm = ix[2] >= 0 ? r->args[ix[2]] : 0;
+    out->stream = ix[3] >= 0 ? r->args[ix[3]] : 0;
+    out->bytes = out->count * probe_collectives_dtype_size(out->dtype);
+    out->ret = r->ret;
+    out->c10d = f->layout == LAYOUT_C10D;
+    out->wait = f->layout == LAYOUT_WAIT;
+    return 0;
+}
+
+struct seq_entry {
+    uint32_t pid;
+    uint64_t comm, next;
+};
+
+/* A c10d call held for the on_call observer until its Work::wait returns
+ * on the same thread (synchronous collectives), the thread's next call, or
+ * COLL_HOLD_TICKS dispatches. */
+struct coll_held {
+    uint32_t pid, tid;
+    uint64_t enter_ns, exit_ns, tick;
+    struct probe_collectives_call call;
+};
+
+#define COLL_HELD_MAX 256
+#define COLL_HOLD_TICKS 20
+
+struct collectives {
+    struct probe_collectives_config cfg;
+    struct probe_calls *calls;
+    const struct event_sink *sink;
+    struct probe_uprobe_func funcs[NFUNCS];
+    struct seq_entry *seqs;
+    size_t nseqs;
+    bool announced[NFUNCS];
+    uint64_t decode_errors, waits_matched, tick;
+    struct coll_held held[COLL_HELD_MAX];
+    size_t nheld;
+};
+
+static void coll_observe(struct collectives *c, const struct coll_held *h)
+{
+    c->cfg.on_call(c->cfg.on_call_ctx, h->pid, h->enter_ns, h->exit_ns, &h->call);
+}
+
+/* Deliver and drop held call i. */
+static void coll_release(struct collectives *c, size_t i)
+{
+    coll_observe(c, &c->held[i]);
+    memmove(&c->held[i], &c->held[i + 1], (c->nheld - i - 1) * sizeof(c->held[0]));
+    c->nheld--;
+}
+
+static ssize_t coll_find_held(struct collectives *c, uint32_t pid, uint32_t tid)
+{
+    for (size_t i = 0; i < c->nheld; i++)
+        if (c->held[i].pid == pid && c->held[i].tid == tid)
+            return (ssize_t)i;
+    return -1;
+}
+
+/* Feed the observer: a wait ends the thread's held c10d call; any other
+ * call releases it and is held itself (c10d) or delivered (NCCL). */
+static void coll_feed_observer(struct collectives *c, const struct argus_call_record *r,
+                               const struct probe_collectives_call *call)
+{
+    ssize_t i = coll_find_held(c, r->pid, r->tid);
+    struct coll_held h = {r->pid, r->tid, r->enter_ns, r->exit_ns, c->tick, *call};
+
+    if (call->wait) {
+        if (i >= 0) {
+            if (r->exit_ns > c->held[i].exit_ns)
+                c->held[i].exit_ns = r->exit_ns;
+            c->waits_matched++;
+            coll_release(c, (size_t)i);
+        }
+        return;
+    }
+    if (i >= 0)
+        coll_release(c, (size_t)i);
+    if (!call->c10d) {
+        coll_observe(c, &h);
+        return;
+    }
+    if (c->nheld == COLL_HELD_MAX)
+        coll_release(c, 0);
+    c->held[c->nheld++] = h;
+}
+
+/* Release held calls older than COLL_HOLD_TICKS dispatches (all if force). */
+static void coll_flush_held(struct collectives *c, bool force)
+{
+    while (c->nheld && (force || c->tick - c->held[0].tick >= COLL_HOLD_TICKS))
+        coll_release(c, 0);
+}
+
+/* The next sequence number of (pid, comm), starting at 0. */
+static uint64_t coll_next_seq(struct collectives *c, uint32_t pid, uint64_t comm)
+{
+    struct seq_entry *tmp;
+
+    for (size_t i = 0; i < c->nseqs; i++)
+        if (c->seqs[i].pid == pid && c->seqs[i].comm == comm)
+            return c->seqs[i].next++;
+    tmp = realloc(c->seqs, (c->nseqs + 1) * sizeof(*tmp));
+    if (!tmp)
+        return UINT64_MAX;
+    c->seqs = tmp;
+    c->seqs[c->nseqs++] = (struct seq_entry){pid, comm, 1};
+    return 0;
+}
+
+/* Forget the sequence counters of an untracked pid. */
+static void coll_forget(struct collectives *c, uint32_t pid)
+{
+    size_t out = 0;
+
+    for (size_t i = 0; i < c->nseqs; i++)
+        if (c->seqs[i].pid != pid)
+            c->seqs[out++] = c->seqs[i];
+    c->nseqs = out;
+}
+
+static int coll_on_record(void *owner, const struct argus_call_record *r)
+{
+    struct collectives *c = owner;
+    struct probe_collectives_call call;
+    struct agent_event ev = {.kind = AGENT_EVENT_COLLECTIVE};
+
+    if (probe_collectives_decode(r, &call) < 0) {
+        c->decode_errors++;
+        return 0;
+    }
+    if (call.wait) { /* not a collective: only ends the last c10d call */
+        if (c->cfg.on_call)
+            coll_feed_observer(c, r, &call);
+        return 0;
+    }
+    if (!c->announced[r->cookie]) {
+        c->sink->name(c->sink->ctx, call.name_id, call.name);
+        c->announced[r->cookie] = true;
+    }
+    ev.pid = r->pid;
+    ev.tid = r->tid;
+    ev.ts_ns = r->enter_ns;
+    ev.collective.name_id = call.name_id;
+    ev.collective.seq = coll_next_seq(c, r->pid, call.comm);
+    ev.collective.bytes = call.bytes;
+    ev.collective.comm_id = call.comm;
+    ev.collective.stream = (uint32_t)call.stream;
+    c->sink->event(c->sink->ctx, &ev);
+    if (c->cfg.on_call)
+        coll_feed_observer(c, r, &call);
+    return 1;
+}
+
+static int coll_supported(char *why, size_t whylen)
+{
+    return probe_uprobe_supported(why, whylen);
+}
+
+static void coll_destroy(void *state);
+
+static void *coll_create(const void *config, char *why, size_t whylen)
+{
+    struct collectives *c = calloc(1, sizeof(*c));
+    struct probe_calls_spec spec = {.probe = "collectives",
+                                    .nfuncs = NFUNCS,
+                                    .libs = coll_libs,
+                                    .on_record = coll_on_record,
+                                    .drop_reason = "collectives_ring_full"};
+
+    if (!c)
+        goto fail;
+    if (config)
+        c->cfg = *(const struct probe_collectives_config *)config;
+    for (size_t i = 0; i < NFUNCS; i++)
+        c->funcs[i] = (struct probe_uprobe_func){coll_funcs[i].symbol, i};
+    spec.funcs = c->funcs;
+    spec.all_processes = c->cfg.all_processes;
+    spec.files = c->cfg.files;
+    spec.owner = c;
+    c->calls = probe_calls_new(&spec);
+    if (c->calls)
+        return c;
+fail:
+    coll_destroy(c);
+    snprintf(why, whylen, "out of memory");
+    return NULL;
+}
+
+static int coll_start(void *state, const struct event_sink *sink, char *why, size_t whylen)
+{
+    struct collectives *c = state;
+
+    c->sink = sink;
+    return probe_calls_start(c->calls, sink, why, whylen);
+}
+
+static int coll_fd(void *state)
+{
+    struct collectives *c = state;
+
+    return probe_calls_fd(c->calls);
+}
+
+static int coll_dispatch(void *state)
+{
+    struct collectives *c = state;
+    int n = probe_calls_dispatch(c->calls);
+
+    c->tick++;
+    if (c->cfg.on_call)
+        coll_flush_held(c, false);
+    return n;
+}
+
+static int coll_track(void *state, uint32_t pid, const char *root, bool add)
+{
+    struct collectives *c = state;
+
+    if (!add)
+        coll_forget(c, pid);
+    return probe_calls_track(c->calls, pid, root, add);
+}
+
+static size_t coll_metrics(void *state, char *buf, size_t len)
+{
+    struct collectives *c = state;
+    size_t n = probe_calls_metrics(c->calls, buf, len);
+
+    n += probe_metric(buf + n, len - n, "collectives", "waits_matched_total", c->waits_matched);
+    return n +
+           probe_metric(buf + n, len - n, "collectives", "decode_errors_total", c->decode_errors);
+}
+
+static void coll_destroy(void *state)
+{
+    struct collectives *c = state;
+
+    if (!c)
+        return;
+    if (c->cfg.on_call)
+        coll_flush_held(c, true);
+    probe_calls_free(c->calls);
+    free(c->seqs);
+    free(c);
+}
+
+const struct source_ops probe_collectives_ops = {
+    .name = "collectives",
+    .supported = coll_supported,
+    .create = coll_create,
+    .start = coll_start,
+    .fd = coll_fd,
+    .dispatch = coll_dispatch,
+    .track = coll_track,
+    .metrics = coll_metrics,
+    .destroy = coll_destroy,
+};

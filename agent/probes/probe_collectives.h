@@ -1,0 +1,59 @@
+/* The `collectives` probe: uprobes on NCCL (libnccl.so.2) and PyTorch c10d
+ * process groups (libtorch_cpu.so: ProcessGroupGloo, libtorch_cuda.so:
+ * ProcessGroupNCCL) found in each tracked rank's mapped libraries. Emits one
+ * AGENT_EVENT_COLLECTIVE per call: host arrival time (enqueue time: NCCL is
+ * asynchronous), a per-(pid, communicator) sequence number, and bytes where
+ * the arguments give them (NCCL: count * dtype size; c10d: 0). c10d::Work::wait
+ * is probed too: it gives no event, only the host end of a synchronous c10d
+ * collective to the on_call observer. */
+#ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
+#define ARGUS_AGENT_PROBE_COLLECTIVES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/sources/source.h"
+
+struct argus_call_record;
+
+struct probe_collectives_call;
+
+struct probe_collectives_config {
+    bool all_processes;       /* no pid filter (benchmarks) */
+    const char *const *files; /* extra absolute library paths to attach at start, NULL-terminated */
+    /* Optional observer of every collective with its host return time
+     * (exit_ns), on the dispatching thread. For a c10d call followed on the
+     * same thread by c10d::Work::wait (a synchronous collective), exit_ns is
+     * the wait's return, so the observer sees it one call (or at most 20
+     * ticks) late. Step detection (agent/steps/stepdetect.h) needs the return
+     * time, which agent_event.collective does not carry yet. */
+    void (*on_call)(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
+                    const struct probe_collectives_call *call);
+    void *on_call_ctx;
+};
+
+/* One decoded call. name points to a static string. */
+struct probe_collectives_call {
+    const char *name; /* "ncclAllReduce", "c10d::ProcessGroupGloo::allreduce" */
+    uint64_t name_id;
+    uint64_t count; /* elements (NCCL), 0 when unknown */
+    uint32_t dtype; /* ncclDataType_t, UINT32_MAX when unknown */
+    uint64_t bytes; /* count * size of dtype, 0 when unknown */
+    uint64_t comm;  /* ncclComm_t, or the c10d ProcessGroup object */
+    uint64_t stream;
+    int64_t ret;
+    bool c10d; /* a c10d process-group call (asynchronous: see wait) */
+    bool wait; /* c10d::Work::wait: no collective itself, it ends the last c10d call */
+};
+
+/* Decode a raw record (pure: no I/O). Returns 0, or -EINVAL for an unknown
+ * cookie. */
+int probe_collectives_decode(const struct argus_call_record *rec,
+                             struct probe_collectives_call *out);
+
+/* Size in bytes of an ncclDataType_t, 0 for an unknown type. Pure. */
+uint32_t probe_collectives_dtype_size(uint32_t dtype);
+
+extern const struct source_ops probe_collectives_ops;
+
+#endif

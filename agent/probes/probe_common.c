@@ -1,0 +1,442 @@
+/* Shared probe plumbing (see probe_common.h). */
+#include "agent/probes/probe_common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "agent/sources/event.h"
+#include "agent/symbols/symbolize.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+int probe_bpf_supported(char *why, size_t whylen)
+{
+    if (geteuid() != 0) {
+        snprintf(why, whylen, "not root (BPF needs CAP_BPF and CAP_PERFMON)");
+        return -EPERM;
+    }
+    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+        snprintf(why, whylen, "no kernel BTF (/sys/kernel/btf/vmlinux)");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+int probe_tp_btf_supported(const char *const *tps, char *why, size_t whylen)
+{
+    struct btf *btf;
+    int err = probe_bpf_supported(why, whylen);
+
+    if (err < 0)
+        return err;
+    btf = btf__load_vmlinux_btf();
+    if (!btf) {
+        err = -errno;
+        snprintf(why, whylen, "cannot read kernel BTF: %s", strerror(-err));
+        return err;
+    }
+    for (size_t i = 0; tps && tps[i] && err == 0; i++) {
+        char name[128];
+
+        snprintf(name, sizeof(name), "btf_trace_%s", tps[i]);
+        if (btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) < 0) {
+            snprintf(why, whylen, "kernel has no tracepoint %s (tp_btf)", tps[i]);
+            err = -ENOTSUP;
+        }
+    }
+    btf__free(btf);
+    return err;
+}
+
+int probe_uprobe_supported(char *why, size_t whylen)
+{
+    int err = probe_bpf_supported(why, whylen);
+
+    if (err == 0 && access("/sys/bus/event_source/devices/uprobe/type", R_OK) != 0) {
+        snprintf(why, whylen, "no uprobe PMU (CONFIG_UPROBES)");
+        err = -ENOTSUP;
+    }
+    return err;
+}
+
+int probe_perf_supported(char *why, size_t whylen)
+{
+    int err = probe_bpf_supported(why, whylen);
+
+    if (err == 0 && access("/proc/sys/kernel/perf_event_paranoid", R_OK) != 0) {
+        snprintf(why, whylen, "no perf events (CONFIG_PERF_EVENTS)");
+        err = -ENOTSUP;
+    }
+    return err;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    char line[512];
+
+    if (level == LIBBPF_DEBUG || LOG_LEVEL_DEBUG > log_threshold)
+        return 0;
+    vsnprintf(line, sizeof(line), fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_emit(LOG_LEVEL_DEBUG, "libbpf", "%s", line);
+    return 0;
+}
+
+void probe_libbpf_logging(void)
+{
+    libbpf_set_print(libbpf_log);
+}
+
+int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid, const char *root,
+                      bool add)
+{
+    size_t i;
+    __u8 one = 1;
+
+    for (i = 0; i < pids->n && pids->v[i].pid != pid; i++)
+        ;
+    if (!add) {
+        if (i < pids->n)
+            pids->v[i] = pids->v[--pids->n];
+        if (map)
+            bpf_map__delete_elem(map, &pid, sizeof(pid), 0);
+        return 0;
+    }
+    if (i == pids->n) {
+        struct probe_pid *tmp = realloc(pids->v, (pids->n + 1) * sizeof(*tmp));
+
+        if (!tmp)
+            return -ENOMEM;
+        pids->v = tmp;
+        pids->n++;
+        pids->v[i] = (struct probe_pid){0}; /* rescans start from the shortest interval */
+    }
+    pids->v[i].pid = pid;
+    if (root)
+        snprintf(pids->v[i].root, sizeof(pids->v[i].root), "%s", root);
+    else
+        snprintf(pids->v[i].root, sizeof(pids->v[i].root), "/proc/%u/root", pid);
+    if (map && bpf_map__update_elem(map, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY) < 0)
+        return -errno;
+    return 0;
+}
+
+void probe_pids_free(struct probe_pids *pids)
+{
+    free(pids->v);
+    pids->v = NULL;
+    pids->n = 0;
+}
+
+bool probe_uprobes_lib_matches(const char *const *libs, const char *path)
+{
+    const char *base = strrchr(path, '/');
+
+    base = base ? base + 1 : path;
+    for (size_t i = 0; libs && libs[i]; i++)
+        if (!strncmp(base, libs[i], strlen(libs[i])))
+            return true;
+    return false;
+}
+
+static int uprobes_push_link(struct probe_uprobes *u, struct bpf_link *link)
+{
+    struct bpf_link **tmp = realloc(u->links, (u->nlinks + 1) * sizeof(*tmp));
+
+    if (!tmp) {
+        bpf_link__destroy(link);
+        return -ENOMEM;
+    }
+    u->links = tmp;
+    u->links[u->nlinks++] = link;
+    return 0;
+}
+
+static int uprobes_attach_one(struct probe_uprobes *u, const char *path, uint64_t off,
+                              uint64_t cookie)
+{
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+    struct bpf_link *link;
+    int err;
+
+    link = bpf_program__attach_uprobe_opts(u->enter, -1, path, off, &opts);
+    if (!link)
+        return -errno;
+    err = uprobes_push_link(u, link);
+    if (err < 0 || !u->exit)
+        return err;
+    opts.retprobe = true;
+    link = bpf_program__attach_uprobe_opts(u->exit, -1, path, off, &opts);
+    if (!link)
+        return -errno;
+    return uprobes_push_link(u, link);
+}
+
+static int uprobes_remember_inode(struct probe_uprobes *u, const struct stat *st)
+{
+    void *tmp;
+
+    for (size_t i = 0; i < u->ninodes; i++)
+        if (u->inodes[i].dev == st->st_dev && u->inodes[i].ino == st->st_ino)
+            return 1;
+    tmp = realloc(u->inodes, (u->ninodes + 1) * sizeof(*u->inodes));
+    if (!tmp)
+        return -ENOMEM;
+    u->inodes = tmp;
+    u->inodes[u->ninodes].dev = st->st_dev;
+    u->inodes[u->ninodes].ino = st->st_ino;
+    u->ninodes++;
+    return 0;
+}
+
+int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path)
+{
+    struct symbolize_elf *elf = NULL;
+    struct stat st;
+    int err, n = 0;
+
+    if (stat(path, &st) < 0)
+        return -errno;
+    err = uprobes_remember_inode(u, &st);
+    if (err != 0)
+        return err < 0 ? err : 0;
+    err = symbolize_elf_open(path, &elf);
+    if (err < 0)
+        return err;
+    for (size_t i = 0; i < u->nfuncs; i++) {
+        uint64_t off;
+
+        if (symbolize_elf_file_offset(elf, u->funcs[i].symbol, &off) < 0)
+            continue;
+        err = uprobes_attach_one(u, path, off, u->funcs[i].cookie);
+        if (err < 0) {
+            u->failures++;
+            log_warn("probe", "uprobe %s:%s: %s", path, u->funcs[i].symbol, strerror(-err));
+            continue;
+        }
+        n++;
+    }
+    symbolize_elf_free(elf);
+    u->attached += (uint64_t)n;
+    return n;
+}
+
+int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root)
+{
+    char path[PATH_MAX], line[512], last[256] = "";
+    FILE *f;
+    int total = 0;
+
+    snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+    f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? -ESRCH : -errno;
+    while (fgets(line, sizeof(line), f)) {
+        struct symbolize_mapping m;
+        int n;
+
+        if (symbolize_parse_maps_line(line, &m) < 0 || m.path[0] != '/' || !strcmp(m.path, last) ||
+            !probe_uprobes_lib_matches(u->libs, m.path))
+            continue;
+        snprintf(last, sizeof(last), "%s", m.path);
+        if (root)
+            snprintf(path, sizeof(path), "%s%s", root, m.path);
+        else
+            snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m.path);
+        n = probe_uprobes_attach_file(u, path);
+        if (n > 0)
+            total += n;
+    }
+    fclose(f);
+    return total;
+}
+
+bool probe_idle_skip(const struct probe_pids *pids, uint64_t *next_ns, uint64_t now_ns)
+{
+    if (pids->n)
+        return false;
+    if (now_ns < *next_ns)
+        return true;
+    *next_ns = now_ns + PROBE_IDLE_POLL_NS;
+    return false;
+}
+
+void probe_uprobes_rescan(struct probe_uprobes *u, struct probe_pids *pids, uint64_t now_ns)
+{
+    for (size_t i = 0; i < pids->n; i++) {
+        struct probe_pid *p = &pids->v[i];
+
+        if (!p->scan_every_ns) { /* just added (and scanned then) */
+            p->scan_every_ns = PROBE_RESCAN_MIN_NS;
+            p->next_scan_ns = now_ns + p->scan_every_ns;
+            continue;
+        }
+        if (now_ns < p->next_scan_ns)
+            continue;
+        if (probe_uprobes_scan(u, p->pid, p->root) > 0)
+            p->scan_every_ns = PROBE_RESCAN_MIN_NS;
+        else if (p->scan_every_ns < PROBE_RESCAN_MAX_NS)
+            p->scan_every_ns *= 2;
+        p->next_scan_ns = now_ns + p->scan_every_ns;
+    }
+}
+
+void probe_uprobes_detach(struct probe_uprobes *u)
+{
+    for (size_t i = 0; i < u->nlinks; i++)
+        bpf_link__destroy(u->links[i]);
+    free(u->links);
+    free(u->inodes);
+    u->links = NULL;
+    u->inodes = NULL;
+    u->nlinks = u->ninodes = 0;
+}
+
+int probe_report_drops(const struct event_sink *sink, uint64_t dropped, uint64_t *reported,
+                       const char *reason)
+{
+    struct agent_event ev = {.kind = AGENT_EVENT_DROPS};
+
+    if (dropped <= *reported)
+        return 0;
+    ev.drops.count = dropped - *reported;
+    ev.drops.reason = reason;
+    *reported = dropped;
+    sink->event(sink->ctx, &ev);
+    return 1;
+}
+
+int probe_wakeup_open(struct probe_wakeup *w, int ring_epoll_fd, uint64_t interval_ns)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+    int err = 0;
+
+    w->timerfd = -1;
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->epfd < 0) {
+        err = -errno;
+        goto fail;
+    }
+    w->timerfd = clock_timerfd((clock_mono_ns() / interval_ns + 1) * interval_ns, interval_ns);
+    if (w->timerfd < 0) {
+        err = w->timerfd;
+        goto fail;
+    }
+    ev.data.fd = w->timerfd;
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->timerfd, &ev) < 0) {
+        err = -errno;
+        goto fail;
+    }
+    ev.data.fd = ring_epoll_fd;
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ring_epoll_fd, &ev) < 0) {
+        err = -errno;
+        goto fail;
+    }
+    return 0;
+fail:
+    probe_wakeup_close(w);
+    return err;
+}
+
+void probe_wakeup_drain(struct probe_wakeup *w)
+{
+    uint64_t expirations;
+
+    if (w->timerfd >= 0 && read(w->timerfd, &expirations, sizeof(expirations)) < 0)
+        return; /* EAGAIN: not expired */
+}
+
+void probe_wakeup_close(struct probe_wakeup *w)
+{
+    if (w->epfd >= 0)
+        close(w->epfd);
+    if (w->timerfd >= 0)
+        close(w->timerfd);
+    w->epfd = w->timerfd = -1;
+}
+
+size_t probe_metric(char *buf, size_t len, const char *probe, const char *name, uint64_t value)
+{
+    int n;
+
+    if (!len)
+        return 0;
+    n = snprintf(buf, len, "argus_probe_%s{probe=\"%s\"} %" PRIu64 "\n", name, probe, value);
+    if (n < 0)
+        return 0;
+    return (size_t)n < len ? (size_t)n : len - 1;
+}
+
+int probe_counter_decode(uint32_t key, uint64_t cur, uint64_t last, uint32_t counter, uint64_t ts,
+                         struct agent_event *out)
+{
+    if (cur <= last)
+        return 0;
+    *out = (struct agent_event){.kind = AGENT_EVENT_COUNTER, .pid = key, .ts_ns = ts};
+    out->counter.counter = counter;
+    out->counter.value = cur - last;
+    return 1;
+}
+
+static struct probe_counter_last *counters_slot(struct probe_counter_table *t, uint32_t key)
+{
+    struct probe_counter_last *tmp;
+
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].key == key)
+            return &t->v[i];
+    tmp = realloc(t->v, (t->n + 1) * sizeof(*tmp));
+    if (!tmp)
+        return NULL;
+    t->v = tmp;
+    t->v[t->n] = (struct probe_counter_last){key, 0};
+    return &t->v[t->n++];
+}
+
+int probe_counters_poll(int map_fd, struct probe_counter_table *t, uint32_t counter,
+                        const struct event_sink *sink)
+{
+    uint64_t now = clock_mono_ns(), value;
+    uint32_t key, next;
+    bool first = true;
+    int n = 0;
+
+    while (bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
+        struct probe_counter_last *slot;
+        struct agent_event ev;
+
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(map_fd, &key, &value) < 0)
+            continue;
+        slot = counters_slot(t, key);
+        if (!slot)
+            return -ENOMEM;
+        if (probe_counter_decode(key, value, slot->value, counter, now, &ev)) {
+            sink->event(sink->ctx, &ev);
+            n++;
+        }
+        slot->value = value;
+    }
+    return n;
+}
+
+void probe_counters_free(struct probe_counter_table *t)
+{
+    free(t->v);
+    t->v = NULL;
+    t->n = 0;
+}

@@ -1,0 +1,55 @@
+/* The one interface every event source implements: eBPF probes
+ * (agent/probe_*.c), the CUPTI shared-memory rings (agent/sources/source_cupti.c) and
+ * the replay source (agent/sources/source_replay.c). The agent's main loop polls
+ * each source's fd (or calls dispatch on a timer when it has none) and
+ * tells every source which processes are ranks.
+ *
+ * A source that cannot run here (no BPF, no permission, no CUDA) fails
+ * supported() or start() with a negative errno and a reason; the agent logs
+ * it, reports it in /metrics, and runs on without it. */
+#ifndef ARGUS_AGENT_SOURCE_H
+#define ARGUS_AGENT_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/sources/event.h"
+
+struct source_ops {
+    const char *name; /* "sched", "collectives", "cupti", "replay"... */
+
+    /* Can this source run on this machine? Returns 0, or -errno and a
+     * sentence in why (whylen bytes). Must not have side effects. */
+    int (*supported)(char *why, size_t whylen);
+
+    /* Create the source's state (opaque to the agent). config is the
+     * source's own options struct (NULL for defaults). Returns NULL and sets
+     * why on failure. */
+    void *(*create)(const void *config, char *why, size_t whylen);
+
+    /* Load, attach, start threads. Events go to sink from dispatch() only.
+     * Returns 0 or -errno with why set. */
+    int (*start)(void *state, const struct event_sink *sink, char *why, size_t whylen);
+
+    /* A file descriptor that becomes readable when dispatch has work, or -1
+     * when the agent should call dispatch every tick (100 ms). */
+    int (*fd)(void *state);
+
+    /* Deliver what is ready to the sink without blocking. Returns the number
+     * of events delivered, or -errno (the agent logs it, rate-limited). */
+    int (*dispatch)(void *state);
+
+    /* The set of ranks changed: pid is now tracked (add) or no longer. May be
+     * NULL when the source does not filter by pid. */
+    int (*track)(void *state, uint32_t pid, const char *root, bool add);
+
+    /* Write the source's own Prometheus metrics (counters, drops) to buf.
+     * Returns bytes written. May be NULL. */
+    size_t (*metrics)(void *state, char *buf, size_t len);
+
+    /* Detach, stop threads, free everything. state may be NULL. */
+    void (*destroy)(void *state);
+};
+
+#endif

@@ -1,0 +1,86 @@
+/* Symbols for the probes: ELF function symbols (.symtab and .dynsym, through
+ * libelf), and the line formats of /proc/PID/maps and /tmp/perf-PID.map.
+ *
+ * Two users: the uprobe probes turn a symbol name into the file offset to
+ * attach to (symbolize_elf_file_offset), and the stacks probe's symbol cache
+ * (agent/symbols/symcache.h) turns sampled addresses into function names. A struct
+ * symbolize_elf is used by one thread at a time; the functions keep no
+ * global state except the counters of symbolize_elf_opens(). */
+#ifndef ARGUS_AGENT_SYMBOLIZE_H
+#define ARGUS_AGENT_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A function symbol. name points into an ELF's string table (valid while
+ * the symbolize_elf lives) or is owned by whoever built the array. */
+struct symbolize_sym {
+    uint64_t addr, size;
+    const char *name;
+};
+
+/* Sort syms by address, larger first among equal starts (pure). */
+void symbolize_syms_sort(struct symbolize_sym *syms, size_t n);
+
+/* The symbol of a sorted array containing addr: the nearest start at or
+ * below it whose size covers it (a size of 0 matches only its own address).
+ * NULL when none does. Pure. */
+const struct symbolize_sym *symbolize_syms_find(const struct symbolize_sym *syms, size_t n,
+                                                uint64_t addr);
+
+/* One ELF file's function symbols, sorted by address. Opaque. */
+struct symbolize_elf;
+
+/* Open path and read its function symbols. Returns 0 and *out (free with
+ * symbolize_elf_free), or -errno (-ENOENT, -ENOEXEC for a non-ELF file). */
+int symbolize_elf_open(const char *path, struct symbolize_elf **out);
+void symbolize_elf_free(struct symbolize_elf *elf);
+
+/* Number of function symbols read (both tables, duplicates removed). */
+size_t symbolize_elf_count(const struct symbolize_elf *elf);
+
+/* What holding elf costs in memory: its symbol array plus the symbol and
+ * string tables it reads through the file mapping. */
+uint64_t symbolize_elf_bytes(const struct symbolize_elf *elf);
+
+/* How many times symbolize_elf_open() read a file: in the calling thread
+ * (this_thread) or in the whole process. Lets tests check that a thread
+ * (the agent's main loop) never loads symbols. */
+uint64_t symbolize_elf_opens(int this_thread);
+
+/* The function containing ELF virtual address vaddr: its name (valid while
+ * elf lives) and *offset = vaddr - start. NULL when none contains it. A
+ * symbol of size 0 matches only its own address. */
+const char *symbolize_elf_lookup(const struct symbolize_elf *elf, uint64_t vaddr, uint64_t *offset);
+
+/* The file offset of the defined function `name` (the exact, possibly
+ * mangled name), as uprobes want it. A name ending in '*' is a prefix: the
+ * lowest-addressed match is taken (one overload of a C++ method whose
+ * parameter types vary between versions). Returns 0, or -ENOENT. */
+int symbolize_elf_file_offset(const struct symbolize_elf *elf, const char *name,
+                              uint64_t *file_offset);
+
+/* Translate a file offset inside a loadable segment to its ELF virtual
+ * address. Returns 0, or -ERANGE when no PT_LOAD segment holds it. */
+int symbolize_elf_offset_to_vaddr(const struct symbolize_elf *elf, uint64_t file_offset,
+                                  uint64_t *vaddr);
+
+/* One line of /proc/PID/maps. path is empty for anonymous mappings; dev and
+ * inode identify the file (0 for anonymous mappings). */
+struct symbolize_mapping {
+    uint64_t start, end, file_offset;
+    uint64_t dev, inode; /* dev = major << 32 | minor */
+    char perms[5];
+    char path[256];
+};
+
+/* Parse one maps line ("start-end perms offset dev inode path"). Returns 0
+ * or -EINVAL. Pure. */
+int symbolize_parse_maps_line(const char *line, struct symbolize_mapping *m);
+
+/* Parse one perf map line ("START SIZE name", hex without 0x). Returns 0 or
+ * -EINVAL; name is truncated to namelen. Pure. */
+int symbolize_parse_perf_map_line(const char *line, uint64_t *start, uint64_t *size, char *name,
+                                  size_t namelen);
+
+#endif

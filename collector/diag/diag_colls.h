@@ -1,0 +1,53 @@
+/* Collective calls matched across ranks, with clocks aligned (DESIGN.md
+ * section 7, L2).
+ *
+ * Calls are matched by (communicator, name, sequence number). Every node has
+ * its own clock, but a collective ends at nearly the same instant on all its
+ * members, so per-rank clock offsets are estimated from the end times
+ * (weighted Jacobi rounds over the communicator graph, blended over steps)
+ * and removed before arrivals are compared. Per rank and closed step:
+ *   late     worst call: own start (or host arrival, whichever is later)
+ *            minus the members' mean; the culprit of a wait arrives last and
+ *            its collective looks shortest,
+ *   wait     total time spent waiting inside collectives for the last member,
+ *   transfer per collective name, mean over calls of own end minus the last
+ *            member's start: the part that is not waiting.
+ */
+#ifndef ARGUS_COLLECTOR_DIAG_COLLS_H
+#define ARGUS_COLLECTOR_DIAG_COLLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/diag/diag_frame.h"
+
+struct diag_colls_entry;
+
+struct diag_colls {
+    double alpha;          /* offset EWMA weight per step, after a running mean */
+    uint32_t cap;          /* ranks */
+    double *offset;        /* ns to subtract from each rank's clock */
+    uint64_t offset_steps; /* steps that contributed */
+    double *late, *wait;   /* per rank, ns */
+    double *transfer;      /* cap * DIAG_MAX_COLL_NAMES, ns per call */
+    uint32_t *calls;       /* cap * DIAG_MAX_COLL_NAMES */
+    double *resid, *resid_w, *prev;
+    struct diag_colls_entry *table;
+    uint32_t *slot_of;
+    size_t table_cap, slot_cap;
+};
+
+/* alpha in (0, 1]; anything else means 0.1. */
+void diag_colls_init(struct diag_colls *c, double alpha);
+void diag_colls_free(struct diag_colls *c);
+
+/* Match the calls of closed frame f (ranks < cap), update the offsets and
+ * fill late, wait, transfer and calls. Returns 0 or -ENOMEM.
+ * O(calls + cap). */
+int diag_colls_run(struct diag_colls *c, const struct diag_frame *f, uint32_t cap);
+
+/* Clock offset estimate of rank in ns (relative: only differences mean
+ * anything); 0 for unknown ranks. */
+double diag_colls_offset(const struct diag_colls *c, uint32_t rank);
+
+#endif

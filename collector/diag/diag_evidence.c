@@ -1,0 +1,98 @@
+/* Evidence text: see diag_evidence.h. */
+#include "collector/diag/diag_evidence.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "collector/diag/diag_report.h"
+
+const char *diag_evidence_name(const struct diag_namer *n, uint64_t id, char *buf, size_t len)
+{
+    const char *s = n->fn ? n->fn(n->ctx, id) : NULL;
+
+    if (s && *s)
+        snprintf(buf, len, "%s", s);
+    else
+        snprintf(buf, len, "name:%016" PRIx64, id);
+    return buf;
+}
+
+const char *diag_evidence_where(const struct diag_namer *n, const struct diag_flag *f, char *buf,
+                                size_t len)
+{
+    switch (f->kind) {
+    case DIAG_WHERE_PHASE:
+        return diag_evidence_name(n, n->dict->phase[f->index], buf, len);
+    case DIAG_WHERE_KERNEL:
+        return diag_evidence_name(n, n->dict->kernel[f->index], buf, len);
+    case DIAG_WHERE_COLL:
+        return diag_evidence_name(n, n->dict->coll[f->index], buf, len);
+    default:
+        snprintf(buf, len, "collective arrival");
+        return buf;
+    }
+}
+
+void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, int cause,
+                        const char *group, uint32_t hits, uint32_t window, char *buf, size_t len)
+{
+    char where[128], a[32], b[32], c[32];
+
+    diag_evidence_where(n, f, where, sizeof(where));
+    diag_fmt_ns(a, sizeof(a), f->value);
+    diag_fmt_ns(b, sizeof(b), f->median);
+    if (f->kind == DIAG_WHERE_KERNEL)
+        snprintf(buf, len,
+                 "kernel %s mean %s vs %s reference %s, W1 = %.2f of reference mean%s, "
+                 "persisted %u/%u steps",
+                 where, a, f->group_wide ? "stage" : "group", b, f->score,
+                 f->group_wide ? " (whole group slower than its stage)" : "", hits, window);
+    else if (f->group_wide)
+        snprintf(buf, len,
+                 "group %s %s transfer %s vs %s median of its stage's groups (%.1fx), "
+                 "persisted %u/%u steps",
+                 group, where, a, b, f->score, hits, window);
+    else if (cause == DIAG_CAUSE_HOST)
+        snprintf(buf, len,
+                 "arrives %s late at collectives vs group median %s, z = %.0f, phases normal, "
+                 "off-CPU %s, persisted %u/%u steps",
+                 a, b, f->score, diag_fmt_ns(c, sizeof(c), f->aux), hits, window);
+    else if (cause == DIAG_CAUSE_COMPUTE && f->aux > 0)
+        snprintf(buf, len,
+                 "%s %s vs group median %s, z = %.0f, own kernel time %.2fx group, "
+                 "persisted %u/%u steps",
+                 where, a, b, f->score, f->aux, hits, window);
+    else
+        snprintf(buf, len, "%s%s %s vs group median %s, z = %.0f, persisted %u/%u steps", where,
+                 cause == DIAG_CAUSE_LINK ? " transfer" : "", a, b, f->score, hits, window);
+}
+
+void diag_evidence_skew(char *buf, size_t len, uint32_t ranks, uint32_t steps, uint32_t window)
+{
+    snprintf(buf, len,
+             "slowness moved over %u ranks in %u/%u steps, none persisted: work imbalance "
+             "(e.g. variable sequence length), not a bad rank",
+             ranks, steps, window);
+}
+
+void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, double peak_ns,
+                         double median_ns, uint32_t rank, double late_ns, bool compute)
+{
+    char a[32], b[32], c[32];
+
+    snprintf(buf, len,
+             "steps %" PRIu64 "-%" PRIu64 " took up to %s vs rolling median %s (%.1fx); rank %u "
+             "arrived %s late at collectives, %s",
+             from, to, diag_fmt_ns(a, sizeof(a), peak_ns), diag_fmt_ns(b, sizeof(b), median_ns),
+             median_ns > 0 ? peak_ns / median_ns : 0, rank, diag_fmt_ns(c, sizeof(c), late_ns),
+             compute ? "its compute was slow" : "its phases normal: host-side stall");
+}
+
+void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,
+                              const char *where, double where_ratio, bool kernels_too)
+{
+    snprintf(buf, len,
+             "step time %.2fx since step %" PRIu64 " (L1 change point on log T); %s%s %.2fx "
+             "its history across the job%s",
+             ratio, since, kind, where, where_ratio, kernels_too ? ", kernels too" : "");
+}

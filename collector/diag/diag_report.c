@@ -1,0 +1,180 @@
+/* Report building: see diag_report.h. */
+#include "collector/diag/diag_report.h"
+
+#include "common/name_id.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+void diag_suspect_free(Argus__V1__Suspect *s)
+{
+    if (!s)
+        return;
+    free(s->node);
+    free(s->group);
+    free(s->where);
+    free(s->evidence);
+    free(s);
+}
+
+Argus__V1__Suspect *diag_suspect_new(uint32_t rank, const char *node, int32_t gpu,
+                                     const char *group, Argus__V1__Level level,
+                                     Argus__V1__Cause cause, const char *where, double score,
+                                     uint32_t persisted, uint32_t window, const char *evidence)
+{
+    Argus__V1__Suspect *s = malloc(sizeof(*s));
+
+    if (!s)
+        return NULL;
+    argus__v1__suspect__init(s);
+    s->rank = rank;
+    s->gpu = gpu;
+    s->level = level;
+    s->cause = cause;
+    s->score = score;
+    s->persisted = persisted;
+    s->window = window;
+    s->node = dup_or_empty(node);
+    s->group = dup_or_empty(group);
+    s->where = dup_or_empty(where);
+    s->evidence = dup_or_empty(evidence);
+    if (!s->node || !s->group || !s->where || !s->evidence) {
+        diag_suspect_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, uint64_t seq)
+{
+    Argus__V1__Report *r = malloc(sizeof(*r));
+    char id[48];
+
+    if (!r)
+        return NULL;
+    argus__v1__report__init(r);
+    /* Sortable by time; the job hash keeps ids of jobs created in the same
+     * nanosecond apart. */
+    snprintf(id, sizeof(id), "%020" PRIu64 "-%08" PRIx32 "-%06" PRIu64, created_unix_ns,
+             (uint32_t)name_id(job ? job : ""), seq % 1000000);
+    r->created_unix_ns = created_unix_ns;
+    r->id = strdup(id);
+    r->job = dup_or_empty(job);
+    r->summary = strdup("");
+    if (!r->id || !r->job || !r->summary) {
+        diag_report_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s)
+{
+    Argus__V1__Suspect **tmp = realloc(r->suspects, (r->n_suspects + 1) * sizeof(*tmp));
+
+    if (!tmp) {
+        diag_suspect_free(s);
+        return -ENOMEM;
+    }
+    r->suspects = tmp;
+    r->suspects[r->n_suspects++] = s;
+    return 0;
+}
+
+static const char *cause_word(Argus__V1__Cause c)
+{
+    switch (c) {
+    case ARGUS__V1__CAUSE__CAUSE_COMPUTE:
+        return "compute";
+    case ARGUS__V1__CAUSE__CAUSE_LINK:
+        return "link";
+    case ARGUS__V1__CAUSE__CAUSE_HOST:
+        return "host";
+    case ARGUS__V1__CAUSE__CAUSE_DATA_SKEW:
+        return "data skew";
+    case ARGUS__V1__CAUSE__CAUSE_SILENT:
+        return "silent";
+    case ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION:
+        return "job regression";
+    default:
+        return "unknown";
+    }
+}
+
+int diag_report_summarize(Argus__V1__Report *r)
+{
+    char buf[512];
+    size_t off = 0;
+
+    off += (size_t)snprintf(buf, sizeof(buf), "steps %" PRIu64 "-%" PRIu64 ": %zu suspect%s",
+                            r->from_step, r->to_step, r->n_suspects, r->n_suspects == 1 ? "" : "s");
+    for (size_t i = 0; i < r->n_suspects && i < 4 && off < sizeof(buf); i++) {
+        const Argus__V1__Suspect *s = r->suspects[i];
+        if (s->rank == DIAG_RANK_NONE)
+            off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s job %s (%s)", i ? "," : ":",
+                                    cause_word(s->cause), s->where);
+        else
+            off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s rank %u %s (%s)",
+                                    i ? "," : ":", s->rank, cause_word(s->cause), s->where);
+    }
+    if (r->n_suspects > 4 && off < sizeof(buf))
+        snprintf(buf + off, sizeof(buf) - off, ", ...");
+    char *t = strdup(buf);
+    if (!t)
+        return -ENOMEM;
+    free(r->summary);
+    r->summary = t;
+    return 0;
+}
+
+void diag_report_free(Argus__V1__Report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_suspects; i++)
+        diag_suspect_free(r->suspects[i]);
+    free(r->suspects);
+    free(r->id);
+    free(r->job);
+    free(r->summary);
+    free(r);
+}
+
+const char *diag_fmt_ns(char *buf, size_t len, double ns)
+{
+    double ms = ns / 1e6;
+
+    if (ms >= 10) {
+        uint64_t v = (uint64_t)llround(ms);
+        if (v >= 1000000)
+            snprintf(buf, len, "%" PRIu64 ",%03" PRIu64 ",%03" PRIu64 " ms", v / 1000000,
+                     v / 1000 % 1000, v % 1000);
+        else if (v >= 1000)
+            snprintf(buf, len, "%" PRIu64 ",%03" PRIu64 " ms", v / 1000, v % 1000);
+        else
+            snprintf(buf, len, "%" PRIu64 " ms", v);
+    } else if (ms >= 1) {
+        snprintf(buf, len, "%.1f ms", ms);
+    } else {
+        snprintf(buf, len, "%.0f us", ns / 1e3);
+    }
+    return buf;
+}
+
+int diag_suspect_pages(const Argus__V1__Suspect *s)
+{
+    if (s->rank == DIAG_RANK_NONE || s->level == ARGUS__V1__LEVEL__LEVEL_L1_ITERATION)
+        return 0;
+    return s->cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE ||
+           s->cause == ARGUS__V1__CAUSE__CAUSE_LINK || s->cause == ARGUS__V1__CAUSE__CAUSE_HOST ||
+           s->cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
+}

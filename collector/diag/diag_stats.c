@@ -1,0 +1,210 @@
+/* Robust statistics: see diag_stats.h. */
+#include "collector/diag/diag_stats.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+static void swap_d(double *a, double *b)
+{
+    double t = *a;
+
+    *a = *b;
+    *b = t;
+}
+
+/* Wirth's selection: leaves the k-th smallest at v[k], smaller ones before. */
+static double select_kth(double *v, size_t n, size_t k)
+{
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+
+    while (lo < hi) {
+        double x = v[kk];
+        ptrdiff_t i = lo, j = hi;
+
+        do {
+            while (v[i] < x)
+                i++;
+            while (x < v[j])
+                j--;
+            if (i <= j) {
+                swap_d(&v[i], &v[j]);
+                i++;
+                j--;
+            }
+        } while (i <= j);
+        if (j < kk)
+            lo = i;
+        if (kk < i)
+            hi = j;
+    }
+    return v[k];
+}
+
+double diag_stats_median_inplace(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    double hi = select_kth(v, n, n / 2);
+    if (n % 2)
+        return hi;
+    /* After selecting n/2, everything below index n/2 is <= hi: the lower
+     * middle is the largest of them. */
+    double lo = v[0];
+    for (size_t i = 1; i < n / 2; i++)
+        if (v[i] > lo)
+            lo = v[i];
+    return (lo + hi) / 2;
+}
+
+double diag_stats_quantile_inplace(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    q = q < 0 ? 0 : q > 1 ? 1 : q;
+    return select_kth(v, n, (size_t)(q * (double)(n - 1) + 0.5));
+}
+
+double diag_stats_median(const double *v, size_t n, double *scratch)
+{
+    memcpy(scratch, v, n * sizeof(*v));
+    return diag_stats_median_inplace(scratch, n);
+}
+
+double diag_stats_mad(const double *v, size_t n, double med, double *scratch)
+{
+    for (size_t i = 0; i < n; i++)
+        scratch[i] = fabs(v[i] - med);
+    return diag_stats_median_inplace(scratch, n);
+}
+
+double diag_stats_mad_floor(double mad, double med, double rel_floor, double abs_floor)
+{
+    double f = fabs(med) * rel_floor;
+
+    if (f < abs_floor)
+        f = abs_floor;
+    return mad > f ? mad : f;
+}
+
+double diag_stats_robust_z(double x, double med, double mad)
+{
+    return mad > 0 ? DIAG_STATS_Z_SCALE * (x - med) / mad : 0;
+}
+
+double diag_stats_fence(double med, double mad, double k)
+{
+    return med + k * mad;
+}
+
+void diag_roll_init(struct diag_roll *r, uint32_t cap)
+{
+    memset(r, 0, sizeof(*r));
+    r->cap = cap < 1 ? 1 : cap > DIAG_STATS_ROLL_MAX ? DIAG_STATS_ROLL_MAX : cap;
+}
+
+void diag_roll_push(struct diag_roll *r, double x)
+{
+    r->v[r->head] = x;
+    r->head = (r->head + 1) % r->cap;
+    if (r->n < r->cap)
+        r->n++;
+}
+
+double diag_roll_get(const struct diag_roll *r, uint32_t i)
+{
+    return r->v[(r->head + r->cap - 1 - i) % r->cap];
+}
+
+double diag_roll_median(const struct diag_roll *r)
+{
+    double tmp[DIAG_STATS_ROLL_MAX];
+
+    for (uint32_t i = 0; i < r->n; i++)
+        tmp[i] = diag_roll_get(r, i);
+    return diag_stats_median_inplace(tmp, r->n);
+}
+
+bool diag_stats_change_point(const double *x, size_t n, size_t base, size_t recent, double k,
+                             double min_shift, double min_scale, double *shift, double *scratch)
+{
+    if (base == 0 || recent == 0 || n < base + recent)
+        return false;
+    const double *b = x + n - recent - base, *r = x + n - recent;
+    double med = diag_stats_median(b, base, scratch);
+    double mad = diag_stats_mad(b, base, med, scratch);
+    double scale = mad / DIAG_STATS_Z_SCALE; /* robust sigma */
+    double sum = 0;
+
+    if (scale < min_scale)
+        scale = min_scale;
+    for (size_t i = 0; i < recent; i++)
+        sum += r[i];
+    /* The mean of `recent` values has sigma / sqrt(recent). */
+    double d = sum / (double)recent - med;
+    if (shift)
+        *shift = d;
+    return fabs(d) > min_shift && fabs(d) > k * scale / sqrt((double)recent);
+}
+
+double diag_stats_w1(const float *a, const float *b, size_t g)
+{
+    double s = 0;
+
+    for (size_t i = 0; i < g; i++)
+        s += fabs((double)a[i] - (double)b[i]);
+    return g ? s / (double)g : 0;
+}
+
+double diag_stats_qmean(const float *q, size_t g)
+{
+    double s = 0;
+
+    for (size_t i = 0; i < g; i++)
+        s += q[i];
+    return g ? s / (double)g : 0;
+}
+
+void diag_stats_qmedian(const float *const *qs, size_t m, size_t g, float *out, double *scratch)
+{
+    for (size_t i = 0; i < g; i++) {
+        for (size_t j = 0; j < m; j++)
+            scratch[j] = qs[j][i];
+        out[i] = (float)diag_stats_median_inplace(scratch, m);
+    }
+}
+
+double diag_stats_norm_ppf(double p)
+{
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    double q, r;
+
+    if (p <= 0)
+        return -INFINITY;
+    if (p >= 1)
+        return INFINITY;
+    if (p < 0.02425) {
+        q = sqrt(-2 * log(p));
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    }
+    if (p > 1 - 0.02425) {
+        q = sqrt(-2 * log(1 - p));
+        return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+               ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    }
+    q = p - 0.5;
+    r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
