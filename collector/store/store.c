@@ -1,19 +1,13 @@
-/* The collector's store on RocksDB: see store.h for the key layout.
- *
- * Locking: s->lock serialises every writer (ingest, put_report, retention)
- * and guards the in-memory caches and stats. Readers take s->db_lock shared;
- * only a reopen (recovery after a write error) takes it exclusively, under
- * s->lock. Caches mirror what is committed: they change only after a
- * successful rocksdb_write, and a reopen reloads them.
+/* The collector's store on RocksDB: see store.h for the key layout, and
+ * store_impl.h for struct store, the locking, and what the parts of this file
+ * share.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* tdestroy, twalk_r */
+#define _GNU_SOURCE /* tdestroy */
 #endif
-#include "collector/store/store.h"
+#include "collector/store/store_impl.h"
 
-#include <endian.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <search.h>
 #include <stdarg.h>
@@ -25,20 +19,6 @@
 
 #include "common/array.h"
 #include "common/clock.h"
-
-enum {
-    CF_DEFAULT,
-    CF_STEPS,
-    CF_RANKS,
-    CF_JOBS,
-    CF_TIME,
-    CF_REPORTS,
-    CF_ALERTS,
-    CF_NAMES,
-    CF_DEDUP,
-    CF_REPORT_IDS,
-    CF_COUNT
-};
 
 static const char *const cf_names[CF_COUNT] = {
     "default", "steps",  "ranks", "jobs",  "time",
@@ -53,69 +33,9 @@ static const char *const cf_names[CF_COUNT] = {
  * nothing is appended while running. */
 #define STORE_INFO_LOG_LEVEL 5
 
-/* A byte-string keyed node of a tsearch tree (caches and per-batch staging). */
-struct kv_node {
-    union {
-        uint64_t seq;
-        struct {
-            uint64_t min, max;
-        } range;
-        struct job_entry *job;
-        size_t index;
-    } v;
-    size_t klen;
-    uint8_t key[];
-};
-
-struct kvset {
-    void *root;
-    size_t count;
-};
-
-/* What the store knows about a job: JobInfo plus the sorted ranks with a
- * Resource, so ingest needs no reads. */
-struct job_entry {
-    char *job;
-    uint64_t first_seen, last_seen, last_step, rank_steps;
-    uint32_t world_size, ranks_seen;
-    uint32_t *ranks;
-    size_t n_ranks, cap_ranks;
-};
-
-/* Per-batch staging: changes computed before the write, applied after. */
-struct stage {
-    struct kvset jobs_index, time_index;
-    struct job_entry *jobs; /* copies; ranks holds only the new ranks */
-    struct job_entry **cached;
-    size_t n_jobs, cap_jobs, cap_cached;
-    struct kv_node **times;
-    size_t n_times, cap_times;
-};
-
-struct store {
-    struct store_options opts;
-    char *dir;
-    rocksdb_t *db;
-    rocksdb_column_family_handle_t *cf[CF_COUNT];
-    rocksdb_options_t *db_opts, *cf_opts[CF_COUNT];
-    rocksdb_writeoptions_t *wo;
-    rocksdb_readoptions_t *ro;
-    pthread_mutex_t lock;
-    pthread_rwlock_t db_lock;
-    struct kvset jobs, times, hwm;
-    struct stage stage;
-    uint8_t *buf;
-    size_t buf_cap;
-    bool broken, jobs_stale;
-    uint64_t last_reopen_ns;
-    struct store_stats stats;
-};
-
 /* ---- small helpers ------------------------------------------------------- */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void store_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
 
@@ -127,45 +47,17 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Take a RocksDB errptr: copy it into err, free it, return -EIO. */
-static int rocks_fail(char *rerr, char *err, size_t errlen, const char *what)
+int store_rocks_fail(char *rerr, char *err, size_t errlen, const char *what)
 {
-    set_err(err, errlen, "%s: %s", what, rerr ? rerr : "unknown RocksDB error");
+    store_set_err(err, errlen, "%s: %s", what, rerr ? rerr : "unknown RocksDB error");
     free(rerr);
     return -EIO;
 }
 
-static void put_be64(uint8_t *p, uint64_t v)
-{
-    v = htobe64(v);
-    memcpy(p, &v, 8);
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    v = htobe32(v);
-    memcpy(p, &v, 4);
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, 8);
-    return be64toh(v);
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, 4);
-    return be32toh(v);
-}
-
 /* A malloc'd key: job \0 | a (8 bytes, unless alen 0) | b (4 bytes, unless
  * blen 0). tail_end replaces the \0 by \1: the exclusive end of job's keys. */
-static uint8_t *job_key(const char *job, uint64_t a, int alen, uint32_t b, int blen, bool tail_end,
-                        size_t *len)
+uint8_t *store_job_key(const char *job, uint64_t a, int alen, uint32_t b, int blen, bool tail_end,
+                       size_t *len)
 {
     size_t jl = strlen(job);
     uint8_t *k = malloc(jl + 13);
@@ -176,18 +68,18 @@ static uint8_t *job_key(const char *job, uint64_t a, int alen, uint32_t b, int b
     k[jl] = tail_end ? 1 : 0;
     *len = jl + 1;
     if (alen) {
-        put_be64(k + *len, a);
+        store_put_be64(k + *len, a);
         *len += 8;
     }
     if (blen) {
-        put_be32(k + *len, b);
+        store_put_be32(k + *len, b);
         *len += 4;
     }
     return k;
 }
 
 /* Grow s->buf to n bytes. */
-static int buf_reserve(struct store *s, size_t n)
+int store_buf_reserve(struct store *s, size_t n)
 {
     uint8_t *p;
 
@@ -203,7 +95,7 @@ static int buf_reserve(struct store *s, size_t n)
 
 /* ---- kvset: tsearch tree of kv_node ----------------------------------------- */
 
-static int kv_cmp(const void *a, const void *b)
+int store_kv_cmp(const void *a, const void *b)
 {
     const struct kv_node *x = a, *y = b;
     size_t n = x->klen < y->klen ? x->klen : y->klen;
@@ -214,7 +106,7 @@ static int kv_cmp(const void *a, const void *b)
     return (x->klen > y->klen) - (x->klen < y->klen);
 }
 
-static struct kv_node *kv_find(struct kvset *set, const void *key, size_t klen)
+struct kv_node *store_kv_find(struct kvset *set, const void *key, size_t klen)
 {
     struct kv_node *q = malloc(sizeof(*q) + klen);
     void *found;
@@ -223,13 +115,13 @@ static struct kv_node *kv_find(struct kvset *set, const void *key, size_t klen)
         return NULL;
     q->klen = klen;
     memcpy(q->key, key, klen);
-    found = tfind(q, &set->root, kv_cmp);
+    found = tfind(q, &set->root, store_kv_cmp);
     free(q);
     return found ? *(struct kv_node **)found : NULL;
 }
 
 /* Find or insert; *created says which. NULL on ENOMEM. */
-static struct kv_node *kv_get(struct kvset *set, const void *key, size_t klen, bool *created)
+struct kv_node *store_kv_get(struct kvset *set, const void *key, size_t klen, bool *created)
 {
     struct kv_node *n = malloc(sizeof(*n) + klen), *got;
     void *slot;
@@ -239,7 +131,7 @@ static struct kv_node *kv_get(struct kvset *set, const void *key, size_t klen, b
     memset(&n->v, 0, sizeof(n->v));
     n->klen = klen;
     memcpy(n->key, key, klen);
-    slot = tsearch(n, &set->root, kv_cmp);
+    slot = tsearch(n, &set->root, store_kv_cmp);
     if (!slot) {
         free(n);
         return NULL;
@@ -253,14 +145,14 @@ static struct kv_node *kv_get(struct kvset *set, const void *key, size_t klen, b
     return got;
 }
 
-static void kv_remove(struct kvset *set, struct kv_node *n)
+void store_kv_remove(struct kvset *set, struct kv_node *n)
 {
-    tdelete(n, &set->root, kv_cmp);
+    tdelete(n, &set->root, store_kv_cmp);
     set->count--;
     free(n);
 }
 
-static void job_entry_free(struct job_entry *j)
+void store_job_entry_free(struct job_entry *j)
 {
     if (!j)
         return;
@@ -269,13 +161,13 @@ static void job_entry_free(struct job_entry *j)
     free(j);
 }
 
-static void free_job_node(void *p)
+void store_job_node_free(void *p)
 {
-    job_entry_free(((struct kv_node *)p)->v.job);
+    store_job_entry_free(((struct kv_node *)p)->v.job);
     free(p);
 }
 
-static void kv_clear(struct kvset *set, void (*free_fn)(void *))
+void store_kv_clear(struct kvset *set, void (*free_fn)(void *))
 {
     tdestroy(set->root, free_fn);
     set->root = NULL;
@@ -284,22 +176,6 @@ static void kv_clear(struct kvset *set, void (*free_fn)(void *))
 
 /* ---- job entries ------------------------------------------------------------ */
 
-static bool ranks_has(const uint32_t *r, size_t n, uint32_t rank)
-{
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (r[mid] == rank)
-            return true;
-        if (r[mid] < rank)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return false;
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -307,7 +183,7 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int ranks_add(struct job_entry *j, const uint32_t *add, size_t n, bool sort)
+int store_ranks_add(struct job_entry *j, const uint32_t *add, size_t n, bool sort)
 {
     if (!n)
         return 0;
@@ -318,26 +194,6 @@ static int ranks_add(struct job_entry *j, const uint32_t *add, size_t n, bool so
     if (sort)
         qsort(j->ranks, j->n_ranks, sizeof(uint32_t), cmp_u32);
     return 0;
-}
-
-static size_t job_info_pack(const struct job_entry *j, uint8_t **buf, struct store *s)
-{
-    Argus__V1__JobInfo ji = ARGUS__V1__JOB_INFO__INIT;
-    size_t n;
-
-    ji.job = j->job;
-    ji.first_seen_unix_ns = j->first_seen;
-    ji.last_seen_unix_ns = j->last_seen;
-    ji.world_size = j->world_size;
-    ji.ranks_seen = j->ranks_seen;
-    ji.last_step = j->last_step;
-    ji.rank_steps = j->rank_steps;
-    n = argus__v1__job_info__get_packed_size(&ji);
-    if (buf_reserve(s, n ? n : 1))
-        return SIZE_MAX;
-    argus__v1__job_info__pack(&ji, s->buf);
-    *buf = s->buf;
-    return n;
 }
 
 /* ---- open, close, reopen -------------------------------------------------- */
@@ -411,7 +267,7 @@ static void db_close(struct store *s)
 }
 
 /* Load the JobInfo cache and each job's ranks with a Resource. */
-static int jobs_load(struct store *s, char *err, size_t errlen)
+int store_jobs_load(struct store *s, char *err, size_t errlen)
 {
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ro, s->cf[CF_JOBS]);
     char *rerr = NULL;
@@ -426,7 +282,7 @@ static int jobs_load(struct store *s, char *err, size_t errlen)
         bool created;
 
         if (j && ji && (j->job = strndup(k, kl)))
-            n = kv_get(&s->jobs, k, kl, &created);
+            n = store_kv_get(&s->jobs, k, kl, &created);
         if (n && created) {
             j->first_seen = ji->first_seen_unix_ns;
             j->last_seen = ji->last_seen_unix_ns;
@@ -436,9 +292,9 @@ static int jobs_load(struct store *s, char *err, size_t errlen)
             j->rank_steps = ji->rank_steps;
             n->v.job = j;
         } else {
-            job_entry_free(j);
+            store_job_entry_free(j);
             rc = ji ? -ENOMEM : -EIO;
-            set_err(err, errlen, "loading jobs: %s", ji ? "out of memory" : "bad JobInfo");
+            store_set_err(err, errlen, "loading jobs: %s", ji ? "out of memory" : "bad JobInfo");
         }
         if (ji)
             argus__v1__job_info__free_unpacked(ji, NULL);
@@ -446,7 +302,7 @@ static int jobs_load(struct store *s, char *err, size_t errlen)
     rocksdb_iter_get_error(it, &rerr);
     rocksdb_iter_destroy(it);
     if (rerr)
-        return rocks_fail(rerr, err, errlen, "loading jobs");
+        return store_rocks_fail(rerr, err, errlen, "loading jobs");
     if (rc)
         return rc;
     it = rocksdb_create_iterator_cf(s->db, s->ro, s->cf[CF_RANKS]);
@@ -454,26 +310,26 @@ static int jobs_load(struct store *s, char *err, size_t errlen)
         size_t kl;
         const char *k = rocksdb_iter_key(it, &kl);
         size_t jl = strnlen(k, kl);
-        struct kv_node *n = jl + 5 == kl ? kv_find(&s->jobs, k, jl) : NULL;
-        uint32_t rank = jl + 5 == kl ? get_be32((const uint8_t *)k + jl + 1) : 0;
+        struct kv_node *n = jl + 5 == kl ? store_kv_find(&s->jobs, k, jl) : NULL;
+        uint32_t rank = jl + 5 == kl ? store_get_be32((const uint8_t *)k + jl + 1) : 0;
 
         if (n)
-            rc = ranks_add(n->v.job, &rank, 1, false);
+            rc = store_ranks_add(n->v.job, &rank, 1, false);
     }
     rocksdb_iter_get_error(it, &rerr);
     rocksdb_iter_destroy(it);
     if (rerr)
-        return rocks_fail(rerr, err, errlen, "loading ranks");
+        return store_rocks_fail(rerr, err, errlen, "loading ranks");
     if (rc)
-        set_err(err, errlen, "loading ranks: out of memory");
+        store_set_err(err, errlen, "loading ranks: out of memory");
     return rc;
 }
 
 static void caches_clear(struct store *s)
 {
-    kv_clear(&s->jobs, free_job_node);
-    kv_clear(&s->times, free);
-    kv_clear(&s->hwm, free);
+    store_kv_clear(&s->jobs, store_job_node_free);
+    store_kv_clear(&s->times, free);
+    store_kv_clear(&s->hwm, free);
 }
 
 static int db_open(struct store *s, char *err, size_t errlen)
@@ -491,10 +347,10 @@ static int db_open(struct store *s, char *err, size_t errlen)
 
         s->db = NULL;
         memset(s->cf, 0, sizeof(s->cf));
-        rc = rocks_fail(rerr, err, errlen, s->dir);
+        rc = store_rocks_fail(rerr, err, errlen, s->dir);
         return locked ? -EBUSY : rc;
     }
-    rc = jobs_load(s, err, errlen);
+    rc = store_jobs_load(s, err, errlen);
     if (rc) {
         caches_clear(s);
         db_close(s);
@@ -523,14 +379,14 @@ static int store_reopen(struct store *s, char *err, size_t errlen)
 
 /* Called by writers under s->lock: reopen when the last write failed (at most
  * once per STORE_REOPEN_INTERVAL_NS) or when the DB is closed. */
-static int writer_ready(struct store *s, char *err, size_t errlen)
+int store_writer_ready(struct store *s, char *err, size_t errlen)
 {
     bool due = clock_mono_ns() - s->last_reopen_ns >= STORE_REOPEN_INTERVAL_NS;
 
     if ((s->broken || !s->db) && due)
         return store_reopen(s, err, errlen);
     if (!s->db) {
-        set_err(err, errlen, "store %s is closed after an error; reopening", s->dir);
+        store_set_err(err, errlen, "store %s is closed after an error; reopening", s->dir);
         return -EIO;
     }
     return 0;
@@ -543,13 +399,13 @@ int store_open(const struct store_options *opts, struct store **out, char *err, 
 
     *out = NULL;
     if (!opts || !opts->dir || !opts->dir[0]) {
-        set_err(err, errlen, "store: no directory given");
+        store_set_err(err, errlen, "store: no directory given");
         return -EINVAL;
     }
     s = calloc(1, sizeof(*s));
     if (!s || !(s->dir = strdup(opts->dir))) {
         free(s);
-        set_err(err, errlen, "store: out of memory");
+        store_set_err(err, errlen, "store: out of memory");
         return -ENOMEM;
     }
     s->opts = *opts;
@@ -566,26 +422,13 @@ int store_open(const struct store_options *opts, struct store **out, char *err, 
     return 0;
 }
 
-static void stage_reset(struct stage *st)
-{
-    for (size_t i = 0; i < st->n_jobs; i++)
-        free(st->jobs[i].ranks);
-    st->n_jobs = 0;
-    st->n_times = 0;
-    kv_clear(&st->jobs_index, free);
-    kv_clear(&st->time_index, free);
-}
-
 void store_close(struct store *s)
 {
     if (!s)
         return;
     db_close(s);
     caches_clear(s);
-    stage_reset(&s->stage);
-    free(s->stage.jobs);
-    free(s->stage.cached);
-    free(s->stage.times);
+    store_stage_free(&s->stage);
     for (int i = 0; i < CF_COUNT; i++)
         if (s->cf_opts[i])
             rocksdb_options_destroy(s->cf_opts[i]);
@@ -602,7 +445,107 @@ void store_close(struct store *s)
     free(s);
 }
 
+/* ---- writers and readers ------------------------------------------------------ */
+
+/* Write wb. A failure marks the store broken (the next writer reopens it)
+ * and counts as a write error when it was an ingest. */
+int store_commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *err, size_t errlen)
+{
+    char *rerr = NULL;
+    uint64_t t0 = clock_mono_ns(), dt;
+
+    rocksdb_write(s->db, s->wo, wb, &rerr);
+    dt = clock_mono_ns() - t0;
+    if (rerr) {
+        s->stats.write_errors += ingest;
+        s->broken = true;
+        return store_rocks_fail(rerr, err, errlen, "write");
+    }
+    s->broken = false; /* RocksDB recovered by itself, or the error was transient */
+    s->stats.write_ns_total += dt;
+    if (dt > s->stats.write_ns_max)
+        s->stats.write_ns_max = dt;
+    return 0;
+}
+
+/* Take the read lock; -EIO (lock released) when the DB is closed. */
+int store_read_begin(struct store *s)
+{
+    pthread_rwlock_rdlock(&s->db_lock);
+    if (s->db)
+        return 0;
+    pthread_rwlock_unlock(&s->db_lock);
+    return -EIO;
+}
+
+void store_read_end(struct store *s)
+{
+    pthread_rwlock_unlock(&s->db_lock);
+}
+
+void store_get_stats(struct store *s, struct store_stats *out)
+{
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    if (!s->db) {
+        out->failing = true;
+        if (!out->last_error[0])
+            snprintf(out->last_error, sizeof(out->last_error), "store is closed");
+    }
+    pthread_mutex_unlock(&s->lock);
+    out->live_sst_bytes = 0;
+    if (store_read_begin(s))
+        return;
+    for (int i = 0; i < CF_COUNT; i++) {
+        char *v = rocksdb_property_value_cf(s->db, s->cf[i], "rocksdb.live-sst-files-size");
+
+        if (v)
+            out->live_sst_bytes += strtoull(v, NULL, 10);
+        free(v);
+    }
+    store_read_end(s);
+}
+
 /* ---- ingest ------------------------------------------------------------------ */
+
+/* True when the sorted r[0..n) holds rank. */
+static bool ranks_has(const uint32_t *r, size_t n, uint32_t rank)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r[mid] == rank)
+            return true;
+        if (r[mid] < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* Pack j as a JobInfo into s->buf (*buf points there). Returns its size, or
+ * SIZE_MAX on ENOMEM. */
+static size_t job_info_pack(const struct job_entry *j, uint8_t **buf, struct store *s)
+{
+    Argus__V1__JobInfo ji = ARGUS__V1__JOB_INFO__INIT;
+    size_t n;
+
+    ji.job = j->job;
+    ji.first_seen_unix_ns = j->first_seen;
+    ji.last_seen_unix_ns = j->last_seen;
+    ji.world_size = j->world_size;
+    ji.ranks_seen = j->ranks_seen;
+    ji.last_step = j->last_step;
+    ji.rank_steps = j->rank_steps;
+    n = argus__v1__job_info__get_packed_size(&ji);
+    if (store_buf_reserve(s, n ? n : 1))
+        return SIZE_MAX;
+    argus__v1__job_info__pack(&ji, s->buf);
+    *buf = s->buf;
+    return n;
+}
 
 /* Read a u64 (or a min/max pair) value; *found false when absent. */
 static int db_get_u64s(struct store *s, int cf, const void *key, size_t klen, uint64_t *vals, int n,
@@ -613,10 +556,10 @@ static int db_get_u64s(struct store *s, int cf, const void *key, size_t klen, ui
     char *v = rocksdb_get_cf(s->db, s->ro, s->cf[cf], key, klen, &vl, &rerr);
 
     if (rerr)
-        return rocks_fail(rerr, err, errlen, "read");
+        return store_rocks_fail(rerr, err, errlen, "read");
     *found = v && vl == (size_t)n * 8;
     for (int i = 0; *found && i < n; i++)
-        vals[i] = get_be64((const uint8_t *)v + 8 * i);
+        vals[i] = store_get_be64((const uint8_t *)v + 8 * i);
     free(v);
     return 0;
 }
@@ -624,7 +567,7 @@ static int db_get_u64s(struct store *s, int cf, const void *key, size_t klen, ui
 static int hwm_lookup(struct store *s, const uint8_t *key, size_t klen, uint64_t *seq, char *err,
                       size_t errlen)
 {
-    struct kv_node *n = kv_find(&s->hwm, key, klen);
+    struct kv_node *n = store_kv_find(&s->hwm, key, klen);
     bool found, created;
     int rc;
 
@@ -638,8 +581,8 @@ static int hwm_lookup(struct store *s, const uint8_t *key, size_t klen, uint64_t
     if (!found)
         *seq = 0;
     if (s->hwm.count >= STORE_HWM_CACHE_MAX)
-        kv_clear(&s->hwm, free);
-    n = kv_get(&s->hwm, key, klen, &created);
+        store_kv_clear(&s->hwm, free);
+    n = store_kv_get(&s->hwm, key, klen, &created);
     if (n)
         n->v.seq = *seq;
     return 0;
@@ -651,7 +594,7 @@ static struct job_entry *stage_job(struct store *s, const char *job)
     struct stage *st = &s->stage;
     size_t jl = strlen(job);
     bool created;
-    struct kv_node *n = kv_get(&st->jobs_index, job, jl, &created), *c;
+    struct kv_node *n = store_kv_get(&st->jobs_index, job, jl, &created), *c;
     struct job_entry *j;
 
     if (!n)
@@ -660,12 +603,12 @@ static struct job_entry *stage_job(struct store *s, const char *job)
         return &st->jobs[n->v.index];
     if (array_reserve((void **)&st->jobs, &st->cap_jobs, st->n_jobs + 1, sizeof(*st->jobs)) ||
         array_reserve((void **)&st->cached, &st->cap_cached, st->n_jobs + 1, sizeof(*st->cached))) {
-        kv_remove(&st->jobs_index, n);
+        store_kv_remove(&st->jobs_index, n);
         return NULL;
     }
     n->v.index = st->n_jobs;
     j = &st->jobs[st->n_jobs];
-    c = kv_find(&s->jobs, job, jl);
+    c = store_kv_find(&s->jobs, job, jl);
     st->cached[st->n_jobs++] = c ? c->v.job : NULL;
     if (c)
         *j = *c->v.job;
@@ -691,9 +634,9 @@ static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint6
 
     if (!key)
         goto out;
-    put_be64(key, start_ns / NSEC_PER_SEC);
+    store_put_be64(key, start_ns / NSEC_PER_SEC);
     memcpy(key + 8, job, jl);
-    n = kv_get(&st->time_index, key, kl, &created);
+    n = store_kv_get(&st->time_index, key, kl, &created);
     if (!n)
         goto out;
     if (created) {
@@ -701,11 +644,11 @@ static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint6
         n->v.range.max = 0;
         if (array_reserve((void **)&st->times, &st->cap_times, st->n_times + 1,
                           sizeof(*st->times))) {
-            kv_remove(&st->time_index, n);
+            store_kv_remove(&st->time_index, n);
             goto out;
         }
         st->times[st->n_times++] = n;
-        c = kv_find(&s->times, key, kl);
+        c = store_kv_find(&s->times, key, kl);
         if (c) {
             n->v.range = c->v.range;
         } else {
@@ -725,7 +668,7 @@ static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint6
     rc = 0;
 out:
     if (rc == -ENOMEM)
-        set_err(err, errlen, "ingest: out of memory");
+        store_set_err(err, errlen, "ingest: out of memory");
     free(key);
     return rc;
 }
@@ -737,13 +680,13 @@ static int stage_steps(struct store *s, rocksdb_writebatch_t *wb, const Argus__V
         const Argus__V1__StepRecord *r = b->steps[i];
         const char *job = r->job ? r->job : "";
         size_t kl, n = raw ? raw[i].len : argus__v1__step_record__get_packed_size(r);
-        uint8_t *key = job_key(job, r->step, 8, r->rank, 4, false, &kl);
+        uint8_t *key = store_job_key(job, r->step, 8, r->rank, 4, false, &kl);
         struct job_entry *j = stage_job(s, job);
         int rc;
 
-        if (!key || !j || (!raw && buf_reserve(s, n + 1))) {
+        if (!key || !j || (!raw && store_buf_reserve(s, n + 1))) {
             free(key);
-            set_err(err, errlen, "ingest: out of memory");
+            store_set_err(err, errlen, "ingest: out of memory");
             return -ENOMEM;
         }
         if (raw) { /* the record's bytes as the agent packed them: no repack */
@@ -773,13 +716,13 @@ static int stage_resources(struct store *s, rocksdb_writebatch_t *wb, const Argu
         const Argus__V1__Resource *r = b->resources[i];
         const char *job = r->job ? r->job : "";
         size_t kl, n = argus__v1__resource__get_packed_size(r);
-        uint8_t *key = job_key(job, 0, 0, r->rank, 4, false, &kl);
+        uint8_t *key = store_job_key(job, 0, 0, r->rank, 4, false, &kl);
         struct job_entry *j = stage_job(s, job);
         size_t ci = j ? (size_t)(j - s->stage.jobs) : 0;
         const struct job_entry *c = j ? s->stage.cached[ci] : NULL;
         bool seen;
 
-        if (!key || !j || buf_reserve(s, n + 1)) {
+        if (!key || !j || store_buf_reserve(s, n + 1)) {
             free(key);
             return -ENOMEM;
         }
@@ -792,7 +735,7 @@ static int stage_resources(struct store *s, rocksdb_writebatch_t *wb, const Argu
         for (size_t k = 0; !seen && k < j->n_ranks; k++)
             seen = j->ranks[k] == r->rank;
         if (!seen) {
-            if (ranks_add(j, &r->rank, 1, false))
+            if (store_ranks_add(j, &r->rank, 1, false))
                 return -ENOMEM;
             j->ranks_seen++;
         }
@@ -806,7 +749,7 @@ static int stage_names(struct store *s, rocksdb_writebatch_t *wb, const Argus__V
         const Argus__V1__NameEntry *e = b->names[i];
         const char *name = e->name ? e->name : "";
         size_t kl;
-        uint8_t *key = job_key(e->job ? e->job : "", e->id, 8, 0, 0, false, &kl);
+        uint8_t *key = store_job_key(e->job ? e->job : "", e->id, 8, 0, 0, false, &kl);
 
         if (!key)
             return -ENOMEM;
@@ -832,8 +775,8 @@ static int stage_finish(struct store *s, rocksdb_writebatch_t *wb)
                                   (char *)p, n);
     }
     for (size_t i = 0; i < st->n_times; i++) {
-        put_be64(v, st->times[i]->v.range.min);
-        put_be64(v + 8, st->times[i]->v.range.max);
+        store_put_be64(v, st->times[i]->v.range.min);
+        store_put_be64(v + 8, st->times[i]->v.range.max);
         rocksdb_writebatch_put_cf(wb, s->cf[CF_TIME], (char *)st->times[i]->key, st->times[i]->klen,
                                   (char *)v, sizeof(v));
     }
@@ -854,10 +797,10 @@ static void stage_apply(struct store *s, const uint8_t *hkey, size_t hlen, uint6
 
         if (!c) {
             c = calloc(1, sizeof(*c));
-            n = c ? kv_get(&s->jobs, j->job, strlen(j->job), &created) : NULL;
+            n = c ? store_kv_get(&s->jobs, j->job, strlen(j->job), &created) : NULL;
             if (!n || !(c->job = strdup(j->job))) {
                 if (n)
-                    kv_remove(&s->jobs, n);
+                    store_kv_remove(&s->jobs, n);
                 free(c);
                 s->jobs_stale = true;
                 continue;
@@ -870,45 +813,42 @@ static void stage_apply(struct store *s, const uint8_t *hkey, size_t hlen, uint6
         c->rank_steps = j->rank_steps;
         c->world_size = j->world_size;
         c->ranks_seen = j->ranks_seen;
-        if (ranks_add(c, j->ranks, j->n_ranks, true))
+        if (store_ranks_add(c, j->ranks, j->n_ranks, true))
             s->jobs_stale = true;
     }
     if (s->times.count + st->n_times > STORE_TIME_CACHE_MAX)
-        kv_clear(&s->times, free);
+        store_kv_clear(&s->times, free);
     for (size_t i = 0; i < st->n_times; i++) {
-        n = kv_get(&s->times, st->times[i]->key, st->times[i]->klen, &created);
+        n = store_kv_get(&s->times, st->times[i]->key, st->times[i]->klen, &created);
         if (!n) {
-            kv_clear(&s->times, free);
+            store_kv_clear(&s->times, free);
             break;
         }
         n->v.range = st->times[i]->v.range;
     }
-    n = kv_get(&s->hwm, hkey, hlen, &created);
+    n = store_kv_get(&s->hwm, hkey, hlen, &created);
     if (n)
         n->v.seq = seq;
     else
-        kv_clear(&s->hwm, free);
+        store_kv_clear(&s->hwm, free);
 }
 
-/* Write wb. A failure marks the store broken (the next writer reopens it)
- * and counts as a write error when it was an ingest. */
-static int commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *err, size_t errlen)
+static void stage_reset(struct stage *st)
 {
-    char *rerr = NULL;
-    uint64_t t0 = clock_mono_ns(), dt;
+    for (size_t i = 0; i < st->n_jobs; i++)
+        free(st->jobs[i].ranks);
+    st->n_jobs = 0;
+    st->n_times = 0;
+    store_kv_clear(&st->jobs_index, free);
+    store_kv_clear(&st->time_index, free);
+}
 
-    rocksdb_write(s->db, s->wo, wb, &rerr);
-    dt = clock_mono_ns() - t0;
-    if (rerr) {
-        s->stats.write_errors += ingest;
-        s->broken = true;
-        return rocks_fail(rerr, err, errlen, "write");
-    }
-    s->broken = false; /* RocksDB recovered by itself, or the error was transient */
-    s->stats.write_ns_total += dt;
-    if (dt > s->stats.write_ns_max)
-        s->stats.write_ns_max = dt;
-    return 0;
+void store_stage_free(struct stage *st)
+{
+    stage_reset(st);
+    free(st->jobs);
+    free(st->cached);
+    free(st->times);
 }
 
 static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struct store_slice *raw,
@@ -916,7 +856,7 @@ static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struc
 {
     rocksdb_writebatch_t *wb = NULL;
     size_t hl;
-    uint8_t *hkey = job_key(b->agent_id ? b->agent_id : "", b->epoch, 8, 0, 0, false, &hl);
+    uint8_t *hkey = store_job_key(b->agent_id ? b->agent_id : "", b->epoch, 8, 0, 0, false, &hl);
     uint8_t seqv[8];
     uint64_t hwm;
     int rc = -ENOMEM;
@@ -941,9 +881,9 @@ static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struc
         rc = stage_finish(s, wb);
     if (rc)
         goto out;
-    put_be64(seqv, b->seq);
+    store_put_be64(seqv, b->seq);
     rocksdb_writebatch_put_cf(wb, s->cf[CF_DEDUP], (char *)hkey, hl, (char *)seqv, 8);
-    rc = commit(s, wb, true, err, errlen);
+    rc = store_commit(s, wb, true, err, errlen);
     if (rc)
         goto out;
     stage_apply(s, hkey, hl, b->seq);
@@ -951,7 +891,7 @@ static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struc
     rc = STORE_INGEST_WRITTEN;
 out:
     if (rc == -ENOMEM)
-        set_err(err, errlen, "ingest: out of memory");
+        store_set_err(err, errlen, "ingest: out of memory");
     if (wb)
         rocksdb_writebatch_destroy(wb);
     stage_reset(&s->stage);
@@ -970,10 +910,10 @@ int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struc
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = writer_ready(s, err, errlen);
+    rc = store_writer_ready(s, err, errlen);
     if (rc == 0 && s->jobs_stale) {
-        kv_clear(&s->jobs, free_job_node);
-        rc = jobs_load(s, err, errlen);
+        store_kv_clear(&s->jobs, store_job_node_free);
+        rc = store_jobs_load(s, err, errlen);
         s->jobs_stale = rc != 0;
     }
     if (rc == 0)
@@ -994,7 +934,7 @@ int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struc
 int store_high_water(struct store *s, const char *agent_id, uint64_t epoch, uint64_t *seq)
 {
     size_t kl;
-    uint8_t *key = job_key(agent_id ? agent_id : "", epoch, 8, 0, 0, false, &kl);
+    uint8_t *key = store_job_key(agent_id ? agent_id : "", epoch, 8, 0, 0, false, &kl);
     int rc = -ENOMEM;
 
     *seq = 0;
@@ -1019,7 +959,7 @@ static uint8_t *report_key(const char *job, uint64_t created, const char *id, si
         return NULL;
     memcpy(k, job, jl);
     k[jl] = 0;
-    put_be64(k + jl + 1, created);
+    store_put_be64(k + jl + 1, created);
     memcpy(k + jl + 9, id, il);
     *len = jl + 9 + il;
     return k;
@@ -1034,13 +974,13 @@ static int report_put_locked(struct store *s, const Argus__V1__Report *r, char *
     rocksdb_writebatch_t *wb = NULL;
     int rc = -ENOMEM;
 
-    if (!key || buf_reserve(s, n + 1)) {
-        set_err(err, errlen, "put report: out of memory");
+    if (!key || store_buf_reserve(s, n + 1)) {
+        store_set_err(err, errlen, "put report: out of memory");
         goto out;
     }
     old = rocksdb_get_cf(s->db, s->ro, s->cf[CF_REPORT_IDS], id, strlen(id), &ol, &rerr);
     if (rerr) {
-        rc = rocks_fail(rerr, err, errlen, "put report");
+        rc = store_rocks_fail(rerr, err, errlen, "put report");
         goto out;
     }
     wb = rocksdb_writebatch_create();
@@ -1049,7 +989,7 @@ static int report_put_locked(struct store *s, const Argus__V1__Report *r, char *
     argus__v1__report__pack(r, s->buf);
     rocksdb_writebatch_put_cf(wb, s->cf[CF_REPORTS], (char *)key, kl, (char *)s->buf, n);
     rocksdb_writebatch_put_cf(wb, s->cf[CF_REPORT_IDS], id, strlen(id), (char *)key, kl);
-    rc = commit(s, wb, false, err, errlen);
+    rc = store_commit(s, wb, false, err, errlen);
 out:
     if (wb)
         rocksdb_writebatch_destroy(wb);
@@ -1063,7 +1003,7 @@ int store_put_report(struct store *s, const Argus__V1__Report *report, char *err
     int rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = writer_ready(s, err, errlen);
+    rc = store_writer_ready(s, err, errlen);
     if (rc == 0)
         rc = report_put_locked(s, report, err, errlen);
     pthread_mutex_unlock(&s->lock);
@@ -1072,26 +1012,9 @@ int store_put_report(struct store *s, const Argus__V1__Report *report, char *err
 
 /* ---- reads -------------------------------------------------------------------- */
 
-/* Take the read lock; -EIO (lock released) when the DB is closed. */
-static int read_begin(struct store *s)
-{
-    pthread_rwlock_rdlock(&s->db_lock);
-    if (s->db)
-        return 0;
-    pthread_rwlock_unlock(&s->db_lock);
-    return -EIO;
-}
-
-static void read_end(struct store *s)
-{
-    pthread_rwlock_unlock(&s->db_lock);
-}
-
-typedef int (*kv_scan_fn)(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen);
-
 /* Every key of cf in [lo, hi) (hi NULL: to the end) through fn. Read lock held. */
-static int scan_range(struct store *s, int cf, const void *lo, size_t lolen, const void *hi,
-                      size_t hilen, kv_scan_fn fn, void *ctx)
+int store_scan_range(struct store *s, int cf, const void *lo, size_t lolen, const void *hi,
+                     size_t hilen, store_kv_scan_fn fn, void *ctx)
 {
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it;
@@ -1135,19 +1058,19 @@ static int value_only(void *ctx, const uint8_t *key, size_t klen, const void *va
 
 /* Scan [job\0 | lo_a, job\0 | hi_a] (8-byte suffixes; hi_a 0 = the job's end). */
 static int scan_job(struct store *s, int cf, const char *job, uint64_t lo_a, uint64_t hi_a,
-                    kv_scan_fn fn, void *ctx)
+                    store_kv_scan_fn fn, void *ctx)
 {
     size_t ll, hl;
     bool open_end = hi_a == 0 || hi_a == UINT64_MAX;
-    uint8_t *lo = job_key(job, lo_a, lo_a ? 8 : 0, 0, 0, false, &ll);
-    uint8_t *hi = job_key(job, hi_a + 1, open_end ? 0 : 8, 0, 0, open_end, &hl);
+    uint8_t *lo = store_job_key(job, lo_a, lo_a ? 8 : 0, 0, 0, false, &ll);
+    uint8_t *hi = store_job_key(job, hi_a + 1, open_end ? 0 : 8, 0, 0, open_end, &hl);
     int rc = -ENOMEM;
 
     if (lo && hi) {
-        rc = read_begin(s);
+        rc = store_read_begin(s);
         if (rc == 0) {
-            rc = scan_range(s, cf, lo, ll, hi, hl, fn, ctx);
-            read_end(s);
+            rc = store_scan_range(s, cf, lo, ll, hi, hl, fn, ctx);
+            store_read_end(s);
         }
     }
     free(lo);
@@ -1158,12 +1081,12 @@ static int scan_job(struct store *s, int cf, const char *job, uint64_t lo_a, uin
 int store_scan_jobs(struct store *s, store_scan_fn fn, void *ctx)
 {
     struct value_ctx c = {fn, ctx};
-    int rc = read_begin(s);
+    int rc = store_read_begin(s);
 
     if (rc)
         return rc;
-    rc = scan_range(s, CF_JOBS, NULL, 0, NULL, 0, value_only, &c);
-    read_end(s);
+    rc = store_scan_range(s, CF_JOBS, NULL, 0, NULL, 0, value_only, &c);
+    store_read_end(s);
     return rc;
 }
 
@@ -1190,7 +1113,7 @@ static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it;
     size_t jl = strlen(job), kl;
-    uint8_t *key = job_key(job, from, 8, rank, 4, false, &kl);
+    uint8_t *key = store_job_key(job, from, 8, rank, 4, false, &kl);
     uint64_t target = from;
     char *rerr = NULL;
     int rc = key ? 0 : -ENOMEM;
@@ -1202,7 +1125,7 @@ static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint
         const uint8_t *k;
         uint64_t step;
 
-        put_be64(key + jl + 1, target);
+        store_put_be64(key + jl + 1, target);
         rocksdb_iter_seek(it, (char *)key, kl);
         if (!rocksdb_iter_valid(it))
             break;
@@ -1211,8 +1134,8 @@ static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint
             rc = -EIO; /* not a key this store writes */
             break;
         }
-        step = get_be64(k + jl + 1);
-        if (step == target && get_be32(k + jl + 9) == rank) {
+        step = store_get_be64(k + jl + 1);
+        if (step == target && store_get_be32(k + jl + 9) == rank) {
             const char *v = rocksdb_iter_value(it, &vl);
             rc = fn(ctx, v, vl);
         }
@@ -1247,13 +1170,13 @@ int store_scan_steps(struct store *s, const char *job, int64_t rank, uint64_t fr
         return scan_job(s, CF_STEPS, job, from_step, to_step, value_only, &c);
     if (rank > UINT32_MAX)
         return 0;
-    hi = job_key(job, to_step + 1, open_end ? 0 : 8, 0, 0, open_end, &hl);
+    hi = store_job_key(job, to_step + 1, open_end ? 0 : 8, 0, 0, open_end, &hl);
     if (!hi)
         return -ENOMEM;
-    rc = read_begin(s);
+    rc = store_read_begin(s);
     if (rc == 0) {
         rc = scan_steps_rank(s, job, (uint32_t)rank, from_step, hi, hl, fn, ctx);
-        read_end(s);
+        store_read_end(s);
     }
     free(hi);
     return rc;
@@ -1263,14 +1186,14 @@ int store_get_report(struct store *s, const char *id, store_scan_fn fn, void *ct
 {
     char *rerr = NULL, *key = NULL, *val = NULL;
     size_t kl = 0, vl = 0;
-    int rc = read_begin(s);
+    int rc = store_read_begin(s);
 
     if (rc)
         return rc;
     key = rocksdb_get_cf(s->db, s->ro, s->cf[CF_REPORT_IDS], id, strlen(id), &kl, &rerr);
     if (key && !rerr)
         val = rocksdb_get_cf(s->db, s->ro, s->cf[CF_REPORTS], key, kl, &vl, &rerr);
-    read_end(s);
+    store_read_end(s);
     if (rerr)
         rc = -EIO;
     else if (!val)
@@ -1287,11 +1210,11 @@ char *store_get_name(struct store *s, const char *job, uint64_t id)
 {
     char *rerr = NULL, *v = NULL, *out = NULL;
     size_t kl, vl = 0;
-    uint8_t *key = job_key(job, id, 8, 0, 0, false, &kl);
+    uint8_t *key = store_job_key(job, id, 8, 0, 0, false, &kl);
 
-    if (key && read_begin(s) == 0) {
+    if (key && store_read_begin(s) == 0) {
         v = rocksdb_get_cf(s->db, s->ro, s->cf[CF_NAMES], (char *)key, kl, &vl, &rerr);
-        read_end(s);
+        store_read_end(s);
     }
     if (v && !rerr)
         out = strndup(v, vl);
@@ -1300,13 +1223,6 @@ char *store_get_name(struct store *s, const char *job, uint64_t id)
     free(key);
     return out;
 }
-
-/* Per-job aggregation of time index entries. */
-struct time_agg {
-    struct kvset jobs;
-    struct kv_node **items;
-    size_t n, cap, keys;
-};
 
 static int time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
 {
@@ -1318,9 +1234,9 @@ static int time_collect(void *ctx, const uint8_t *key, size_t klen, const void *
     if (klen < 8 || vlen != 16)
         return 0;
     a->keys++;
-    lo = get_be64(val);
-    hi = get_be64((const uint8_t *)val + 8);
-    n = kv_get(&a->jobs, key + 8, klen - 8, &created);
+    lo = store_get_be64(val);
+    hi = store_get_be64((const uint8_t *)val + 8);
+    n = store_kv_get(&a->jobs, key + 8, klen - 8, &created);
     if (!n || (created && array_reserve((void **)&a->items, &a->cap, a->n + 1, sizeof(*a->items))))
         return -ENOMEM;
     if (created) {
@@ -1337,26 +1253,26 @@ static int time_collect(void *ctx, const uint8_t *key, size_t klen, const void *
 
 static int cmp_node(const void *a, const void *b)
 {
-    return kv_cmp(*(const struct kv_node *const *)a, *(const struct kv_node *const *)b);
+    return store_kv_cmp(*(const struct kv_node *const *)a, *(const struct kv_node *const *)b);
 }
 
 /* Collect the time index of seconds [lo_sec, hi_sec) (hi_sec 0: no bound). */
-static int time_aggregate(struct store *s, uint64_t lo_sec, uint64_t hi_sec, struct time_agg *a)
+int store_time_aggregate(struct store *s, uint64_t lo_sec, uint64_t hi_sec, struct time_agg *a)
 {
     uint8_t lo[8], hi[8];
     int rc;
 
-    put_be64(lo, lo_sec);
-    put_be64(hi, hi_sec);
-    rc = scan_range(s, CF_TIME, lo, 8, hi_sec ? hi : NULL, 8, time_collect, a);
+    store_put_be64(lo, lo_sec);
+    store_put_be64(hi, hi_sec);
+    rc = store_scan_range(s, CF_TIME, lo, 8, hi_sec ? hi : NULL, 8, time_collect, a);
     if (rc == 0 && a->n)
         qsort(a->items, a->n, sizeof(*a->items), cmp_node);
     return rc;
 }
 
-static void time_agg_free(struct time_agg *a)
+void store_time_agg_free(struct time_agg *a)
 {
-    kv_clear(&a->jobs, free);
+    store_kv_clear(&a->jobs, free);
     free(a->items);
 }
 
@@ -1365,19 +1281,19 @@ int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,
                     void *ctx)
 {
     struct time_agg a = {0};
-    int rc = read_begin(s);
+    int rc = store_read_begin(s);
 
     if (rc)
         return rc;
-    rc = time_aggregate(s, from_ns / NSEC_PER_SEC, to_ns ? to_ns / NSEC_PER_SEC + 1 : 0, &a);
-    read_end(s);
+    rc = store_time_aggregate(s, from_ns / NSEC_PER_SEC, to_ns ? to_ns / NSEC_PER_SEC + 1 : 0, &a);
+    store_read_end(s);
     for (size_t i = 0; rc == 0 && i < a.n; i++) {
         char *job = strndup((const char *)a.items[i]->key, a.items[i]->klen);
 
         rc = job ? fn(ctx, job, a.items[i]->v.range.min, a.items[i]->v.range.max) : -ENOMEM;
         free(job);
     }
-    time_agg_free(&a);
+    store_time_agg_free(&a);
     return rc < 0 ? rc : 0;
 }
 
@@ -1396,8 +1312,8 @@ struct retention {
 static int job_has_steps_from(struct store *s, const char *job, uint64_t from, bool *has)
 {
     size_t ll, hl;
-    uint8_t *lo = job_key(job, from, 8, 0, 0, false, &ll);
-    uint8_t *hi = job_key(job, 0, 0, 0, 0, true, &hl);
+    uint8_t *lo = store_job_key(job, from, 8, 0, 0, false, &ll);
+    uint8_t *hi = store_job_key(job, 0, 0, 0, 0, true, &hl);
     rocksdb_readoptions_t *ro;
     rocksdb_iterator_t *it;
     char *rerr = NULL;
@@ -1430,8 +1346,8 @@ static int retire_job_steps(struct retention *r, const char *job, uint64_t end)
 {
     struct store *s = r->s;
     size_t ll = 0, hl = 0;
-    uint8_t *lo = job_key(job, 0, 8, 0, 0, false, &ll);
-    uint8_t *hi = job_key(job, end, 8, 0, 0, false, &hl);
+    uint8_t *lo = store_job_key(job, 0, 8, 0, 0, false, &ll);
+    uint8_t *hi = store_job_key(job, end, 8, 0, 0, false, &hl);
     bool has = true;
     int rc = -ENOMEM;
 
@@ -1444,7 +1360,7 @@ static int retire_job_steps(struct retention *r, const char *job, uint64_t end)
         goto out;
     rc = -ENOMEM;
     free(hi);
-    hi = job_key(job, 0, 0, 0, 0, true, &hl);
+    hi = store_job_key(job, 0, 0, 0, 0, true, &hl);
     if (!hi || array_reserve((void **)&r->dead_jobs, &r->cap_dead, r->n_dead + 1, sizeof(char *)) ||
         !(r->dead_jobs[r->n_dead] = strdup(job)))
         goto out;
@@ -1469,12 +1385,12 @@ static int retire_steps(struct retention *r, uint64_t cutoff_sec)
     uint8_t lo[8], hi[8];
     int rc;
 
-    rc = time_aggregate(r->s, 0, cutoff_sec, &old);
+    rc = store_time_aggregate(r->s, 0, cutoff_sec, &old);
     if (rc == 0)
-        rc = time_aggregate(r->s, cutoff_sec, cutoff_sec + 60, &newer);
+        rc = store_time_aggregate(r->s, cutoff_sec, cutoff_sec + 60, &newer);
     for (size_t i = 0; rc == 0 && i < old.n; i++) {
         struct kv_node *o = old.items[i];
-        struct kv_node *n = kv_find(&newer.jobs, o->key, o->klen);
+        struct kv_node *n = store_kv_find(&newer.jobs, o->key, o->klen);
         uint64_t end = o->v.range.max == UINT64_MAX ? UINT64_MAX : o->v.range.max + 1;
         char *job = strndup((const char *)o->key, o->klen);
 
@@ -1484,13 +1400,13 @@ static int retire_steps(struct retention *r, uint64_t cutoff_sec)
         free(job);
     }
     if (rc == 0 && old.keys) {
-        put_be64(lo, 0);
-        put_be64(hi, cutoff_sec);
+        store_put_be64(lo, 0);
+        store_put_be64(hi, cutoff_sec);
         rocksdb_writebatch_delete_range_cf(r->wb, r->s->cf[CF_TIME], (char *)lo, 8, (char *)hi, 8);
         r->removed += (int64_t)old.keys;
     }
-    time_agg_free(&old);
-    time_agg_free(&newer);
+    store_time_agg_free(&old);
+    store_time_agg_free(&newer);
     return rc;
 }
 
@@ -1499,7 +1415,7 @@ static int retire_report(void *ctx, const uint8_t *key, size_t klen, const void 
     struct retention *r = ctx;
     size_t jl = strnlen((const char *)key, klen);
 
-    if (jl + 9 > klen || get_be64(key + jl + 1) >= r->cutoff_ns)
+    if (jl + 9 > klen || store_get_be64(key + jl + 1) >= r->cutoff_ns)
         return 0;
     rocksdb_writebatch_delete_cf(r->wb, r->s->cf[CF_REPORTS], (const char *)key, klen);
     rocksdb_writebatch_delete_cf(r->wb, r->s->cf[CF_REPORT_IDS], (const char *)key + jl + 9,
@@ -1518,21 +1434,21 @@ static int64_t retention_locked(struct store *s, struct retention *r, uint64_t n
         rc = retire_steps(r, (now_ns - o->steps_retention_ns) / NSEC_PER_SEC);
     if (rc == 0 && o->reports_retention_ns && now_ns > o->reports_retention_ns) {
         r->cutoff_ns = now_ns - o->reports_retention_ns;
-        rc = scan_range(s, CF_REPORTS, NULL, 0, NULL, 0, retire_report, r);
+        rc = store_scan_range(s, CF_REPORTS, NULL, 0, NULL, 0, retire_report, r);
     }
     if (rc == 0 && r->removed)
-        rc = commit(s, r->wb, false, NULL, 0);
+        rc = store_commit(s, r->wb, false, NULL, 0);
     if (rc)
         return rc == -ENOMEM ? -ENOMEM : -EIO;
     for (size_t i = 0; i < r->n_dead; i++) {
-        struct kv_node *n = kv_find(&s->jobs, r->dead_jobs[i], strlen(r->dead_jobs[i]));
+        struct kv_node *n = store_kv_find(&s->jobs, r->dead_jobs[i], strlen(r->dead_jobs[i]));
 
         if (n) {
-            job_entry_free(n->v.job);
-            kv_remove(&s->jobs, n);
+            store_job_entry_free(n->v.job);
+            store_kv_remove(&s->jobs, n);
         }
     }
-    kv_clear(&s->times, free);
+    store_kv_clear(&s->times, free);
     return r->removed;
 }
 
@@ -1542,7 +1458,7 @@ int64_t store_apply_retention(struct store *s, uint64_t now_ns)
     int64_t rc;
 
     pthread_mutex_lock(&s->lock);
-    rc = writer_ready(s, NULL, 0);
+    rc = store_writer_ready(s, NULL, 0);
     if (rc == 0) {
         r.wb = rocksdb_writebatch_create();
         rc = retention_locked(s, &r, now_ns);
@@ -1555,37 +1471,16 @@ int64_t store_apply_retention(struct store *s, uint64_t now_ns)
     return rc;
 }
 
+/* ---- compaction ---------------------------------------------------------------- */
+
 int store_compact(struct store *s)
 {
-    int rc = read_begin(s);
+    int rc = store_read_begin(s);
 
     if (rc)
         return rc;
     for (int i = 0; i < CF_COUNT; i++)
         rocksdb_compact_range_cf(s->db, s->cf[i], NULL, 0, NULL, 0);
-    read_end(s);
+    store_read_end(s);
     return 0;
-}
-
-void store_get_stats(struct store *s, struct store_stats *out)
-{
-    pthread_mutex_lock(&s->lock);
-    *out = s->stats;
-    if (!s->db) {
-        out->failing = true;
-        if (!out->last_error[0])
-            snprintf(out->last_error, sizeof(out->last_error), "store is closed");
-    }
-    pthread_mutex_unlock(&s->lock);
-    out->live_sst_bytes = 0;
-    if (read_begin(s))
-        return;
-    for (int i = 0; i < CF_COUNT; i++) {
-        char *v = rocksdb_property_value_cf(s->db, s->cf[i], "rocksdb.live-sst-files-size");
-
-        if (v)
-            out->live_sst_bytes += strtoull(v, NULL, 10);
-        free(v);
-    }
-    read_end(s);
 }
