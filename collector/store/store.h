@@ -1,4 +1,16 @@
-/* The collector's time-indexed store on RocksDB (DESIGN.md section 6).
+/* collector/store/: the collector's time-indexed store on RocksDB (DESIGN.md
+ * section 6). It takes in the validated batches the collector's ingest
+ * (collector/ingest.c) hands it, each step record kept as the agent packed
+ * it, with the (agent, epoch, seq) high-water mark that makes a redelivered
+ * batch a no-op, and the reports diagnosis writes back; it gives out packed
+ * protobuf bytes through scans (jobs, steps by window and rank, ranks,
+ * reports, names, the time index) to the query API and diagnosis, plus
+ * stats for /metrics, and applies retention. Files: store.h (this API),
+ * store.c (open, close, reopen, options and column families, keys, caches,
+ * stats), store_write.c (ingest, high-water marks, reports put), store_read.c
+ * (scans, get_report, get_name, the time index), store_retention.c
+ * (retention, compaction), and store_impl.h (private: struct store and what
+ * those files share).
  *
  * Column families, keys big-endian so they sort by (job, step, rank) or time:
  *   steps   job \0 | step u64 | rank u32     -> packed argus.v1.StepRecord
@@ -14,9 +26,9 @@
  * Values in time and dedup are big-endian u64s too. Job ids must not contain
  * NUL (the ingest layer checks); strings a batch leaves NULL count as "".
  *
- * All RocksDB handles, errptr strings and options stay inside store.c. The
- * store is thread-safe: ingest is serialised by an internal lock (dedup check
- * and write are one critical section), reads run concurrently.
+ * All RocksDB handles, errptr strings and options stay inside collector/store/.
+ * The store is thread-safe: ingest is serialised by an internal lock (dedup
+ * check and write are one critical section), reads run concurrently.
  *
  * JobInfo is kept in memory (loaded at open) so ingest does no reads but the
  * dedup and time-index cache misses. After a failed write the next writer
