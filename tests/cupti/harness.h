@@ -143,6 +143,25 @@ static __attribute__((unused)) void h_pump(void *src, uint64_t ns)
     } while (clock_mono_ns() < end);
 }
 
+/* Pump src until it has read everything there is: no new span for 100 ms
+ * (at most 20 s). After the app exits its rings hold what it published last;
+ * how long reading them takes depends on the machine's load and on the
+ * sanitizers, so a fixed time is a race. */
+static __attribute__((unused)) void h_drain(void *src)
+{
+    uint64_t end = clock_mono_ns() + 20 * 1000000000ull;
+    struct source_cupti_stats st;
+    uint64_t last = UINT64_MAX;
+    int quiet = 0;
+
+    while (quiet < 5 && clock_mono_ns() < end) {
+        h_pump(src, 20000000);
+        source_cupti_get_stats(src, &st);
+        quiet = st.spans == last ? quiet + 1 : 0;
+        last = st.spans;
+    }
+}
+
 struct h_app {
     pid_t pid;
     int out;
@@ -233,7 +252,7 @@ static __attribute__((unused)) int h_app_wait(struct h_app *a, void *src, uint64
             usleep(2000);
     }
     if (src)
-        h_pump(src, 50000000); /* what the app published as it exited */
+        h_drain(src); /* what the app published as it exited */
     h_app_read(a);
     close(a->out);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
