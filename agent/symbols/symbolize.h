@@ -1,5 +1,6 @@
 /* Symbols for the probes: ELF function symbols (.symtab and .dynsym, through
- * libelf), and the line formats of /proc/PID/maps and /tmp/perf-PID.map.
+ * libelf), and the line format of /tmp/perf-PID.map (/proc/PID/maps is
+ * read by agent/symbols/procmaps.h).
  *
  * Two users: the uprobe probes turn a symbol name into the file offset to
  * attach to (symbolize_elf_file_offset), and the stacks probe's symbol cache
@@ -64,19 +65,6 @@ int symbolize_elf_file_offset(const struct symbolize_elf *elf, const char *name,
  * address. Returns 0, or -ERANGE when no PT_LOAD segment holds it. */
 int symbolize_elf_offset_to_vaddr(const struct symbolize_elf *elf, uint64_t file_offset,
                                   uint64_t *vaddr);
-
-/* One line of /proc/PID/maps. path is empty for anonymous mappings; dev and
- * inode identify the file (0 for anonymous mappings). */
-struct symbolize_mapping {
-    uint64_t start, end, file_offset;
-    uint64_t dev, inode; /* dev = major << 32 | minor */
-    char perms[5];
-    char path[256];
-};
-
-/* Parse one maps line ("start-end perms offset dev inode path"). Returns 0
- * or -EINVAL. Pure. */
-int symbolize_parse_maps_line(const char *line, struct symbolize_mapping *m);
 
 /* Parse one perf map line ("START SIZE name", hex without 0x). Returns 0 or
  * -EINVAL; name is truncated to namelen. Pure. */
