@@ -904,17 +904,6 @@ const struct rank_info *discovery_find(const struct discovery *d, uint32_t pid)
     return e && e->kind == ENTRY_RANK ? e->ri : NULL;
 }
 
-size_t discovery_foreach(const struct discovery *d,
-                         void (*fn)(void *ctx, const struct rank_info *ri), void *ctx)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < d->nbuckets; i++)
-        for (const struct entry *e = d->buckets[i]; e; e = e->next)
-            if (e->kind == ENTRY_RANK)
-                fn(ctx, e->ri), n++;
-    return n;
-}
-
 void discovery_get_stats(const struct discovery *d, struct discovery_stats *out)
 {
     *out = d->stats;
@@ -928,62 +917,6 @@ int discovery_host_path(const struct rank_info *ri, const char *path, char *buf,
         return -EINVAL;
     int n = snprintf(buf, len, "%s%s", ri->root, path);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
-}
-
-/* An openable host path for the file of one maps line (start, inode, path
- * as /proc shows it to the agent). In another mount namespace that path is
- * the container's, so root + path; in a chroot inside the agent's namespace
- * it is already a host path. The inode decides; then map_files (exact, needs
- * CAP_SYS_ADMIN); then root + path unverified (overlayfs may show another
- * inode number). */
-static int mapping_resolve(const struct rank_info *ri, const char *proc_dir, unsigned long start,
-                           unsigned long end, unsigned long inode, const char *file, char *buf,
-                           size_t len)
-{
-    char mf[DISCOVERY_PATH_MAX + 64];
-    struct stat sb;
-    int n;
-
-    n = discovery_host_path(ri, file, buf, len);
-    if (n >= 0 && stat(buf, &sb) == 0 && sb.st_ino == inode)
-        return n;
-    n = snprintf(buf, len, "%s", file);
-    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0 && sb.st_ino == inode)
-        return n;
-    snprintf(mf, sizeof(mf), "%s/map_files/%lx-%lx", proc_dir, start, end);
-    n = snprintf(buf, len, "%s", mf);
-    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0)
-        return n;
-    n = discovery_host_path(ri, file, buf, len);
-    return n >= 0 && stat(buf, &sb) == 0 ? n : -ENOENT;
-}
-
-int discovery_find_mapping(const struct rank_info *ri, const char *prefix, char *buf, size_t len)
-{
-    char proc_dir[DISCOVERY_PATH_MAX], path[DISCOVERY_PATH_MAX + 8], *line = NULL;
-    size_t cap = 0, rlen = strlen(ri->root);
-    unsigned long start, end, inode;
-    int ret = -ENOENT, at;
-
-    if (rlen < 5 || strcmp(ri->root + rlen - 5, "/root") != 0)
-        return -EINVAL;
-    snprintf(proc_dir, sizeof(proc_dir), "%.*s", (int)(rlen - 5), ri->root);
-    snprintf(path, sizeof(path), "%s/maps", proc_dir);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return errno == ESRCH ? -ENOENT : -errno;
-    while (ret == -ENOENT && getline(&line, &cap, f) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %lu %n", &start, &end, &inode, &at) < 3 ||
-            inode == 0 || line[at] != '/' || strstr(line + at, " (deleted)"))
-            continue;
-        const char *base = strrchr(line + at, '/') + 1;
-        if (strncmp(base, prefix, strlen(prefix)) == 0)
-            ret = mapping_resolve(ri, proc_dir, start, end, inode, line + at, buf, len);
-    }
-    free(line);
-    fclose(f);
-    return ret;
 }
 
 void discovery_fill_resource(const struct rank_info *ri, Argus__V1__Resource *r)

@@ -68,9 +68,9 @@
  * Containers: rank_info.root is PROC_ROOT/PID/root. The paths /proc shows
  * the agent (exe, maps) are the container's own when the process is in
  * another mount namespace: they open as root + path (discovery_host_path).
- * For a chroot in the agent's namespace they are host paths already.
- * discovery_find_mapping tells the two apart by inode. in_container says the
- * process root differs from the agent's.
+ * For a chroot in the agent's namespace they are host paths already (the
+ * inode tells the two apart). in_container says the process root differs
+ * from the agent's.
  *
  * Threads: none. A struct discovery is used from one thread (the agent's
  * main loop); the pure functions are reentrant. */
@@ -196,11 +196,6 @@ int discovery_exit_pid(struct discovery *d, uint32_t pid, const struct discovery
  * scan/check/exit/free call. */
 const struct rank_info *discovery_find(const struct discovery *d, uint32_t pid);
 
-/* Call fn for every tracked rank (in no particular order). fn must not call
- * back into d. Returns the number of ranks visited. */
-size_t discovery_foreach(const struct discovery *d,
-                         void (*fn)(void *ctx, const struct rank_info *ri), void *ctx);
-
 /* Copy the counters into out. */
 void discovery_get_stats(const struct discovery *d, struct discovery_stats *out);
 
@@ -218,15 +213,6 @@ int discovery_parse_environ(const char *buf, size_t len, const struct discovery_
  * the process of ri sees it ("/usr/lib/libnccl.so.2" -> root + that path).
  * Returns the length, or -ENAMETOOLONG, -EINVAL for a relative path. */
 int discovery_host_path(const struct rank_info *ri, const char *path, char *buf, size_t len);
-
-/* Find the first file mapping of ri's process whose base name starts with
- * prefix (e.g. "libnccl.so", "libcudart.so") in PROC_ROOT/PID/maps (next to
- * ri->root), skipping deleted files, and write a host path that opens that
- * very file (same inode) into buf: root + path, else the path itself, else
- * PROC_ROOT/PID/map_files/START-END, else root + path when it exists.
- * Returns the length, -ENOENT when not mapped or not reachable, or -errno
- * from reading maps. */
-int discovery_find_mapping(const struct rank_info *ri, const char *prefix, char *buf, size_t len);
 
 /* Fill r (initialised here) from ri for Batch.resources. The string fields
  * point into ri: r is valid only while ri is, and must not be freed with

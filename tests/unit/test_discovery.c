@@ -654,57 +654,20 @@ static void test_fake_reject_warns_once(void **state)
     assert_int_equal(st.rejected, 1);
 }
 
-static unsigned long fake_file(const char *path)
-{
-    char cmd[512];
-    struct stat sb;
-    snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && echo elf > '%s'", path, path);
-    assert_int_equal(system(cmd), 0);
-    assert_int_equal(stat(path, &sb), 0);
-    return (unsigned long)sb.st_ino;
-}
-
-static void test_fake_mapping_and_resource(void **state)
+static void test_fake_host_path_and_resource(void **state)
 {
     struct fake *f = *state;
-    char maps[2048], buf[256], want[256], in_root[256], host[256], map_file[256];
+    char buf[256], want[256];
 
-    snprintf(in_root, sizeof(in_root), "%s/100/root/usr/lib/libnccl.so.2.18.1", f->root);
-    snprintf(host, sizeof(host), "%s/host/libhost.so.1", f->root);
-    snprintf(map_file, sizeof(map_file), "%s/100/map_files/7f30-7f31", f->root);
-    unsigned long nccl_ino = fake_file(in_root), host_ino = fake_file(host);
-    fake_file(map_file);
-    snprintf(want, sizeof(want), "%s/100/root/usr/lib/libfoo.so", f->root);
-    fake_file(want);
-    snprintf(maps, sizeof(maps),
-             "55d0-55d1 r--p 00000000 08:01 123 /usr/bin/python3.11\n"
-             "7f00-7f01 r-xp 00000000 00:00 0 \n"
-             "7f10-7f11 r-xp 00000000 08:01 456 /opt/old/libnccl.so.2 (deleted)\n"
-             "7f20-7f21 r-xp 00000000 08:01 %lu /usr/lib/libnccl.so.2.18.1\n"
-             "7f30-7f31 r-xp 00000000 08:01 999999 /opt/cuda/libcudart.so.12\n"
-             "7f40-7f41 r-xp 00000000 08:01 %lu %s\n"
-             "7f50-7f51 r-xp 00000000 08:01 999998 /usr/lib/libfoo.so\n"
-             "7f60-7f61 r-xp 00000000 08:01 999997 /usr/lib/libbar.so\n",
-             nccl_ino, host_ino, host);
     FAKE(f, 100, 1, 500, "python3", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=8", "ARGUS_JOB=j1",
          "CUDA_VISIBLE_DEVICES=6,7");
-    fake_write(f, 100, "maps", maps, strlen(maps));
     assert_int_equal(scan(f), 1);
     const struct rank_info *ri = discovery_find(f->d, 100);
-    /* the container's path under root, checked by inode (the deleted one skipped) */
-    assert_int_equal(discovery_find_mapping(ri, "libnccl.so", buf, sizeof(buf)), strlen(in_root));
-    assert_string_equal(buf, in_root);
-    /* a chroot in our namespace: the path is a host path already */
-    assert_int_equal(discovery_find_mapping(ri, "libhost.so", buf, sizeof(buf)), strlen(host));
-    assert_string_equal(buf, host);
-    /* reachable only through map_files */
-    assert_true(discovery_find_mapping(ri, "libcudart.so", buf, sizeof(buf)) > 0);
-    assert_string_equal(buf, map_file);
-    /* exists under root with another inode (overlayfs): root + path, unverified */
-    assert_true(discovery_find_mapping(ri, "libfoo", buf, sizeof(buf)) > 0);
+    /* a path as the process sees it, opened under its root */
+    snprintf(want, sizeof(want), "%s/100/root/usr/lib/libnccl.so.2", f->root);
+    assert_int_equal(discovery_host_path(ri, "/usr/lib/libnccl.so.2", buf, sizeof(buf)),
+                     strlen(want));
     assert_string_equal(buf, want);
-    assert_int_equal(discovery_find_mapping(ri, "libbar.so", buf, sizeof(buf)), -ENOENT);
-    assert_int_equal(discovery_find_mapping(ri, "libmissing.so", buf, sizeof(buf)), -ENOENT);
     assert_int_equal(discovery_host_path(ri, "lib.so", buf, sizeof(buf)), -EINVAL);
     assert_int_equal(discovery_host_path(ri, "/usr/lib/x", buf, 8), -ENAMETOOLONG);
 
@@ -852,7 +815,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fake_children_and_deny, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_exec_and_exit_events, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_reject_warns_once, fake_setup, fake_teardown),
-        cmocka_unit_test_setup_teardown(test_fake_mapping_and_resource, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_host_path_and_resource, fake_setup,
+                                        fake_teardown),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_real_proc),
     };
