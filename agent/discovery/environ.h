@@ -105,8 +105,7 @@ struct rank_info {
     char gpu_uuid[DISCOVERY_UUID_MAX];           /* from CUDA_VISIBLE_DEVICES, else "" */
     char node[DISCOVERY_NODE_MAX];
     char root[DISCOVERY_PATH_MAX]; /* PROC_ROOT/PID/root */
-    char exe[DISCOVERY_PATH_MAX]; /* readlink /proc/PID/exe (discovery.h: Containers), "" unreadable
-                                   */
+    char exe[DISCOVERY_PATH_MAX];  /* readlink PROC_ROOT/PID/exe (discovery.h), "" unreadable */
     char comm[DISCOVERY_COMM_MAX];
     bool in_container;  /* process root is not the agent's root */
     uint32_t flags;     /* enum discovery_flags */
@@ -118,9 +117,10 @@ struct rank_info {
  * missing final NUL is fine, entries without '=' are skipped, the first of
  * duplicate names wins like getenv) into out, which is zeroed first; the
  * process fields (pid, stat, root, exe, comm) are left empty. o gives the
- * job variables and the node (NULL: defaults, node ""). Returns 1 for a
- * rank, 0 for not a rank (out->reason says why), -EINVAL when buf is NULL
- * with len > 0, out is NULL or o is invalid. */
+ * job variables and the node (NULL: defaults, node ""); its proc_root and
+ * deny_comms are not looked at. Returns 1 for a rank, 0 for not a rank
+ * (out->reason says why), -EINVAL when buf is NULL with len > 0, out is
+ * NULL or o's node or job_vars are invalid (environ_config_init). */
 int discovery_parse_environ(const char *buf, size_t len, const struct discovery_options *o,
                             struct rank_info *out);
 

@@ -1,10 +1,15 @@
-/* Symbols for the probes: ELF function symbols (.symtab and .dynsym, through
- * libelf), and the line format of /tmp/perf-PID.map (/proc/PID/maps is
- * read by agent/symbols/procmaps.h).
+/* agent/symbols/: names for code. Takes in the files a process maps (its
+ * /proc/PID/maps, read by procmaps.h, and the ELF files themselves through
+ * /proc/PID/root), JIT perf maps (/tmp/perf-PID.map) and /proc/kallsyms;
+ * gives out, for the uprobe probes, the file offset of a named function
+ * (symbolize_elf_file_offset), and for the stacks probe, the function name
+ * of a sampled user or kernel address (symcache.h, a cache by file identity
+ * on the stacks worker thread). Three modules: symbolize (this header: ELF
+ * symbols and perf-map lines), procmaps (the /proc/PID/maps reader) and
+ * symcache.
  *
- * Two users: the uprobe probes turn a symbol name into the file offset to
- * attach to (symbolize_elf_file_offset), and the stacks probe's symbol cache
- * (agent/symbols/symcache.h) turns sampled addresses into function names. A struct
+ * This module: ELF function symbols (.symtab and .dynsym, through libelf),
+ * sorted symbol arrays, and the line format of /tmp/perf-PID.map. A struct
  * symbolize_elf is used by one thread at a time; the functions keep no
  * global state except the counters of symbolize_elf_opens(). */
 #ifndef ARGUS_AGENT_SYMBOLIZE_H
