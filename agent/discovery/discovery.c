@@ -1,6 +1,7 @@
-/* Rank discovery from /proc: the pure environ parser, then the process table
- * (a chained hash of every process seen, keyed by pid, checked against the
- * start time). See agent/discovery/discovery.h for the rules. */
+/* Rank discovery from /proc: the process table (a chained hash of every
+ * process seen, keyed by pid, checked against the start time), which reads
+ * each process's environ once and hands it to the parser (environ.c). See
+ * agent/discovery/discovery.h for the rules. */
 #include "agent/discovery/discovery.h"
 
 #include <dirent.h>
@@ -14,426 +15,15 @@
 
 #include "common/log.h"
 
-#define DISCOVERY_VAR_NAME_MAX 64
 #define DISCOVERY_PROC_ROOT_MAX 256
-#define DISCOVERY_CVD_MAX 4096 /* longest CUDA_VISIBLE_DEVICES considered */
 #define DISCOVERY_DEPTH_MAX 16 /* ancestors followed for the descendant check */
 
 struct discovery_config {
     char proc_root[DISCOVERY_PROC_ROOT_MAX];
-    char node[DISCOVERY_NODE_MAX];
-    char job_vars[DISCOVERY_VARS_MAX][DISCOVERY_VAR_NAME_MAX];
-    size_t njob_vars;
+    struct environ_config env; /* node and job variables */
     char deny[DISCOVERY_DENY_MAX][DISCOVERY_COMM_MAX];
     size_t ndeny;
 };
-
-/* --- the pure parser ------------------------------------------------------ */
-
-/* clang-format off */
-enum env_key {
-    K_RANK, K_LOCAL_RANK, K_WORLD_SIZE, K_LOCAL_WORLD_SIZE, K_GROUP_RANK, K_SLURM_LOCALID,
-    K_CVD, K_MASTER_ADDR, K_MASTER_PORT,
-    K_A_TP, K_A_DP, K_A_PP, K_A_EP, /* ARGUS_<dim>: coordinates, in enum dim order */
-    K_A_TP_SIZE, K_A_DP_SIZE, K_A_PP_SIZE, K_A_EP_SIZE,
-    K_TP_SIZE, K_DP_SIZE, K_PP_SIZE, K_EP_SIZE,
-    K_FIXED /* the job variables follow */
-};
-
-static const char *const env_names[K_FIXED] = {
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "SLURM_LOCALID",
-    "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT",
-    "ARGUS_TP", "ARGUS_DP", "ARGUS_PP", "ARGUS_EP",
-    "ARGUS_TP_SIZE", "ARGUS_DP_SIZE", "ARGUS_PP_SIZE", "ARGUS_EP_SIZE",
-    "TP_SIZE", "DP_SIZE", "PP_SIZE", "EP_SIZE",
-};
-/* clang-format on */
-
-enum dim { DIM_TP, DIM_DP, DIM_PP, DIM_EP, DIM_COUNT };
-
-struct env_value {
-    const char *s; /* into the environ buffer, not NUL-terminated */
-    size_t len;
-    bool set;
-};
-
-struct env_view {
-    struct env_value v[K_FIXED + DISCOVERY_VARS_MAX];
-};
-
-enum parse_result { PARSE_NOT_CANDIDATE, PARSE_REJECTED, PARSE_RANK };
-
-static void env_match(struct env_view *ev, const struct discovery_config *c, const char *name,
-                      size_t nlen, const char *val, size_t vlen)
-{
-    for (size_t k = 0; k < K_FIXED + c->njob_vars; k++) {
-        const char *want = k < K_FIXED ? env_names[k] : c->job_vars[k - K_FIXED];
-        if (ev->v[k].set || strlen(want) != nlen || memcmp(want, name, nlen) != 0)
-            continue;
-        ev->v[k] = (struct env_value){val, vlen, true};
-    }
-}
-
-static void env_split(const char *buf, size_t len, const struct discovery_config *c,
-                      struct env_view *ev)
-{
-    memset(ev, 0, sizeof(*ev));
-    for (size_t i = 0; i < len;) {
-        const char *entry = buf + i;
-        const char *nul = memchr(entry, '\0', len - i);
-        size_t elen = nul ? (size_t)(nul - entry) : len - i;
-        const char *eq = memchr(entry, '=', elen);
-        if (eq && eq > entry)
-            env_match(ev, c, entry, (size_t)(eq - entry), eq + 1, elen - (size_t)(eq - entry) - 1);
-        i += elen + 1;
-    }
-}
-
-/* Strict decimal: 1..10 digits, fits in uint32. -ENOENT unset, -EINVAL bad. */
-static int env_u32(const struct env_value *v, uint32_t *out)
-{
-    uint64_t n = 0;
-
-    if (!v->set)
-        return -ENOENT;
-    if (v->len == 0 || v->len > 10)
-        return -EINVAL;
-    for (size_t i = 0; i < v->len; i++) {
-        if (v->s[i] < '0' || v->s[i] > '9')
-            return -EINVAL;
-        n = n * 10 + (uint64_t)(v->s[i] - '0');
-    }
-    if (n > UINT32_MAX)
-        return -EINVAL;
-    *out = (uint32_t)n;
-    return 0;
-}
-
-static bool text_printable(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
-            return false;
-    return true;
-}
-
-static bool is_loopback(const struct env_value *a)
-{
-    static const char *const names[] = {"localhost", "::1", "0.0.0.0"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (a->len == strlen(names[i]) && memcmp(a->s, names[i], a->len) == 0)
-            return true;
-    return a->len >= 4 && memcmp(a->s, "127.", 4) == 0;
-}
-
-/* The job id; returns false (reason set) when the chosen value is unusable. */
-static bool pick_job(const struct env_view *ev, const struct discovery_config *c,
-                     struct rank_info *out)
-{
-    for (size_t i = 0; i < c->njob_vars; i++) {
-        const struct env_value *v = &ev->v[K_FIXED + i];
-        if (!v->set || v->len == 0)
-            continue;
-        if (strcmp(c->job_vars[i], "TORCHELASTIC_RUN_ID") == 0 && v->len == 4 &&
-            memcmp(v->s, "none", 4) == 0)
-            continue;
-        if (v->len > DISCOVERY_JOB_MAX || !text_printable(v->s, v->len)) {
-            out->reason = "job id variable too long or not printable";
-            return false;
-        }
-        memcpy(out->job, v->s, v->len);
-        out->job[v->len] = '\0';
-        snprintf(out->job_source, sizeof(out->job_source), "%s", c->job_vars[i]);
-        return true;
-    }
-    const struct env_value *addr = &ev->v[K_MASTER_ADDR], *port = &ev->v[K_MASTER_PORT];
-    if (addr->set && port->set && addr->len > 0 && addr->len <= 64 && port->len <= 5 &&
-        text_printable(addr->s, addr->len) && text_printable(port->s, port->len)) {
-        if (is_loopback(addr))
-            snprintf(out->job, sizeof(out->job), "torch-%s:%.*s", c->node, (int)port->len, port->s);
-        else
-            snprintf(out->job, sizeof(out->job), "torch-%.*s:%.*s", (int)addr->len, addr->s,
-                     (int)port->len, port->s);
-        snprintf(out->job_source, sizeof(out->job_source), "MASTER_ADDR");
-        return true;
-    }
-    snprintf(out->job, sizeof(out->job), "default@%s", c->node);
-    snprintf(out->job_source, sizeof(out->job_source), "default");
-    return true;
-}
-
-static enum parse_result reject(struct rank_info *out, const char *why)
-{
-    out->reason = why;
-    return PARSE_REJECTED;
-}
-
-/* rank, local_rank, world_size. */
-static enum parse_result pick_rank(const struct env_view *ev, struct rank_info *out)
-{
-    uint32_t world, rank, local, group, lws;
-    int rank_err = env_u32(&ev->v[K_RANK], &rank);
-    int local_err = env_u32(&ev->v[K_LOCAL_RANK], &local);
-    int lws_err = env_u32(&ev->v[K_LOCAL_WORLD_SIZE], &lws);
-    int err = env_u32(&ev->v[K_WORLD_SIZE], &world);
-
-    if (rank_err == -ENOENT && local_err == -ENOENT) {
-        out->reason = "no RANK or LOCAL_RANK";
-        return PARSE_NOT_CANDIDATE;
-    }
-    if (err == -ENOENT)
-        return reject(out, "RANK without WORLD_SIZE");
-    if (err < 0 || world == 0 || world > DISCOVERY_WORLD_MAX)
-        return reject(out, "WORLD_SIZE is not a number in 1..2^24");
-    if (rank_err == -EINVAL)
-        return reject(out, "RANK is not a number");
-    if (local_err == -EINVAL)
-        return reject(out, "LOCAL_RANK is not a number");
-    if (rank_err == -ENOENT) {
-        if (lws_err == 0 && env_u32(&ev->v[K_GROUP_RANK], &group) == 0) {
-            if ((uint64_t)group * lws + local > UINT32_MAX)
-                return reject(out, "GROUP_RANK * LOCAL_WORLD_SIZE overflows");
-            rank = group * lws + local;
-        } else if (lws_err == 0 && lws != world) {
-            return reject(out, "LOCAL_RANK without RANK or GROUP_RANK on a multi-node job");
-        } else {
-            rank = local;
-        }
-        out->flags |= DISCOVERY_RANK_FROM_LOCAL;
-    }
-    if (rank >= world)
-        return reject(out, "RANK >= WORLD_SIZE");
-    if (local_err == -ENOENT && env_u32(&ev->v[K_SLURM_LOCALID], &local) < 0) {
-        local = 0;
-        out->flags |= DISCOVERY_LOCAL_RANK_UNKNOWN;
-    }
-    if (local >= world)
-        return reject(out, "LOCAL_RANK >= WORLD_SIZE");
-    out->rank = rank;
-    out->local_rank = local;
-    out->world_size = world;
-    return PARSE_RANK;
-}
-
-static void groups_drop(struct rank_info *out, const char *why)
-{
-    out->dp = out->tp = out->pp = out->ep = 0;
-    out->dp_size = out->tp_size = out->pp_size = out->ep_size = 0;
-    out->flags &= ~(uint32_t)(DISCOVERY_GROUPS_EXPLICIT | DISCOVERY_GROUPS_DERIVED);
-    out->flags |= DISCOVERY_GROUPS_DROPPED;
-    if (!out->note)
-        out->note = why;
-}
-
-/* Sizes from ARGUS_X_SIZE or X_SIZE; completes tp/pp/ep = 1 and dp from
- * WORLD_SIZE when any of tp/dp/pp is given. Returns false (groups dropped)
- * on bad or inconsistent values; *complete says whether sizes are known. */
-static bool groups_sizes(const struct env_view *ev, struct rank_info *out, uint32_t size[],
-                         bool *complete)
-{
-    bool given[DIM_COUNT];
-
-    for (int d = 0; d < DIM_COUNT; d++) {
-        int err = env_u32(&ev->v[K_A_TP_SIZE + d], &size[d]);
-        if (err == -ENOENT)
-            err = env_u32(&ev->v[K_TP_SIZE + d], &size[d]);
-        if (err == -EINVAL || (err == 0 && (size[d] == 0 || size[d] > out->world_size))) {
-            groups_drop(out, "a parallel size is not a number in 1..WORLD_SIZE");
-            return false;
-        }
-        given[d] = err == 0;
-        if (!given[d])
-            size[d] = d == DIM_DP ? 0 : 1;
-    }
-    *complete = given[DIM_TP] || given[DIM_DP] || given[DIM_PP];
-    if (!*complete) {
-        for (int d = 0; d < DIM_COUNT; d++)
-            size[d] = given[d] ? size[d] : 0;
-        return true;
-    }
-    if (!given[DIM_DP])
-        size[DIM_DP] = (uint32_t)(out->world_size / ((uint64_t)size[DIM_TP] * size[DIM_PP]));
-    if ((uint64_t)size[DIM_TP] * size[DIM_PP] * size[DIM_DP] != out->world_size ||
-        size[DIM_DP] % size[DIM_EP] != 0) {
-        groups_drop(out, "tp_size * dp_size * pp_size != WORLD_SIZE or dp_size % ep_size != 0");
-        return false;
-    }
-    return true;
-}
-
-static void pick_groups(const struct env_view *ev, struct rank_info *out)
-{
-    uint32_t size[DIM_COUNT], coord[DIM_COUNT] = {0};
-    bool complete;
-
-    if (!groups_sizes(ev, out, size, &complete))
-        return;
-    if (complete) {
-        coord[DIM_TP] = out->rank % size[DIM_TP];
-        coord[DIM_DP] = (out->rank / size[DIM_TP]) % size[DIM_DP];
-        coord[DIM_PP] = out->rank / (size[DIM_TP] * size[DIM_DP]);
-        coord[DIM_EP] = coord[DIM_DP] % size[DIM_EP];
-        out->flags |= DISCOVERY_GROUPS_DERIVED;
-    }
-    for (int d = 0; d < DIM_COUNT; d++) {
-        uint32_t v;
-        int err = env_u32(&ev->v[K_A_TP + d], &v);
-        if (err == -ENOENT)
-            continue;
-        if (err < 0 || (size[d] && v >= size[d]) || v >= out->world_size) {
-            groups_drop(out, "ARGUS_DP/TP/PP/EP is not a number below its size");
-            return;
-        }
-        coord[d] = v;
-        out->flags |= DISCOVERY_GROUPS_EXPLICIT;
-    }
-    out->tp = coord[DIM_TP], out->dp = coord[DIM_DP], out->pp = coord[DIM_PP];
-    out->ep = coord[DIM_EP];
-    out->tp_size = size[DIM_TP], out->dp_size = size[DIM_DP], out->pp_size = size[DIM_PP];
-    out->ep_size = size[DIM_EP];
-}
-
-/* One CUDA_VISIBLE_DEVICES entry: 1 index, 2 UUID, 0 invalid (ends the list). */
-static int cvd_entry(const char *s, size_t len)
-{
-    bool digits = len > 0 && len <= 5;
-    for (size_t i = 0; i < len && digits; i++)
-        digits = s[i] >= '0' && s[i] <= '9';
-    if (digits)
-        return 1;
-    if (len < 5 || len >= DISCOVERY_UUID_MAX ||
-        (memcmp(s, "GPU-", 4) != 0 && memcmp(s, "MIG-", 4) != 0))
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char ch = s[i];
-        bool ok = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
-                  (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '/';
-        if (!ok)
-            return 0;
-    }
-    return 2;
-}
-
-static void pick_gpu(const struct env_view *ev, struct rank_info *out)
-{
-    const struct env_value *cvd = &ev->v[K_CVD];
-    const char *pick = NULL;
-    size_t pick_len = 0, count = 0;
-
-    out->gpu = -1;
-    if (!cvd->set) {
-        if (!(out->flags & DISCOVERY_LOCAL_RANK_UNKNOWN))
-            out->gpu = (int32_t)out->local_rank;
-        return;
-    }
-    if (cvd->len > DISCOVERY_CVD_MAX) {
-        out->flags |= DISCOVERY_GPU_UNKNOWN;
-        return;
-    }
-    /* Like CUDA: the visible list ends at the first invalid entry. */
-    for (size_t i = 0; i <= cvd->len;) {
-        const char *comma = memchr(cvd->s + i, ',', cvd->len - i);
-        size_t elen = comma ? (size_t)(comma - (cvd->s + i)) : cvd->len - i;
-        if (cvd_entry(cvd->s + i, elen) == 0)
-            break;
-        if (count == 0 || count == out->local_rank)
-            pick = cvd->s + i, pick_len = elen;
-        count++;
-        i += elen + 1;
-    }
-    if (count > 1 && (out->local_rank >= count || (out->flags & DISCOVERY_LOCAL_RANK_UNKNOWN))) {
-        out->flags |= DISCOVERY_GPU_UNKNOWN;
-        if (!out->note)
-            out->note = "LOCAL_RANK unknown or past the CUDA_VISIBLE_DEVICES list";
-        return;
-    }
-    if (count == 0)
-        return;
-    if (cvd_entry(pick, pick_len) == 1) {
-        uint32_t idx = 0;
-        for (size_t i = 0; i < pick_len; i++)
-            idx = idx * 10 + (uint32_t)(pick[i] - '0');
-        out->gpu = (int32_t)idx;
-    } else {
-        memcpy(out->gpu_uuid, pick, pick_len);
-        out->gpu_uuid[pick_len] = '\0';
-    }
-}
-
-static enum parse_result parse_environ(const char *buf, size_t len,
-                                       const struct discovery_config *c, struct rank_info *out)
-{
-    struct env_view ev;
-
-    memset(out, 0, sizeof(*out));
-    out->gpu = -1;
-    env_split(buf, len, c, &ev);
-    enum parse_result r = pick_rank(&ev, out);
-    if (r != PARSE_RANK)
-        return r;
-    if (!pick_job(&ev, c, out))
-        return PARSE_REJECTED;
-    pick_groups(&ev, out);
-    pick_gpu(&ev, out);
-    snprintf(out->node, sizeof(out->node), "%s", c->node);
-    return PARSE_RANK;
-}
-
-/* Split a comma list into fixed slots; spaces around entries are trimmed. */
-static int split_list(const char *text, char *slots, size_t slot_len, size_t max, size_t *count)
-{
-    *count = 0;
-    for (const char *p = text; *p;) {
-        p += strspn(p, " \t,");
-        size_t n = strcspn(p, ",");
-        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-            n--;
-        if (n == 0)
-            break;
-        if (n >= slot_len || *count == max)
-            return -EINVAL;
-        memcpy(slots + *count * slot_len, p, n);
-        slots[*count * slot_len + n] = '\0';
-        (*count)++;
-        p += strcspn(p, ",");
-    }
-    return 0;
-}
-
-static int config_from_options(const struct discovery_options *o, struct discovery_config *c)
-{
-    static const struct discovery_options none;
-    if (!o)
-        o = &none;
-    const char *root = o->proc_root ? o->proc_root : "/proc";
-    const char *node = o->node ? o->node : "";
-    int err;
-
-    memset(c, 0, sizeof(*c));
-    if (strlen(root) >= sizeof(c->proc_root) || strlen(node) >= sizeof(c->node) ||
-        !text_printable(node, strlen(node)))
-        return -EINVAL;
-    strcpy(c->proc_root, root);
-    strcpy(c->node, node);
-    err = split_list(o->job_vars ? o->job_vars : DISCOVERY_DEFAULT_JOB_VARS, &c->job_vars[0][0],
-                     DISCOVERY_VAR_NAME_MAX, DISCOVERY_VARS_MAX, &c->njob_vars);
-    if (err < 0)
-        return err;
-    return split_list(o->deny_comms ? o->deny_comms : DISCOVERY_DEFAULT_DENY, &c->deny[0][0],
-                      DISCOVERY_COMM_MAX, DISCOVERY_DENY_MAX, &c->ndeny);
-}
-
-int discovery_parse_environ(const char *buf, size_t len, const struct discovery_options *o,
-                            struct rank_info *out)
-{
-    struct discovery_config c;
-
-    if (!out || (!buf && len > 0) || config_from_options(o, &c) < 0)
-        return -EINVAL;
-    return parse_environ(buf, len, &c, out) == PARSE_RANK ? 1 : 0;
-}
-
-/* --- the process table ------------------------------------------------------ */
 
 enum entry_kind { ENTRY_OTHER, ENTRY_RANK, ENTRY_CHILD, ENTRY_DENIED, ENTRY_REJECTED };
 
@@ -681,15 +271,15 @@ static void entry_classify(struct discovery *d, struct entry *e, const struct pr
                            size_t envlen, int depth, const struct discovery_call *call)
 {
     struct rank_info ri;
-    enum parse_result r = parse_environ(d->envbuf, envlen, &d->cfg, &ri);
+    enum environ_result r = environ_parse(d->envbuf, envlen, &d->cfg.env, &ri);
 
     e->kind = ENTRY_OTHER;
-    if (r == PARSE_NOT_CANDIDATE)
+    if (r == ENVIRON_NOT_CANDIDATE)
         return;
     rank_fill_process(d, e->pid, st, &ri);
     if (envlen == DISCOVERY_ENVIRON_MAX)
         ri.flags |= DISCOVERY_ENVIRON_TRUNCATED;
-    if (r == PARSE_REJECTED) {
+    if (r == ENVIRON_REJECTED) {
         e->kind = ENTRY_REJECTED;
         d->stats.rejected++;
         log_ratelimited(&d->warn_rl, LOG_LEVEL_WARN, "discovery", "pid %u (%s): not a rank: %s",
@@ -784,6 +374,21 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
     return e;
 }
 
+static int config_from_options(const struct discovery_options *o, struct discovery_config *c)
+{
+    static const struct discovery_options none;
+    if (!o)
+        o = &none;
+    const char *root = o->proc_root ? o->proc_root : "/proc";
+
+    memset(c, 0, sizeof(*c));
+    if (strlen(root) >= sizeof(c->proc_root) || environ_config_init(&c->env, o) < 0)
+        return -EINVAL;
+    strcpy(c->proc_root, root);
+    return environ_split_list(o->deny_comms ? o->deny_comms : DISCOVERY_DEFAULT_DENY,
+                              &c->deny[0][0], DISCOVERY_COMM_MAX, DISCOVERY_DENY_MAX, &c->ndeny);
+}
+
 struct discovery *discovery_new(const struct discovery_options *o)
 {
     struct discovery *d = calloc(1, sizeof(*d));
@@ -794,8 +399,8 @@ struct discovery *discovery_new(const struct discovery_options *o)
     err = config_from_options(o, &d->cfg);
     if (err < 0)
         goto fail;
-    if (!d->cfg.node[0] && gethostname(d->cfg.node, sizeof(d->cfg.node) - 1) < 0)
-        strcpy(d->cfg.node, "unknown");
+    if (!d->cfg.env.node[0] && gethostname(d->cfg.env.node, sizeof(d->cfg.env.node) - 1) < 0)
+        strcpy(d->cfg.env.node, "unknown");
     err = -ENOMEM;
     d->nbuckets = 1024;
     d->buckets = calloc(d->nbuckets, sizeof(*d->buckets));
@@ -904,17 +509,6 @@ const struct rank_info *discovery_find(const struct discovery *d, uint32_t pid)
     return e && e->kind == ENTRY_RANK ? e->ri : NULL;
 }
 
-size_t discovery_foreach(const struct discovery *d,
-                         void (*fn)(void *ctx, const struct rank_info *ri), void *ctx)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < d->nbuckets; i++)
-        for (const struct entry *e = d->buckets[i]; e; e = e->next)
-            if (e->kind == ENTRY_RANK)
-                fn(ctx, e->ri), n++;
-    return n;
-}
-
 void discovery_get_stats(const struct discovery *d, struct discovery_stats *out)
 {
     *out = d->stats;
@@ -928,62 +522,6 @@ int discovery_host_path(const struct rank_info *ri, const char *path, char *buf,
         return -EINVAL;
     int n = snprintf(buf, len, "%s%s", ri->root, path);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
-}
-
-/* An openable host path for the file of one maps line (start, inode, path
- * as /proc shows it to the agent). In another mount namespace that path is
- * the container's, so root + path; in a chroot inside the agent's namespace
- * it is already a host path. The inode decides; then map_files (exact, needs
- * CAP_SYS_ADMIN); then root + path unverified (overlayfs may show another
- * inode number). */
-static int mapping_resolve(const struct rank_info *ri, const char *proc_dir, unsigned long start,
-                           unsigned long end, unsigned long inode, const char *file, char *buf,
-                           size_t len)
-{
-    char mf[DISCOVERY_PATH_MAX + 64];
-    struct stat sb;
-    int n;
-
-    n = discovery_host_path(ri, file, buf, len);
-    if (n >= 0 && stat(buf, &sb) == 0 && sb.st_ino == inode)
-        return n;
-    n = snprintf(buf, len, "%s", file);
-    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0 && sb.st_ino == inode)
-        return n;
-    snprintf(mf, sizeof(mf), "%s/map_files/%lx-%lx", proc_dir, start, end);
-    n = snprintf(buf, len, "%s", mf);
-    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0)
-        return n;
-    n = discovery_host_path(ri, file, buf, len);
-    return n >= 0 && stat(buf, &sb) == 0 ? n : -ENOENT;
-}
-
-int discovery_find_mapping(const struct rank_info *ri, const char *prefix, char *buf, size_t len)
-{
-    char proc_dir[DISCOVERY_PATH_MAX], path[DISCOVERY_PATH_MAX + 8], *line = NULL;
-    size_t cap = 0, rlen = strlen(ri->root);
-    unsigned long start, end, inode;
-    int ret = -ENOENT, at;
-
-    if (rlen < 5 || strcmp(ri->root + rlen - 5, "/root") != 0)
-        return -EINVAL;
-    snprintf(proc_dir, sizeof(proc_dir), "%.*s", (int)(rlen - 5), ri->root);
-    snprintf(path, sizeof(path), "%s/maps", proc_dir);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return errno == ESRCH ? -ENOENT : -errno;
-    while (ret == -ENOENT && getline(&line, &cap, f) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %lu %n", &start, &end, &inode, &at) < 3 ||
-            inode == 0 || line[at] != '/' || strstr(line + at, " (deleted)"))
-            continue;
-        const char *base = strrchr(line + at, '/') + 1;
-        if (strncmp(base, prefix, strlen(prefix)) == 0)
-            ret = mapping_resolve(ri, proc_dir, start, end, inode, line + at, buf, len);
-    }
-    free(line);
-    fclose(f);
-    return ret;
 }
 
 void discovery_fill_resource(const struct rank_info *ri, Argus__V1__Resource *r)

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/sources/event.h"
+#include "agent/symbols/procmaps.h"
 #include "agent/symbols/symbolize.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -236,19 +237,18 @@ int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path)
 
 int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root)
 {
-    char path[PATH_MAX], line[512], last[256] = "";
-    FILE *f;
-    int total = 0;
+    char path[PATH_MAX], last[256] = "";
+    struct procmaps pm;
+    struct procmaps_entry m;
+    int total = 0, err;
 
-    snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-    f = fopen(path, "re");
-    if (!f)
-        return errno == ENOENT ? -ESRCH : -errno;
-    while (fgets(line, sizeof(line), f)) {
-        struct symbolize_mapping m;
+    err = procmaps_open(&pm, NULL, pid);
+    if (err < 0)
+        return err == -ENOENT ? -ESRCH : err;
+    while (procmaps_next(&pm, &m) > 0) {
         int n;
 
-        if (symbolize_parse_maps_line(line, &m) < 0 || m.path[0] != '/' || !strcmp(m.path, last) ||
+        if (m.path[0] != '/' || !strcmp(m.path, last) ||
             !probe_uprobes_lib_matches(u->libs, m.path))
             continue;
         snprintf(last, sizeof(last), "%s", m.path);
@@ -260,7 +260,7 @@ int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root)
         if (n > 0)
             total += n;
     }
-    fclose(f);
+    procmaps_close(&pm);
     return total;
 }
 

@@ -258,32 +258,6 @@ int symbolize_elf_offset_to_vaddr(const struct symbolize_elf *e, uint64_t file_o
     return -ERANGE;
 }
 
-int symbolize_parse_maps_line(const char *line, struct symbolize_mapping *m)
-{
-    unsigned long long start, end, off, inode = 0;
-    unsigned int major = 0, minor = 0;
-    int pathpos = 0;
-
-    memset(m, 0, sizeof(*m));
-    if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, m->perms, &off, &major,
-               &minor, &inode, &pathpos) < 4 ||
-        end < start)
-        return -EINVAL;
-    m->start = start;
-    m->end = end;
-    m->file_offset = off;
-    m->dev = (uint64_t)major << 32 | minor;
-    m->inode = inode;
-    if (pathpos > 0) {
-        size_t n = strcspn(line + pathpos, "\n");
-
-        if (n >= sizeof(m->path))
-            n = sizeof(m->path) - 1;
-        memcpy(m->path, line + pathpos, n);
-    }
-    return 0;
-}
-
 int symbolize_parse_perf_map_line(const char *line, uint64_t *start, uint64_t *size, char *name,
                                   size_t namelen)
 {

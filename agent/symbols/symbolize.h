@@ -1,9 +1,15 @@
-/* Symbols for the probes: ELF function symbols (.symtab and .dynsym, through
- * libelf), and the line formats of /proc/PID/maps and /tmp/perf-PID.map.
+/* agent/symbols/: names for code. Takes in the files a process maps (its
+ * /proc/PID/maps, read by procmaps.h, and the ELF files themselves through
+ * /proc/PID/root), JIT perf maps (/tmp/perf-PID.map) and /proc/kallsyms;
+ * gives out, for the uprobe probes, the file offset of a named function
+ * (symbolize_elf_file_offset), and for the stacks probe, the function name
+ * of a sampled user or kernel address (symcache.h, a cache by file identity
+ * on the stacks worker thread). Three modules: symbolize (this header: ELF
+ * symbols and perf-map lines), procmaps (the /proc/PID/maps reader) and
+ * symcache.
  *
- * Two users: the uprobe probes turn a symbol name into the file offset to
- * attach to (symbolize_elf_file_offset), and the stacks probe's symbol cache
- * (agent/symbols/symcache.h) turns sampled addresses into function names. A struct
+ * This module: ELF function symbols (.symtab and .dynsym, through libelf),
+ * sorted symbol arrays, and the line format of /tmp/perf-PID.map. A struct
  * symbolize_elf is used by one thread at a time; the functions keep no
  * global state except the counters of symbolize_elf_opens(). */
 #ifndef ARGUS_AGENT_SYMBOLIZE_H
@@ -64,19 +70,6 @@ int symbolize_elf_file_offset(const struct symbolize_elf *elf, const char *name,
  * address. Returns 0, or -ERANGE when no PT_LOAD segment holds it. */
 int symbolize_elf_offset_to_vaddr(const struct symbolize_elf *elf, uint64_t file_offset,
                                   uint64_t *vaddr);
-
-/* One line of /proc/PID/maps. path is empty for anonymous mappings; dev and
- * inode identify the file (0 for anonymous mappings). */
-struct symbolize_mapping {
-    uint64_t start, end, file_offset;
-    uint64_t dev, inode; /* dev = major << 32 | minor */
-    char perms[5];
-    char path[256];
-};
-
-/* Parse one maps line ("start-end perms offset dev inode path"). Returns 0
- * or -EINVAL. Pure. */
-int symbolize_parse_maps_line(const char *line, struct symbolize_mapping *m);
 
 /* Parse one perf map line ("START SIZE name", hex without 0x). Returns 0 or
  * -EINVAL; name is truncated to namelen. Pure. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/symbols/procmaps.h"
 #include "agent/symbols/symbolize.h"
 #include "common/clock.h"
 
@@ -25,7 +26,7 @@ struct symcache_proc {
     uint32_t pid;
     bool loaded;
     uint64_t loaded_ns;
-    struct symbolize_mapping *maps; /* executable mappings, by address */
+    struct procmaps_entry *maps; /* executable mappings, by address */
     size_t nmaps;
     struct symbolize_sym *jit; /* /tmp/perf-PID.map, sorted, names owned */
     size_t njit;
@@ -177,27 +178,22 @@ static void proc_load_jit(struct symcache_proc *p)
     symbolize_syms_sort(p->jit, p->njit);
 }
 
+/* The executable mappings of p, then its JIT symbols. */
 static void proc_load(struct symcache *c, struct symcache_proc *p)
 {
-    char path[64], line[512];
-    FILE *f;
+    struct procmaps pm;
+    struct procmaps_entry m;
 
     proc_clear(p);
     p->loaded = true;
     p->loaded_ns = clock_mono_ns();
     c->st.maps_reads++;
-    snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-    f = fopen(path, "re");
-    if (f) {
-        while (fgets(line, sizeof(line), f)) {
-            struct symbolize_mapping m;
-
-            if (symbolize_parse_maps_line(line, &m) == 0 && strchr(m.perms, 'x') &&
-                array_push((void **)&p->maps, &p->nmaps, sizeof(m), &m) < 0)
+    if (procmaps_open(&pm, NULL, p->pid) == 0) {
+        while (procmaps_next(&pm, &m) > 0)
+            if (strchr(m.perms, 'x') && array_push((void **)&p->maps, &p->nmaps, sizeof(m), &m) < 0)
                 break;
-        }
-        fclose(f);
     }
+    procmaps_close(&pm);
     proc_load_jit(p);
 }
 
@@ -215,7 +211,7 @@ static struct symcache_proc *proc_get(struct symcache *c, uint32_t pid)
 
 /* The mapping holding addr (maps are in address order, as the kernel lists
  * them), or NULL. */
-static const struct symbolize_mapping *proc_find_map(const struct symcache_proc *p, uint64_t addr)
+static const struct procmaps_entry *proc_find_map(const struct symcache_proc *p, uint64_t addr)
 {
     size_t lo = 0, hi = p->nmaps;
 
@@ -250,7 +246,7 @@ static void file_evict_lru(struct symcache *c)
 /* Read the file of mapping m (through the process root) into a new cache
  * entry, evicting the least recently used ones to make room. */
 static struct symcache_file *file_load(struct symcache *c, uint32_t pid, const char *root,
-                                       const struct symbolize_mapping *m)
+                                       const struct procmaps_entry *m)
 {
     struct symcache_file f = {.dev = m->dev, .inode = m->inode};
     char path[300];
@@ -281,7 +277,7 @@ static struct symcache_file *file_load(struct symcache *c, uint32_t pid, const c
 /* The symbols of mapping m's file, read on first use; NULL when it has none
  * (the pointer is valid until the next call). */
 static struct symbolize_elf *file_get(struct symcache *c, uint32_t pid, const char *root,
-                                      const struct symbolize_mapping *m)
+                                      const struct procmaps_entry *m)
 {
     struct symcache_file *f;
 
@@ -303,7 +299,7 @@ static struct symbolize_elf *file_get(struct symcache *c, uint32_t pid, const ch
 }
 
 static int file_symbolize(struct symcache *c, uint32_t pid, const char *root,
-                          const struct symbolize_mapping *m, uint64_t addr, char *buf, size_t len)
+                          const struct procmaps_entry *m, uint64_t addr, char *buf, size_t len)
 {
     struct symbolize_elf *elf = file_get(c, pid, root, m);
     uint64_t file_offset = addr - m->start + m->file_offset, vaddr, off;
@@ -322,7 +318,7 @@ static int file_symbolize(struct symcache *c, uint32_t pid, const char *root,
 /* Find addr's mapping or JIT symbol; re-read the maps once when it is in
  * neither and the last read is older than the reload interval. */
 static void proc_lookup(struct symcache *c, struct symcache_proc *p, uint64_t addr,
-                        const struct symbolize_mapping **m, const struct symbolize_sym **jit)
+                        const struct procmaps_entry **m, const struct symbolize_sym **jit)
 {
     if (!p->loaded)
         proc_load(c, p);
@@ -339,7 +335,7 @@ int symcache_user(struct symcache *c, uint32_t pid, const char *root, uint64_t a
                   size_t len)
 {
     struct symcache_proc *p = proc_get(c, pid);
-    const struct symbolize_mapping *m;
+    const struct procmaps_entry *m;
     const struct symbolize_sym *jit;
 
     snprintf(buf, len, "[unknown]");

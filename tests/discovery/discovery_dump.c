@@ -3,8 +3,8 @@
  *   discovery_dump [--proc DIR] [--node NAME]           one scan per stdin line
  *   discovery_dump [--proc DIR] --bench N               time N cold and N warm scans
  *
- * Interactive mode prints, per scan, one "new ..." line per new rank (with the
- * host path of its libc mapping, as probes would open it), one
+ * Interactive mode prints, per scan, one "new ..." line per new rank (with a
+ * host path that opens its libc mapping, see find_mapping), one
  * "exit pid=P" line per rank gone, then "scan N ranks=R processes=P us=T". */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,16 +12,72 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "agent/discovery/discovery.h"
+#include "agent/symbols/procmaps.h"
 #include "common/clock.h"
 #include "common/log.h"
+
+/* An openable host path for the file of mapping e of ri's process (whose
+ * /proc directory is proc_dir). In another mount namespace the maps path is
+ * the container's, so root + path; in a chroot inside our namespace it is a
+ * host path already. The inode decides; then map_files (exact, needs
+ * CAP_SYS_ADMIN); then root + path unverified (overlayfs may show another
+ * inode number). Returns the length or -ENOENT. */
+static int mapping_host_path(const struct rank_info *ri, const char *proc_dir,
+                             const struct procmaps_entry *e, char *buf, size_t len)
+{
+    struct stat sb;
+    int n;
+
+    n = discovery_host_path(ri, e->path, buf, len);
+    if (n >= 0 && stat(buf, &sb) == 0 && sb.st_ino == e->inode)
+        return n;
+    n = snprintf(buf, len, "%s", e->path);
+    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0 && sb.st_ino == e->inode)
+        return n;
+    n = snprintf(buf, len, "%s/map_files/%" PRIx64 "-%" PRIx64, proc_dir, e->start, e->end);
+    if (n >= 0 && (size_t)n < len && stat(buf, &sb) == 0)
+        return n;
+    n = discovery_host_path(ri, e->path, buf, len);
+    return n >= 0 && stat(buf, &sb) == 0 ? n : -ENOENT;
+}
+
+/* The first file mapping of ri's process whose base name starts with prefix,
+ * deleted files skipped, as a host path in buf (mapping_host_path). Returns
+ * the length, -ENOENT when not mapped or not reachable, or -errno from
+ * reading the maps (PROC_ROOT/PID/maps, next to ri->root). */
+static int find_mapping(const struct rank_info *ri, const char *prefix, char *buf, size_t len)
+{
+    char proc_dir[DISCOVERY_PATH_MAX], maps[DISCOVERY_PATH_MAX + 8];
+    size_t rlen = strlen(ri->root);
+    struct procmaps pm;
+    struct procmaps_entry e;
+    int ret;
+
+    if (rlen < 5 || strcmp(ri->root + rlen - 5, "/root") != 0)
+        return -EINVAL;
+    snprintf(proc_dir, sizeof(proc_dir), "%.*s", (int)(rlen - 5), ri->root);
+    snprintf(maps, sizeof(maps), "%s/maps", proc_dir);
+    ret = procmaps_open_file(&pm, maps);
+    if (ret == 0)
+        ret = -ENOENT;
+    while (ret == -ENOENT && procmaps_next(&pm, &e) > 0) {
+        if (e.inode == 0 || e.path[0] != '/' || e.deleted)
+            continue;
+        if (strncmp(strrchr(e.path, '/') + 1, prefix, strlen(prefix)) == 0)
+            ret = mapping_host_path(ri, proc_dir, &e, buf, len);
+    }
+    procmaps_close(&pm);
+    return ret == -ESRCH ? -ENOENT : ret;
+}
 
 static void print_new(void *ctx, const struct rank_info *ri)
 {
     char libc[DISCOVERY_PATH_MAX + 64];
 
-    if (discovery_find_mapping(ri, "libc.so", libc, sizeof(libc)) < 0)
+    if (find_mapping(ri, "libc.so", libc, sizeof(libc)) < 0)
         strcpy(libc, "-");
     printf("new pid=%u job=%s source=%s rank=%u local_rank=%u world=%u tp=%u/%u dp=%u/%u "
            "pp=%u/%u ep=%u/%u gpu=%d comm=%s container=%d root=%s exe=%s libc=%s\n",

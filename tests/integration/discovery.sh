@@ -110,7 +110,7 @@ if [[ -n $py ]]; then
 fi
 if [[ -n $jailed ]]; then
     # a chroot in our mount namespace: /proc shows host paths (a container in
-    # its own namespace shows its own paths; the unit test covers that)
+    # its own namespace shows its own paths: the check after this one)
     has "^new pid=$jailed job=j1 source=ARGUS_JOB rank=2 .* container=1 root=/proc/$jailed/root exe=$croot/bin/sleep "
     lib=$(grep -o "^new pid=$jailed .* libc=[^ ]*" <<<"$out" | sed 's/.*libc=//')
     [[ $lib == "$croot"/* && -r $lib ]] || fail "libc of the chroot not resolved: $lib"

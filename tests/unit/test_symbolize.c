@@ -1,6 +1,6 @@
-/* agent/symbols/symbolize.c: maps/perf-map parsing, sorted symbol arrays, and ELF
+/* agent/symbols/symbolize.c: perf-map parsing, sorted symbol arrays, and ELF
  * lookups on this test binary itself (built with symbols). The caches built
- * on them are tested in test_symcache.c. */
+ * on them are tested in test_symcache.c, the maps reader in test_procmaps.c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,27 +19,6 @@ __attribute__((noinline, used)) int symbolize_test_marker_function(int x)
 {
     __asm__ volatile("" ::: "memory");
     return x + 1;
-}
-
-static void test_parse_maps(void **state)
-{
-    struct symbolize_mapping m;
-
-    assert_int_equal(symbolize_parse_maps_line("7f00a000-7f00b000 r-xp 00002000 fd:01 1234     "
-                                               "  /usr/lib/libnccl.so.2\n",
-                                               &m),
-                     0);
-    assert_int_equal(m.start, 0x7f00a000);
-    assert_int_equal(m.end, 0x7f00b000);
-    assert_int_equal(m.file_offset, 0x2000);
-    assert_string_equal(m.perms, "r-xp");
-    assert_string_equal(m.path, "/usr/lib/libnccl.so.2");
-    assert_int_equal(m.dev, (uint64_t)0xfd << 32 | 0x01);
-    assert_int_equal(m.inode, 1234);
-    assert_int_equal(symbolize_parse_maps_line("10-20 rw-p 00000000 00:00 0\n", &m), 0);
-    assert_string_equal(m.path, "");
-    assert_int_equal(m.inode, 0);
-    assert_int_equal(symbolize_parse_maps_line("garbage", &m), -EINVAL);
 }
 
 static void test_parse_perf_map(void **state)
@@ -100,7 +79,6 @@ static void test_elf_self(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_maps),
         cmocka_unit_test(test_parse_perf_map),
         cmocka_unit_test(test_elf_self),
         cmocka_unit_test(test_syms_find),
