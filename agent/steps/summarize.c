@@ -1,5 +1,5 @@
 /* The per-step kernel summarizer: groups, KDE clustering and the output
- * allocation. The quantile reconstruction is at the end. See summarize.h. */
+ * allocation. See summarize.h. */
 #include "agent/steps/summarize.h"
 
 #include <errno.h>
@@ -15,9 +15,8 @@
 #define SUMMARIZE_KERNEL_SIGMAS 4.0   /* direct Gaussian kernel truncated at 4h */
 #define SUMMARIZE_RECURSIVE_SIGMA 3.0 /* wider kernels (grid steps): recursive filter */
 #define SUMMARIZE_GRID_PAD 3.0        /* grid spans [min - 3h, max + 3h] */
-#define SUMMARIZE_Z99 2.3263478740408408
-#define SUMMARIZE_MAX_DEPTH 4   /* re-splits of a segment with its own bandwidth */
-#define SUMMARIZE_IDLE_STEPS 16 /* a group without events this many steps is forgotten */
+#define SUMMARIZE_MAX_DEPTH 4         /* re-splits of a segment with its own bandwidth */
+#define SUMMARIZE_IDLE_STEPS 16       /* a group without events this many steps is forgotten */
 #define SUMMARIZE_MIN_EVENTS_CAP 1024u
 
 /* Events are kept in arrival order in two flat arrays and only grouped at
@@ -741,125 +740,4 @@ void summarizer_free_groups(Argus__V1__StepRecord *out)
     free(out->kernels);
     out->kernels = NULL;
     out->n_kernels = 0;
-}
-
-/* --- quantile reconstruction --------------------------------------------- */
-
-/* One cluster as a (possibly truncated) log-normal in t = ln(duration). */
-struct component {
-    double weight, mu, sigma; /* sigma 0: a point mass at mu */
-    double a, b;              /* support [a, b] in t */
-    double cdf_a, mass;       /* Phi at a, Phi(b) - Phi(a) */
-};
-
-static double normal_cdf(double z)
-{
-    return 0.5 * erfc(-z / M_SQRT2);
-}
-
-static double component_cdf(const struct component *c, double t)
-{
-    if (t < c->a)
-        return 0;
-    if (t >= c->b)
-        return 1;
-    if (c->sigma == 0)
-        return t >= c->mu ? 1 : 0;
-    return fmin(1, fmax(0, (normal_cdf((t - c->mu) / c->sigma) - c->cdf_a) / c->mass));
-}
-
-static double component_pdf(const struct component *c, double t)
-{
-    double z;
-
-    if (c->sigma == 0 || t < c->a || t >= c->b)
-        return 0;
-    z = (t - c->mu) / c->sigma;
-    return exp(-0.5 * z * z) / (c->sigma * sqrt(2 * M_PI) * c->mass);
-}
-
-/* Cluster k of g as a component; returns false for an empty cluster. */
-static bool component_make(const Argus__V1__Cluster *k, double total, struct component *c)
-{
-    double p50 = k->p50_ns ? (double)k->p50_ns : 1.0;
-    double p99 = k->p99_ns > k->p50_ns ? (double)k->p99_ns : p50;
-
-    if (k->count == 0)
-        return false;
-    c->weight = k->count / total;
-    c->mu = log(p50);
-    c->sigma = (log(p99) - c->mu) / SUMMARIZE_Z99;
-    c->a = c->mu - 8 * c->sigma;
-    c->b = c->mu + 8 * c->sigma;
-    if (k->max_ns && k->min_ns <= k->p50_ns && k->max_ns >= k->p99_ns) {
-        c->a = log(k->min_ns ? (double)k->min_ns : 1.0);
-        c->b = log((double)k->max_ns);
-    }
-    if (c->sigma > 0) {
-        c->cdf_a = normal_cdf((c->a - c->mu) / c->sigma);
-        c->mass = normal_cdf((c->b - c->mu) / c->sigma) - c->cdf_a;
-        if (!(c->mass > 1e-12))
-            c->sigma = 0;
-    }
-    if (c->sigma == 0) /* a point mass: support is the point, b just above */
-        c->a = c->mu, c->b = nextafter(c->mu, INFINITY);
-    return true;
-}
-
-/* The t where the mixture CDF reaches p, by Newton steps kept inside a
- * shrinking bracket (bisection when a step leaves it or the pdf is 0). */
-static double mixture_quantile(const struct component *c, size_t n, double p, double lo, double hi)
-{
-    double t = 0.5 * (lo + hi);
-
-    for (int iter = 0; iter < 100 && hi - lo > 1e-12 * fmax(1, fabs(t)); iter++) {
-        double f = -p, pdf = 0, next;
-
-        for (size_t i = 0; i < n; i++) {
-            f += c[i].weight * component_cdf(&c[i], t);
-            pdf += c[i].weight * component_pdf(&c[i], t);
-        }
-        if (f < 0)
-            lo = t;
-        else
-            hi = t;
-        if (fabs(f) < 1e-13)
-            break;
-        next = pdf > 0 ? t - f / pdf : lo - 1;
-        t = (next > lo && next < hi) ? next : 0.5 * (lo + hi);
-    }
-    return t;
-}
-
-int summarize_quantiles(const Argus__V1__KernelGroup *g, const double *probs, size_t n,
-                        double *out_ns)
-{
-    struct component comp[SUMMARIZE_MAX_CLUSTERS];
-    size_t n_comp = 0;
-    double total = 0, lo = INFINITY, hi = -INFINITY;
-
-    if (!g || g->n_clusters == 0 || g->n_clusters > SUMMARIZE_MAX_CLUSTERS)
-        return -EINVAL;
-    for (size_t i = 0; i < g->n_clusters; i++)
-        total += g->clusters[i]->count;
-    for (size_t i = 0; i < g->n_clusters && total > 0; i++) {
-        if (!component_make(g->clusters[i], total, &comp[n_comp]))
-            continue;
-        lo = fmin(lo, comp[n_comp].a);
-        hi = fmax(hi, comp[n_comp].b);
-        n_comp++;
-    }
-    if (n_comp == 0)
-        return -EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (!(probs[i] >= 0 && probs[i] <= 1))
-            return -EINVAL;
-    for (size_t i = 0; i < n; i++) {
-        double t = probs[i] <= 0   ? lo
-                   : probs[i] >= 1 ? hi
-                                   : mixture_quantile(comp, n_comp, probs[i], lo, hi);
-
-        out_ns[i] = exp(t);
-    }
-    return 0;
 }
