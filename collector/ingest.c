@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/name_id.h"
 #include "common/u64set.h"
-#include "common/varint.h"
+#include "common/wire_steps.h"
 
 /* The name ids seen per job, to enforce max_names_per_job exactly. */
 struct ingest_job_names {
@@ -362,45 +362,25 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
     atomic_fetch_add(&s->in->acks, 1);
 }
 
-/* Find the bytes of every Batch.steps entry (field 6) in the packed batch, in
- * order, so the store keeps them without packing each record again. Returns
- * the number found (the caller checks it against n_steps), or -EBADMSG. The
+/* Find the bytes of every Batch.steps entry in the packed batch, in order,
+ * so the store keeps them without packing each record again. Returns the
+ * number found (the caller checks it against n_steps), or -EBADMSG. The
  * batch already unpacked, so this only has to be right, not defensive. */
 static long ingest_step_slices(const uint8_t *raw, size_t len, struct store_slice *out, size_t max)
 {
-    const uint8_t *p = raw, *end = raw + len;
+    struct wire_steps_reader rd;
+    const uint8_t *record;
+    size_t record_len;
     long n = 0;
-    uint64_t tag, v;
+    int r;
 
-    while (p < end) {
-        if (!varint_get(&p, end, &tag))
+    wire_steps_reader_init(&rd, raw, len);
+    while ((r = wire_steps_next(&rd, &record, &record_len)) > 0) {
+        if ((size_t)n >= max)
             return -EBADMSG;
-        switch (tag & 7) {
-        case 0:
-            if (!varint_get(&p, end, &v))
-                return -EBADMSG;
-            break;
-        case 1:
-            p += 8;
-            break;
-        case 5:
-            p += 4;
-            break;
-        case 2:
-            if (!varint_get(&p, end, &v) || v > (uint64_t)(end - p))
-                return -EBADMSG;
-            if (tag >> 3 == 6) {
-                if ((size_t)n >= max)
-                    return -EBADMSG;
-                out[n++] = (struct store_slice){(const char *)p, (size_t)v};
-            }
-            p += v;
-            break;
-        default:
-            return -EBADMSG;
-        }
+        out[n++] = (struct store_slice){(const char *)record, record_len};
     }
-    return p == end ? n : -EBADMSG;
+    return r < 0 ? r : n;
 }
 
 static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, const void *raw,

@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Make *arr (*cap elements of size bytes) hold at least need elements:
  * capacity doubles from 64. Returns 0, or -ENOMEM with *arr unchanged. */
@@ -22,6 +24,23 @@ static inline int array_reserve(void **arr, size_t *cap, size_t need, size_t siz
         return -ENOMEM;
     *arr = p;
     *cap = c;
+    return 0;
+}
+
+/* Resize *arr from old to exactly n elements of size bytes (n >= old) and
+ * zero the new ones, [old, n): for parallel arrays whose one capacity the
+ * caller keeps. Returns 0, or -ENOMEM with *arr unchanged. */
+static inline int array_grow_zeroed(void **arr, size_t old, size_t n, size_t size)
+{
+    void *p;
+
+    if (size && n > SIZE_MAX / size)
+        return -ENOMEM;
+    p = realloc(*arr, n * size);
+    if (!p)
+        return -ENOMEM;
+    memset((char *)p + old * size, 0, (n - old) * size);
+    *arr = p;
     return 0;
 }
 

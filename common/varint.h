@@ -1,5 +1,5 @@
 /* Protobuf base-128 varints, for the places that write or walk wire bytes
- * by hand (agent/delivery/steppack, agent/delivery/batcher, collector/ingest). */
+ * by hand (common/wire_steps). */
 #ifndef ARGUS_COMMON_VARINT_H
 #define ARGUS_COMMON_VARINT_H
 

@@ -4,10 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/delivery/steppack.h"
 #include "common/clock.h"
 #include "common/frame.h"
-#include "common/varint.h"
+#include "common/wire_steps.h"
 
 struct batcher_drop {
     char *reason;
@@ -32,7 +31,6 @@ struct batcher {
     struct batcher_stats stats;
 };
 
-#define BATCH_STEPS_TAG 0x32 /* field 6, wire type 2 */
 #define BATCHER_RETRY_NS (10 * NSEC_PER_MSEC)
 
 static uint64_t max_u64(uint64_t a, uint64_t b)
@@ -86,7 +84,7 @@ static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
-    size_t n = steppack_size(s), need = b->len + n + 11;
+    size_t n = wire_steps_record_size(s), need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
 
     if (need > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
@@ -100,9 +98,7 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
         b->buf = grown;
         b->cap = cap;
     }
-    b->buf[b->len++] = BATCH_STEPS_TAG;
-    b->len = (size_t)(varint_put(b->buf + b->len, n) - b->buf);
-    b->len += steppack_pack(s, b->buf + b->len);
+    b->len += wire_steps_entry_put(b->buf + b->len, s, n);
     if (b->nsteps++ == 0)
         b->first_ns = now_ns;
     b->stats.steps++;

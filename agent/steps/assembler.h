@@ -1,4 +1,14 @@
-/* The step assembler: agent events of every tracked rank into one
+/* agent/steps, the stage that makes steps: it takes in the agent events of
+ * the sources and probes (agent/sources/event.h: steps, phases, kernels,
+ * collectives, host counters, in CLOCK_MONOTONIC ns) and gives out one
+ * argus.v1.StepRecord per rank and step, with kernels summarised as KDE
+ * clusters, to the delivery stage (agent/delivery/batcher.h). The assembler
+ * (this header) is the entry point; summarize.h and kde.h turn a step's
+ * kernels into clusters; stepinfer.h with stepdetect.h finds the steps of
+ * ranks without annotations from their collective calls; stepframes.h holds
+ * a finished record until the stacks probe has named its hottest frames.
+ *
+ * The step assembler: agent events of every tracked rank into one
  * argus.v1.StepRecord per rank and step. A step opens at a STEP event and
  * closes at the rank's next STEP event (its duration is the distance between
  * the two), or when the rank goes away. Between them, phases, kernels

@@ -1,22 +1,17 @@
-/* The per-step kernel summarizer: groups, KDE clustering and the output
- * allocation. The quantile reconstruction is at the end. See summarize.h. */
+/* The per-step kernel summarizer: the group table, the events of the step,
+ * and the output allocation; the clustering of each group is kde.c. See
+ * summarize.h. */
 #include "agent/steps/summarize.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/steps/kde.h"
 #include "common/array.h"
 
-#define SUMMARIZE_SMALL_SORT 48       /* insertion sort below this many durations */
-#define SUMMARIZE_KERNEL_SIGMAS 4.0   /* direct Gaussian kernel truncated at 4h */
-#define SUMMARIZE_RECURSIVE_SIGMA 3.0 /* wider kernels (grid steps): recursive filter */
-#define SUMMARIZE_GRID_PAD 3.0        /* grid spans [min - 3h, max + 3h] */
-#define SUMMARIZE_Z99 2.3263478740408408
-#define SUMMARIZE_MAX_DEPTH 4   /* re-splits of a segment with its own bandwidth */
 #define SUMMARIZE_IDLE_STEPS 16 /* a group without events this many steps is forgotten */
 #define SUMMARIZE_MIN_EVENTS_CAP 1024u
 
@@ -39,12 +34,6 @@ struct group_key {
     uint32_t index;
 };
 
-/* One cluster before it is copied into the protobuf block. */
-struct cluster {
-    uint32_t count;
-    uint64_t sum, p50, p99, min, max;
-};
-
 struct summarizer {
     struct summarize_options o;
     struct group *groups;
@@ -61,11 +50,8 @@ struct summarizer {
     uint64_t *grouped; /* events durations, group after group (events) */
     uint32_t *active;  /* groups with events, in order (n_groups) */
     size_t grouped_cap, active_cap;
-    uint64_t *tmp;
-    double *logs;
-    size_t scratch_cap;
-    double *bins, *dens, *weights; /* grid_points each */
-    struct cluster *clusters;
+    struct kde *kde;              /* clustering, with its own scratch */
+    struct kde_cluster *clusters; /* every group's, group after group */
     size_t clusters_cap;
 };
 
@@ -110,10 +96,8 @@ struct summarizer *summarizer_new(const struct summarize_options *o)
     }
     s->table_mask = 63;
     s->table = calloc(s->table_mask + 1, sizeof(*s->table));
-    s->bins = calloc(s->o.grid_points, sizeof(double));
-    s->dens = calloc(s->o.grid_points, sizeof(double));
-    s->weights = calloc(s->o.grid_points, sizeof(double));
-    if (!s->table || !s->bins || !s->dens || !s->weights) {
+    s->kde = kde_new(&s->o);
+    if (!s->table || !s->kde) {
         summarizer_free(s);
         errno = ENOMEM;
         return NULL;
@@ -131,11 +115,7 @@ void summarizer_free(struct summarizer *s)
     free(s->ev_dur);
     free(s->grouped);
     free(s->active);
-    free(s->tmp);
-    free(s->logs);
-    free(s->bins);
-    free(s->dens);
-    free(s->weights);
+    kde_free(s->kde);
     free(s->order);
     free(s->clusters);
     free(s);
@@ -286,56 +266,6 @@ void summarizer_reset(struct summarizer *s)
     table_fill(s);
 }
 
-/* --- sorting ------------------------------------------------------------- */
-
-/* LSD radix sort, 8 bits per pass; passes where every key has the same digit
- * (the high bytes of durations) are skipped. tmp holds n values, n > 0. */
-static void radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
-{
-    size_t hist[8][256] = {{0}};
-    uint64_t *src = a, *dst = tmp;
-
-    for (size_t i = 0; i < n; i++)
-        for (int p = 0; p < 8; p++)
-            hist[p][(a[i] >> (8 * p)) & 0xff]++;
-    for (int p = 0; p < 8; p++) {
-        size_t sum = 0;
-
-        if (hist[p][(a[0] >> (8 * p)) & 0xff] == n)
-            continue;
-        for (int d = 0; d < 256; d++) {
-            size_t c = hist[p][d];
-
-            hist[p][d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[hist[p][(src[i] >> (8 * p)) & 0xff]++] = src[i];
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a)
-        memcpy(a, src, n * sizeof(*a));
-}
-
-/* Sort n durations: insertion sort when few, radix sort otherwise. */
-static void sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
-{
-    if (n >= SUMMARIZE_SMALL_SORT) {
-        radix_sort_u64(a, tmp, n);
-        return;
-    }
-    for (size_t i = 1; i < n; i++) {
-        uint64_t v = a[i];
-        size_t j = i;
-
-        for (; j > 0 && a[j - 1] > v; j--)
-            a[j] = a[j - 1];
-        a[j] = v;
-    }
-}
-
 static int group_cmp(const void *pa, const void *pb)
 {
     const struct group_key *a = pa, *b = pb;
@@ -343,241 +273,6 @@ static int group_cmp(const void *pa, const void *pb)
     if (a->name_id != b->name_id)
         return a->name_id < b->name_id ? -1 : 1;
     return a->stream < b->stream ? -1 : a->stream > b->stream;
-}
-
-/* --- clustering ---------------------------------------------------------- */
-
-/* Round v to bits significant bits (0 = exact). Monotonic, so the order
- * min <= p50 <= p99 <= max survives. */
-static uint64_t quantize(uint64_t v, uint32_t bits)
-{
-    int msb;
-    uint32_t shift;
-
-    if (!bits || v == 0)
-        return v;
-    msb = 63 - __builtin_clzll(v);
-    if ((uint32_t)msb < bits)
-        return v;
-    shift = (uint32_t)msb + 1 - bits;
-    if (v > UINT64_MAX - (UINT64_C(1) << (shift - 1)))
-        return v;
-    return ((v + (UINT64_C(1) << (shift - 1))) >> shift) << shift;
-}
-
-/* Statistics of sorted dur[0..m), nearest-rank percentiles. */
-static void cluster_fill(const struct summarize_options *o, const uint64_t *dur, size_t m,
-                         struct cluster *c)
-{
-    uint64_t sum = 0;
-
-    for (size_t i = 0; i < m; i++)
-        sum += dur[i];
-    c->count = (uint32_t)m;
-    c->p50 = quantize(dur[(50 * m + 99) / 100 - 1], o->quantize_bits);
-    c->p99 = quantize(dur[(99 * m + 99) / 100 - 1], o->quantize_bits);
-    c->sum = (o->fields & SUMMARIZE_FIELD_SUM) ? quantize(sum, o->quantize_bits) : 0;
-    c->min = (o->fields & SUMMARIZE_FIELD_MIN_MAX) ? quantize(dur[0], o->quantize_bits) : 0;
-    c->max = (o->fields & SUMMARIZE_FIELD_MIN_MAX) ? quantize(dur[m - 1], o->quantize_bits) : 0;
-}
-
-/* Number of logs[0..n) below x (logs sorted). */
-static size_t count_below(const double *logs, size_t n, double x)
-{
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (logs[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* dens = bins convolved with a Gaussian of sigma grid steps, by the
- * recursive filter of Young and van Vliet (1995): a causal and an anti-causal
- * third-order pass, O(grid) whatever sigma. The grid's 3h padding holds no
- * samples, so starting both passes from zero costs nothing where it matters. */
-static void gauss_recursive(const double *bins, double *dens, uint32_t g, double sigma)
-{
-    double q =
-        sigma >= 2.5 ? 0.98711 * sigma - 0.96330 : 3.97156 - 4.14554 * sqrt(1 - 0.26891 * sigma);
-    double b0 = 1.57825 + 2.44413 * q + 1.4281 * q * q + 0.422205 * q * q * q;
-    double b1 = (2.44413 * q + 2.85619 * q * q + 1.26661 * q * q * q) / b0;
-    double b2 = -(1.4281 * q * q + 1.26661 * q * q * q) / b0;
-    double b3 = 0.422205 * q * q * q / b0;
-    double gain = 1 - (b1 + b2 + b3), w1 = 0, w2 = 0, w3 = 0;
-
-    for (uint32_t i = 0; i < g; i++) {
-        double w = gain * bins[i] + b1 * w1 + b2 * w2 + b3 * w3;
-
-        dens[i] = w;
-        w3 = w2, w2 = w1, w1 = w;
-    }
-    w1 = w2 = w3 = 0;
-    for (uint32_t i = g; i-- > 0;) {
-        double y = gain * dens[i] + b1 * w1 + b2 * w2 + b3 * w3;
-
-        dens[i] = y;
-        w3 = w2, w2 = w1, w1 = y;
-    }
-}
-
-/* dens = bins convolved with the Gaussian of sigma grid steps truncated at
- * 4 sigma, directly: for narrow kernels, where it is cheap and exact. */
-static void gauss_direct(const double *bins, double *dens, double *w, uint32_t g, double sigma)
-{
-    uint32_t k_max = (uint32_t)fmin(g - 1, ceil(SUMMARIZE_KERNEL_SIGMAS * sigma));
-
-    for (uint32_t k = 0; k <= k_max; k++)
-        w[k] = exp(-0.5 * (k / sigma) * (k / sigma));
-    memset(dens, 0, g * sizeof(*dens));
-    for (uint32_t j = 0; j < g; j++) {
-        uint32_t a = j > k_max ? j - k_max : 0, b = j + k_max < g - 1 ? j + k_max : g - 1;
-
-        if (bins[j] == 0)
-            continue;
-        for (uint32_t i = a; i <= b; i++)
-            dens[i] += bins[j] * w[i > j ? i - j : j - i];
-    }
-}
-
-/* The KDE of the sorted logs on the grid lo + i * dx, into s->dens (up to a
- * constant factor): linear binning, then the Gaussian of bandwidth h. */
-static void kde_density(struct summarizer *s, const double *logs, size_t n, double h, double lo,
-                        double dx)
-{
-    uint32_t g = s->o.grid_points;
-    double *bins = s->bins;
-
-    memset(bins, 0, g * sizeof(*bins));
-    for (size_t i = 0; i < n; i++) {
-        double t = (logs[i] - lo) / dx;
-        uint32_t j = (uint32_t)t;
-        double frac = t - j;
-
-        if (j >= g - 1) {
-            j = g - 2;
-            frac = 1;
-        }
-        bins[j] += 1 - frac;
-        bins[j + 1] += frac;
-    }
-    if (h / dx >= SUMMARIZE_RECURSIVE_SIGMA)
-        gauss_recursive(bins, s->dens, g, h / dx);
-    else
-        gauss_direct(bins, s->dens, s->weights, g, h / dx);
-}
-
-/* Index of the highest density in dens[a..b]. */
-static uint32_t peak_in(const double *dens, uint32_t a, uint32_t b)
-{
-    uint32_t best = a;
-
-    for (uint32_t i = a + 1; i <= b; i++)
-        if (dens[i] > dens[best])
-            best = i;
-    return best;
-}
-
-/* Cut positions (as counts of logs below each cut, increasing) of one group;
- * returns how many, at most max_cuts. */
-static uint32_t kde_cuts(struct summarizer *s, const double *logs, size_t n, size_t *cuts,
-                         uint32_t max_cuts)
-{
-    const struct summarize_options *o = &s->o;
-    double mean = 0, var = 0, h, lo, dx;
-    uint32_t g = o->grid_points, n_cuts = 0, left_peak, seg_start = 0;
-    size_t below_last = 0, min_side = (size_t)ceil(o->min_fraction * (double)n);
-
-    for (size_t i = 0; i < n; i++)
-        mean += logs[i];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++)
-        var += (logs[i] - mean) * (logs[i] - mean);
-    var /= (double)(n - 1);
-    if (!(var > 1e-18))
-        return 0;
-    h = 1.06 * sqrt(var) * pow((double)n, -0.2);
-    lo = logs[0] - SUMMARIZE_GRID_PAD * h;
-    dx = (logs[n - 1] + SUMMARIZE_GRID_PAD * h - lo) / (g - 1);
-    kde_density(s, logs, n, h, lo, dx);
-    if (min_side < o->min_count)
-        min_side = o->min_count;
-
-    for (uint32_t i = 1; i + 1 < g && n_cuts < max_cuts; i++) {
-        const double *d = s->dens;
-        uint32_t next = i + 1, right_peak;
-        size_t below;
-
-        if (!(d[i] < d[i - 1] && d[i] <= d[i + 1]))
-            continue;
-        /* the right mode: up to the next valley (or the end) */
-        while (next + 1 < g && !(d[next] < d[next - 1] && d[next] <= d[next + 1]))
-            next++;
-        left_peak = peak_in(d, seg_start, i);
-        right_peak = peak_in(d, i, next);
-        below = count_below(logs, n, lo + i * dx);
-        if (below - below_last >= min_side && n - below >= min_side &&
-            (right_peak - left_peak) * dx >= o->min_log_gap &&
-            d[i] <= o->max_valley_ratio * fmin(d[left_peak], d[right_peak])) {
-            cuts[n_cuts++] = below;
-            below_last = below;
-            seg_start = i;
-        }
-    }
-    return n_cuts;
-}
-
-/* Cuts of logs[0..n) (counts below each cut, plus offset) appended to
- * cuts[*n_cuts..max_cuts): one KDE pass, then each resulting segment again
- * with its own bandwidth, because Scott's rule over several modes is wide
- * enough to blur two neighbouring ones into one. */
-static void split_segment(struct summarizer *s, const double *logs, size_t n, size_t offset,
-                          size_t *cuts, uint32_t *n_cuts, uint32_t max_cuts, int depth)
-{
-    size_t local[SUMMARIZE_MAX_CLUSTERS], start = 0;
-    uint32_t found;
-
-    if (*n_cuts >= max_cuts || n < 2 * (size_t)s->o.min_count)
-        return;
-    found = kde_cuts(s, logs, n, local, max_cuts - *n_cuts);
-    for (uint32_t c = 0; c <= found && *n_cuts < max_cuts; c++) {
-        size_t end = c < found ? local[c] : n;
-
-        if (found && depth < SUMMARIZE_MAX_DEPTH)
-            split_segment(s, logs + start, end - start, offset + start, cuts, n_cuts, max_cuts,
-                          depth + 1);
-        if (c < found && *n_cuts < max_cuts)
-            cuts[(*n_cuts)++] = offset + end;
-        start = end;
-    }
-}
-
-/* Sort the n durations of one group and append its clusters to s->clusters
- * (room for max_clusters more is guaranteed by the caller). Returns how
- * many. */
-static uint32_t group_summarize(struct summarizer *s, uint64_t *dur, size_t n, size_t at)
-{
-    size_t cuts[SUMMARIZE_MAX_CLUSTERS], start = 0;
-    uint32_t n_cuts = 0;
-
-    sort_u64(dur, s->tmp, n);
-    if (n >= 2 * (size_t)s->o.min_count && s->o.max_clusters > 1) {
-        for (size_t i = 0; i < n; i++)
-            s->logs[i] = log(dur[i] ? (double)dur[i] : 1.0);
-        split_segment(s, s->logs, n, 0, cuts, &n_cuts, s->o.max_clusters - 1, 0);
-    }
-    for (uint32_t c = 0; c <= n_cuts; c++) {
-        size_t end = c < n_cuts ? cuts[c] : n;
-
-        cluster_fill(&s->o, dur + start, end - start, &s->clusters[at + c]);
-        start = end;
-    }
-    return n_cuts + 1;
 }
 
 /* Rebuild s->order: every group index by (name_id, stream). */
@@ -608,21 +303,8 @@ static int scratch_reserve(struct summarizer *s, size_t largest, size_t groups)
 {
     size_t need_clusters = groups * s->o.max_clusters;
 
-    if (largest > s->scratch_cap) {
-        uint64_t *tmp = malloc(largest * sizeof(*tmp));
-        double *logs = malloc(largest * sizeof(*logs));
-
-        if (!tmp || !logs) {
-            free(tmp);
-            free(logs);
-            return -ENOMEM;
-        }
-        free(s->tmp);
-        free(s->logs);
-        s->tmp = tmp;
-        s->logs = logs;
-        s->scratch_cap = largest;
-    }
+    if (kde_reserve(s->kde, largest) < 0)
+        return -ENOMEM;
     return array_reserve((void **)&s->clusters, &s->clusters_cap, need_clusters,
                          sizeof(*s->clusters));
 }
@@ -655,7 +337,7 @@ static int output_build(struct summarizer *s, uint32_t n_groups, const uint32_t 
         kg->clusters = (Argus__V1__Cluster **)(block + off_cptrs) + c;
         for (uint32_t k = 0; k < n_clusters[i]; k++, c++) {
             Argus__V1__Cluster *pc = (Argus__V1__Cluster *)(block + off_clusters) + c;
-            const struct cluster *sc = &s->clusters[c];
+            const struct kde_cluster *sc = &s->clusters[c];
 
             argus__v1__cluster__init(pc);
             pc->count = sc->count;
@@ -716,7 +398,8 @@ int summarizer_finish(struct summarizer *s, Argus__V1__StepRecord *out)
     for (uint32_t i = 0; i < n; i++) {
         const struct group *g = &s->groups[s->active[i]];
 
-        n_clusters[i] = group_summarize(s, s->grouped + (g->at - g->n), g->n, total);
+        n_clusters[i] =
+            kde_summarize(s->kde, s->grouped + (g->at - g->n), g->n, s->clusters + total);
         total += n_clusters[i];
     }
     if (n)
@@ -741,125 +424,4 @@ void summarizer_free_groups(Argus__V1__StepRecord *out)
     free(out->kernels);
     out->kernels = NULL;
     out->n_kernels = 0;
-}
-
-/* --- quantile reconstruction --------------------------------------------- */
-
-/* One cluster as a (possibly truncated) log-normal in t = ln(duration). */
-struct component {
-    double weight, mu, sigma; /* sigma 0: a point mass at mu */
-    double a, b;              /* support [a, b] in t */
-    double cdf_a, mass;       /* Phi at a, Phi(b) - Phi(a) */
-};
-
-static double normal_cdf(double z)
-{
-    return 0.5 * erfc(-z / M_SQRT2);
-}
-
-static double component_cdf(const struct component *c, double t)
-{
-    if (t < c->a)
-        return 0;
-    if (t >= c->b)
-        return 1;
-    if (c->sigma == 0)
-        return t >= c->mu ? 1 : 0;
-    return fmin(1, fmax(0, (normal_cdf((t - c->mu) / c->sigma) - c->cdf_a) / c->mass));
-}
-
-static double component_pdf(const struct component *c, double t)
-{
-    double z;
-
-    if (c->sigma == 0 || t < c->a || t >= c->b)
-        return 0;
-    z = (t - c->mu) / c->sigma;
-    return exp(-0.5 * z * z) / (c->sigma * sqrt(2 * M_PI) * c->mass);
-}
-
-/* Cluster k of g as a component; returns false for an empty cluster. */
-static bool component_make(const Argus__V1__Cluster *k, double total, struct component *c)
-{
-    double p50 = k->p50_ns ? (double)k->p50_ns : 1.0;
-    double p99 = k->p99_ns > k->p50_ns ? (double)k->p99_ns : p50;
-
-    if (k->count == 0)
-        return false;
-    c->weight = k->count / total;
-    c->mu = log(p50);
-    c->sigma = (log(p99) - c->mu) / SUMMARIZE_Z99;
-    c->a = c->mu - 8 * c->sigma;
-    c->b = c->mu + 8 * c->sigma;
-    if (k->max_ns && k->min_ns <= k->p50_ns && k->max_ns >= k->p99_ns) {
-        c->a = log(k->min_ns ? (double)k->min_ns : 1.0);
-        c->b = log((double)k->max_ns);
-    }
-    if (c->sigma > 0) {
-        c->cdf_a = normal_cdf((c->a - c->mu) / c->sigma);
-        c->mass = normal_cdf((c->b - c->mu) / c->sigma) - c->cdf_a;
-        if (!(c->mass > 1e-12))
-            c->sigma = 0;
-    }
-    if (c->sigma == 0) /* a point mass: support is the point, b just above */
-        c->a = c->mu, c->b = nextafter(c->mu, INFINITY);
-    return true;
-}
-
-/* The t where the mixture CDF reaches p, by Newton steps kept inside a
- * shrinking bracket (bisection when a step leaves it or the pdf is 0). */
-static double mixture_quantile(const struct component *c, size_t n, double p, double lo, double hi)
-{
-    double t = 0.5 * (lo + hi);
-
-    for (int iter = 0; iter < 100 && hi - lo > 1e-12 * fmax(1, fabs(t)); iter++) {
-        double f = -p, pdf = 0, next;
-
-        for (size_t i = 0; i < n; i++) {
-            f += c[i].weight * component_cdf(&c[i], t);
-            pdf += c[i].weight * component_pdf(&c[i], t);
-        }
-        if (f < 0)
-            lo = t;
-        else
-            hi = t;
-        if (fabs(f) < 1e-13)
-            break;
-        next = pdf > 0 ? t - f / pdf : lo - 1;
-        t = (next > lo && next < hi) ? next : 0.5 * (lo + hi);
-    }
-    return t;
-}
-
-int summarize_quantiles(const Argus__V1__KernelGroup *g, const double *probs, size_t n,
-                        double *out_ns)
-{
-    struct component comp[SUMMARIZE_MAX_CLUSTERS];
-    size_t n_comp = 0;
-    double total = 0, lo = INFINITY, hi = -INFINITY;
-
-    if (!g || g->n_clusters == 0 || g->n_clusters > SUMMARIZE_MAX_CLUSTERS)
-        return -EINVAL;
-    for (size_t i = 0; i < g->n_clusters; i++)
-        total += g->clusters[i]->count;
-    for (size_t i = 0; i < g->n_clusters && total > 0; i++) {
-        if (!component_make(g->clusters[i], total, &comp[n_comp]))
-            continue;
-        lo = fmin(lo, comp[n_comp].a);
-        hi = fmax(hi, comp[n_comp].b);
-        n_comp++;
-    }
-    if (n_comp == 0)
-        return -EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (!(probs[i] >= 0 && probs[i] <= 1))
-            return -EINVAL;
-    for (size_t i = 0; i < n; i++) {
-        double t = probs[i] <= 0   ? lo
-                   : probs[i] >= 1 ? hi
-                                   : mixture_quantile(comp, n_comp, probs[i], lo, hi);
-
-        out_ns[i] = exp(t);
-    }
-    return 0;
 }

@@ -29,7 +29,8 @@
  * rounded to 8 significant bits (relative error <= 0.4%), so values that
  * barely move from step to step or rank to rank repeat byte for byte and LZ4
  * finds them. Exact output is one option away (fields = SUMMARIZE_FIELDS_ALL,
- * quantize_bits = 0).
+ * quantize_bits = 0). What the clusters mean to a reader, as a distribution,
+ * is common/clusters.h.
  *
  * Everything is deterministic: output groups are ordered by (name_id, stream)
  * and the result depends only on the multiset of events added, not on their
@@ -117,14 +118,5 @@ void summarizer_free_groups(Argus__V1__StepRecord *out);
 
 /* Drop the current step's events (capacity is kept for the next step). */
 void summarizer_reset(struct summarizer *s);
-
-/* The approximate quantile function of group g, for L3 (DESIGN.md §7): each
- * cluster is a log-normal with median p50 and sigma = ln(p99/p50) / 2.326,
- * truncated to [min_ns, max_ns] when those are filled, and the clusters mix
- * by count. For each probs[i] in [0, 1], out_ns[i] is the duration with that
- * cumulative probability (probs need not be sorted). Returns 0, or -EINVAL
- * when g has no clusters or no events, or a prob is outside [0, 1] or NaN. */
-int summarize_quantiles(const Argus__V1__KernelGroup *g, const double *probs, size_t n,
-                        double *out_ns);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
+
 struct diag_colls_entry {
     uint64_t comm, seq;
     uint32_t count;
@@ -161,18 +163,6 @@ double diag_colls_offset(const struct diag_colls *l, uint32_t rank)
     return rank < l->cap ? l->offset[rank] : 0;
 }
 
-/* realloc *p to n elements of size sz, zeroing the new tail from old. */
-static int grow(void **p, size_t old, size_t n, size_t sz)
-{
-    void *t = realloc(*p, n * sz);
-
-    if (!t)
-        return -ENOMEM;
-    memset((char *)t + old * sz, 0, (n - old) * sz);
-    *p = t;
-    return 0;
-}
-
 static int reserve_ranks(struct diag_colls *l, uint32_t cap)
 {
     size_t o = l->cap, c = cap, nc = DIAG_MAX_COLL_NAMES;
@@ -180,14 +170,14 @@ static int reserve_ranks(struct diag_colls *l, uint32_t cap)
 
     if (cap <= l->cap)
         return 0;
-    err = grow((void **)&l->offset, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->late, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->wait, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->transfer, o * nc, c * nc, sizeof(double));
-    err = err ? err : grow((void **)&l->calls, o * nc, c * nc, sizeof(uint32_t));
-    err = err ? err : grow((void **)&l->resid, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->resid_w, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->prev, o, c, sizeof(double));
+    err = array_grow_zeroed((void **)&l->offset, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->late, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->wait, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->transfer, o * nc, c * nc, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->calls, o * nc, c * nc, sizeof(uint32_t));
+    err = err ? err : array_grow_zeroed((void **)&l->resid, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->resid_w, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->prev, o, c, sizeof(double));
     if (!err)
         l->cap = cap;
     return err;
@@ -200,12 +190,12 @@ static int reserve_calls(struct diag_colls *l, size_t colls)
     while (tc < colls * 2)
         tc *= 2;
     if (tc > l->table_cap) {
-        if (grow((void **)&l->table, 0, tc, sizeof(struct diag_colls_entry)))
+        if (array_grow_zeroed((void **)&l->table, 0, tc, sizeof(struct diag_colls_entry)))
             return -ENOMEM;
         l->table_cap = tc;
     }
     if (colls > l->slot_cap) {
-        if (grow((void **)&l->slot_of, 0, colls, sizeof(uint32_t)))
+        if (array_grow_zeroed((void **)&l->slot_of, 0, colls, sizeof(uint32_t)))
             return -ENOMEM;
         l->slot_cap = colls;
     }

@@ -1,4 +1,15 @@
-/* The collector's online straggler diagnosis for one job (DESIGN.md
+/* collector/diag, the diagnosis stage: it takes in the argus.v1.StepRecords
+ * of one job, as ingest stores them (through the adapter collector/diagnosis.h,
+ * which keeps this stage free of the store and of logging), and gives out
+ * argus.v1.Report messages: the suspect ranks, each with a cause (compute,
+ * link, host, data skew, silent, job regression), where (phase or kernel)
+ * and its evidence in numbers. The engine (this header) is the entry point;
+ * diag_steps.h is its window of open steps, diag_frame.h the features kept of
+ * each record, diag_l1/l2/l3.h the three levels (with diag_groups.h,
+ * diag_colls.h, diag_pipeline.h and diag_stats.h under them), diag_persist.h
+ * the M-of-N persistence, diag_evidence.h and diag_report.h the output.
+ *
+ * The collector's online straggler diagnosis for one job (DESIGN.md
  * section 7): feed step records in any order across ranks; a step closes when
  * every known rank reported it or a timeout after its first record passed (a
  * silent rank is a finding); each closed step runs L1 (iteration time), L2

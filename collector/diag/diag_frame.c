@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/diag/diag_l3.h"
+#include "common/clusters.h"
 
 int diag_frame_reserve(struct diag_frame *f, uint32_t cap)
 {
@@ -131,7 +131,7 @@ static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
         int ki = kernel_index(d, kg->name_id, kg->stream);
         if (ki < 0 || !s->sampled)
             continue;
-        if (diag_l3_quantiles(kg, r->q[ki], DIAG_QGRID) == 0)
+        if (clusters_quantile_grid(kg, r->q[ki], DIAG_QGRID) == 0)
             r->kernel_mask |= 1u << ki;
     }
 }

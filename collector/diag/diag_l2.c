@@ -8,6 +8,7 @@
 
 #include "collector/diag/diag_colls.h"
 #include "collector/diag/diag_stats.h"
+#include "common/array.h"
 
 struct diag_l2_cand {
     double pz, pv, pm; /* best high compute phase: z, value, group median */
@@ -71,18 +72,6 @@ double diag_l2_offset(const struct diag_l2 *l, uint32_t rank)
     return diag_colls_offset(&l->cm, rank);
 }
 
-/* realloc *p to n elements of size sz, zeroing the new tail from old. */
-static int grow(void **p, size_t old, size_t n, size_t sz)
-{
-    void *t = realloc(*p, n * sz);
-
-    if (!t)
-        return -ENOMEM;
-    memset((char *)t + old * sz, 0, (n - old) * sz);
-    *p = t;
-    return 0;
-}
-
 static int reserve(struct diag_l2 *l, uint32_t cap)
 {
     int err = 0;
@@ -90,13 +79,13 @@ static int reserve(struct diag_l2 *l, uint32_t cap)
     if (cap <= l->cap)
         return 0;
     size_t o = l->cap, c = cap;
-    err = grow((void **)&l->vals, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->scratch, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->busy_last_ratio, o, c, sizeof(double));
-    err = err ? err : grow((void **)&l->busy_age, o, c, sizeof(uint32_t));
-    err = err ? err : grow((void **)&l->busy_last, o, c, sizeof(uint8_t));
-    err = err ? err : grow((void **)&l->who, o, c, sizeof(uint32_t));
-    err = err ? err : grow((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
+    err = array_grow_zeroed((void **)&l->vals, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->scratch, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->busy_last_ratio, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->busy_age, o, c, sizeof(uint32_t));
+    err = err ? err : array_grow_zeroed((void **)&l->busy_last, o, c, sizeof(uint8_t));
+    err = err ? err : array_grow_zeroed((void **)&l->who, o, c, sizeof(uint32_t));
+    err = err ? err : array_grow_zeroed((void **)&l->cand, o, c, sizeof(struct diag_l2_cand));
     if (!err)
         l->cap = cap;
     return err;

@@ -2,46 +2,10 @@
 #include "collector/diag/diag_l3.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collector/diag/diag_stats.h"
-
-#define Z99 2.3263478740408408 /* Phi^-1(0.99) */
-
-int diag_l3_quantiles(const Argus__V1__KernelGroup *kg, float *out, size_t g)
-{
-    uint64_t total = 0, below = 0;
-    size_t n = kg->n_clusters, c = 0;
-
-    for (size_t i = 0; i < n; i++)
-        total += kg->clusters[i]->count;
-    if (!total || !g)
-        return -EINVAL;
-    for (size_t i = 0; i < g; i++) {
-        double p = ((double)i + 0.5) / (double)g * (double)total;
-
-        while (c + 1 < n && p > (double)(below + kg->clusters[c]->count)) {
-            below += kg->clusters[c]->count;
-            c++;
-        }
-        const Argus__V1__Cluster *cl = kg->clusters[c];
-        double cnt = cl->count ? cl->count : 1;
-        double local = (p - (double)below) / cnt;
-        local = local < 1e-6 ? 1e-6 : local > 1 - 1e-6 ? 1 - 1e-6 : local;
-        double p50 = cl->p50_ns ? (double)cl->p50_ns : 1;
-        double p99 = cl->p99_ns > cl->p50_ns ? (double)cl->p99_ns : p50;
-        double sigma = log(p99 / p50) / Z99;
-        double v = p50 * exp(sigma * diag_stats_norm_ppf(local));
-        if (cl->min_ns && v < (double)cl->min_ns)
-            v = (double)cl->min_ns;
-        if (cl->max_ns && v > (double)cl->max_ns)
-            v = (double)cl->max_ns;
-        out[i] = (float)v;
-    }
-    return 0;
-}
 
 void diag_l3_init(struct diag_l3 *l, const struct diag_l3_options *o)
 {

@@ -1,8 +1,9 @@
 /* L3, kernels (DESIGN.md section 7).
  *
  * Each rank's duration distribution per (kernel, stream) is rebuilt from its
- * KDE clusters as a log-normal mixture (one log-normal per cluster: median
- * p50, sigma from p99) and kept as a quantile function on a fixed grid. A
+ * KDE clusters (common/clusters.h: one log-normal per cluster, median p50,
+ * sigma from p99) and kept as a quantile function on a fixed grid, which
+ * diag_frame_add_record extracts. A
  * rank's score is the Wasserstein-1 distance from its quantile function to
  * its peer group's pointwise-median quantile function, relative to the
  * reference mean, flagged by a robust fence over the group: O(ranks) per
@@ -20,14 +21,6 @@
 #include "collector/diag/diag_groups.h"
 #include "collector/diag/diag_persist.h"
 #include "proto/argus.pb-c.h"
-
-/* Quantile function of a kernel group on the grid p_i = (i + 0.5) / g, in
- * ns. The clusters come from a KDE cut at density valleys, so they barely
- * overlap: probability mass p falls in the cluster whose cumulative count
- * covers it, at the local level of that cluster's log-normal. Clamped to the
- * cluster's [min, max] when given. Returns 0, or -EINVAL when there are no
- * counted clusters. O(g + clusters). */
-int diag_l3_quantiles(const Argus__V1__KernelGroup *kg, float *out, size_t g);
 
 struct diag_l3_options {
     double fence_k;       /* rank fence: median + k * MAD of scores (10) */

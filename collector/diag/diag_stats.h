@@ -77,8 +77,4 @@ double diag_stats_qmean(const float *q, size_t g);
  * pointwise median of monotone functions is monotone. */
 void diag_stats_qmedian(const float *const *qs, size_t m, size_t g, float *out, double *scratch);
 
-/* Inverse of the standard normal CDF (Acklam's rational approximation,
- * relative error < 1.2e-9), 0 < p < 1. */
-double diag_stats_norm_ppf(double p);
-
 #endif

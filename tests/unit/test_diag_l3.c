@@ -1,5 +1,6 @@
-/* L3: quantile functions rebuilt from KDE clusters, W1 scoring within a
- * peer group, whole-group comparison and the job's history. */
+/* L3: W1 between quantile functions rebuilt from KDE clusters (the
+ * rebuilding itself is common/clusters, tests/unit/test_clusters.c), scoring
+ * within a peer group, whole-group comparison and the job's history. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include "collector/diag/diag_l3.h"
 #include "collector/diag/diag_persist.h"
 #include "collector/diag/diag_stats.h"
+#include "common/clusters.h"
 
 static Argus__V1__Cluster cl[2];
 static Argus__V1__Cluster *clp[2] = {&cl[0], &cl[1]};
@@ -28,54 +30,6 @@ static Argus__V1__KernelGroup group_of(size_t n)
     return kg;
 }
 
-static void test_single_cluster_quantiles(void **state)
-{
-    Argus__V1__KernelGroup kg = group_of(1);
-    float q[50];
-
-    cl[0] = (Argus__V1__Cluster)ARGUS__V1__CLUSTER__INIT;
-    cl[0].count = 1000;
-    cl[0].p50_ns = 100000;
-    cl[0].p99_ns = 150000;
-    assert_int_equal(diag_l3_quantiles(&kg, q, 50), 0);
-    assert_true(q[24] < 100000 && q[25] > 100000); /* p = 0.49, 0.51 bracket p50 */
-    assert_float_equal(q[49], 150000, 150);        /* p = 0.99 is p99 */
-    for (int i = 1; i < 50; i++)
-        assert_true(q[i] > q[i - 1]);
-    /* Log-normal: the median of the rebuilt function is p50 (geometric). */
-    assert_float_equal(sqrt((double)q[24] * q[25]), 100000, 100);
-    /* min/max clamp the tails. */
-    cl[0].max_ns = 120000;
-    cl[0].min_ns = 90000;
-    assert_int_equal(diag_l3_quantiles(&kg, q, 50), 0);
-    assert_true(q[49] == 120000 && q[0] == 90000);
-}
-
-static void test_two_cluster_mixture(void **state)
-{
-    Argus__V1__KernelGroup kg = group_of(2);
-    float q[50];
-
-    cl[0] = (Argus__V1__Cluster)ARGUS__V1__CLUSTER__INIT;
-    cl[1] = (Argus__V1__Cluster)ARGUS__V1__CLUSTER__INIT;
-    cl[0].count = 300;
-    cl[0].p50_ns = 10000;
-    cl[0].p99_ns = 12000;
-    cl[1].count = 100;
-    cl[1].p50_ns = 50000;
-    cl[1].p99_ns = 60000;
-    assert_int_equal(diag_l3_quantiles(&kg, q, 50), 0);
-    /* 75% of the mass is the fast mode: p_i <= 0.75 for i <= 37. */
-    for (int i = 0; i <= 36; i++)
-        assert_true(q[i] < 13000);
-    for (int i = 38; i < 50; i++)
-        assert_true(q[i] > 40000);
-    /* Its mean is the mixture mean (300*10 + 100*50) / 400 = 20 us, near. */
-    assert_float_equal(diag_stats_qmean(q, 50), 20000, 600);
-    kg.n_clusters = 0;
-    assert_int_equal(diag_l3_quantiles(&kg, q, 50), -EINVAL);
-}
-
 static void test_w1_between_rebuilt_distributions(void **state)
 {
     Argus__V1__KernelGroup kg = group_of(1);
@@ -85,10 +39,10 @@ static void test_w1_between_rebuilt_distributions(void **state)
     cl[0].count = 100;
     cl[0].p50_ns = 100000;
     cl[0].p99_ns = 130000;
-    diag_l3_quantiles(&kg, a, DIAG_QGRID);
+    clusters_quantile_grid(&kg, a, DIAG_QGRID);
     cl[0].p50_ns = 200000; /* the same shape, twice as slow */
     cl[0].p99_ns = 260000;
-    diag_l3_quantiles(&kg, b, DIAG_QGRID);
+    clusters_quantile_grid(&kg, b, DIAG_QGRID);
     /* Scaling by 2: W1 = the mean itself, so relative W1 = 1. */
     assert_float_equal(diag_stats_w1(a, b, DIAG_QGRID) / diag_stats_qmean(a, DIAG_QGRID), 1.0,
                        1e-3);
@@ -119,7 +73,7 @@ static void fill(struct fixture *x, const double *factor)
         cl[0].p50_ns = (uint64_t)(100000 * factor[r] * (1 + 0.01 * (r % 3)));
         cl[0].p99_ns = cl[0].p50_ns * 13 / 10;
         s->present = true;
-        assert_int_equal(diag_l3_quantiles(&kg, s->q[0], DIAG_QGRID), 0);
+        assert_int_equal(clusters_quantile_grid(&kg, s->q[0], DIAG_QGRID), 0);
         s->kernel_mask = 1;
     }
     x->f.reported = RANKS;
@@ -249,8 +203,6 @@ static void test_job_against_its_history(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_cluster_quantiles),
-        cmocka_unit_test(test_two_cluster_mixture),
         cmocka_unit_test(test_w1_between_rebuilt_distributions),
         cmocka_unit_test_setup_teardown(test_rank_scored_against_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_whole_group_does_not_hide, setup, teardown),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "collector/diag/diag_stats.h"
+#include "common/clusters.h"
 
 static void test_median_odd_even_and_order_kept(void **state)
 {
@@ -131,15 +132,7 @@ static void test_change_point_level_shift(void **state)
 static void normal_q(float *q, size_t g, double mu, double sigma)
 {
     for (size_t i = 0; i < g; i++)
-        q[i] = (float)(mu + sigma * diag_stats_norm_ppf((i + 0.5) / g));
-}
-
-static void test_norm_ppf(void **state)
-{
-    assert_float_equal(diag_stats_norm_ppf(0.5), 0, 1e-9);
-    assert_float_equal(diag_stats_norm_ppf(0.975), 1.959963985, 1e-7);
-    assert_float_equal(diag_stats_norm_ppf(0.01), -2.326347874, 1e-7);
-    assert_float_equal(diag_stats_norm_ppf(0.999), 3.090232306, 1e-6);
+        q[i] = (float)(mu + sigma * clusters_norm_ppf((i + 0.5) / g));
 }
 
 static void test_w1_known_distributions(void **state)
@@ -198,7 +191,6 @@ int main(void)
         cmocka_unit_test(test_mad_floor_flat_group),
         cmocka_unit_test(test_rolling_median),
         cmocka_unit_test(test_change_point_level_shift),
-        cmocka_unit_test(test_norm_ppf),
         cmocka_unit_test(test_w1_known_distributions),
         cmocka_unit_test(test_pointwise_median_of_quantiles),
     };

@@ -1,6 +1,6 @@
 /* The kernel summarizer: KDE clusters on known mixtures, exact percentiles,
- * the filters that keep one mode whole, determinism, and the quantile
- * function rebuilt from clusters. */
+ * the filters that keep one mode whole, determinism. (The quantile function
+ * rebuilt from its clusters is common/clusters: tests/unit/test_clusters.c.) */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -458,94 +458,6 @@ static void test_quantize_and_fields(void **state)
     summarizer_free_groups(&coarse);
 }
 
-/* Mean and worst |ln(rebuilt / sample quantile)| of g over p = 0.02..0.98,
- * leaving out the jump between the modes at p = 0.7. sorted: the sample. */
-static void quantile_errors(const Argus__V1__KernelGroup *g, const uint64_t *sorted, size_t n,
-                            double *mean_err, double *worst)
-{
-    double probs[49], q[49];
-    size_t used = 0;
-
-    for (size_t i = 0; i < 49; i++)
-        probs[i] = 0.02 * (i + 1);
-    assert_int_equal(summarize_quantiles(g, probs, 49, q), 0);
-    *mean_err = *worst = 0;
-    for (size_t i = 0; i < 49; i++) {
-        double err = fabs(log(q[i] / (double)sorted[(size_t)ceil(probs[i] * n) - 1]));
-
-        if (i > 0)
-            assert_true(q[i] >= q[i - 1]);
-        if (fabs(probs[i] - 0.7) < 0.03)
-            continue;
-        *worst = fmax(*worst, err);
-        *mean_err += err;
-        used++;
-    }
-    *mean_err /= (double)used;
-}
-
-/* The rebuilt quantile function against the sample's own quantiles on a
- * 70/30 mixture of two log-normals, from exact clusters and from the wire
- * defaults (no min/max, 8 significant bits). */
-static void test_quantile_reconstruction(void **state)
-{
-    enum { N = 5000 };
-    static uint64_t v[N];
-    uint64_t rng = 8;
-    Argus__V1__StepRecord rec, wire;
-    struct summarize_options o;
-    double probs[2] = {0, 1}, q[2], mean_err, worst;
-    size_t n = gen_mode(&rng, v, 0, 3500, 30000, 0.08);
-
-    n = gen_mode(&rng, v, n, N - n, 300000, 0.12);
-    summarize_one(NULL, v, n, &rec);
-    summarize_options_default(&o);
-    summarize_one(&o, v, n, &wire);
-    assert_int_equal(rec.kernels[0]->n_clusters, 2);
-    assert_int_equal(wire.kernels[0]->n_clusters, 2);
-    qsort(v, n, sizeof(*v), cmp_u64);
-    quantile_errors(rec.kernels[0], v, n, &mean_err, &worst);
-    print_message("quantile reconstruction, exact: mean |ln error| %.4f, worst %.4f\n", mean_err,
-                  worst);
-    assert_true(mean_err < 0.01);
-    assert_true(worst < 0.03);
-    quantile_errors(wire.kernels[0], v, n, &mean_err, &worst);
-    print_message("quantile reconstruction, wire defaults: mean |ln error| %.4f, worst %.4f\n",
-                  mean_err, worst);
-    assert_true(mean_err < 0.01);
-    assert_true(worst < 0.03);
-
-    assert_int_equal(summarize_quantiles(rec.kernels[0], probs, 2, q), 0);
-    assert_float_equal(q[0], (double)v[0], 0.5); /* min and max are the ends */
-    assert_float_equal(q[1], (double)v[n - 1], 0.5);
-    probs[0] = 1.5;
-    assert_int_equal(summarize_quantiles(rec.kernels[0], probs, 1, q), -EINVAL);
-    probs[0] = NAN;
-    assert_int_equal(summarize_quantiles(rec.kernels[0], probs, 1, q), -EINVAL);
-    summarizer_free_groups(&rec);
-    summarizer_free_groups(&wire);
-}
-
-/* A single cluster with p50 == p99 is a point mass. */
-static void test_quantile_point_mass(void **state)
-{
-    Argus__V1__Cluster k = ARGUS__V1__CLUSTER__INIT, *pk = &k;
-    Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT;
-    double probs[3] = {0.1, 0.5, 0.99}, q[3];
-
-    k.count = 10;
-    k.p50_ns = k.p99_ns = 777;
-    g.n_clusters = 1;
-    g.clusters = &pk;
-    assert_int_equal(summarize_quantiles(&g, probs, 3, q), 0);
-    for (int i = 0; i < 3; i++)
-        assert_float_equal(q[i], 777, 1e-6);
-    k.count = 0;
-    assert_int_equal(summarize_quantiles(&g, probs, 3, q), -EINVAL);
-    g.n_clusters = 0;
-    assert_int_equal(summarize_quantiles(&g, probs, 3, q), -EINVAL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,8 +475,6 @@ int main(void)
         cmocka_unit_test(test_idle_groups_forgotten),
         cmocka_unit_test(test_limits_and_bad_options),
         cmocka_unit_test(test_quantize_and_fields),
-        cmocka_unit_test(test_quantile_reconstruction),
-        cmocka_unit_test(test_quantile_point_mass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

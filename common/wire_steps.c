@@ -1,14 +1,20 @@
-#include "agent/delivery/steppack.h"
+/* The wire format of Batch.steps: see wire_steps.h. */
+#include "common/wire_steps.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "common/varint.h"
 
-#define TAG_KERNELS 0x3a  /* StepRecord field 7, length-delimited */
-#define TAG_NAME_ID 0x09  /* KernelGroup field 1, fixed64 */
-#define TAG_STREAM 0x10   /* KernelGroup field 2, varint */
-#define TAG_CLUSTERS 0x1a /* KernelGroup field 3, length-delimited */
+#define TAG_STEPS WIRE_TAG(WIRE_BATCH_STEPS_FIELD, WIRE_TYPE_LEN)
+#define TAG_KERNELS WIRE_TAG(WIRE_STEP_RECORD_KERNELS_FIELD, WIRE_TYPE_LEN)
+#define TAG_NAME_ID WIRE_TAG(WIRE_KERNEL_GROUP_NAME_ID_FIELD, WIRE_TYPE_FIXED64)
+#define TAG_STREAM WIRE_TAG(WIRE_KERNEL_GROUP_STREAM_FIELD, WIRE_TYPE_VARINT)
+#define TAG_CLUSTERS WIRE_TAG(WIRE_KERNEL_GROUP_CLUSTERS_FIELD, WIRE_TYPE_LEN)
+#define TAG_CLUSTER(field) WIRE_TAG(WIRE_CLUSTER_##field##_FIELD, WIRE_TYPE_VARINT)
+
+/* --- encoding ------------------------------------------------------------- */
 
 /* A proto3 scalar: sent only when not 0. */
 static size_t scalar_size(uint64_t v)
@@ -55,12 +61,12 @@ static uint8_t *group_put(uint8_t *p, const Argus__V1__KernelGroup *g)
 
         *p++ = TAG_CLUSTERS;
         p = varint_put(p, cluster_size(c));
-        p = scalar_put(p, 0x08, c->count);
-        p = scalar_put(p, 0x10, c->sum_ns);
-        p = scalar_put(p, 0x18, c->p50_ns);
-        p = scalar_put(p, 0x20, c->p99_ns);
-        p = scalar_put(p, 0x28, c->min_ns);
-        p = scalar_put(p, 0x30, c->max_ns);
+        p = scalar_put(p, TAG_CLUSTER(COUNT), c->count);
+        p = scalar_put(p, TAG_CLUSTER(SUM_NS), c->sum_ns);
+        p = scalar_put(p, TAG_CLUSTER(P50_NS), c->p50_ns);
+        p = scalar_put(p, TAG_CLUSTER(P99_NS), c->p99_ns);
+        p = scalar_put(p, TAG_CLUSTER(MIN_NS), c->min_ns);
+        p = scalar_put(p, TAG_CLUSTER(MAX_NS), c->max_ns);
     }
     return p;
 }
@@ -80,8 +86,9 @@ static bool kernels_plain(const Argus__V1__StepRecord *s)
     return true;
 }
 
-/* The record split around field 7: head has fields 1-6, tail the rest (8 and
- * up, and the record's unknown fields, which protobuf-c writes last). */
+/* The record split around the kernels (field 7): head has fields 1-6, tail
+ * the rest (8 and up, and the record's unknown fields, which protobuf-c
+ * writes last). */
 static void split(const Argus__V1__StepRecord *s, Argus__V1__StepRecord *head,
                   Argus__V1__StepRecord *tail)
 {
@@ -103,7 +110,7 @@ static void split(const Argus__V1__StepRecord *s, Argus__V1__StepRecord *head,
     tail->kernels = NULL;
 }
 
-size_t steppack_size(const Argus__V1__StepRecord *s)
+size_t wire_steps_record_size(const Argus__V1__StepRecord *s)
 {
     Argus__V1__StepRecord head, tail;
     size_t n;
@@ -121,7 +128,7 @@ size_t steppack_size(const Argus__V1__StepRecord *s)
     return n;
 }
 
-size_t steppack_pack(const Argus__V1__StepRecord *s, uint8_t *out)
+size_t wire_steps_record_pack(const Argus__V1__StepRecord *s, uint8_t *out)
 {
     Argus__V1__StepRecord head, tail;
     uint8_t *p = out;
@@ -137,4 +144,71 @@ size_t steppack_pack(const Argus__V1__StepRecord *s, uint8_t *out)
     }
     p += argus__v1__step_record__pack(&tail, p);
     return (size_t)(p - out);
+}
+
+size_t wire_steps_entry_put(uint8_t *out, const Argus__V1__StepRecord *s, size_t record_size)
+{
+    uint8_t *p = out;
+
+    *p++ = TAG_STEPS;
+    p = varint_put(p, record_size);
+    p += wire_steps_record_pack(s, p);
+    return (size_t)(p - out);
+}
+
+/* --- decoding ------------------------------------------------------------- */
+
+void wire_steps_reader_init(struct wire_steps_reader *r, const void *batch, size_t len)
+{
+    r->p = batch;
+    r->end = r->p + len;
+}
+
+/* Skip the value of a varint or fixed-size field at r->p; false when it runs
+ * past the end or the wire type is none of those. */
+static bool skip_scalar(struct wire_steps_reader *r, uint64_t tag)
+{
+    uint64_t v;
+    size_t n;
+
+    switch (tag & 7) {
+    case WIRE_TYPE_VARINT:
+        return varint_get(&r->p, r->end, &v);
+    case WIRE_TYPE_FIXED64:
+        n = 8;
+        break;
+    case WIRE_TYPE_FIXED32:
+        n = 4;
+        break;
+    default:
+        return false;
+    }
+    if (n > (size_t)(r->end - r->p))
+        return false;
+    r->p += n;
+    return true;
+}
+
+int wire_steps_next(struct wire_steps_reader *r, const uint8_t **record, size_t *len)
+{
+    uint64_t tag, n;
+
+    while (r->p < r->end) {
+        if (!varint_get(&r->p, r->end, &tag))
+            return -EBADMSG;
+        if ((tag & 7) != WIRE_TYPE_LEN) {
+            if (!skip_scalar(r, tag))
+                return -EBADMSG;
+            continue;
+        }
+        if (!varint_get(&r->p, r->end, &n) || n > (uint64_t)(r->end - r->p))
+            return -EBADMSG;
+        r->p += n;
+        if (tag == TAG_STEPS) {
+            *record = r->p - n;
+            *len = (size_t)n;
+            return 1;
+        }
+    }
+    return 0;
 }
