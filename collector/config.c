@@ -4,7 +4,7 @@
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     {                                                                                              \
-        key, type, offsetof(struct collector_config, field), def, lo, hi, help                     \
+        key, type, offsetof(struct collector_config, field), def, lo, hi, help, NULL               \
     }
 
 static const struct config_option collector_options[] = {
