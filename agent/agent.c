@@ -285,19 +285,6 @@ static void agent_dispatch(struct agent *a, struct agent_source *s)
                         strerror(-r));
 }
 
-static int agent_sample_mode(const char *text, uint32_t *mode)
-{
-    if (strcmp(text, "always") == 0)
-        *mode = CUPTI_SAMPLE_ALWAYS;
-    else if (strcmp(text, "steps") == 0)
-        *mode = CUPTI_SAMPLE_STEPS;
-    else if (strcmp(text, "time") == 0)
-        *mode = CUPTI_SAMPLE_TIME;
-    else
-        return -EINVAL;
-    return 0;
-}
-
 static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
                                 const struct probe_collectives_call *call)
 {
@@ -368,10 +355,10 @@ static void agent_start_sources(struct agent *a)
     if (c->cupti_enable) {
         a->cupti = (struct source_cupti_config){
             .socket_path = c->cupti_socket,
+            .sample_mode = (uint32_t)c->cupti_sample_mode,
             .sample_k = (uint32_t)c->cupti_sample_k,
             .sample_n = (uint32_t)c->cupti_sample_n,
         };
-        agent_sample_mode(c->cupti_sample_mode, &a->cupti.sample_mode); /* validated */
         agent_add_source(a, &source_cupti_ops, &a->cupti);
     }
 
@@ -396,34 +383,17 @@ static void agent_start_sources(struct agent *a)
 
 /* --- setup ------------------------------------------------------------------ */
 
-static int agent_parse_fsync(const char *text, enum spool_fsync *out)
-{
-    if (strcmp(text, "interval") == 0)
-        *out = SPOOL_FSYNC_INTERVAL;
-    else if (strcmp(text, "segment") == 0)
-        *out = SPOOL_FSYNC_SEGMENT;
-    else if (strcmp(text, "always") == 0)
-        *out = SPOOL_FSYNC_ALWAYS;
-    else
-        return -EINVAL;
-    return 0;
-}
-
 static int agent_open_spool(struct agent *a)
 {
     struct spool_options so = {
         .cap_bytes = a->cfg->spool_cap,
         .segment_bytes = a->cfg->spool_segment,
+        .fsync = (enum spool_fsync)a->cfg->spool_fsync,
         .fsync_interval_ns = a->cfg->spool_fsync_interval,
     };
     struct spool_stats ss;
     int r;
 
-    if (agent_parse_fsync(a->cfg->spool_fsync, &so.fsync) < 0) {
-        log_error("agent", "spool.fsync: '%s' is not interval, segment or always",
-                  a->cfg->spool_fsync);
-        return -EINVAL;
-    }
     if (so.segment_bytes > so.cap_bytes / 4)
         so.segment_bytes = so.cap_bytes / 4;
     r = spool_open(a->cfg->spool_dir, &so, &a->spool);
@@ -493,18 +463,6 @@ static int agent_start_http(struct agent *a)
 /* Checks the table cannot express. Logs and returns -EINVAL on the first. */
 static int agent_validate(const struct agent_config *c)
 {
-    enum spool_fsync f;
-    uint32_t mode;
-
-    if (agent_parse_fsync(c->spool_fsync, &f) < 0) {
-        log_error("agent", "spool.fsync: '%s' is not interval, segment or always", c->spool_fsync);
-        return -EINVAL;
-    }
-    if (agent_sample_mode(c->cupti_sample_mode, &mode) < 0) {
-        log_error("agent", "cupti.sample_mode: '%s' is not always, steps or time",
-                  c->cupti_sample_mode);
-        return -EINVAL;
-    }
     if (c->cupti_sample_k > c->cupti_sample_n) {
         log_error("agent", "cupti.sample_k (%llu) must not exceed cupti.sample_n (%llu)",
                   (unsigned long long)c->cupti_sample_k, (unsigned long long)c->cupti_sample_n);
@@ -665,34 +623,32 @@ static void agent_tick(struct agent *a, uint64_t now)
  * new mode over its hello socket. */
 static void agent_apply_sampling(struct agent *a, const struct agent_config *c)
 {
-    uint32_t mode;
-
-    if (agent_sample_mode(c->cupti_sample_mode, &mode) < 0)
-        return;
     for (size_t i = 0; i < a->nsources; i++)
         if (a->sources[i].running && a->sources[i].ops == &source_cupti_ops)
-            source_cupti_set_sampling(a->sources[i].state, mode, (uint32_t)c->cupti_sample_k,
-                                      (uint32_t)c->cupti_sample_n);
+            source_cupti_set_sampling(a->sources[i].state, (uint32_t)c->cupti_sample_mode,
+                                      (uint32_t)c->cupti_sample_k, (uint32_t)c->cupti_sample_n);
 }
 
 static void agent_reload(struct agent *a)
 {
     struct agent_config fresh = {0};
     struct config_result res;
-    enum log_level level;
 
     daemon_notify("RELOADING=1");
     if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0 ||
-        log_level_parse(fresh.log_level, &level) < 0 || agent_validate(&fresh) < 0) {
+        agent_validate(&fresh) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
-                  res.error[0] ? res.error : "bad log.level");
+                  res.error[0] ? res.error : "see the error above");
     } else {
-        log_set_level(level);
+        log_set_level((enum log_level)fresh.log_level);
         agent_apply_sampling(a, &fresh);
+        const char *mode =
+            config_enum_name(&agent_config_table, "cupti.sample_mode", fresh.cupti_sample_mode);
         log_info("agent",
                  "reloaded: log.level=%s, cupti sampling %s %llu/%llu (other keys apply "
                  "at restart)",
-                 fresh.log_level, fresh.cupti_sample_mode, (unsigned long long)fresh.cupti_sample_k,
+                 log_level_name((enum log_level)fresh.log_level), mode,
+                 (unsigned long long)fresh.cupti_sample_k,
                  (unsigned long long)fresh.cupti_sample_n);
     }
     config_free(&agent_config_table, &fresh);

@@ -2,13 +2,34 @@
 
 #include <stddef.h>
 
+#include "agent/cupti/ring.h"
+#include "agent/delivery/spool.h"
+
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     {                                                                                              \
-        key, type, offsetof(struct agent_config, field), def, lo, hi, help                         \
+        key, type, offsetof(struct agent_config, field), def, lo, hi, help, NULL                   \
+    }
+#define OPT_ENUM(key, field, def, names, help)                                                     \
+    {                                                                                              \
+        key, CONFIG_ENUM, offsetof(struct agent_config, field), def, 0, 0, help, names             \
     }
 
+static const struct config_name spool_fsync_names[] = {
+    {"interval", SPOOL_FSYNC_INTERVAL},
+    {"segment", SPOOL_FSYNC_SEGMENT},
+    {"always", SPOOL_FSYNC_ALWAYS},
+    {NULL, 0},
+};
+
+static const struct config_name cupti_sample_names[] = {
+    {"always", CUPTI_SAMPLE_ALWAYS},
+    {"steps", CUPTI_SAMPLE_STEPS},
+    {"time", CUPTI_SAMPLE_TIME},
+    {NULL, 0},
+};
+
 static const struct config_option agent_options[] = {
-    OPT("log.level", CONFIG_STRING, log_level, "info", 0, 0, "error, warn, info or debug"),
+    OPT_ENUM("log.level", log_level, "info", config_log_levels, "error, warn, info or debug"),
     OPT("node.name", CONFIG_STRING, node_name, "", 0, 0, "node name in reports (empty: hostname)"),
     OPT("node.agent_id", CONFIG_STRING, agent_id, "", 0, 0,
         "stable agent identity for delivery (empty: node name)"),
@@ -26,7 +47,8 @@ static const struct config_option agent_options[] = {
         "hard cap on spool bytes; over it the oldest batches are dropped and counted"),
     OPT("spool.segment", CONFIG_SIZE, spool_segment, "16MiB", 4096, 1e10,
         "segment file size (at most cap / 4)"),
-    OPT("spool.fsync", CONFIG_STRING, spool_fsync, "interval", 0, 0, "interval, segment or always"),
+    OPT_ENUM("spool.fsync", spool_fsync, "interval", spool_fsync_names,
+             "interval, segment or always"),
     OPT("spool.fsync_interval", CONFIG_DURATION, spool_fsync_interval, "1s", 0.001, 3600,
         "fsync period under spool.fsync = interval"),
     OPT("batch.max_steps", CONFIG_UINT, batch_max_steps, "512", 1, 65536, "step records per batch"),
@@ -53,8 +75,8 @@ static const struct config_option agent_options[] = {
         "accept CUPTI rings from libargus-cupti.so in training processes"),
     OPT("cupti.socket", CONFIG_STRING, cupti_socket, "/run/argus/cupti.sock", 0, 0,
         "unix socket the injection library says hello on (ARGUS_AGENT_SOCKET in the job)"),
-    OPT("cupti.sample_mode", CONFIG_STRING, cupti_sample_mode, "always", 0, 0,
-        "kernel tracing: always, steps (k of every n steps) or time (k ms of every n ms)"),
+    OPT_ENUM("cupti.sample_mode", cupti_sample_mode, "always", cupti_sample_names,
+             "kernel tracing: always, steps (k of every n steps) or time (k ms of every n ms)"),
     OPT("cupti.sample_k", CONFIG_UINT, cupti_sample_k, "1", 1, 1e9, "k of the duty cycle"),
     OPT("cupti.sample_n", CONFIG_UINT, cupti_sample_n, "1", 1, 1e9, "n of the duty cycle"),
     OPT("replay.trace", CONFIG_STRING, replay_trace, "", 0, 0,

@@ -8,7 +8,7 @@
 #include "common/config.h"
 
 struct agent_config {
-    char *log_level;
+    int log_level;   /* enum log_level */
     char *node_name; /* "" = hostname */
     char *agent_id;  /* "" = node name */
     char *collector_address;
@@ -16,7 +16,7 @@ struct agent_config {
     uint64_t collector_backoff_min, collector_backoff_max;
     char *spool_dir;
     uint64_t spool_cap, spool_segment;
-    char *spool_fsync;
+    int spool_fsync; /* enum spool_fsync */
     uint64_t spool_fsync_interval;
     uint64_t batch_max_steps, batch_max_bytes, batch_max_age;
     char *http_listen;
@@ -28,7 +28,8 @@ struct agent_config {
     char *probes;
     uint64_t stacks_hz, stacks_cache;
     bool cupti_enable;
-    char *cupti_socket, *cupti_sample_mode;
+    char *cupti_socket;
+    int cupti_sample_mode; /* enum cupti_sample_mode */
     uint64_t cupti_sample_k, cupti_sample_n;
 };
 

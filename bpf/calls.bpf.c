@@ -11,18 +11,13 @@
 
 #include "bpf/calls.h"
 #include "bpf/ring.h"
+#include "bpf/tracked.bpf.h"
 
 #define CALLS_RING_BYTES (4 * 1024 * 1024) /* 35k records */
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* tgid -> 1 for tracked ranks (track() in user space). */
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 4096);
-    __type(key, __u32);
-    __type(value, __u8);
-} calls_tracked SEC(".maps");
+ARGUS_TRACKED_MAP(calls_tracked);
 
 /* LRU: a call that never returns (thread killed mid-call) must not leak. */
 struct {

@@ -7,17 +7,13 @@
 
 #include "bpf/marker.h"
 #include "bpf/ring.h"
+#include "bpf/tracked.bpf.h"
 
 #define MARKER_RING_BYTES (2 * 1024 * 1024)
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 4096);
-    __type(key, __u32);
-    __type(value, __u8);
-} marker_tracked SEC(".maps");
+ARGUS_TRACKED_MAP(marker_tracked);
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);

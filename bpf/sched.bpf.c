@@ -8,15 +8,11 @@
 #include <bpf/bpf_tracing.h>
 
 #include "bpf/sched.h"
+#include "bpf/tracked.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 4096);
-    __type(key, __u32);
-    __type(value, __u8);
-} sched_tracked SEC(".maps");
+ARGUS_TRACKED_MAP(sched_tracked);
 
 /* LRU: threads that exit while off the CPU leave their entry behind. */
 struct {

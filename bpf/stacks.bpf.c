@@ -8,17 +8,13 @@
 
 #include "bpf/ring.h"
 #include "bpf/stacks.h"
+#include "bpf/tracked.bpf.h"
 
 #define STACKS_RING_BYTES (256 * 1024)
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 4096);
-    __type(key, __u32);
-    __type(value, __u8);
-} stacks_tracked SEC(".maps");
+ARGUS_TRACKED_MAP(stacks_tracked);
 
 struct {
     __uint(type, BPF_MAP_TYPE_STACK_TRACE);

@@ -4,11 +4,15 @@
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     {                                                                                              \
-        key, type, offsetof(struct collector_config, field), def, lo, hi, help                     \
+        key, type, offsetof(struct collector_config, field), def, lo, hi, help, NULL               \
+    }
+#define OPT_ENUM(key, field, def, names, help)                                                     \
+    {                                                                                              \
+        key, CONFIG_ENUM, offsetof(struct collector_config, field), def, 0, 0, help, names         \
     }
 
 static const struct config_option collector_options[] = {
-    OPT("log.level", CONFIG_STRING, log_level, "info", 0, 0, "error, warn, info or debug"),
+    OPT_ENUM("log.level", log_level, "info", config_log_levels, "error, warn, info or debug"),
     OPT("grpc.listen", CONFIG_STRING, grpc_listen, "0.0.0.0:7700", 0, 0,
         "gRPC address for agents and argusctl HOST:PORT"),
     OPT("grpc.workers", CONFIG_UINT, grpc_workers, "2", 1, 64,

@@ -8,7 +8,7 @@
 #include "common/config.h"
 
 struct collector_config {
-    char *log_level;
+    int log_level; /* enum log_level */
     char *grpc_listen;
     uint64_t grpc_workers;
     uint64_t grpc_keepalive; /* ns */

@@ -113,16 +113,14 @@ static void collector_reload(struct collector *c, int argc, char **argv)
 {
     struct collector_config fresh = {0};
     struct config_result res;
-    enum log_level level;
 
     daemon_notify("RELOADING=1");
-    if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0 ||
-        log_level_parse(fresh.log_level, &level) < 0) {
-        log_error("main", "reload rejected, keeping the running config: %s",
-                  res.error[0] ? res.error : "bad log.level");
+    if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
+        log_error("main", "reload rejected, keeping the running config: %s", res.error);
     } else {
-        log_set_level(level);
-        log_info("main", "reloaded: log.level=%s (other keys apply at restart)", fresh.log_level);
+        log_set_level((enum log_level)fresh.log_level);
+        log_info("main", "reloaded: log.level=%s (other keys apply at restart)",
+                 log_level_name((enum log_level)fresh.log_level));
     }
     config_free(&collector_config_table, &fresh);
     daemon_notify("READY=1");

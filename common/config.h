@@ -6,12 +6,18 @@
  * "key = value"; the full key is "section.key"), command-line overrides
  * ("--section.key=value" or "--section.key value"), --help, --print-config
  * (a valid config file with every key and its help) and the one-line-per-
- * section summary the daemons log at start.
+ * section summary the daemons log at start. How one value is parsed and
+ * printed: common/config_value.h.
  *
- * Unknown keys, repeated keys, bad values and out-of-bounds values are errors
- * that name the file and line (or the flag). Nothing is half-applied: on error
- * the caller's struct holds whatever was parsed so far and must be discarded
- * with config_free (SIGHUP reload loads into a fresh struct, then swaps).
+ * An enum option (CONFIG_ENUM) stores an int: its table lists the allowed
+ * names and the value of each; --help shows the names, --print-config and the
+ * start-up summary print the name.
+ *
+ * Unknown keys, repeated keys, bad values (an enum's message lists the names)
+ * and out-of-bounds values are errors that name the file and line (or the
+ * flag). Nothing is half-applied: on error the caller's struct holds
+ * whatever was parsed so far and must be discarded with config_free (SIGHUP
+ * reload loads into a fresh struct, then swaps).
  */
 #ifndef ARGUS_COMMON_CONFIG_H
 #define ARGUS_COMMON_CONFIG_H
@@ -29,15 +35,24 @@ enum config_type {
     CONFIG_STRING,   /* char *, owned by the struct, freed by config_free */
     CONFIG_DURATION, /* uint64_t ns: "250ms", "5s", "10m", "2h", "7d", "0" */
     CONFIG_SIZE,     /* uint64_t bytes: "4096", "64KiB", "4MiB", "1GiB", "1G" */
+    CONFIG_ENUM,     /* int: the value of one of the option's names (exact match) */
+};
+
+/* One allowed name of a CONFIG_ENUM option and the int stored for it. A
+ * list of them ends with {NULL, 0}. */
+struct config_name {
+    const char *name;
+    int value;
 };
 
 struct config_option {
     const char *key; /* "section.name" */
     enum config_type type;
-    size_t offset;             /* offsetof(struct program_config, field) */
-    const char *default_value; /* text, parsed like a file value; NULL = "" */
-    double min, max;           /* inclusive bounds for numeric types; min == max: none */
-    const char *help;          /* one line */
+    size_t offset;                   /* offsetof(struct program_config, field) */
+    const char *default_value;       /* text, parsed like a file value; NULL = "" */
+    double min, max;                 /* inclusive bounds for numeric types; min == max: none */
+    const char *help;                /* one line */
+    const struct config_name *names; /* CONFIG_ENUM only: the allowed names */
 };
 
 struct config_table {
@@ -83,16 +98,14 @@ void config_usage(const struct config_table *t, FILE *out);
 /* Log the effective configuration, one info line per section. */
 void config_log(const struct config_table *t, const void *cfg);
 
-/* Format one option's current value into buf. Returns buf. */
-char *config_format_value(const struct config_option *o, const void *cfg, char *buf, size_t len);
+/* The name of value among the names of the CONFIG_ENUM option key, or "?"
+ * (unknown key, not an enum, or no such value). Static storage. */
+const char *config_enum_name(const struct config_table *t, const char *key, int value);
+
+/* The names of every daemon's log.level (the levels of common/log.h). */
+extern const struct config_name config_log_levels[];
 
 /* Free the strings owned by cfg. cfg itself belongs to the caller. */
 void config_free(const struct config_table *t, void *cfg);
-
-/* Parsers used by the table, exported for programs and tests. Return 0 or
- * -EINVAL. */
-int config_parse_duration(const char *text, uint64_t *ns);
-int config_parse_size(const char *text, uint64_t *bytes);
-int config_parse_bool(const char *text, bool *out);
 
 #endif

@@ -52,10 +52,8 @@ enum daemon_signal daemon_wait_signal(int fd, int timeout_ms)
 }
 
 int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
-                  char *const *log_level, struct config_result *res)
+                  const int *log_level, struct config_result *res)
 {
-    enum log_level level;
-
     log_set_ident(t->program);
     if (config_load(t, cfg, argc, argv, res) < 0) {
         fprintf(stderr, "%s: %s\n", t->program, res->error);
@@ -69,13 +67,8 @@ int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv
         config_free(t, cfg);
         return 1;
     }
-    if (log_level && log_level_parse(*log_level, &level) < 0) {
-        fprintf(stderr, "%s: log.level: '%s' is not error, warn, info or debug\n", t->program,
-                *log_level);
-        goto fail;
-    }
     if (log_level)
-        log_set_level(level);
+        log_set_level((enum log_level)(*log_level));
     return 0;
 fail:
     config_free(t, cfg);

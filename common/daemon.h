@@ -28,11 +28,12 @@ struct config_result;
 
 /* The start of every daemon's main(): load the config (defaults, file, flags),
  * handle --help and --print-config, set the log level from *log_level (a
- * field of cfg). Returns 0 to run on, 1 when the program should exit 0
- * (help or config printed), or -EINVAL after printing the error to stderr
- * (exit 2). On 1 and on error cfg has been freed. */
+ * field of cfg holding an enum log_level, e.g. the CONFIG_ENUM log.level;
+ * NULL: leave the level alone). Returns 0 to run on, 1 when the program
+ * should exit 0 (help or config printed), or -EINVAL after printing the
+ * error to stderr (exit 2). On 1 and on error cfg has been freed. */
 int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
-                  char *const *log_level, struct config_result *res);
+                  const int *log_level, struct config_result *res);
 
 /* mkdir -p with mode for the directories it creates. Returns 0 or -errno. */
 int daemon_mkdir_p(const char *path, unsigned mode);

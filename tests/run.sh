@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test runner of `make test`: every unit test binary (plain and ASan+UBSan),
-# then every integration and e2e script. A script exits 0 (pass), 77 (skip,
-# after printing why) or anything else (fail). The last line is the summary
-# CI reads: "N passed, N failed, N skipped".
+# then the static checks of the tree (every executable tests/lint/*.sh), then
+# every integration script (tests/e2e/demo.sh is `make demo`, not a test). A
+# script exits 0 (pass), 77 (skip, after printing why) or anything else
+# (fail). The last line is the summary CI reads: "N passed, N failed, N
+# skipped".
 #
 #   tests/run.sh [PATTERN]   only tests whose name contains PATTERN
 set -u
@@ -41,7 +43,7 @@ done
 for t in build/asan/tests/unit/test_*; do
     [[ -x $t ]] && run_one "asan/$(basename "$t")" "$t"
 done
-for t in tests/integration/*.sh tests/e2e/test_*.sh; do
+for t in tests/lint/*.sh tests/integration/*.sh; do
     [[ -x $t ]] && run_one "${t#tests/}" "$t"
 done
 

@@ -143,9 +143,14 @@ static int names_grow_states(struct names *n)
     return 0;
 }
 
-static void names_reference_in(struct names *n, long j, uint64_t id)
+long names_job_index(struct names *n, const char *job)
 {
-    if (!names_lookup(n, id))
+    return names_job(n, job);
+}
+
+void names_reference_at(struct names *n, long j, uint64_t id)
+{
+    if (j < 0 || (size_t)j >= n->njobs || !names_lookup(n, id))
         return;
     if ((n->tcount + 1) * 2 > n->tcap && names_grow_states(n) < 0)
         return;
@@ -162,25 +167,6 @@ static void names_reference_in(struct names *n, long j, uint64_t id)
         return;
     s->queued = true;
     n->queue[n->nqueue++] = i;
-}
-
-void names_reference(struct names *n, const char *job, uint64_t id)
-{
-    long j = names_job(n, job);
-
-    if (j >= 0)
-        names_reference_in(n, j, id);
-}
-
-long names_job_index(struct names *n, const char *job)
-{
-    return names_job(n, job);
-}
-
-void names_reference_at(struct names *n, long job, uint64_t id)
-{
-    if (job >= 0 && (size_t)job < n->njobs)
-        names_reference_in(n, job, id);
 }
 
 size_t names_take(struct names *n, uint64_t seq, Argus__V1__NameEntry ***out)

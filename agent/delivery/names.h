@@ -22,13 +22,13 @@ int names_define(struct names *n, uint64_t id, const char *name);
 /* The string of id, or NULL. Valid while n lives. */
 const char *names_lookup(const struct names *n, uint64_t id);
 
-/* A step of job references id: when (job, id) is not acked yet and has a
- * known string, it is queued for the batch being built. */
-void names_reference(struct names *n, const char *job, uint64_t id);
-
-/* names_reference in two halves, for the many ids of one step: the job's
- * index (added when new; -ENOMEM), then each id under it. */
+/* The index of job for names_reference_at, added when new. Returns it, or
+ * -ENOMEM. */
 long names_job_index(struct names *n, const char *job);
+
+/* A step of job (its names_job_index; a negative one is ignored) references
+ * id: when (job, id) is not acked yet and id has a known string, it is
+ * queued for the batch being built. */
 void names_reference_at(struct names *n, long job, uint64_t id);
 
 /* The entries queued since the last call, stamped with seq (the batch that

@@ -1,6 +1,18 @@
-/* What the eBPF probes (agent/probe_*.c) share: the supported() checks, the
- * list of tracked ranks, a BPF hash map of tracked tgids, and uprobe
- * attachment per library inode (found through /proc/PID/maps). */
+/* agent/probes/: the eBPF probes, each an event source (agent/sources/source.h)
+ * around one BPF object of bpf/. In: kernel tracepoints (process exec and
+ * exit, scheduler switches and wakeups, TCP retransmits, block I/O), uprobes
+ * on the libraries the ranks map (NCCL and c10d collectives, CUDA syncs and
+ * allocations, libargus-marker.so steps and phases), CPU stack samples, and
+ * from the agent the ranks to watch (track(), mirrored into each object's
+ * <probe>_tracked map). Out: agent events (agent/sources/event.h) to the
+ * agent's event_sink: PROC_EXEC/PROC_EXIT for discovery, COLLECTIVE, STEP
+ * and PHASE events, COUNTER deltas (off-CPU, run queue, sync wait, alloc,
+ * retransmits, I/O wait), DROPS; and, on request, a rank's top stack frames
+ * over a step (probe_stacks.h).
+ *
+ * This header is what the probes share: the supported() checks, the list of
+ * tracked ranks, a BPF hash map of tracked tgids, and uprobe attachment per
+ * library inode (found through /proc/PID/maps). */
 #ifndef ARGUS_AGENT_PROBE_COMMON_H
 #define ARGUS_AGENT_PROBE_COMMON_H
 

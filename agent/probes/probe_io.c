@@ -7,11 +7,6 @@
 #include "bpf/counters.h"
 #include "bpf/io.skel.h"
 
-int probe_io_decode(uint32_t key, uint64_t cur, uint64_t last, uint64_t ts, struct agent_event *out)
-{
-    return probe_counter_decode(key, cur, last, AGENT_COUNTER_IO_WAIT_NS, ts, out);
-}
-
 PROBE_COUNTER_SKELETON(io)
 
 static const char *const io_tracepoints[] = {"block_rq_issue", "block_rq_complete", NULL};

@@ -7,12 +7,6 @@
 #include "bpf/counters.h"
 #include "bpf/net.skel.h"
 
-int probe_net_decode(uint32_t key, uint64_t cur, uint64_t last, uint64_t ts,
-                     struct agent_event *out)
-{
-    return probe_counter_decode(key, cur, last, AGENT_COUNTER_RETRANSMITS, ts, out);
-}
-
 PROBE_COUNTER_SKELETON(net)
 
 static const char *const net_tracepoints[] = {"inet_sock_set_state", "tcp_retransmit_skb", NULL};

@@ -33,11 +33,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/probes/stacks_sample.h"
 #include "agent/sources/source.h"
 
 #define PROBE_STACKS_DEFAULT_HZ 19
 #define PROBE_STACKS_MAX_HZ 99
-#define PROBE_STACKS_FRAMES 24 /* frames kept per sample, leaf first */
 
 #define PROBE_STACKS_UNRESOLVED "[unresolved]"
 
@@ -46,16 +46,6 @@ struct probe_stacks_config {
     uint32_t window;       /* named samples kept (ring); 0 = 16384 */
     uint32_t queue;        /* samples waiting for the symbolizer at most; 0 = 8192 */
     uint64_t cache_bytes;  /* symbol cache cap; 0 = SYMCACHE_DEFAULT_BYTES */
-};
-
-/* One symbolized sample: frames[0] is the leaf; ids index the symbolizer's
- * name table (stacks_worker_name; kernel frames first when the sample was
- * taken in the kernel). */
-struct probe_stacks_sample {
-    uint64_t ts_ns;
-    uint32_t pid;
-    uint32_t nframes;
-    uint32_t frames[PROBE_STACKS_FRAMES];
 };
 
 /* A frame in a window: self = samples where it is the leaf, total = samples
@@ -85,8 +75,6 @@ size_t probe_stacks_top_frames(void *state, uint32_t pid, uint64_t from_ns, uint
  * read and the symbolizer's results taken in first. Main thread; never
  * blocks. */
 bool probe_stacks_settled(void *state, uint64_t to_ns);
-
-struct stacks_raw;
 
 /* What the ring callback does once it has read a sample's addresses from
  * the stack map: hand them to the symbolizer (or count a drop). The whole

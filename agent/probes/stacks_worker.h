@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/probes/probe_stacks.h"
+#include "agent/probes/stacks_sample.h"
 #include "agent/symbols/symcache.h"
 
 #define STACKS_WORKER_DEFAULT_QUEUE 8192
@@ -38,15 +38,6 @@
 struct stacks_worker_options {
     size_t queue;                  /* samples outstanding at most; 0 = default */
     struct symcache_options cache; /* the symbol cache's caps */
-};
-
-/* A sample as the main loop records it: addresses, no names. ips holds
- * nkernel kernel addresses, then nuser user ones, each stack leaf first. */
-struct stacks_raw {
-    uint64_t ts_ns;
-    uint32_t pid;
-    uint16_t nkernel, nuser;
-    uint64_t ips[PROBE_STACKS_FRAMES];
 };
 
 struct stacks_worker_stats {

@@ -1,6 +1,17 @@
-/* The one interface every event source implements: eBPF probes
- * (agent/probe_*.c), the CUPTI shared-memory rings (agent/sources/source_cupti.c) and
- * the replay source (agent/sources/source_replay.c). The agent's main loop polls
+/* agent/sources/: where the agent's events come from. In: the CUPTI span
+ * rings libargus-cupti.so fills inside training processes (source_cupti,
+ * with NVTX ranges projected onto the GPU by source_cupti_proj), or, to run
+ * without a GPU, a PyTorch profiler trace (source_replay over kineto) or a
+ * recorded step-records file (records); and from the agent, which processes
+ * are ranks. Out: agent events (event.h: steps, phases, GPU kernels, ranks,
+ * drops, or whole recorded step records) and name strings, one at a time to
+ * the agent's event_sink on its main thread, for the step assembler
+ * (agent/steps/). The eBPF probes (agent/probes/) are sources too.
+ *
+ * This header is the one interface every event source implements: eBPF
+ * probes (agent/probes/probe_*.c), the CUPTI shared-memory rings
+ * (agent/sources/source_cupti.c) and the replay sources
+ * (agent/sources/source_replay.c, records.c). The agent's main loop polls
  * each source's fd (or calls dispatch on a timer when it has none) and
  * tells every source which processes are ranks.
  *

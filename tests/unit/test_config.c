@@ -13,26 +13,44 @@
 #include <cmocka.h>
 
 #include "common/config.h"
+#include "common/config_value.h"
+#include "common/log.h"
 
 struct test_config {
     char *name;
     bool verbose;
     int64_t offset;
+    int color; /* enum test_color */
     uint64_t workers;
     double ratio;
     uint64_t timeout;
     uint64_t cap;
 };
 
+enum test_color { COLOR_RED = 1, COLOR_GREEN = 2, COLOR_BLUE = 7 };
+
+static const struct config_name colors[] = {
+    {"red", COLOR_RED},
+    {"green", COLOR_GREEN},
+    {"blue", COLOR_BLUE},
+    {NULL, 0},
+};
+
 static const struct config_option options[] = {
-    {"main.name", CONFIG_STRING, offsetof(struct test_config, name), "argus", 0, 0, "a name"},
-    {"main.verbose", CONFIG_BOOL, offsetof(struct test_config, verbose), "false", 0, 0, "chatty"},
-    {"main.offset", CONFIG_INT, offsetof(struct test_config, offset), "-5", -100, 100, "signed"},
-    {"pool.workers", CONFIG_UINT, offsetof(struct test_config, workers), "4", 1, 64, "threads"},
-    {"pool.ratio", CONFIG_DOUBLE, offsetof(struct test_config, ratio), "0.5", 0, 1, "a fraction"},
+    {"main.name", CONFIG_STRING, offsetof(struct test_config, name), "argus", 0, 0, "a name", NULL},
+    {"main.verbose", CONFIG_BOOL, offsetof(struct test_config, verbose), "false", 0, 0, "chatty",
+     NULL},
+    {"main.offset", CONFIG_INT, offsetof(struct test_config, offset), "-5", -100, 100, "signed",
+     NULL},
+    {"main.color", CONFIG_ENUM, offsetof(struct test_config, color), "green", 0, 0, "a color",
+     colors},
+    {"pool.workers", CONFIG_UINT, offsetof(struct test_config, workers), "4", 1, 64, "threads",
+     NULL},
+    {"pool.ratio", CONFIG_DOUBLE, offsetof(struct test_config, ratio), "0.5", 0, 1, "a fraction",
+     NULL},
     {"pool.timeout", CONFIG_DURATION, offsetof(struct test_config, timeout), "5s", 0, 3600,
-     "how long"},
-    {"spool.cap", CONFIG_SIZE, offsetof(struct test_config, cap), "1GiB", 0, 0, "how much"},
+     "how long", NULL},
+    {"spool.cap", CONFIG_SIZE, offsetof(struct test_config, cap), "1GiB", 0, 0, "how much", NULL},
 };
 
 static const struct config_table table = {
@@ -230,26 +248,97 @@ static void test_help_flag(void **state)
     config_free(&table, &c);
 }
 
-static void test_units(void **state)
+static void test_enum_names(void **state)
 {
-    uint64_t v;
+    struct test_config c;
+    struct config_result res;
+    char *argv[] = {"test"};
+    char *flag[] = {"test", "--config", path, "--main.color", "red"};
 
-    assert_int_equal(config_parse_duration("1.5s", &v), 0);
-    assert_int_equal(v, 1500000000ull);
-    assert_int_equal(config_parse_duration("7d", &v), 0);
-    assert_int_equal(v, 7ull * 86400 * 1000000000ull);
-    assert_int_equal(config_parse_duration("0", &v), 0);
-    assert_int_equal(v, 0);
-    assert_int_equal(config_parse_duration("10", &v), -EINVAL);
-    assert_int_equal(config_parse_duration("-1s", &v), -EINVAL);
-    assert_int_equal(config_parse_size("4096", &v), 0);
-    assert_int_equal(v, 4096);
-    assert_int_equal(config_parse_size("1G", &v), 0);
-    assert_int_equal(v, 1ull << 30);
-    assert_int_equal(config_parse_size("2KB", &v), 0);
-    assert_int_equal(v, 2000);
-    assert_int_equal(config_parse_size("", &v), -EINVAL);
-    assert_int_equal(config_parse_size("1 XB", &v), -EINVAL);
+    assert_int_equal(load(&c, &res, 1, argv), 0);
+    assert_int_equal(c.color, COLOR_GREEN); /* the default, by name */
+    config_free(&table, &c);
+    write_file("[main]\ncolor = blue\n");
+    assert_int_equal(load(&c, &res, 3, flag), 0);
+    assert_int_equal(c.color, COLOR_BLUE);
+    config_free(&table, &c);
+    assert_int_equal(load(&c, &res, 5, flag), 0);
+    assert_int_equal(c.color, COLOR_RED); /* the flag wins over the file */
+    assert_string_equal(config_enum_name(&table, "main.color", COLOR_BLUE), "blue");
+    assert_string_equal(config_enum_name(&table, "main.color", 3), "?");
+    assert_string_equal(config_enum_name(&table, "main.name", 0), "?");
+    config_free(&table, &c);
+}
+
+static void test_enum_unknown_name(void **state)
+{
+    struct test_config c;
+    struct config_result res;
+    char expect[200];
+    write_file("[main]\nname = x\ncolor = purple\n");
+    char *argv[] = {"test", "--config", path};
+    char *wrong_case[] = {"test", "--main.color=Red"};
+
+    assert_int_equal(load(&c, &res, 3, argv), -EINVAL);
+    snprintf(expect, sizeof(expect), "%s:3: main.color: 'purple' is not red, green or blue", path);
+    assert_string_equal(res.error, expect);
+    config_free(&table, &c);
+    assert_int_equal(load(&c, &res, 2, wrong_case), -EINVAL);
+    assert_string_equal(res.error, "--main.color: 'Red' is not red, green or blue");
+    config_free(&table, &c);
+}
+
+static void test_enum_help_lists_names(void **state)
+{
+    char buf[4096] = {0};
+    FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+    config_usage(&table, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "--main.color red|green|blue "));
+    assert_non_null(strstr(buf, "a color (default: green)"));
+}
+
+static void test_enum_print_config_loads_back(void **state)
+{
+    struct test_config c, back;
+    struct config_result res;
+    char *argv[] = {"test", "--main.color", "blue"};
+    char buf[4096] = {0}, value[32];
+
+    assert_int_equal(load(&c, &res, 3, argv), 0);
+    FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+    config_print(&table, &c, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "\ncolor = blue\n")); /* the name, unquoted */
+    write_file(buf);
+    char *argv2[] = {"test", "--config", path};
+    assert_int_equal(load(&back, &res, 3, argv2), 0);
+    assert_int_equal(back.color, COLOR_BLUE);
+    back.color = 3; /* not a listed value: printed as the number */
+    assert_string_equal(config_format_value(&options[3], &back, value, sizeof(value)), "3");
+    config_free(&table, &c);
+    config_free(&table, &back);
+}
+
+static void test_log_level_names(void **state)
+{
+    static const struct {
+        const char *name;
+        enum log_level level;
+    } want[] = {{"error", LOG_LEVEL_ERROR},
+                {"warn", LOG_LEVEL_WARN},
+                {"info", LOG_LEVEL_INFO},
+                {"debug", LOG_LEVEL_DEBUG}};
+    size_t n = 0;
+
+    for (; config_log_levels[n].name; n++) {
+        assert_true(n < 4);
+        assert_string_equal(config_log_levels[n].name, want[n].name);
+        assert_int_equal(config_log_levels[n].value, want[n].level);
+        assert_string_equal(log_level_name(want[n].level), want[n].name);
+    }
+    assert_int_equal(n, 4);
 }
 
 int main(void)
@@ -264,7 +353,11 @@ int main(void)
         cmocka_unit_test_teardown(test_cli_errors, teardown),
         cmocka_unit_test_teardown(test_print_config_loads_back, teardown),
         cmocka_unit_test_teardown(test_help_flag, teardown),
-        cmocka_unit_test(test_units),
+        cmocka_unit_test_teardown(test_enum_names, teardown),
+        cmocka_unit_test_teardown(test_enum_unknown_name, teardown),
+        cmocka_unit_test(test_enum_help_lists_names),
+        cmocka_unit_test_teardown(test_enum_print_config_loads_back, teardown),
+        cmocka_unit_test(test_log_level_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 
 #include "agent/probes/probe_collectives.h"
 #include "agent/probes/probe_common.h"
-#include "agent/probes/probe_io.h"
 #include "agent/probes/probe_marker.h"
 #include "agent/probes/probe_proc.h"
 #include "agent/probes/probe_sched.h"
@@ -145,11 +144,11 @@ static void test_counter_decode(void **state)
 {
     struct agent_event ev;
 
-    assert_int_equal(probe_io_decode(0, 500, 200, 9, &ev), 1);
+    assert_int_equal(probe_counter_decode(0, 500, 200, AGENT_COUNTER_IO_WAIT_NS, 9, &ev), 1);
     assert_int_equal(ev.pid, 0);
     assert_int_equal(ev.counter.counter, AGENT_COUNTER_IO_WAIT_NS);
     assert_int_equal(ev.counter.value, 300);
-    assert_int_equal(probe_io_decode(3, 200, 200, 9, &ev), 0);
+    assert_int_equal(probe_counter_decode(3, 200, 200, AGENT_COUNTER_IO_WAIT_NS, 9, &ev), 0);
 }
 
 static void test_stacks_aggregate(void **state)

@@ -13,7 +13,7 @@
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     {                                                                                              \
-        key, type, offsetof(struct sim_config, field), def, lo, hi, help                           \
+        key, type, offsetof(struct sim_config, field), def, lo, hi, help, NULL                     \
     }
 
 static const struct config_option sim_options[] = {

@@ -38,7 +38,7 @@ struct ctl_config {
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
     {                                                                                              \
-        key, type, offsetof(struct ctl_config, field), def, lo, hi, help                           \
+        key, type, offsetof(struct ctl_config, field), def, lo, hi, help, NULL                     \
     }
 
 static const struct config_option ctl_options[] = {
