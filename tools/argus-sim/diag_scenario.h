@@ -10,8 +10,8 @@
  * pipeline neighbours); kernels are summarised as clusters (count, sum, p50,
  * p99) like the agent's KDE summariser. Each node has its own clock offset.
  */
-#ifndef ARGUS_TESTS_DIAG_SCENARIO_H
-#define ARGUS_TESTS_DIAG_SCENARIO_H
+#ifndef ARGUS_SIM_DIAG_SCENARIO_H
+#define ARGUS_SIM_DIAG_SCENARIO_H
 
 #include <stdbool.h>
 #include <stddef.h>

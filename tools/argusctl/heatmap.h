@@ -3,8 +3,8 @@
  * (white = the median, dark red = 2x or more, blue = faster), so a straggler
  * is a red row and a bad step a column. Large jobs are binned to at most
  * max_rows x max_cols cells, each showing the slowest of its bin. */
-#ifndef ARGUS_COLLECTOR_HEATMAP_H
-#define ARGUS_COLLECTOR_HEATMAP_H
+#ifndef ARGUS_ARGUSCTL_HEATMAP_H
+#define ARGUS_ARGUSCTL_HEATMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
