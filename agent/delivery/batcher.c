@@ -232,8 +232,10 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     raw = batcher_header(b, epoch, seq, &hlen);
     if (!raw)
         return -ENOMEM;
-    /* concatenated messages merge: the steps become Batch.steps */
-    memcpy(raw + hlen, b->buf, b->len);
+    /* concatenated messages merge: the steps become Batch.steps (b->buf is
+     * NULL until the first step) */
+    if (b->len)
+        memcpy(raw + hlen, b->buf, b->len);
     r = frame_encode(raw, hlen + b->len, FRAME_CODEC_LZ4, frame, len);
     if (r == 0) {
         b->stats.batches++;
