@@ -11,6 +11,7 @@
 #include "agent/steps/assembler.h"
 #include "agent/delivery/batcher.h"
 #include "agent/discovery/discovery.h"
+#include "agent/delivery/drops.h"
 #include "agent/delivery/dropstate.h"
 #include "agent/delivery/exporter.h"
 #include "agent/delivery/names.h"
@@ -44,6 +45,7 @@ struct agent {
     char **argv;
     char node[256], agent_id[256];
     struct names *names;
+    struct drops *drops; /* every drop counter (agent/delivery/drops.h) */
     struct batcher *batcher;
     struct spool *spool;
     struct exporter *exporter;
@@ -65,7 +67,6 @@ struct agent {
     struct http_server *http;
     int epfd, sigfd;
     uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
-    uint64_t spool_dropped_seen, spool_corrupt_seen;
     uint64_t loop_turns, loop_busy_max_ns, next_source_metrics_ns;
     struct log_ratelimit rl;
 };
@@ -112,6 +113,14 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
 static const struct discovery_callbacks agent_discovery_cb = {agent_on_rank_new,
                                                               agent_on_rank_exit};
 
+/* A finished step record into the open batch; one the batcher has no memory
+ * for is counted as a drop of its rank. */
+static void agent_batch_step(struct agent *a, const Argus__V1__StepRecord *s)
+{
+    if (batcher_add_step(a->batcher, s, clock_mono_ns()) == -ENOMEM)
+        drops_add(a->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
+}
+
 static void agent_on_event(void *ctx, const struct agent_event *ev)
 {
     struct agent *a = ctx;
@@ -121,7 +130,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         agent_rank(a, ev->rank.resource, "/");
         break;
     case AGENT_EVENT_RECORD:
-        batcher_add_step(a->batcher, ev->record.step, clock_mono_ns());
+        agent_batch_step(a, ev->record.step);
         break;
     case AGENT_EVENT_PROC_EXEC:
         discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
@@ -130,7 +139,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         discovery_exit_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
         break;
     case AGENT_EVENT_DROPS:
-        batcher_drop(a->batcher, ev->drops.reason, NULL, -1, ev->drops.count);
+        drops_add(a->drops, ev->drops.reason, NULL, -1, ev->drops.count);
         break;
     case AGENT_EVENT_COUNTER:
         if (!assembler_has_steps(a->assembler, ev->pid)) /* an unannotated rank */
@@ -160,21 +169,19 @@ static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *
 /* A step with its frames, on to the batcher. */
 static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 {
-    struct agent *a = ctx;
-
-    batcher_add_step(a->batcher, s, clock_mono_ns());
+    agent_batch_step(ctx, s);
 }
 
 /* --- batches into the spool ----------------------------------------------- */
 
 /* Drop counters the spool does not rebuild itself go on from where the
  * last run of this spool epoch left them (agent/delivery/dropstate.h). */
-static const char *const agent_spool_counters[] = {"spool_cap", "spool_corrupt", NULL};
+static const char *const agent_spool_counters[] = {SPOOL_LOSS_CAP, SPOOL_LOSS_CORRUPT, NULL};
 
 static void agent_load_drops(struct agent *a)
 {
     int n =
-        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->drops, agent_spool_counters);
 
     if (n < 0)
         log_warn("agent", "%s/%s: %s; drop counters start from 0", a->cfg->spool_dir,
@@ -188,15 +195,15 @@ static void agent_save_drops(struct agent *a)
 {
     int r;
 
-    if (!batcher_drops_changed(a->batcher))
+    if (!drops_changed(a->drops))
         return;
-    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->drops, agent_spool_counters);
     if (r < 0)
         log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
                         "cannot save drop counters in %s: %s (a restart would count from 0)",
                         a->cfg->spool_dir, strerror(-r));
     else
-        batcher_drops_saved(a->batcher);
+        drops_saved(a->drops);
 }
 
 static void agent_seal(struct agent *a)
@@ -216,30 +223,23 @@ static void agent_seal(struct agent *a)
     }
     if (r < 0) {
         a->batch_errors++;
-        batcher_drop(a->batcher, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
+        drops_add(a->drops, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
         log_ratelimited(&a->rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
                         strerror(-r));
     }
 }
 
-/* Spool losses become drop counters that travel to the collector. */
-static void agent_spool_drops(struct agent *a)
+/* The spool's own losses (cap, corruption) become drop counters that travel
+ * to the collector (spool_options.on_loss). */
+static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
 {
-    struct spool_stats ss;
+    struct agent *a = ctx;
 
-    spool_stats(a->spool, &ss);
-    if (ss.dropped_records > a->spool_dropped_seen) {
-        batcher_drop(a->batcher, "spool_cap", NULL, -1, ss.dropped_records - a->spool_dropped_seen);
+    drops_add(a->drops, reason, NULL, -1, count);
+    if (strcmp(reason, SPOOL_LOSS_CAP) == 0)
         log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
                         "spool over spool.cap: %llu oldest batches dropped so far",
-                        (unsigned long long)ss.dropped_records);
-        a->spool_dropped_seen = ss.dropped_records;
-    }
-    if (ss.corrupt_records > a->spool_corrupt_seen) {
-        batcher_drop(a->batcher, "spool_corrupt", NULL, -1,
-                     ss.corrupt_records - a->spool_corrupt_seen);
-        a->spool_corrupt_seen = ss.corrupt_records;
-    }
+                        (unsigned long long)drops_get(a->drops, reason, NULL, -1));
 }
 
 /* --- sources ---------------------------------------------------------------- */
@@ -415,6 +415,8 @@ static int agent_open_spool(struct agent *a)
         .cap_bytes = a->cfg->spool_cap,
         .segment_bytes = a->cfg->spool_segment,
         .fsync_interval_ns = a->cfg->spool_fsync_interval,
+        .on_loss = agent_on_spool_loss,
+        .on_loss_ctx = a,
     };
     struct spool_stats ss;
     int r;
@@ -456,7 +458,8 @@ static int agent_build_pipeline(struct agent *a)
         .node = a->node, .job_vars = c->discovery_job_vars, .deny_comms = c->discovery_deny};
 
     a->names = names_new();
-    a->batcher = a->names ? batcher_new(&bo, a->names) : NULL;
+    a->drops = drops_new();
+    a->batcher = a->names && a->drops ? batcher_new(&bo, a->names, a->drops) : NULL;
     a->assembler = assembler_new(&ao, agent_on_step, a);
     a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
     a->discovery = discovery_new(&dopt);
@@ -469,7 +472,7 @@ static int agent_build_pipeline(struct agent *a)
     if (agent_open_spool(a) < 0)
         return -EIO;
     agent_load_drops(a);
-    a->exporter = exporter_new(&eo, a->spool, a->names, a->batcher);
+    a->exporter = exporter_new(&eo, a->spool, a->names, a->drops);
     return a->exporter ? 0 : -ENOMEM;
 }
 
@@ -653,7 +656,6 @@ static void agent_tick(struct agent *a, uint64_t now)
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
-    agent_spool_drops(a);
     if (batcher_due(a->batcher, now))
         agent_seal(a);
     exporter_poll(a->exporter, now);
@@ -777,7 +779,6 @@ static void agent_flush(struct agent *a)
 
     assembler_flush(a->assembler);
     stepframes_flush(a->frames);
-    agent_spool_drops(a);
     agent_seal(a);
     while (!exporter_idle(a->exporter) && clock_mono_ns() < end) {
         exporter_poll(a->exporter, clock_mono_ns());
@@ -802,6 +803,7 @@ void agent_teardown(struct agent *a)
     assembler_free(a->assembler);
     stepinfer_free(a->stepinfer);
     batcher_free(a->batcher);
+    drops_free(a->drops);
     names_free(a->names);
     discovery_free(a->discovery);
     if (a->epfd >= 0)

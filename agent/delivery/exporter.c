@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/delivery/batcher.h"
+#include "agent/delivery/drops.h"
 #include "agent/delivery/names.h"
 #include "agent/delivery/spool.h"
 #include "common/clock.h"
@@ -23,7 +23,7 @@ struct exporter {
     char *collector;
     struct spool *spool;
     struct names *names;
-    struct batcher *batcher;
+    struct drops *drops;
     struct rpc_channel *ch;
     struct rpc_stream *st;
     uint64_t cursor; /* highest seq sent on this stream */
@@ -34,7 +34,7 @@ struct exporter {
 };
 
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
-                              struct names *names, struct batcher *batcher)
+                              struct names *names, struct drops *drops)
 {
     struct exporter *e = calloc(1, sizeof(*e));
     struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC};
@@ -45,7 +45,7 @@ struct exporter *exporter_new(const struct exporter_options *o, struct spool *sp
     e->collector = strdup(o->collector);
     e->spool = spool;
     e->names = names;
-    e->batcher = batcher;
+    e->drops = drops;
     e->rng = clock_real_ns() | 1;
     e->rl = (struct log_ratelimit){.interval_ns = 30 * NSEC_PER_SEC, .burst = 3};
     e->ch = e->collector ? rpc_channel_new(e->collector, &co) : NULL;
@@ -113,7 +113,7 @@ static void exporter_reject_head(struct exporter *e)
     if (spool_read(e->spool, ss.acked_seq, &seq, &data, &len) == 1) {
         spool_ack(e->spool, seq);
         e->stats.rejected++;
-        batcher_drop(e->batcher, "collector_rejected", NULL, -1, 1);
+        drops_add(e->drops, EXPORTER_DROP_REJECTED, NULL, -1, 1);
     }
 }
 

@@ -5,8 +5,9 @@
  * jitter and re-sends from the last ack, so delivery is at-least-once and the
  * collector's dedup makes it exactly-once. A batch the collector rejects as
  * invalid (INVALID_ARGUMENT / RESOURCE_EXHAUSTED) would be rejected forever:
- * it is dropped from the spool and counted, never retried. Polled from the
- * main loop; never blocks. */
+ * it is dropped from the spool and counted in the drop table as
+ * EXPORTER_DROP_REJECTED, never retried. Polled from the main loop; never
+ * blocks. */
 #ifndef ARGUS_AGENT_EXPORTER_H
 #define ARGUS_AGENT_EXPORTER_H
 
@@ -15,7 +16,10 @@
 
 struct spool;
 struct names;
-struct batcher;
+struct drops;
+
+/* The drop reason of a batch the collector refused. */
+#define EXPORTER_DROP_REJECTED "collector_rejected"
 
 struct exporter_options {
     const char *collector;   /* HOST:PORT, copied */
@@ -26,9 +30,10 @@ struct exporter_options {
 
 struct exporter;
 
-/* spool, names and batcher (for the "rejected" drop counter) are not owned. */
+/* spool, names and drops (for EXPORTER_DROP_REJECTED) are not owned and
+ * must outlive the exporter. */
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
-                              struct names *names, struct batcher *batcher);
+                              struct names *names, struct drops *drops);
 void exporter_free(struct exporter *e);
 
 /* Do what can be done now without blocking: connect when due, handle

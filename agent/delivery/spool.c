@@ -91,6 +91,7 @@ struct spool {
     uint8_t *buf; /* spool_read's record buffer */
     size_t bufcap;
     uint64_t appended, acked, fsyncs, fsync_errors;
+    uint64_t reported_cap, reported_corrupt; /* losses told to o.on_loss */
 };
 
 /* An open segment this large that is fully acked is closed and deleted. */
@@ -694,6 +695,21 @@ static void spool_free(struct spool *s)
     free(s);
 }
 
+/* Tell o.on_loss what the epoch's loss counters grew by since it was last
+ * told (at open: everything counted so far in this epoch). */
+static void spool_report_losses(struct spool *s)
+{
+    if (!s->o.on_loss)
+        return;
+    if (s->m.dropped_records > s->reported_cap)
+        s->o.on_loss(s->o.on_loss_ctx, SPOOL_LOSS_CAP, s->m.dropped_records - s->reported_cap);
+    if (s->m.corrupt_records > s->reported_corrupt)
+        s->o.on_loss(s->o.on_loss_ctx, SPOOL_LOSS_CORRUPT,
+                     s->m.corrupt_records - s->reported_corrupt);
+    s->reported_cap = s->m.dropped_records;
+    s->reported_corrupt = s->m.corrupt_records;
+}
+
 int spool_open(const char *dir, const struct spool_options *opts, struct spool **out)
 {
     struct spool *s = calloc(1, sizeof(*s));
@@ -714,6 +730,7 @@ int spool_open(const char *dir, const struct spool_options *opts, struct spool *
     }
     s->ready = true;
     s->synced_ns = clock_mono_ns();
+    spool_report_losses(s);
     *out = s;
     return 0;
 }
@@ -807,6 +824,7 @@ static void cap_make_room(struct spool *s, uint64_t need)
         meta_write(s); /* on failure meta_dirty: spool_tick retries */
         seg_remove(s, 0);
     }
+    spool_report_losses(s);
 }
 
 /* Write the record at the end of the open segment. On failure cut the file
@@ -935,6 +953,7 @@ static void rec_damaged(struct spool *s, size_t gi, size_t ei, size_t end)
     memmove(g->e + ei, g->e + end, (g->n - end) * sizeof(*g->e));
     g->n -= end - ei;
     s->meta_dirty = true;
+    spool_report_losses(s);
 }
 
 /* Read and check record ei of segment gi into s->buf. Returns 0, -EBADMSG

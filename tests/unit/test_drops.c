@@ -1,6 +1,8 @@
 /* agent/delivery/drops: the drop table. Totals add up per (reason, job,
  * rank), node-level and per-rank counters stay apart, foreach keeps the
- * creation order, changed/saved and the version follow every add. */
+ * creation order, changed/saved and the version follow every add; and its
+ * reader, the batcher, attaches every total to each batch it seals. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +13,11 @@
 
 #include <cmocka.h>
 
+#include "agent/delivery/batcher.h"
 #include "agent/delivery/drops.h"
+#include "agent/delivery/names.h"
+#include "common/frame.h"
+#include "proto/argus.pb-c.h"
 
 struct seen {
     char text[1024];
@@ -110,6 +116,59 @@ static void test_changed_and_saved(void **state)
     drops_free(d);
 }
 
+/* The counters of a sealed frame as "reason/job/rank=total;". */
+static const char *sealed_counters(void *frame, size_t len, struct seen *s)
+{
+    void *raw = NULL;
+    size_t rawlen = 0;
+    Argus__V1__Batch *b;
+
+    assert_int_equal(frame_decode(frame, len, NULL, &raw, &rawlen, NULL), 0);
+    b = argus__v1__batch__unpack(NULL, rawlen, raw);
+    assert_non_null(b);
+    s->text[0] = 0;
+    for (size_t i = 0; i < b->n_drops; i++)
+        collect(s, b->drops[i]->reason, b->drops[i]->job, b->drops[i]->rank, b->drops[i]->total);
+    argus__v1__batch__free_unpacked(b, NULL);
+    free(raw);
+    free(frame);
+    return s->text;
+}
+
+/* The batcher only reads the table: each batch carries every total as it is
+ * at the seal, and a change alone makes a batch due (after max_age). */
+static void test_batcher_carries_totals(void **state)
+{
+    struct batcher_options o = {"agent-1", 16, 1 << 20, 1000};
+    struct names *names = names_new();
+    struct drops *d = drops_new();
+    struct batcher *b = batcher_new(&o, names, d);
+    struct seen s;
+    void *frame;
+    size_t len;
+
+    assert_non_null(b);
+    assert_false(batcher_due(b, UINT64_MAX / 2));
+    assert_int_equal(batcher_seal(b, 1, 1, &frame, &len), -ENODATA);
+    drops_add(d, "cupti_ring_full", NULL, -1, 3);
+    drops_add(d, "batcher_nomem", "job-a", 2, 1);
+    assert_true(batcher_due(b, UINT64_MAX / 2));
+    assert_int_equal(batcher_seal(b, 1, 1, &frame, &len), 0);
+    assert_string_equal(sealed_counters(frame, len, &s),
+                        "cupti_ring_full//-1=3;batcher_nomem/job-a/2=1;");
+    assert_false(batcher_due(b, UINT64_MAX / 2)); /* nothing new */
+    assert_int_equal(batcher_seal(b, 1, 2, &frame, &len), -ENODATA);
+    drops_add(d, "cupti_ring_full", NULL, -1, 4);
+    assert_true(batcher_due(b, UINT64_MAX / 2));
+    assert_int_equal(batcher_seal(b, 1, 2, &frame, &len), 0);
+    assert_string_equal(sealed_counters(frame, len, &s),
+                        "cupti_ring_full//-1=7;batcher_nomem/job-a/2=1;");
+    assert_int_equal(drops_count(d), 2); /* the batcher added nothing */
+    batcher_free(b);
+    drops_free(d);
+    names_free(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_node_level_and_per_rank),
         cmocka_unit_test(test_foreach_order),
         cmocka_unit_test(test_changed_and_saved),
+        cmocka_unit_test(test_batcher_carries_totals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

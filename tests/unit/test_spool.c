@@ -1,6 +1,7 @@
 /* The spool on real files in a temporary directory: round trip, restart,
  * identity, cap, corruption (flipped bytes, torn tails, garbage files, random
- * damage), fsync policies, disk full (tmpfs, needs root). */
+ * damage), fsync policies, disk full (tmpfs, needs root), and the losses
+ * reported to on_loss. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "agent/delivery/drops.h"
 #include "agent/delivery/spool.h"
 #include "common/clock.h"
 
@@ -115,6 +117,12 @@ static struct spool_stats stats_of(struct spool *s)
 
     spool_stats(s, &st);
     return st;
+}
+
+/* spool_options.on_loss into a drop table (ctx), as the agent wires it. */
+static void loss_to_drops(void *ctx, const char *reason, uint64_t count)
+{
+    drops_add(ctx, reason, NULL, -1, count);
 }
 
 /* Sorted segment file names of dir; returns the count. */
@@ -739,6 +747,113 @@ static void test_disk_full(void **state)
     assert_int_equal(umount2(mnt, MNT_DETACH), 0);
 }
 
+/* The cap's losses reach on_loss as they are counted; a reopened spool
+ * reports the epoch's total once, so the table always equals
+ * dropped_records. */
+static void test_cap_losses_reported(void **state)
+{
+    struct fixture *f = *state;
+    struct drops *d = drops_new();
+    struct spool_options o = {.cap_bytes = 64 << 10,
+                              .segment_bytes = 16 << 10,
+                              .on_loss = loss_to_drops,
+                              .on_loss_ctx = d};
+    struct spool *s = open_ok(f->dir, &o);
+    uint64_t dropped;
+
+    assert_int_equal(drops_count(d), 0); /* nothing lost, nothing reported */
+    for (int i = 0; i < 100; i++) {
+        append_n(s, 1, 2000);
+        assert_int_equal(drops_get(d, SPOOL_LOSS_CAP, NULL, -1), stats_of(s).dropped_records);
+    }
+    dropped = stats_of(s).dropped_records;
+    assert_true(dropped > 50);
+    assert_int_equal(drops_count(d), 1);
+    spool_close(s);
+    drops_free(d);
+
+    d = drops_new(); /* a restarted agent */
+    o.on_loss_ctx = d;
+    s = open_ok(f->dir, &o);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CAP, NULL, -1), dropped);
+    assert_int_equal(drops_count(d), 1);
+    append_n(s, 10, 2000); /* over the cap again */
+    assert_true(stats_of(s).dropped_records > dropped);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CAP, NULL, -1), stats_of(s).dropped_records);
+    spool_close(s);
+    drops_free(d);
+}
+
+/* Corruption found at open and at replay reaches on_loss as it is counted;
+ * a reopened spool reports the epoch's total once. */
+static void test_corrupt_losses_reported(void **state)
+{
+    struct fixture *f = *state;
+    struct drops *d = drops_new();
+    struct spool_options o = {.on_loss = loss_to_drops, .on_loss_ctx = d};
+    struct spool *s = open_ok(f->dir, &o);
+    const off_t rec = HDR + 1000;
+    char names[4][128];
+    const void *data;
+    uint64_t seq;
+    size_t len;
+
+    append_n(s, 20, 1000);
+    spool_close(s);
+    assert_int_equal(drops_count(d), 0);
+    assert_int_equal(seg_files(f->dir, names, 4), 1);
+    flip_byte(names[0], 6 * rec + HDR + 500); /* payload of 7 */
+    flip_byte(names[0], 11 * rec);            /* magic of 12 */
+    s = open_ok(f->dir, &o);
+    assert_int_equal(stats_of(s).corrupt_records, 2);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CORRUPT, NULL, -1), 2);
+    flip_byte(names[0], 14 * rec + HDR + 10); /* 15, after open: found at replay */
+    assert_int_equal(spool_read(s, 14, &seq, &data, &len), 1);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CORRUPT, NULL, -1), 3);
+    spool_close(s);
+    drops_free(d);
+
+    d = drops_new(); /* a restarted agent */
+    o.on_loss_ctx = d;
+    s = open_ok(f->dir, &o);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CORRUPT, NULL, -1), 3);
+    assert_int_equal(drops_count(d), 1);
+    spool_close(s);
+    drops_free(d);
+}
+
+/* The records of another epoch's segments are reported with the cap's
+ * drops, as spool_stats counts them. */
+static void test_foreign_epoch_losses_reported(void **state)
+{
+    struct fixture *f = *state;
+    struct drops *d = drops_new();
+    struct spool_options o = {.on_loss = loss_to_drops, .on_loss_ctx = d};
+    char old[128], cur[128], names[4][128], to[256], path[256];
+    struct spool *s;
+
+    snprintf(old, sizeof(old), "%s/old", f->dir);
+    snprintf(cur, sizeof(cur), "%s/cur", f->dir);
+    s = open_ok(old, NULL);
+    append_n(s, 3, 100);
+    spool_close(s);
+    s = open_ok(cur, NULL);
+    append_n(s, 2, 100);
+    spool_close(s);
+    assert_int_equal(seg_files(old, names, 4), 1);
+    snprintf(to, sizeof(to), "%s/%s", cur, strrchr(names[0], '/') + 1);
+    assert_int_equal(rename(names[0], to), 0);
+    snprintf(path, sizeof(path), "%s/meta", cur);
+    assert_int_equal(unlink(path), 0);
+
+    s = open_ok(cur, &o);
+    assert_int_equal(stats_of(s).dropped_records, 3);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CAP, NULL, -1), 3);
+    assert_int_equal(drops_count(d), 1);
+    spool_close(s);
+    drops_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -757,6 +872,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_losses_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_losses_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_epoch_losses_reported, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
