@@ -242,6 +242,15 @@ static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
                         (unsigned long long)drops_get(a->drops, reason, NULL, -1));
 }
 
+/* The collector has every batch up to seq: so it has the names and
+ * resources they carried. */
+static void agent_on_ack(void *ctx, uint64_t seq)
+{
+    struct agent *a = ctx;
+
+    names_ack(a->names, seq);
+}
+
 /* --- sources ---------------------------------------------------------------- */
 
 /* Create and start one source; a source that cannot run is recorded with its
@@ -452,8 +461,9 @@ static int agent_build_pipeline(struct agent *a)
     struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
 
     a->mono_to_real = ao.mono_to_real;
-    struct exporter_options eo = {c->collector_address, c->collector_keepalive,
-                                  c->collector_backoff_min, c->collector_backoff_max};
+    struct exporter_options eo = {
+        c->collector_address,     c->collector_keepalive, c->collector_backoff_min,
+        c->collector_backoff_max, agent_on_ack,           a};
     struct discovery_options dopt = {
         .node = a->node, .job_vars = c->discovery_job_vars, .deny_comms = c->discovery_deny};
 
@@ -472,7 +482,7 @@ static int agent_build_pipeline(struct agent *a)
     if (agent_open_spool(a) < 0)
         return -EIO;
     agent_load_drops(a);
-    a->exporter = exporter_new(&eo, a->spool, a->names, a->drops);
+    a->exporter = exporter_new(&eo, a->spool, a->drops);
     return a->exporter ? 0 : -ENOMEM;
 }
 

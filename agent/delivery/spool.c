@@ -801,6 +801,20 @@ uint64_t spool_next_seq(const struct spool *s)
     return s->next_seq;
 }
 
+uint64_t spool_acked_seq(const struct spool *s)
+{
+    return s->m.acked;
+}
+
+bool spool_has_unacked(const struct spool *s)
+{
+    /* seqs ascend across segments: the newest valid record decides */
+    for (size_t i = s->nseg; i-- > 0;)
+        if (s->seg[i].n)
+            return seg_last(&s->seg[i]) > s->m.acked;
+    return false;
+}
+
 static uint64_t spool_bytes(const struct spool *s)
 {
     uint64_t bytes = 0;

@@ -71,6 +71,7 @@
 #ifndef ARGUS_AGENT_SPOOL_H
 #define ARGUS_AGENT_SPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -140,6 +141,14 @@ void spool_close(struct spool *s);
 uint64_t spool_epoch(const struct spool *s);
 uint64_t spool_next_seq(const struct spool *s);
 
+/* The ack watermark (spool_stats' acked_seq). */
+uint64_t spool_acked_seq(const struct spool *s);
+
+/* True when a valid record is not acked yet (spool_stats' records > 0).
+ * Cheap, unlike spool_stats, which walks every segment: for the exporter's
+ * hot path. */
+bool spool_has_unacked(const struct spool *s);
+
 /* Append len bytes (copied) as the record with seq spool_next_seq(); on
  * success sets *seq (may be NULL) and returns 0. May first delete the oldest
  * segments to stay under the cap (counted as dropped). Returns -EMSGSIZE
@@ -173,7 +182,8 @@ int spool_tick(struct spool *s, uint64_t now_ns);
  * fdatasync of unsynced data, or a meta write to retry (UINT64_MAX: none). */
 uint64_t spool_next_ns(const struct spool *s, uint64_t now_ns);
 
-/* Fill *st. */
+/* Fill *st (a walk over every segment: for /metrics and logs, not for a hot
+ * path). */
 void spool_stats(const struct spool *s, struct spool_stats *st);
 
 #endif
