@@ -1,3 +1,8 @@
+/* The agent's composition root: setup wires the stages (sources -> steps
+ * -> delivery) together, the event path carries what the sources report
+ * into them, the loop runs their periodic work, teardown flushes and frees.
+ * Sources and probes are started in agent_sources.c, /metrics is published
+ * from agent_http.c; struct agent is in agent_impl.h. */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -7,69 +12,24 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "agent/agent_http.h"
-#include "agent/steps/assembler.h"
+#include "agent/agent_impl.h"
+#include "agent/agent_sources.h"
 #include "agent/delivery/batcher.h"
-#include "agent/discovery/discovery.h"
 #include "agent/delivery/drops.h"
 #include "agent/delivery/dropstate.h"
 #include "agent/delivery/exporter.h"
 #include "agent/delivery/names.h"
-#include "agent/probes/probe_collectives.h"
-#include "agent/sources/records.h"
-#include "agent/probes/probe_io.h"
-#include "agent/probes/probe_marker.h"
-#include "agent/probes/probe_net.h"
-#include "agent/probes/probe_proc.h"
-#include "agent/probes/probe_sched.h"
-#include "agent/probes/probe_stacks.h"
-#include "agent/probes/probe_sync.h"
-#include "agent/sources/source_cupti.h"
+#include "agent/delivery/spool.h"
+#include "agent/discovery/discovery.h"
+#include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "agent/steps/stepinfer.h"
-#include "agent/sources/source_replay.h"
-#include "agent/delivery/spool.h"
-#include "common/clock.h"
 #include "common/daemon.h"
 #include "common/http.h"
-#include "common/log.h"
 #include "common/name_id.h"
 
-#define AGENT_MAX_SLEEP_NS NSEC_PER_SEC         /* /metrics is at most this stale */
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
 #define AGENT_FLUSH_NS (3 * NSEC_PER_SEC)       /* SIGTERM: try this long to get the spool acked */
-
-struct agent {
-    struct agent_config *cfg;
-    int argc;
-    char **argv;
-    char node[256], agent_id[256];
-    struct names *names;
-    struct drops *drops; /* every drop counter (agent/delivery/drops.h) */
-    struct batcher *batcher;
-    struct spool *spool;
-    struct exporter *exporter;
-    struct assembler *assembler;
-    struct stepinfer *stepinfer;
-    struct discovery *discovery;
-    struct stepframes *frames; /* steps waiting for their stack samples */
-    struct probe_collectives_config collectives;
-    struct probe_stacks_config stacks;
-    int64_t mono_to_real;
-    uint64_t next_infer_ns;
-    struct agent_source sources[AGENT_MAX_SOURCES];
-    size_t nsources;
-    struct event_sink sink;
-    struct replay_config replay;
-    struct source_cupti_config cupti;
-    struct records_config records;
-    struct agent_http http_state;
-    struct http_server *http;
-    int epfd, sigfd;
-    uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
-    uint64_t loop_turns, loop_busy_max_ns, next_source_metrics_ns;
-    struct log_ratelimit rl;
-};
 
 /* --- the event path ------------------------------------------------------- */
 
@@ -251,158 +211,6 @@ static void agent_on_ack(void *ctx, uint64_t seq)
     names_ack(a->names, seq);
 }
 
-/* --- sources ---------------------------------------------------------------- */
-
-/* Create and start one source; a source that cannot run is recorded with its
- * reason and the agent runs on without it. */
-static void agent_add_source(struct agent *a, const struct source_ops *ops, const void *config)
-{
-    struct agent_source *s;
-
-    if (a->nsources >= AGENT_MAX_SOURCES)
-        return;
-    s = &a->sources[a->nsources++];
-    *s = (struct agent_source){.ops = ops, .fd = -1};
-    if (ops->supported && ops->supported(s->why, sizeof(s->why)) < 0)
-        goto off;
-    s->state = ops->create(config, s->why, sizeof(s->why));
-    if (!s->state)
-        goto off;
-    if (ops->start(s->state, &a->sink, s->why, sizeof(s->why)) < 0)
-        goto off;
-    s->running = true;
-    s->fd = ops->fd ? ops->fd(s->state) : -1;
-    if (s->fd >= 0) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
-        epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fd, &ev);
-    }
-    log_info("agent", "source %s running", ops->name);
-    return;
-off:
-    log_warn("agent", "source %s is off: %s", ops->name, s->why[0] ? s->why : "unsupported");
-    if (s->state)
-        ops->destroy(s->state);
-    s->state = NULL;
-}
-
-static void agent_dispatch(struct agent *a, struct agent_source *s)
-{
-    int r = s->ops->dispatch(s->state);
-
-    if (r < 0)
-        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent", "source %s: %s", s->ops->name,
-                        strerror(-r));
-}
-
-static int agent_sample_mode(const char *text, uint32_t *mode)
-{
-    if (strcmp(text, "always") == 0)
-        *mode = CUPTI_SAMPLE_ALWAYS;
-    else if (strcmp(text, "steps") == 0)
-        *mode = CUPTI_SAMPLE_STEPS;
-    else if (strcmp(text, "time") == 0)
-        *mode = CUPTI_SAMPLE_TIME;
-    else
-        return -EINVAL;
-    return 0;
-}
-
-static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
-                                const struct probe_collectives_call *call)
-{
-    struct agent *a = ctx;
-
-    if (!call->wait)
-        stepinfer_call(a->stepinfer, pid, enter_ns, exit_ns, call->name_id, call->bytes);
-}
-
-static bool agent_explicit_steps(void *ctx, uint32_t pid)
-{
-    return assembler_has_steps(((struct agent *)ctx)->assembler, pid);
-}
-
-/* True when name is in the comma-separated list. */
-static bool agent_listed(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return true;
-        p = comma ? comma + 1 : NULL;
-    }
-    return false;
-}
-
-static void agent_start_probes(struct agent *a)
-{
-    const char *list = a->cfg->probes;
-
-    a->collectives =
-        (struct probe_collectives_config){.on_call = agent_on_collective, .on_call_ctx = a};
-    a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz,
-                                             .cache_bytes = a->cfg->stacks_cache};
-    if (agent_listed(list, "proc"))
-        agent_add_source(a, &probe_proc_ops, NULL);
-    if (agent_listed(list, "sched"))
-        agent_add_source(a, &probe_sched_ops, NULL);
-    if (agent_listed(list, "collectives"))
-        agent_add_source(a, &probe_collectives_ops, &a->collectives);
-    if (agent_listed(list, "sync"))
-        agent_add_source(a, &probe_sync_ops, NULL);
-    if (agent_listed(list, "marker"))
-        agent_add_source(a, &probe_marker_ops, NULL);
-    if (agent_listed(list, "net"))
-        agent_add_source(a, &probe_net_ops, NULL);
-    if (agent_listed(list, "io"))
-        agent_add_source(a, &probe_io_ops, NULL);
-    if (agent_listed(list, "stacks")) {
-        agent_add_source(a, &probe_stacks_ops, &a->stacks);
-        if (a->sources[a->nsources - 1].running) {
-            struct stepframes_source src = {probe_stacks_settled, probe_stacks_top_frames,
-                                            a->sources[a->nsources - 1].state};
-            stepframes_set_source(a->frames, &src);
-        }
-    }
-}
-
-static void agent_start_sources(struct agent *a)
-{
-    const struct agent_config *c = a->cfg;
-
-    agent_start_probes(a);
-
-    if (c->cupti_enable) {
-        a->cupti = (struct source_cupti_config){
-            .socket_path = c->cupti_socket,
-            .sample_k = (uint32_t)c->cupti_sample_k,
-            .sample_n = (uint32_t)c->cupti_sample_n,
-        };
-        agent_sample_mode(c->cupti_sample_mode, &a->cupti.sample_mode); /* validated */
-        agent_add_source(a, &source_cupti_ops, &a->cupti);
-    }
-
-    if (*c->replay_trace) {
-        a->replay = (struct replay_config){
-            .path = c->replay_trace,
-            .job = c->replay_job,
-            .node = a->node,
-            .ranks = (uint32_t)c->replay_ranks,
-            .rank_base = (uint32_t)c->replay_rank_base,
-            .world = (uint32_t)c->replay_world,
-            .rate = c->replay_rate,
-            .steps = c->replay_steps,
-        };
-        agent_add_source(a, &source_replay_ops, &a->replay);
-    }
-    if (*c->replay_records) {
-        a->records = (struct records_config){c->replay_records, c->replay_rate};
-        agent_add_source(a, &source_records_ops, &a->records);
-    }
-}
-
 /* --- setup ------------------------------------------------------------------ */
 
 static int agent_parse_fsync(const char *text, enum spool_fsync *out)
@@ -563,78 +371,10 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 
 /* --- the loop --------------------------------------------------------------- */
 
-/* The running sources' own metrics into buf (NUL-terminated). */
-static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
+/* For stepinfer: a rank that marks its own steps needs no inferred ones. */
+static bool agent_explicit_steps(void *ctx, uint32_t pid)
 {
-    size_t n = 0;
-
-    for (size_t i = 0; i < a->nsources; i++) {
-        const struct agent_source *src = &a->sources[i];
-
-        if (src->running && src->ops->metrics && n + 1 < len)
-            n += src->ops->metrics(src->state, buf + n, len - n);
-    }
-    buf[n < len ? n : len - 1] = 0;
-}
-
-static void agent_publish(struct agent *a, uint64_t now)
-{
-    struct agent_snapshot s = {.tick_ns = now};
-    struct assembler_stats as;
-    struct batcher_stats bs;
-    struct spool_stats ss;
-    struct exporter_stats es;
-    struct discovery_stats ds;
-    struct stepframes_stats fs;
-
-    assembler_get_stats(a->assembler, &as);
-    batcher_get_stats(a->batcher, &bs);
-    spool_stats(a->spool, &ss);
-    exporter_get_stats(a->exporter, &es);
-    discovery_get_stats(a->discovery, &ds);
-    stepframes_get_stats(a->frames, &fs);
-    s.ranks = as.ranks;
-    s.steps = bs.steps; /* step records batched: assembled, inferred and replayed */
-    s.events = as.events;
-    s.untracked_events = as.untracked;
-    s.batches = bs.batches;
-    s.batch_raw_bytes = bs.raw_bytes;
-    s.batch_frame_bytes = bs.frame_bytes;
-    s.batch_errors = a->batch_errors;
-    s.spool_bytes = ss.bytes;
-    s.spool_records = ss.records;
-    s.spool_dropped = ss.dropped_records;
-    s.spool_dropped_bytes = ss.dropped_bytes;
-    s.spool_corrupt = ss.corrupt_records;
-    s.spool_fsync_errors = ss.fsync_errors;
-    s.spool_acked_seq = ss.acked_seq;
-    s.spool_epoch = ss.epoch;
-    s.connected = es.connected;
-    s.sent = es.sent;
-    s.acked = es.acked;
-    s.reconnects = es.reconnects;
-    s.rejected = es.rejected;
-    s.resent = es.resent;
-    s.discovery_scans = ds.scans;
-    s.discovery_processes = ds.processes;
-    s.loop_turns = a->loop_turns;
-    s.loop_busy_max_ns = a->loop_busy_max_ns;
-    s.frames_waited = fs.waited;
-    s.frames_expired = fs.expired + fs.overflowed;
-    s.frames_waiting = fs.waiting;
-    s.nsources = a->nsources;
-    for (size_t i = 0; i < a->nsources; i++) {
-        s.sources[i].name = a->sources[i].ops->name;
-        s.sources[i].running = a->sources[i].running;
-    }
-    pthread_mutex_lock(&a->http_state.lock);
-    a->http_state.snap = s;
-    if (now >= a->next_source_metrics_ns) {
-        agent_render_source_metrics(a, a->http_state.source_metrics,
-                                    sizeof(a->http_state.source_metrics));
-        a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
-    }
-    pthread_mutex_unlock(&a->http_state.lock);
+    return assembler_has_steps(((struct agent *)ctx)->assembler, pid);
 }
 
 /* The time about period after now on the grid of AGENT_DISPATCH_NS, where
@@ -671,20 +411,6 @@ static void agent_tick(struct agent *a, uint64_t now)
     exporter_poll(a->exporter, now);
     spool_tick(a->spool, now);
     agent_publish(a, now);
-}
-
-/* The CUPTI duty cycle switches at runtime: every traced process gets the
- * new mode over its hello socket. */
-static void agent_apply_sampling(struct agent *a, const struct agent_config *c)
-{
-    uint32_t mode;
-
-    if (agent_sample_mode(c->cupti_sample_mode, &mode) < 0)
-        return;
-    for (size_t i = 0; i < a->nsources; i++)
-        if (a->sources[i].running && a->sources[i].ops == &source_cupti_ops)
-            source_cupti_set_sampling(a->sources[i].state, mode, (uint32_t)c->cupti_sample_k,
-                                      (uint32_t)c->cupti_sample_n);
 }
 
 static void agent_reload(struct agent *a)
