@@ -1,4 +1,13 @@
-/* The batcher: step records of every local rank into argus.v1.Batch frames.
+/* The delivery stage (agent/delivery/) takes in the step records of the
+ * steps stage (agent/steps/: assembled or inferred, with their top frames)
+ * and gives out batches acked by the collector, each carrying the agent's
+ * drop totals. The batcher (here) packs records into sealed batches, with
+ * the names and resources they need (names.h) and the drop table (drops.h);
+ * the spool (spool.h) keeps every sealed batch on disk until the collector
+ * acks it; the exporter (exporter.h) streams the spool to the collector;
+ * dropstate (dropstate.h) carries the drop totals across restarts.
+ *
+ * The batcher: step records of every local rank into argus.v1.Batch frames.
  * Each step is packed when added (so callers may free their record at once);
  * a batch is sealed when it holds max_steps records or max_bytes, or when
  * its oldest record is max_age old. Sealing adds the agent identity, the
