@@ -1,3 +1,8 @@
+/* The agent's composition root: setup wires the stages (sources -> steps
+ * -> delivery) together, the event path carries what the sources report
+ * into them, the loop runs their periodic work, teardown flushes and frees.
+ * Sources and probes are started in agent_sources.c, /metrics is published
+ * from agent_http.c; struct agent is in agent_impl.h. */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -7,68 +12,24 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "agent/agent_http.h"
-#include "agent/steps/assembler.h"
+#include "agent/agent_impl.h"
+#include "agent/agent_sources.h"
 #include "agent/delivery/batcher.h"
-#include "agent/discovery/discovery.h"
+#include "agent/delivery/drops.h"
 #include "agent/delivery/dropstate.h"
 #include "agent/delivery/exporter.h"
 #include "agent/delivery/names.h"
-#include "agent/probes/probe_collectives.h"
-#include "agent/sources/records.h"
-#include "agent/probes/probe_io.h"
-#include "agent/probes/probe_marker.h"
-#include "agent/probes/probe_net.h"
-#include "agent/probes/probe_proc.h"
-#include "agent/probes/probe_sched.h"
-#include "agent/probes/probe_stacks.h"
-#include "agent/probes/probe_sync.h"
-#include "agent/sources/source_cupti.h"
+#include "agent/delivery/spool.h"
+#include "agent/discovery/discovery.h"
+#include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "agent/steps/stepinfer.h"
-#include "agent/sources/source_replay.h"
-#include "agent/delivery/spool.h"
-#include "common/clock.h"
 #include "common/daemon.h"
 #include "common/http.h"
-#include "common/log.h"
 #include "common/name_id.h"
 
-#define AGENT_MAX_SLEEP_NS NSEC_PER_SEC         /* /metrics is at most this stale */
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
 #define AGENT_FLUSH_NS (3 * NSEC_PER_SEC)       /* SIGTERM: try this long to get the spool acked */
-
-struct agent {
-    struct agent_config *cfg;
-    int argc;
-    char **argv;
-    char node[256], agent_id[256];
-    struct names *names;
-    struct batcher *batcher;
-    struct spool *spool;
-    struct exporter *exporter;
-    struct assembler *assembler;
-    struct stepinfer *stepinfer;
-    struct discovery *discovery;
-    struct stepframes *frames; /* steps waiting for their stack samples */
-    struct probe_collectives_config collectives;
-    struct probe_stacks_config stacks;
-    int64_t mono_to_real;
-    uint64_t next_infer_ns;
-    struct agent_source sources[AGENT_MAX_SOURCES];
-    size_t nsources;
-    struct event_sink sink;
-    struct replay_config replay;
-    struct source_cupti_config cupti;
-    struct records_config records;
-    struct agent_http http_state;
-    struct http_server *http;
-    int epfd, sigfd;
-    uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
-    uint64_t spool_dropped_seen, spool_corrupt_seen;
-    uint64_t loop_turns, loop_busy_max_ns, next_source_metrics_ns;
-    struct log_ratelimit rl;
-};
 
 /* --- the event path ------------------------------------------------------- */
 
@@ -112,6 +73,14 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
 static const struct discovery_callbacks agent_discovery_cb = {agent_on_rank_new,
                                                               agent_on_rank_exit};
 
+/* A finished step record into the open batch; one the batcher has no memory
+ * for is counted as a drop of its rank. */
+static void agent_batch_step(struct agent *a, const Argus__V1__StepRecord *s)
+{
+    if (batcher_add_step(a->batcher, s, clock_mono_ns()) == -ENOMEM)
+        drops_add(a->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
+}
+
 static void agent_on_event(void *ctx, const struct agent_event *ev)
 {
     struct agent *a = ctx;
@@ -121,7 +90,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         agent_rank(a, ev->rank.resource, "/");
         break;
     case AGENT_EVENT_RECORD:
-        batcher_add_step(a->batcher, ev->record.step, clock_mono_ns());
+        agent_batch_step(a, ev->record.step);
         break;
     case AGENT_EVENT_PROC_EXEC:
         discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
@@ -130,7 +99,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         discovery_exit_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
         break;
     case AGENT_EVENT_DROPS:
-        batcher_drop(a->batcher, ev->drops.reason, NULL, -1, ev->drops.count);
+        drops_add(a->drops, ev->drops.reason, NULL, -1, ev->drops.count);
         break;
     case AGENT_EVENT_COUNTER:
         if (!assembler_has_steps(a->assembler, ev->pid)) /* an unannotated rank */
@@ -160,21 +129,19 @@ static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *
 /* A step with its frames, on to the batcher. */
 static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 {
-    struct agent *a = ctx;
-
-    batcher_add_step(a->batcher, s, clock_mono_ns());
+    agent_batch_step(ctx, s);
 }
 
 /* --- batches into the spool ----------------------------------------------- */
 
 /* Drop counters the spool does not rebuild itself go on from where the
  * last run of this spool epoch left them (agent/delivery/dropstate.h). */
-static const char *const agent_spool_counters[] = {"spool_cap", "spool_corrupt", NULL};
+static const char *const agent_spool_counters[] = {SPOOL_LOSS_CAP, SPOOL_LOSS_CORRUPT, NULL};
 
 static void agent_load_drops(struct agent *a)
 {
     int n =
-        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->drops, agent_spool_counters);
 
     if (n < 0)
         log_warn("agent", "%s/%s: %s; drop counters start from 0", a->cfg->spool_dir,
@@ -188,15 +155,15 @@ static void agent_save_drops(struct agent *a)
 {
     int r;
 
-    if (!batcher_drops_changed(a->batcher))
+    if (!drops_changed(a->drops))
         return;
-    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->batcher, agent_spool_counters);
+    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->drops, agent_spool_counters);
     if (r < 0)
         log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
                         "cannot save drop counters in %s: %s (a restart would count from 0)",
                         a->cfg->spool_dir, strerror(-r));
     else
-        batcher_drops_saved(a->batcher);
+        drops_saved(a->drops);
 }
 
 static void agent_seal(struct agent *a)
@@ -216,169 +183,32 @@ static void agent_seal(struct agent *a)
     }
     if (r < 0) {
         a->batch_errors++;
-        batcher_drop(a->batcher, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
+        drops_add(a->drops, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
         log_ratelimited(&a->rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
                         strerror(-r));
     }
 }
 
-/* Spool losses become drop counters that travel to the collector. */
-static void agent_spool_drops(struct agent *a)
-{
-    struct spool_stats ss;
-
-    spool_stats(a->spool, &ss);
-    if (ss.dropped_records > a->spool_dropped_seen) {
-        batcher_drop(a->batcher, "spool_cap", NULL, -1, ss.dropped_records - a->spool_dropped_seen);
-        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
-                        "spool over spool.cap: %llu oldest batches dropped so far",
-                        (unsigned long long)ss.dropped_records);
-        a->spool_dropped_seen = ss.dropped_records;
-    }
-    if (ss.corrupt_records > a->spool_corrupt_seen) {
-        batcher_drop(a->batcher, "spool_corrupt", NULL, -1,
-                     ss.corrupt_records - a->spool_corrupt_seen);
-        a->spool_corrupt_seen = ss.corrupt_records;
-    }
-}
-
-/* --- sources ---------------------------------------------------------------- */
-
-/* Create and start one source; a source that cannot run is recorded with its
- * reason and the agent runs on without it. */
-static void agent_add_source(struct agent *a, const struct source_ops *ops, const void *config)
-{
-    struct agent_source *s;
-
-    if (a->nsources >= AGENT_MAX_SOURCES)
-        return;
-    s = &a->sources[a->nsources++];
-    *s = (struct agent_source){.ops = ops, .fd = -1};
-    if (ops->supported && ops->supported(s->why, sizeof(s->why)) < 0)
-        goto off;
-    s->state = ops->create(config, s->why, sizeof(s->why));
-    if (!s->state)
-        goto off;
-    if (ops->start(s->state, &a->sink, s->why, sizeof(s->why)) < 0)
-        goto off;
-    s->running = true;
-    s->fd = ops->fd ? ops->fd(s->state) : -1;
-    if (s->fd >= 0) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
-        epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fd, &ev);
-    }
-    log_info("agent", "source %s running", ops->name);
-    return;
-off:
-    log_warn("agent", "source %s is off: %s", ops->name, s->why[0] ? s->why : "unsupported");
-    if (s->state)
-        ops->destroy(s->state);
-    s->state = NULL;
-}
-
-static void agent_dispatch(struct agent *a, struct agent_source *s)
-{
-    int r = s->ops->dispatch(s->state);
-
-    if (r < 0)
-        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent", "source %s: %s", s->ops->name,
-                        strerror(-r));
-}
-
-static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
-                                const struct probe_collectives_call *call)
+/* The spool's own losses (cap, corruption) become drop counters that travel
+ * to the collector (spool_options.on_loss). */
+static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
 {
     struct agent *a = ctx;
 
-    if (!call->wait)
-        stepinfer_call(a->stepinfer, pid, enter_ns, exit_ns, call->name_id, call->bytes);
+    drops_add(a->drops, reason, NULL, -1, count);
+    if (strcmp(reason, SPOOL_LOSS_CAP) == 0)
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
+                        "spool over spool.cap: %llu oldest batches dropped so far",
+                        (unsigned long long)drops_get(a->drops, reason, NULL, -1));
 }
 
-static bool agent_explicit_steps(void *ctx, uint32_t pid)
+/* The collector has every batch up to seq: so it has the names and
+ * resources they carried. */
+static void agent_on_ack(void *ctx, uint64_t seq)
 {
-    return assembler_has_steps(((struct agent *)ctx)->assembler, pid);
-}
+    struct agent *a = ctx;
 
-/* True when name is in the comma-separated list. */
-static bool agent_listed(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return true;
-        p = comma ? comma + 1 : NULL;
-    }
-    return false;
-}
-
-static void agent_start_probes(struct agent *a)
-{
-    const char *list = a->cfg->probes;
-
-    a->collectives =
-        (struct probe_collectives_config){.on_call = agent_on_collective, .on_call_ctx = a};
-    a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz,
-                                             .cache_bytes = a->cfg->stacks_cache};
-    if (agent_listed(list, "proc"))
-        agent_add_source(a, &probe_proc_ops, NULL);
-    if (agent_listed(list, "sched"))
-        agent_add_source(a, &probe_sched_ops, NULL);
-    if (agent_listed(list, "collectives"))
-        agent_add_source(a, &probe_collectives_ops, &a->collectives);
-    if (agent_listed(list, "sync"))
-        agent_add_source(a, &probe_sync_ops, NULL);
-    if (agent_listed(list, "marker"))
-        agent_add_source(a, &probe_marker_ops, NULL);
-    if (agent_listed(list, "net"))
-        agent_add_source(a, &probe_net_ops, NULL);
-    if (agent_listed(list, "io"))
-        agent_add_source(a, &probe_io_ops, NULL);
-    if (agent_listed(list, "stacks")) {
-        agent_add_source(a, &probe_stacks_ops, &a->stacks);
-        if (a->sources[a->nsources - 1].running) {
-            struct stepframes_source src = {probe_stacks_settled, probe_stacks_top_frames,
-                                            a->sources[a->nsources - 1].state};
-            stepframes_set_source(a->frames, &src);
-        }
-    }
-}
-
-static void agent_start_sources(struct agent *a)
-{
-    const struct agent_config *c = a->cfg;
-
-    agent_start_probes(a);
-
-    if (c->cupti_enable) {
-        a->cupti = (struct source_cupti_config){
-            .socket_path = c->cupti_socket,
-            .sample_mode = (uint32_t)c->cupti_sample_mode,
-            .sample_k = (uint32_t)c->cupti_sample_k,
-            .sample_n = (uint32_t)c->cupti_sample_n,
-        };
-        agent_add_source(a, &source_cupti_ops, &a->cupti);
-    }
-
-    if (*c->replay_trace) {
-        a->replay = (struct replay_config){
-            .path = c->replay_trace,
-            .job = c->replay_job,
-            .node = a->node,
-            .ranks = (uint32_t)c->replay_ranks,
-            .rank_base = (uint32_t)c->replay_rank_base,
-            .world = (uint32_t)c->replay_world,
-            .rate = c->replay_rate,
-            .steps = c->replay_steps,
-        };
-        agent_add_source(a, &source_replay_ops, &a->replay);
-    }
-    if (*c->replay_records) {
-        a->records = (struct records_config){c->replay_records, c->replay_rate};
-        agent_add_source(a, &source_records_ops, &a->records);
-    }
+    names_ack(a->names, seq);
 }
 
 /* --- setup ------------------------------------------------------------------ */
@@ -390,6 +220,8 @@ static int agent_open_spool(struct agent *a)
         .segment_bytes = a->cfg->spool_segment,
         .fsync = (enum spool_fsync)a->cfg->spool_fsync,
         .fsync_interval_ns = a->cfg->spool_fsync_interval,
+        .on_loss = agent_on_spool_loss,
+        .on_loss_ctx = a,
     };
     struct spool_stats ss;
     int r;
@@ -420,13 +252,15 @@ static int agent_build_pipeline(struct agent *a)
     struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
 
     a->mono_to_real = ao.mono_to_real;
-    struct exporter_options eo = {c->collector_address, c->collector_keepalive,
-                                  c->collector_backoff_min, c->collector_backoff_max};
+    struct exporter_options eo = {
+        c->collector_address,     c->collector_keepalive, c->collector_backoff_min,
+        c->collector_backoff_max, agent_on_ack,           a};
     struct discovery_options dopt = {
         .node = a->node, .job_vars = c->discovery_job_vars, .deny_comms = c->discovery_deny};
 
     a->names = names_new();
-    a->batcher = a->names ? batcher_new(&bo, a->names) : NULL;
+    a->drops = drops_new();
+    a->batcher = a->names && a->drops ? batcher_new(&bo, a->names, a->drops) : NULL;
     a->assembler = assembler_new(&ao, agent_on_step, a);
     a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
     a->discovery = discovery_new(&dopt);
@@ -439,7 +273,7 @@ static int agent_build_pipeline(struct agent *a)
     if (agent_open_spool(a) < 0)
         return -EIO;
     agent_load_drops(a);
-    a->exporter = exporter_new(&eo, a->spool, a->names, a->batcher);
+    a->exporter = exporter_new(&eo, a->spool, a->drops);
     return a->exporter ? 0 : -ENOMEM;
 }
 
@@ -508,78 +342,10 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 
 /* --- the loop --------------------------------------------------------------- */
 
-/* The running sources' own metrics into buf (NUL-terminated). */
-static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
+/* For stepinfer: a rank that marks its own steps needs no inferred ones. */
+static bool agent_explicit_steps(void *ctx, uint32_t pid)
 {
-    size_t n = 0;
-
-    for (size_t i = 0; i < a->nsources; i++) {
-        const struct agent_source *src = &a->sources[i];
-
-        if (src->running && src->ops->metrics && n + 1 < len)
-            n += src->ops->metrics(src->state, buf + n, len - n);
-    }
-    buf[n < len ? n : len - 1] = 0;
-}
-
-static void agent_publish(struct agent *a, uint64_t now)
-{
-    struct agent_snapshot s = {.tick_ns = now};
-    struct assembler_stats as;
-    struct batcher_stats bs;
-    struct spool_stats ss;
-    struct exporter_stats es;
-    struct discovery_stats ds;
-    struct stepframes_stats fs;
-
-    assembler_get_stats(a->assembler, &as);
-    batcher_get_stats(a->batcher, &bs);
-    spool_stats(a->spool, &ss);
-    exporter_get_stats(a->exporter, &es);
-    discovery_get_stats(a->discovery, &ds);
-    stepframes_get_stats(a->frames, &fs);
-    s.ranks = as.ranks;
-    s.steps = bs.steps; /* step records batched: assembled, inferred and replayed */
-    s.events = as.events;
-    s.untracked_events = as.untracked;
-    s.batches = bs.batches;
-    s.batch_raw_bytes = bs.raw_bytes;
-    s.batch_frame_bytes = bs.frame_bytes;
-    s.batch_errors = a->batch_errors;
-    s.spool_bytes = ss.bytes;
-    s.spool_records = ss.records;
-    s.spool_dropped = ss.dropped_records;
-    s.spool_dropped_bytes = ss.dropped_bytes;
-    s.spool_corrupt = ss.corrupt_records;
-    s.spool_fsync_errors = ss.fsync_errors;
-    s.spool_acked_seq = ss.acked_seq;
-    s.spool_epoch = ss.epoch;
-    s.connected = es.connected;
-    s.sent = es.sent;
-    s.acked = es.acked;
-    s.reconnects = es.reconnects;
-    s.rejected = es.rejected;
-    s.resent = es.resent;
-    s.discovery_scans = ds.scans;
-    s.discovery_processes = ds.processes;
-    s.loop_turns = a->loop_turns;
-    s.loop_busy_max_ns = a->loop_busy_max_ns;
-    s.frames_waited = fs.waited;
-    s.frames_expired = fs.expired + fs.overflowed;
-    s.frames_waiting = fs.waiting;
-    s.nsources = a->nsources;
-    for (size_t i = 0; i < a->nsources; i++) {
-        s.sources[i].name = a->sources[i].ops->name;
-        s.sources[i].running = a->sources[i].running;
-    }
-    pthread_mutex_lock(&a->http_state.lock);
-    a->http_state.snap = s;
-    if (now >= a->next_source_metrics_ns) {
-        agent_render_source_metrics(a, a->http_state.source_metrics,
-                                    sizeof(a->http_state.source_metrics));
-        a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
-    }
-    pthread_mutex_unlock(&a->http_state.lock);
+    return assembler_has_steps(((struct agent *)ctx)->assembler, pid);
 }
 
 /* The time about period after now on the grid of AGENT_DISPATCH_NS, where
@@ -611,22 +377,11 @@ static void agent_tick(struct agent *a, uint64_t now)
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
-    agent_spool_drops(a);
     if (batcher_due(a->batcher, now))
         agent_seal(a);
     exporter_poll(a->exporter, now);
     spool_tick(a->spool, now);
     agent_publish(a, now);
-}
-
-/* The CUPTI duty cycle switches at runtime: every traced process gets the
- * new mode over its hello socket. */
-static void agent_apply_sampling(struct agent *a, const struct agent_config *c)
-{
-    for (size_t i = 0; i < a->nsources; i++)
-        if (a->sources[i].running && a->sources[i].ops == &source_cupti_ops)
-            source_cupti_set_sampling(a->sources[i].state, (uint32_t)c->cupti_sample_mode,
-                                      (uint32_t)c->cupti_sample_k, (uint32_t)c->cupti_sample_n);
 }
 
 static void agent_reload(struct agent *a)
@@ -733,7 +488,6 @@ static void agent_flush(struct agent *a)
 
     assembler_flush(a->assembler);
     stepframes_flush(a->frames);
-    agent_spool_drops(a);
     agent_seal(a);
     while (!exporter_idle(a->exporter) && clock_mono_ns() < end) {
         exporter_poll(a->exporter, clock_mono_ns());
@@ -758,6 +512,7 @@ void agent_teardown(struct agent *a)
     assembler_free(a->assembler);
     stepinfer_free(a->stepinfer);
     batcher_free(a->batcher);
+    drops_free(a->drops);
     names_free(a->names);
     discovery_free(a->discovery);
     if (a->epfd >= 0)

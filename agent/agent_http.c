@@ -1,11 +1,19 @@
 /* The agent's /metrics and /healthz, served from the snapshot the main loop
- * publishes each tick (the HTTP thread never touches live state). */
+ * publishes each tick (the HTTP thread never touches live state), and
+ * agent_publish, which takes that snapshot on the main loop. */
 #include "agent/agent_http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent_impl.h"
+#include "agent/discovery/discovery.h"
+#include "agent/delivery/batcher.h"
+#include "agent/delivery/exporter.h"
+#include "agent/delivery/spool.h"
+#include "agent/steps/assembler.h"
+#include "agent/steps/stepframes.h"
 #include "common/clock.h"
 
 static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
@@ -148,4 +156,80 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     }
     resp->body = b.data;
     resp->len = b.len;
+}
+
+/* --- the main loop's side: the snapshot -------------------------------------- */
+
+/* The running sources' own metrics into buf (NUL-terminated). */
+static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < a->nsources; i++) {
+        const struct agent_source *src = &a->sources[i];
+
+        if (src->running && src->ops->metrics && n + 1 < len)
+            n += src->ops->metrics(src->state, buf + n, len - n);
+    }
+    buf[n < len ? n : len - 1] = 0;
+}
+
+void agent_publish(struct agent *a, uint64_t now)
+{
+    struct agent_snapshot s = {.tick_ns = now};
+    struct assembler_stats as;
+    struct batcher_stats bs;
+    struct spool_stats ss;
+    struct exporter_stats es;
+    struct discovery_stats ds;
+    struct stepframes_stats fs;
+
+    assembler_get_stats(a->assembler, &as);
+    batcher_get_stats(a->batcher, &bs);
+    spool_stats(a->spool, &ss);
+    exporter_get_stats(a->exporter, &es);
+    discovery_get_stats(a->discovery, &ds);
+    stepframes_get_stats(a->frames, &fs);
+    s.ranks = as.ranks;
+    s.steps = bs.steps; /* step records batched: assembled, inferred and replayed */
+    s.events = as.events;
+    s.untracked_events = as.untracked;
+    s.batches = bs.batches;
+    s.batch_raw_bytes = bs.raw_bytes;
+    s.batch_frame_bytes = bs.frame_bytes;
+    s.batch_errors = a->batch_errors;
+    s.spool_bytes = ss.bytes;
+    s.spool_records = ss.records;
+    s.spool_dropped = ss.dropped_records;
+    s.spool_dropped_bytes = ss.dropped_bytes;
+    s.spool_corrupt = ss.corrupt_records;
+    s.spool_fsync_errors = ss.fsync_errors;
+    s.spool_acked_seq = ss.acked_seq;
+    s.spool_epoch = ss.epoch;
+    s.connected = es.connected;
+    s.sent = es.sent;
+    s.acked = es.acked;
+    s.reconnects = es.reconnects;
+    s.rejected = es.rejected;
+    s.resent = es.resent;
+    s.discovery_scans = ds.scans;
+    s.discovery_processes = ds.processes;
+    s.loop_turns = a->loop_turns;
+    s.loop_busy_max_ns = a->loop_busy_max_ns;
+    s.frames_waited = fs.waited;
+    s.frames_expired = fs.expired + fs.overflowed;
+    s.frames_waiting = fs.waiting;
+    s.nsources = a->nsources;
+    for (size_t i = 0; i < a->nsources; i++) {
+        s.sources[i].name = a->sources[i].ops->name;
+        s.sources[i].running = a->sources[i].running;
+    }
+    pthread_mutex_lock(&a->http_state.lock);
+    a->http_state.snap = s;
+    if (now >= a->next_source_metrics_ns) {
+        agent_render_source_metrics(a, a->http_state.source_metrics,
+                                    sizeof(a->http_state.source_metrics));
+        a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
+    }
+    pthread_mutex_unlock(&a->http_state.lock);
 }

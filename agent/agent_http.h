@@ -20,4 +20,11 @@ struct agent_http {
 /* http_handler_fn; ctx is a struct agent_http. */
 void agent_http_handler(void *ctx, const char *path, struct http_response *resp);
 
+struct agent;
+
+/* The main loop's side: copy the stats of every stage into a's snapshot,
+ * under its lock, and the sources' own metrics at most once a second. now
+ * is monotonic. */
+void agent_publish(struct agent *a, uint64_t now);
+
 #endif

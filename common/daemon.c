@@ -81,7 +81,7 @@ int daemon_mkdir_p(const char *path, unsigned mode)
     size_t len = strlen(path);
 
     if (len == 0 || len >= sizeof(buf))
-        return -EINVAL;
+        return len ? -ENAMETOOLONG : -EINVAL;
     memcpy(buf, path, len + 1);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
@@ -110,14 +110,27 @@ uint64_t daemon_watchdog_ns(void)
     return usec * 1000;
 }
 
-int daemon_replace_file(const char *dir, const char *name, const void *data, size_t len)
+/* fsync fd, counted in the optional counters. Returns 0 or -errno. */
+static int daemon_fsync(int fd, uint64_t *fsyncs, uint64_t *fsync_errors)
+{
+    int err = fsync(fd) ? -errno : 0;
+
+    if (fsyncs)
+        (*fsyncs)++;
+    if (fsync_errors && err)
+        (*fsync_errors)++;
+    return err;
+}
+
+int daemon_replace_file_at(int dirfd, const char *name, const void *data, size_t len,
+                           uint64_t *fsyncs, uint64_t *fsync_errors)
 {
     char tmp[512];
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, err = 0;
+    int fd = -1, err = 0;
 
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
         err = -ENAMETOOLONG;
-    else if (dfd < 0 || (fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+    else if ((fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
         err = -errno;
     for (size_t off = 0; !err && off < len;) {
         ssize_t w = write(fd, (const char *)data + off, len - off);
@@ -129,17 +142,26 @@ int daemon_replace_file(const char *dir, const char *name, const void *data, siz
         else
             off += (size_t)w;
     }
-    if (!err && fsync(fd))
-        err = -errno;
+    if (!err)
+        err = daemon_fsync(fd, fsyncs, fsync_errors);
     if (fd >= 0 && close(fd) && !err)
         err = -errno;
-    if (!err && renameat(dfd, tmp, dfd, name))
+    if (!err && renameat(dirfd, tmp, dirfd, name))
         err = -errno;
-    if (!err && fsync(dfd))
-        err = -errno;
+    if (!err)
+        err = daemon_fsync(dirfd, fsyncs, fsync_errors);
     if (err && fd >= 0)
-        unlinkat(dfd, tmp, 0);
-    if (dfd >= 0)
-        close(dfd);
+        unlinkat(dirfd, tmp, 0);
+    return err;
+}
+
+int daemon_replace_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+    if (dfd < 0)
+        return -errno;
+    err = daemon_replace_file_at(dfd, name, data, len, NULL, NULL);
+    close(dfd);
     return err;
 }

@@ -35,12 +35,19 @@ struct config_result;
 int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
                   const int *log_level, struct config_result *res);
 
-/* mkdir -p with mode for the directories it creates. Returns 0 or -errno. */
+/* mkdir -p with mode for the directories it creates. Returns 0 or -errno
+ * (-EINVAL for "", -ENAMETOOLONG for a path of PATH_MAX or more). */
 int daemon_mkdir_p(const char *path, unsigned mode);
 
 /* Replace dir/name with len bytes of data durably: write name.tmp, fsync,
  * rename over name, fsync dir. Returns 0 or -errno (name is untouched). */
 int daemon_replace_file(const char *dir, const char *name, const void *data, size_t len);
+
+/* daemon_replace_file in the directory open as dirfd (left open). Each fsync
+ * it makes (of name.tmp, then of the directory) adds 1 to *fsyncs, and each
+ * failed one 1 to *fsync_errors, when they are not NULL. */
+int daemon_replace_file_at(int dirfd, const char *name, const void *data, size_t len,
+                           uint64_t *fsyncs, uint64_t *fsync_errors);
 
 /* Tell systemd (when NOTIFY_SOCKET is set) a state such as "READY=1",
  * "WATCHDOG=1", "STOPPING=1", "RELOADING=1". Harmless without systemd. */

@@ -8,26 +8,17 @@
 #include "common/frame.h"
 #include "common/wire_steps.h"
 
-struct batcher_drop {
-    char *reason;
-    char *job;
-    int32_t rank;
-    uint64_t total;
-};
-
 struct batcher {
     struct batcher_options o;
     char *agent_id;
     struct names *names;
-    uint8_t *buf; /* packed StepRecords, each as Batch field 6 */
+    const struct drops *drops; /* may be NULL */
+    uint8_t *buf;              /* packed StepRecords, each as Batch field 6 */
     size_t len, cap;
     size_t nsteps;
     uint64_t first_ns;
     uint64_t last_seal_ns;
-    bool drops_dirty;   /* a drop counter changed since the last sealed batch */
-    bool drops_unsaved; /* ... since batcher_drops_saved */
-    struct batcher_drop *drops;
-    size_t ndrops;
+    uint64_t drops_sealed; /* drops_version at the last seal */
     struct batcher_stats stats;
 };
 
@@ -38,7 +29,8 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-struct batcher *batcher_new(const struct batcher_options *o, struct names *names)
+struct batcher *batcher_new(const struct batcher_options *o, struct names *names,
+                            const struct drops *drops)
 {
     struct batcher *b = calloc(1, sizeof(*b));
 
@@ -47,6 +39,7 @@ struct batcher *batcher_new(const struct batcher_options *o, struct names *names
     b->o = *o;
     b->agent_id = strdup(o->agent_id ? o->agent_id : "agent");
     b->names = names;
+    b->drops = drops;
     if (!b->agent_id) {
         free(b);
         return NULL;
@@ -58,9 +51,6 @@ void batcher_free(struct batcher *b)
 {
     if (!b)
         return;
-    for (size_t i = 0; i < b->ndrops; i++)
-        free(b->drops[i].job), free(b->drops[i].reason);
-    free(b->drops);
     free(b->buf);
     free(b->agent_id);
     free(b);
@@ -91,10 +81,8 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
         while (cap < need)
             cap *= 2;
         uint8_t *grown = realloc(b->buf, cap);
-        if (!grown) {
-            batcher_drop(b, "batcher_nomem", s->job, (int32_t)s->rank, 1);
+        if (!grown)
             return -ENOMEM;
-        }
         b->buf = grown;
         b->cap = cap;
     }
@@ -106,49 +94,10 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
     return 0;
 }
 
-void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_t rank,
-                  uint64_t count)
+/* A drop counter changed since the last sealed batch. */
+static bool batcher_drops_dirty(const struct batcher *b)
 {
-    for (size_t i = 0; i < b->ndrops; i++) {
-        struct batcher_drop *d = &b->drops[i];
-        if (d->rank == rank && strcmp(d->reason, reason) == 0 &&
-            strcmp(d->job ? d->job : "", job ? job : "") == 0) {
-            d->total += count;
-            b->drops_dirty = b->drops_unsaved = true;
-            return;
-        }
-    }
-    struct batcher_drop *grown = realloc(b->drops, (b->ndrops + 1) * sizeof(*grown));
-    if (!grown)
-        return;
-    b->drops = grown;
-    struct batcher_drop d = {strdup(reason), job ? strdup(job) : NULL, rank, count};
-    if (!d.reason || (job && !d.job)) {
-        free(d.reason);
-        free(d.job);
-        return;
-    }
-    b->drops[b->ndrops++] = d;
-    b->drops_dirty = b->drops_unsaved = true;
-}
-
-void batcher_foreach_drop(const struct batcher *b,
-                          void (*fn)(void *ctx, const char *reason, const char *job, int32_t rank,
-                                     uint64_t total),
-                          void *ctx)
-{
-    for (size_t i = 0; i < b->ndrops; i++)
-        fn(ctx, b->drops[i].reason, b->drops[i].job, b->drops[i].rank, b->drops[i].total);
-}
-
-bool batcher_drops_changed(const struct batcher *b)
-{
-    return b->drops_unsaved;
-}
-
-void batcher_drops_saved(struct batcher *b)
-{
-    b->drops_unsaved = false;
+    return b->drops && drops_version(b->drops) != b->drops_sealed;
 }
 
 bool batcher_due(const struct batcher *b, uint64_t now_ns)
@@ -156,7 +105,7 @@ bool batcher_due(const struct batcher *b, uint64_t now_ns)
     if (!b->nsteps) {
         /* new ranks and changed drop counters reach the collector even when no
          * step does, at most once per max_age */
-        return (names_unsent_resources(b->names) || b->drops_dirty) &&
+        return (names_unsent_resources(b->names) || batcher_drops_dirty(b)) &&
                now_ns - b->last_seal_ns >= b->o.max_age_ns;
     }
     return b->nsteps >= b->o.max_steps || b->len >= b->o.max_bytes ||
@@ -168,7 +117,7 @@ uint64_t batcher_next_ns(const struct batcher *b)
     /* a seal that failed (out of memory) is retried, not spun on */
     if (b->nsteps)
         return max_u64(b->first_ns + b->o.max_age_ns, b->last_seal_ns + BATCHER_RETRY_NS);
-    if (names_unsent_resources(b->names) || b->drops_dirty)
+    if (names_unsent_resources(b->names) || batcher_drops_dirty(b))
         return b->last_seal_ns + b->o.max_age_ns;
     return UINT64_MAX;
 }
@@ -178,16 +127,38 @@ size_t batcher_steps(const struct batcher *b)
     return b->nsteps;
 }
 
+/* The drop counters as DropCounter messages pointing into the table. */
+struct batcher_drops_out {
+    Argus__V1__DropCounter *dc;
+    Argus__V1__DropCounter **dp;
+    size_t n;
+};
+
+static void batcher_drop_counter(void *ctx, const char *reason, const char *job, int32_t rank,
+                                 uint64_t total)
+{
+    struct batcher_drops_out *out = ctx;
+    Argus__V1__DropCounter *dc = &out->dc[out->n];
+
+    argus__v1__drop_counter__init(dc);
+    dc->reason = (char *)reason;
+    dc->job = (char *)(job ? job : "");
+    dc->rank = rank;
+    dc->total = total;
+    out->dp[out->n++] = dc;
+}
+
 /* Pack the batch header (everything but the steps) into a new buffer with
  * room for the steps after it. */
 static uint8_t *batcher_header(struct batcher *b, uint64_t epoch, uint64_t seq, size_t *hlen)
 {
     Argus__V1__Batch batch = ARGUS__V1__BATCH__INIT;
-    Argus__V1__DropCounter *dc = calloc(b->ndrops + 1, sizeof(*dc));
-    Argus__V1__DropCounter **dp = calloc(b->ndrops + 1, sizeof(*dp));
+    size_t ndrops = b->drops ? drops_count(b->drops) : 0;
+    struct batcher_drops_out drops = {calloc(ndrops + 1, sizeof(*drops.dc)),
+                                      calloc(ndrops + 1, sizeof(*drops.dp)), 0};
     uint8_t *out = NULL;
 
-    if (!dc || !dp)
+    if (!drops.dc || !drops.dp)
         goto out;
     batch.agent_id = b->agent_id;
     batch.epoch = epoch;
@@ -195,23 +166,17 @@ static uint8_t *batcher_header(struct batcher *b, uint64_t epoch, uint64_t seq, 
     batch.created_unix_ns = clock_real_ns();
     batch.n_names = names_take(b->names, seq, &batch.names);
     batch.n_resources = names_take_resources(b->names, seq, &batch.resources);
-    for (size_t i = 0; i < b->ndrops; i++) {
-        argus__v1__drop_counter__init(&dc[i]);
-        dc[i].reason = (char *)b->drops[i].reason;
-        dc[i].job = b->drops[i].job ? b->drops[i].job : "";
-        dc[i].rank = b->drops[i].rank;
-        dc[i].total = b->drops[i].total;
-        dp[i] = &dc[i];
-    }
-    batch.n_drops = b->ndrops;
-    batch.drops = dp;
+    if (b->drops)
+        drops_foreach(b->drops, batcher_drop_counter, &drops);
+    batch.n_drops = drops.n;
+    batch.drops = drops.dp;
     *hlen = argus__v1__batch__get_packed_size(&batch);
     out = malloc(*hlen + b->len + 1);
     if (out)
         argus__v1__batch__pack(&batch, out);
 out:
-    free(dc);
-    free(dp);
+    free(drops.dc);
+    free(drops.dp);
     return out;
 }
 
@@ -221,15 +186,17 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     uint8_t *raw;
     int r;
 
-    if (!b->nsteps && !names_unsent_resources(b->names) && !b->drops_dirty)
+    if (!b->nsteps && !names_unsent_resources(b->names) && !batcher_drops_dirty(b))
         return -ENODATA;
-    b->drops_dirty = false;
+    b->drops_sealed = b->drops ? drops_version(b->drops) : 0;
     b->last_seal_ns = clock_mono_ns();
     raw = batcher_header(b, epoch, seq, &hlen);
     if (!raw)
         return -ENOMEM;
-    /* concatenated messages merge: the steps become Batch.steps */
-    memcpy(raw + hlen, b->buf, b->len);
+    /* concatenated messages merge: the steps become Batch.steps (b->buf is
+     * NULL until the first step) */
+    if (b->len)
+        memcpy(raw + hlen, b->buf, b->len);
     r = frame_encode(raw, hlen + b->len, FRAME_CODEC_LZ4, frame, len);
     if (r == 0) {
         b->stats.batches++;

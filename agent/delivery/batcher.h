@@ -1,10 +1,20 @@
-/* The batcher: step records of every local rank into argus.v1.Batch frames.
+/* The delivery stage (agent/delivery/) takes in the step records of the
+ * steps stage (agent/steps/: assembled or inferred, with their top frames)
+ * and gives out batches acked by the collector, each carrying the agent's
+ * drop totals. The batcher (here) packs records into sealed batches, with
+ * the names and resources they need (names.h) and the drop table (drops.h);
+ * the spool (spool.h) keeps every sealed batch on disk until the collector
+ * acks it; the exporter (exporter.h) streams the spool to the collector;
+ * dropstate (dropstate.h) carries the drop totals across restarts.
+ *
+ * The batcher: step records of every local rank into argus.v1.Batch frames.
  * Each step is packed when added (so callers may free their record at once);
  * a batch is sealed when it holds max_steps records or max_bytes, or when
  * its oldest record is max_age old. Sealing adds the agent identity, the
  * dictionary delta and resources the collector does not have yet
- * (agent/delivery/names.h), and the cumulative drop counters, then compresses the
- * batch into one LZ4 frame (common/frame.h). Single-threaded. */
+ * (agent/delivery/names.h), and every cumulative drop counter (read from
+ * agent/delivery/drops.h, never written), then compresses the batch into one
+ * LZ4 frame (common/frame.h). Single-threaded. */
 #ifndef ARGUS_AGENT_BATCHER_H
 #define ARGUS_AGENT_BATCHER_H
 
@@ -12,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/delivery/drops.h"
 #include "agent/delivery/names.h"
 #include "proto/argus.pb-c.h"
 
@@ -24,28 +35,19 @@ struct batcher_options {
 
 struct batcher;
 
-/* names is not owned and must outlive the batcher. NULL on -ENOMEM. */
-struct batcher *batcher_new(const struct batcher_options *o, struct names *names);
+/* names and drops are not owned and must outlive the batcher; drops may be
+ * NULL (batches carry no drop counters). NULL on -ENOMEM. */
+struct batcher *batcher_new(const struct batcher_options *o, struct names *names,
+                            const struct drops *drops);
 void batcher_free(struct batcher *b);
 
+/* The drop reason of a step the batcher had no memory for. */
+#define BATCHER_DROP_NOMEM "batcher_nomem"
+
 /* Pack s into the open batch and reference its names. now_ns is monotonic.
- * Returns 0 or -ENOMEM (the step is dropped and counted). */
+ * Returns 0 or -ENOMEM: the step is dropped, and the caller counts it as
+ * BATCHER_DROP_NOMEM for its job and rank. */
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);
-
-/* Add count to the cumulative drop counter (reason, job, rank); job NULL and
- * rank -1 for node-level drops. reason and job are copied. */
-void batcher_drop(struct batcher *b, const char *reason, const char *job, int32_t rank,
-                  uint64_t count);
-
-/* Each drop counter (job NULL for node-level ones), in creation order. */
-void batcher_foreach_drop(const struct batcher *b,
-                          void (*fn)(void *ctx, const char *reason, const char *job, int32_t rank,
-                                     uint64_t total),
-                          void *ctx);
-
-/* The drop counters changed since the last batcher_drops_saved call. */
-bool batcher_drops_changed(const struct batcher *b);
-void batcher_drops_saved(struct batcher *b);
 
 /* True when the open batch should be sealed now: it is full or old, or it
  * has no steps but new ranks or changed drop counters must go out (at most
@@ -60,9 +62,11 @@ uint64_t batcher_next_ns(const struct batcher *b);
 size_t batcher_steps(const struct batcher *b);
 
 /* Seal the open batch as (epoch, seq) into a packed Frame (*frame malloc'd,
- * caller frees). A batch without steps is sealed when resources wait for an
- * ack. Returns 0, or -ENODATA when there is nothing to send, or
- * -ENOMEM. The open batch is emptied either way except on -ENOMEM. */
+ * caller frees), with every drop counter's total as it is now. A batch
+ * without steps is sealed when resources wait for an ack or a drop counter
+ * changed since the last seal. Returns 0, or -ENODATA when there is nothing
+ * to send, or -ENOMEM. The open batch is emptied either way except on
+ * -ENOMEM. */
 int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, size_t *len);
 
 struct batcher_stats {

@@ -44,8 +44,7 @@ static void save_one(void *ctx, const char *reason, const char *job, int32_t ran
         c->failed = true;
 }
 
-int dropstate_save(const char *dir, uint64_t epoch, const struct batcher *b,
-                   const char *const *skip)
+int dropstate_save(const char *dir, uint64_t epoch, const struct drops *d, const char *const *skip)
 {
     struct save_ctx c = {.skip = skip};
     char *text = NULL;
@@ -56,15 +55,15 @@ int dropstate_save(const char *dir, uint64_t epoch, const struct batcher *b,
     if (!c.f)
         return -ENOMEM;
     fprintf(c.f, "%s %d %" PRIu64 "\n", DROPSTATE_MAGIC, DROPSTATE_VERSION, epoch);
-    batcher_foreach_drop(b, save_one, &c);
+    drops_foreach(d, save_one, &c);
     err = fclose(c.f) || c.failed ? -ENOMEM : daemon_replace_file(dir, DROPSTATE_FILE, text, len);
     free(text);
     return err;
 }
 
-/* One "TOTAL\tRANK\tREASON\tJOB" line into b: 1 loaded, 0 skipped, -1
+/* One "TOTAL\tRANK\tREASON\tJOB" line into d: 1 loaded, 0 skipped, -1
  * malformed. */
-static int load_line(char *line, struct batcher *b, const char *const *skip)
+static int load_line(char *line, struct drops *d, const char *const *skip)
 {
     char *fields[4], *end, *save = NULL;
     unsigned long long total;
@@ -85,11 +84,11 @@ static int load_line(char *line, struct batcher *b, const char *const *skip)
         return -1;
     if (skipped(skip, fields[2]))
         return 0;
-    batcher_drop(b, fields[2], strcmp(fields[3], "-") ? fields[3] : NULL, (int32_t)rank, total);
+    drops_add(d, fields[2], strcmp(fields[3], "-") ? fields[3] : NULL, (int32_t)rank, total);
     return 1;
 }
 
-int dropstate_load(const char *dir, uint64_t epoch, struct batcher *b, const char *const *skip)
+int dropstate_load(const char *dir, uint64_t epoch, struct drops *d, const char *const *skip)
 {
     char path[4096], line[1024], magic[16];
     int version, loaded = 0, bad = 0;
@@ -108,7 +107,7 @@ int dropstate_load(const char *dir, uint64_t epoch, struct batcher *b, const cha
         return -EBADMSG;
     }
     while (file_epoch == epoch && fgets(line, sizeof(line), f)) {
-        int r = load_line(line, b, skip);
+        int r = load_line(line, d, skip);
 
         loaded += r > 0;
         bad += r < 0;

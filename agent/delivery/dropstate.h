@@ -18,19 +18,19 @@
 
 #include <stdint.h>
 
-#include "agent/delivery/batcher.h"
+#include "agent/delivery/drops.h"
 
 #define DROPSTATE_FILE "drops"
 
-/* Write b's counters (except reasons in skip, a NULL-terminated list) as
- * dir/DROPSTATE_FILE for epoch. Returns 0 or -errno. */
-int dropstate_save(const char *dir, uint64_t epoch, const struct batcher *b,
-                   const char *const *skip);
+/* Write d's counters (except reasons in skip, a NULL-terminated list) as
+ * dir/DROPSTATE_FILE for epoch. Returns 0 or -errno. The caller marks d
+ * saved (drops_saved) on success. */
+int dropstate_save(const char *dir, uint64_t epoch, const struct drops *d, const char *const *skip);
 
-/* Add the counters saved in dir for epoch to b, but those in skip. Returns
+/* Add the counters saved in dir for epoch to d (drops_add), but those in skip. Returns
  * the number of counters loaded: 0 when there is no file or it is of
  * another epoch; a malformed line is skipped (-EBADMSG when nothing valid
  * was read but the file was not empty, or the header is wrong). */
-int dropstate_load(const char *dir, uint64_t epoch, struct batcher *b, const char *const *skip);
+int dropstate_load(const char *dir, uint64_t epoch, struct drops *d, const char *const *skip);
 
 #endif

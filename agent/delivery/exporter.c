@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/delivery/batcher.h"
-#include "agent/delivery/names.h"
+#include "agent/delivery/drops.h"
 #include "agent/delivery/spool.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -22,8 +21,7 @@ struct exporter {
     struct exporter_options o;
     char *collector;
     struct spool *spool;
-    struct names *names;
-    struct batcher *batcher;
+    struct drops *drops;
     struct rpc_channel *ch;
     struct rpc_stream *st;
     uint64_t cursor; /* highest seq sent on this stream */
@@ -34,7 +32,7 @@ struct exporter {
 };
 
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
-                              struct names *names, struct batcher *batcher)
+                              struct drops *drops)
 {
     struct exporter *e = calloc(1, sizeof(*e));
     struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC};
@@ -44,8 +42,7 @@ struct exporter *exporter_new(const struct exporter_options *o, struct spool *sp
     e->o = *o;
     e->collector = strdup(o->collector);
     e->spool = spool;
-    e->names = names;
-    e->batcher = batcher;
+    e->drops = drops;
     e->rng = clock_real_ns() | 1;
     e->rl = (struct log_ratelimit){.interval_ns = 30 * NSEC_PER_SEC, .burst = 3};
     e->ch = e->collector ? rpc_channel_new(e->collector, &co) : NULL;
@@ -90,11 +87,10 @@ static void exporter_backoff(struct exporter *e, uint64_t now_ns)
 
 static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
 {
-    struct spool_stats ss;
+    uint64_t acked = spool_acked_seq(e->spool);
 
-    spool_stats(e->spool, &ss);
-    if (e->cursor > ss.acked_seq)
-        e->stats.resent += e->cursor - ss.acked_seq;
+    if (e->cursor > acked)
+        e->stats.resent += e->cursor - acked;
     rpc_stream_free(e->st);
     e->st = NULL;
     e->stats.connected = false;
@@ -104,16 +100,14 @@ static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
 /* The collector refused the oldest unacked batch for what it is: drop it. */
 static void exporter_reject_head(struct exporter *e)
 {
-    struct spool_stats ss;
     uint64_t seq;
     const void *data;
     size_t len;
 
-    spool_stats(e->spool, &ss);
-    if (spool_read(e->spool, ss.acked_seq, &seq, &data, &len) == 1) {
+    if (spool_read(e->spool, spool_acked_seq(e->spool), &seq, &data, &len) == 1) {
         spool_ack(e->spool, seq);
         e->stats.rejected++;
-        batcher_drop(e->batcher, "collector_rejected", NULL, -1, 1);
+        drops_add(e->drops, EXPORTER_DROP_REJECTED, NULL, -1, 1);
     }
 }
 
@@ -135,7 +129,8 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
     if (!ack)
         return;
     if (ack->epoch == spool_epoch(e->spool) && spool_ack(e->spool, ack->seq) == 0) {
-        names_ack(e->names, ack->seq);
+        if (e->o.on_ack)
+            e->o.on_ack(e->o.on_ack_ctx, ack->seq);
         e->stats.acked = ack->seq;
         e->stats.last_ack_ns = now;
         e->backoff_ns = 0;
@@ -162,12 +157,10 @@ static void exporter_send_next(struct exporter *e)
 void exporter_poll(struct exporter *e, uint64_t now_ns)
 {
     struct rpc_stream_event ev;
-    struct spool_stats ss;
 
-    spool_stats(e->spool, &ss);
-    if (!e->st && ss.records && now_ns >= e->reconnect_ns) {
+    if (!e->st && spool_has_unacked(e->spool) && now_ns >= e->reconnect_ns) {
         e->st = rpc_stream_open(e->ch, RPC_INGEST_PUSH, false);
-        e->cursor = ss.acked_seq;
+        e->cursor = spool_acked_seq(e->spool);
         if (e->st) {
             e->stats.connected = true;
             if (e->reconnect_ns)
@@ -189,22 +182,18 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
 
 uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
 {
-    struct spool_stats ss;
+    bool unacked = spool_has_unacked(e->spool);
 
-    spool_stats(e->spool, &ss);
     if (!e->st)
-        return ss.records ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns) : UINT64_MAX;
-    if (ss.records || !rpc_stream_can_send(e->st))
+        return unacked ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns) : UINT64_MAX;
+    if (unacked || !rpc_stream_can_send(e->st))
         return now_ns + EXPORTER_POLL_NS;
     return UINT64_MAX;
 }
 
 bool exporter_idle(const struct exporter *e)
 {
-    struct spool_stats ss;
-
-    spool_stats(e->spool, &ss);
-    return ss.records == 0;
+    return !spool_has_unacked(e->spool);
 }
 
 void exporter_get_stats(const struct exporter *e, struct exporter_stats *out)

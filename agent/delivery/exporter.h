@@ -1,12 +1,14 @@
 /* The exporter: the agent's end of /argus.v1.Ingest/Push. It sends every
  * unacked spool record in seq order on one long-lived stream, one message
- * in flight at a time, and advances the spool (and the names registry) on
- * each ack. On any stream failure it reconnects with exponential backoff and
- * jitter and re-sends from the last ack, so delivery is at-least-once and the
+ * in flight at a time, and advances the spool on each ack (and tells its
+ * on_ack callback, which the agent points at the names registry). On any
+ * stream failure it reconnects with exponential backoff and jitter and
+ * re-sends from the last ack, so delivery is at-least-once and the
  * collector's dedup makes it exactly-once. A batch the collector rejects as
  * invalid (INVALID_ARGUMENT / RESOURCE_EXHAUSTED) would be rejected forever:
- * it is dropped from the spool and counted, never retried. Polled from the
- * main loop; never blocks. */
+ * it is dropped from the spool and counted in the drop table as
+ * EXPORTER_DROP_REJECTED, never retried. Polled from the main loop; never
+ * blocks. */
 #ifndef ARGUS_AGENT_EXPORTER_H
 #define ARGUS_AGENT_EXPORTER_H
 
@@ -14,21 +16,31 @@
 #include <stdint.h>
 
 struct spool;
-struct names;
-struct batcher;
+struct drops;
+
+/* The drop reason of a batch the collector refused. */
+#define EXPORTER_DROP_REJECTED "collector_rejected"
+
+/* Told of each new ack watermark of this spool epoch, after the spool took
+ * it: every batch with a seq <= seq is at the collector. */
+typedef void (*exporter_ack_fn)(void *ctx, uint64_t seq);
 
 struct exporter_options {
     const char *collector;   /* HOST:PORT, copied */
     uint64_t keepalive_ns;   /* must match the collector's */
     uint64_t backoff_min_ns; /* first reconnect delay */
     uint64_t backoff_max_ns; /* cap of the exponential backoff */
+    exporter_ack_fn on_ack;  /* may be NULL */
+    void *on_ack_ctx;
 };
 
 struct exporter;
 
-/* spool, names and batcher (for the "rejected" drop counter) are not owned. */
+/* spool and drops (for EXPORTER_DROP_REJECTED) are not owned and must
+ * outlive the exporter. NULL on -ENOMEM or a collector address gRPC
+ * refuses. */
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
-                              struct names *names, struct batcher *batcher);
+                              struct drops *drops);
 void exporter_free(struct exporter *e);
 
 /* Do what can be done now without blocking: connect when due, handle

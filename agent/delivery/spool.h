@@ -56,12 +56,22 @@
  * and other names are left alone. A failed read or allocation during the
  * scan is not damage: it never truncates anything.
  *
+ * Losses. The spool reports what it loses itself to the optional on_loss
+ * callback, as it counts it: records dropped by the cap or with a segment
+ * of another epoch (SPOOL_LOSS_CAP, dropped_records) and records lost to
+ * corruption (SPOOL_LOSS_CORRUPT, corrupt_records). spool_open reports the
+ * totals the epoch had already (from meta, plus what the scan found), later
+ * calls report what was added, so the counts told add up to the epoch's
+ * totals in spool_stats. The agent adds them to its drop table
+ * (agent/delivery/drops.h); nothing needs to poll spool_stats for them.
+ *
  * Errors are negative errno; nothing here exits or logs (the caller does).
  * Not thread-safe: one thread (the agent main loop) uses a spool.
  */
 #ifndef ARGUS_AGENT_SPOOL_H
 #define ARGUS_AGENT_SPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +88,15 @@ enum spool_fsync {
     SPOOL_FSYNC_ALWAYS,       /* fdatasync after every append */
 };
 
+/* The reasons on_loss reports, as drop counters name them. */
+#define SPOOL_LOSS_CAP "spool_cap"         /* unacked records deleted by the cap */
+#define SPOOL_LOSS_CORRUPT "spool_corrupt" /* records lost to corruption */
+
+/* count more records lost for reason (a SPOOL_LOSS_* string), called from
+ * inside spool_open, spool_append or spool_read. It must not call into the
+ * spool. */
+typedef void (*spool_loss_fn)(void *ctx, const char *reason, uint64_t count);
+
 /* Zero-initialised options mean the defaults. */
 struct spool_options {
     uint64_t cap_bytes;         /* 0 = SPOOL_DEFAULT_CAP */
@@ -85,6 +104,8 @@ struct spool_options {
     enum spool_fsync fsync;     /* SPOOL_FSYNC_INTERVAL by default */
     uint64_t fsync_interval_ns; /* 0 = SPOOL_DEFAULT_FSYNC_INTERVAL_NS */
     uint32_t max_record_bytes;  /* 0 = SPOOL_DEFAULT_MAX_RECORD; larger appends fail */
+    spool_loss_fn on_loss;      /* NULL: losses are only counted in spool_stats */
+    void *on_loss_ctx;
 };
 
 struct spool_stats {
@@ -120,6 +141,14 @@ void spool_close(struct spool *s);
 uint64_t spool_epoch(const struct spool *s);
 uint64_t spool_next_seq(const struct spool *s);
 
+/* The ack watermark (spool_stats' acked_seq). */
+uint64_t spool_acked_seq(const struct spool *s);
+
+/* True when a valid record is not acked yet (spool_stats' records > 0).
+ * Cheap, unlike spool_stats, which walks every segment: for the exporter's
+ * hot path. */
+bool spool_has_unacked(const struct spool *s);
+
 /* Append len bytes (copied) as the record with seq spool_next_seq(); on
  * success sets *seq (may be NULL) and returns 0. May first delete the oldest
  * segments to stay under the cap (counted as dropped). Returns -EMSGSIZE
@@ -153,7 +182,8 @@ int spool_tick(struct spool *s, uint64_t now_ns);
  * fdatasync of unsynced data, or a meta write to retry (UINT64_MAX: none). */
 uint64_t spool_next_ns(const struct spool *s, uint64_t now_ns);
 
-/* Fill *st. */
+/* Fill *st (a walk over every segment: for /metrics and logs, not for a hot
+ * path). */
 void spool_stats(const struct spool *s, struct spool_stats *st);
 
 #endif

@@ -13,15 +13,13 @@
 
 #include <cmocka.h>
 
-#include "agent/delivery/batcher.h"
 #include "agent/delivery/dropstate.h"
-#include "agent/delivery/names.h"
+#include "agent/delivery/drops.h"
 
 static const char *const skip[] = {"spool_cap", NULL};
 
 struct fixture {
     char dir[64];
-    struct names *names;
 };
 
 static int setup(void **state)
@@ -30,7 +28,6 @@ static int setup(void **state)
 
     snprintf(f->dir, sizeof(f->dir), "/tmp/argus-dropstate.XXXXXX");
     assert_non_null(mkdtemp(f->dir));
-    f->names = names_new();
     *state = f;
     return 0;
 }
@@ -43,16 +40,16 @@ static int teardown(void **state)
     snprintf(path, sizeof(path), "%s/%s", f->dir, DROPSTATE_FILE);
     unlink(path);
     rmdir(f->dir);
-    names_free(f->names);
     free(f);
     return 0;
 }
 
-static struct batcher *batcher(struct fixture *f)
+static struct drops *table(void)
 {
-    struct batcher_options o = {"agent-1", 16, 1 << 20, 1000000000ull};
+    struct drops *d = drops_new();
 
-    return batcher_new(&o, f->names);
+    assert_non_null(d);
+    return d;
 }
 
 struct seen {
@@ -68,50 +65,50 @@ static void collect(void *ctx, const char *reason, const char *job, int32_t rank
              (unsigned long long)total);
 }
 
-static const char *counters(const struct batcher *b, struct seen *s)
+static const char *counters(const struct drops *d, struct seen *s)
 {
     s->text[0] = 0;
-    batcher_foreach_drop(b, collect, s);
+    drops_foreach(d, collect, s);
     return s->text;
 }
 
 static void test_round_trip(void **state)
 {
     struct fixture *f = *state;
-    struct batcher *a = batcher(f), *b = batcher(f);
+    struct drops *a = table(), *b = table();
     struct seen s;
 
-    batcher_drop(a, "cupti_ring_full", NULL, -1, 7);
-    batcher_drop(a, "stacks_queue_full", "job 12", 5, 3);
-    batcher_drop(a, "spool_cap", NULL, -1, 9);
-    batcher_drop(a, "cupti_ring_full", NULL, -1, 1);
-    assert_true(batcher_drops_changed(a));
+    drops_add(a, "cupti_ring_full", NULL, -1, 7);
+    drops_add(a, "stacks_queue_full", "job 12", 5, 3);
+    drops_add(a, "spool_cap", NULL, -1, 9);
+    drops_add(a, "cupti_ring_full", NULL, -1, 1);
+    assert_true(drops_changed(a));
     assert_int_equal(dropstate_save(f->dir, 42, a, skip), 0);
-    batcher_drops_saved(a);
-    assert_false(batcher_drops_changed(a));
+    drops_saved(a);
+    assert_false(drops_changed(a));
 
     assert_int_equal(dropstate_load(f->dir, 42, b, skip), 2);
     assert_string_equal(counters(b, &s), "cupti_ring_full/-/-1=8;stacks_queue_full/job 12/5=3;");
     /* counting goes on from the saved totals */
-    batcher_drop(b, "cupti_ring_full", NULL, -1, 2);
+    drops_add(b, "cupti_ring_full", NULL, -1, 2);
     assert_string_equal(counters(b, &s), "cupti_ring_full/-/-1=10;stacks_queue_full/job 12/5=3;");
-    batcher_free(a);
-    batcher_free(b);
+    drops_free(a);
+    drops_free(b);
 }
 
 static void test_other_epoch_and_no_file(void **state)
 {
     struct fixture *f = *state;
-    struct batcher *a = batcher(f), *b = batcher(f);
+    struct drops *a = table(), *b = table();
     struct seen s;
 
     assert_int_equal(dropstate_load(f->dir, 1, b, skip), 0); /* no file yet */
-    batcher_drop(a, "collector_rejected", NULL, -1, 4);
+    drops_add(a, "collector_rejected", NULL, -1, 4);
     assert_int_equal(dropstate_save(f->dir, 1, a, skip), 0);
     assert_int_equal(dropstate_load(f->dir, 2, b, skip), 0); /* a new spool epoch */
     assert_string_equal(counters(b, &s), "");
-    batcher_free(a);
-    batcher_free(b);
+    drops_free(a);
+    drops_free(b);
 }
 
 static void write_file(struct fixture *f, const char *text)
@@ -129,7 +126,7 @@ static void write_file(struct fixture *f, const char *text)
 static void test_damaged_files(void **state)
 {
     struct fixture *f = *state;
-    struct batcher *b = batcher(f);
+    struct drops *b = table();
     struct seen s;
 
     write_file(f, "garbage\n");
@@ -140,7 +137,7 @@ static void test_damaged_files(void **state)
     write_file(f, "argus-drops 1 3\n5\t-1\tgood\t-\nbroken\n6\t2\tspool_cap\t-\n");
     assert_int_equal(dropstate_load(f->dir, 3, b, skip), 1); /* the spool's own is ignored */
     assert_string_equal(counters(b, &s), "good/-/-1=5;");
-    batcher_free(b);
+    drops_free(b);
 }
 
 int main(void)

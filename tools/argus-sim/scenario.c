@@ -185,7 +185,7 @@ int scenario_generate(const struct sim_config *c, const struct scenario_sink *si
         snprintf(id, sizeof(id), "%s%05zu", c->agent_prefix, i);
         struct batcher_options bo = {id, 1u << 20, 64u << 20, UINT64_MAX};
         ag[i].names = names_new();
-        ag[i].batcher = ag[i].names ? batcher_new(&bo, ag[i].names) : NULL;
+        ag[i].batcher = ag[i].names ? batcher_new(&bo, ag[i].names, NULL) : NULL;
         if (!ag[i].batcher)
             goto out;
     }

@@ -1,0 +1,214 @@
+/* agent/delivery/exporter against a fake collector on loopback (the
+ * collector's transport with a stream handler that acks or refuses): acked
+ * batches advance the spool and reach on_ack, a refused batch is dropped
+ * from the spool and counted in the drop table, never retried. */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/delivery/drops.h"
+#include "agent/delivery/exporter.h"
+#include "agent/delivery/spool.h"
+#include "collector/transport.h"
+#include "common/clock.h"
+#include "common/rpc_paths.h"
+#include "proto/argus.pb-c.h"
+
+/* The fake collector: a record "ok N" is acked as seq N of epoch, "bad N"
+ * ends the stream with INVALID_ARGUMENT. Handlers run on transport threads;
+ * the test reads the counters only after the exporter is idle. */
+struct collector {
+    uint64_t epoch;
+    unsigned received, refused;
+};
+
+struct fixture {
+    char dir[64];
+    struct collector col;
+    struct transport_server *server;
+    char target[64];
+    struct spool *spool;
+    struct drops *drops;
+    uint64_t acks[8];
+    size_t nacks;
+};
+
+static void *col_open(void *ctx, const char *peer)
+{
+    return ctx;
+}
+
+static void col_message(void *stream, const void *data, size_t len, struct transport_reply *reply)
+{
+    struct collector *c = stream;
+    Argus__V1__Ack ack = ARGUS__V1__ACK__INIT;
+    char text[32] = "";
+    unsigned long long seq = 0;
+
+    memcpy(text, data, len < sizeof(text) - 1 ? len : sizeof(text) - 1);
+    __atomic_fetch_add(&c->received, 1, __ATOMIC_SEQ_CST);
+    if (sscanf(text, "ok %llu", &seq) != 1) {
+        __atomic_fetch_add(&c->refused, 1, __ATOMIC_SEQ_CST);
+        reply->status = TRANSPORT_INVALID_ARGUMENT;
+        snprintf(reply->message, sizeof(reply->message), "not a batch: %s", text);
+        return;
+    }
+    ack.epoch = __atomic_load_n(&c->epoch, __ATOMIC_SEQ_CST);
+    ack.seq = seq;
+    reply->len = argus__v1__ack__get_packed_size(&ack);
+    reply->data = malloc(reply->len);
+    argus__v1__ack__pack(&ack, reply->data);
+}
+
+static void col_close(void *stream)
+{
+}
+
+static const struct transport_stream_ops col_ops = {col_open, col_message, col_close};
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct transport_options o = {.listen = "127.0.0.1:0", .workers = 1, .max_message = 1 << 20};
+    int port;
+
+    snprintf(f->dir, sizeof(f->dir), "/tmp/test_exporter.XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    assert_int_equal(spool_open(f->dir, NULL, &f->spool), 0);
+    f->col.epoch = spool_epoch(f->spool);
+    f->drops = drops_new();
+    f->server = transport_new(&o);
+    assert_int_equal(transport_add_stream(f->server, RPC_INGEST_PUSH, &col_ops, &f->col), 0);
+    port = transport_start(f->server);
+    assert_true(port > 0);
+    snprintf(f->target, sizeof(f->target), "127.0.0.1:%d", port);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    transport_free(f->server);
+    spool_close(f->spool);
+    drops_free(f->drops);
+    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static void on_ack(void *ctx, uint64_t seq)
+{
+    struct fixture *f = ctx;
+
+    if (f->nacks < sizeof(f->acks) / sizeof(f->acks[0]))
+        f->acks[f->nacks++] = seq;
+}
+
+static struct exporter *exporter(struct fixture *f)
+{
+    struct exporter_options o = {
+        .collector = f->target,
+        .keepalive_ns = 30 * NSEC_PER_SEC,
+        .backoff_min_ns = NSEC_PER_MSEC,
+        .backoff_max_ns = 10 * NSEC_PER_MSEC,
+        .on_ack = on_ack,
+        .on_ack_ctx = f,
+    };
+    struct exporter *e = exporter_new(&o, f->spool, f->drops);
+
+    assert_non_null(e);
+    return e;
+}
+
+static void append(struct fixture *f, const char *verdict)
+{
+    char text[32];
+    int n = snprintf(text, sizeof(text), "%s %llu", verdict,
+                     (unsigned long long)spool_next_seq(f->spool));
+
+    assert_int_equal(spool_append(f->spool, text, (size_t)n, NULL), 0);
+}
+
+/* Poll until every record is acked (or rejected); fails after 10 s. */
+static void run_until_idle(struct exporter *e)
+{
+    uint64_t end = clock_mono_ns() + 10 * NSEC_PER_SEC;
+
+    while (!exporter_idle(e)) {
+        assert_true(clock_mono_ns() < end);
+        exporter_poll(e, clock_mono_ns());
+        clock_sleep_ns(NSEC_PER_MSEC);
+    }
+}
+
+static void test_acks_reach_on_ack(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e = exporter(f);
+    struct exporter_stats st;
+
+    assert_true(exporter_idle(e));
+    assert_int_equal(exporter_next_ns(e, 5), UINT64_MAX); /* nothing to send */
+    append(f, "ok");
+    append(f, "ok");
+    assert_false(exporter_idle(e));
+    assert_int_equal(exporter_next_ns(e, 5), 5); /* due now */
+    run_until_idle(e);
+    assert_int_equal(spool_acked_seq(f->spool), 2);
+    assert_false(spool_has_unacked(f->spool));
+    assert_true(f->nacks >= 1);
+    assert_int_equal(f->acks[f->nacks - 1], 2);
+    exporter_get_stats(e, &st);
+    assert_int_equal(st.acked, 2);
+    assert_int_equal(st.rejected, 0);
+    assert_int_equal(drops_count(f->drops), 0);
+    exporter_free(e);
+}
+
+static void test_rejected_batch_is_counted(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e = exporter(f);
+    struct exporter_stats st;
+
+    append(f, "ok");
+    append(f, "bad");
+    append(f, "ok");
+    run_until_idle(e);
+    assert_int_equal(spool_acked_seq(f->spool), 3);
+    assert_int_equal(drops_get(f->drops, EXPORTER_DROP_REJECTED, NULL, -1), 1);
+    assert_int_equal(drops_count(f->drops), 1);
+    assert_int_equal(__atomic_load_n(&f->col.refused, __ATOMIC_SEQ_CST), 1); /* never retried */
+    assert_int_equal(f->acks[f->nacks - 1], 3);
+    for (size_t i = 0; i < f->nacks; i++)
+        assert_true(f->acks[i] != 2); /* a refused batch is no ack */
+    exporter_get_stats(e, &st);
+    assert_int_equal(st.rejected, 1);
+    assert_true(st.reconnects >= 1);
+    exporter_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_acks_reach_on_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rejected_batch_is_counted, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
