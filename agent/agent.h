@@ -1,6 +1,12 @@
-/* The agent daemon: sources -> assembler -> batcher -> spool -> exporter, on
- * one epoll main loop (DESIGN.md section 1). main() is agent_setup,
- * agent_run, agent_teardown. */
+/* agent/: the node daemon's composition root. It wires the stages and runs
+ * them on one epoll main loop (DESIGN.md section 1):
+ *   discovery/        /proc -> the ranks (pids) to trace
+ *   sources/ probes/  those pids -> events (kernels, phases, collectives, ...)
+ *   steps/            events -> one step record per rank and step
+ *   delivery/         step records -> batches in the spool -> acked by the collector
+ * It takes in the config (config.c), signals and /proc, and gives out batches
+ * to the collector, /metrics and /healthz (agent_http.c). main() is
+ * agent_setup, agent_run, agent_teardown. */
 #ifndef ARGUS_AGENT_AGENT_H
 #define ARGUS_AGENT_AGENT_H
 

@@ -1,4 +1,11 @@
-/* argus-collector: the server. main() is a sequence of named setup steps. */
+/* argus-collector: the server, and collector/'s composition root:
+ *   transport.c  gRPC frames in, acks and query answers out
+ *   ingest.c     frames -> validated, deduplicated batches -> store/ (durable)
+ *                and diagnosis.c, the adapter that feeds diag/ (the pure
+ *                engine) and stores its reports
+ *   query.c      argusctl's requests -> store/ reads
+ *   metrics.c    /metrics and /healthz
+ * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
