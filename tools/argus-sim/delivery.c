@@ -316,7 +316,8 @@ static long delivery_parse(const char *s, int fields, double **out, char *err, s
             char *end;
             v[n + (size_t)f] = strtod(p, &end);
             if (end == p || !isfinite(v[n + (size_t)f]) || (f + 1 < fields && *end != ':') ||
-                (f + 1 == fields && *end != ',' && *end != '\0')) {
+                (f + 1 == fields && *end != ',' && *end != '\0') ||
+                (*end == ',' && end[1] == '\0')) {
                 snprintf(err, errlen, "bad item at '%s': want %s", p,
                          fields == 3 ? "NODE:AT:SECONDS" : "NODE:SECONDS");
                 free(v);
