@@ -42,8 +42,8 @@ int diag_engine_amend_pending(struct diag_engine *e, uint64_t now_ns)
 int diag_engine_add_late(struct diag_engine *e, struct diag_frame *f,
                          const Argus__V1__StepRecord *s)
 {
-    e->st.late++;
     if (!f) {
+        e->st.late++;
         if (s->step + e->o.late_horizon < e->win.next)
             e->st.dropped_horizon++;
         else
@@ -52,9 +52,10 @@ int diag_engine_add_late(struct diag_engine *e, struct diag_frame *f,
     }
     int err = diag_frame_add_record(f, &e->dict, s);
     if (err == 1)
-        e->st.duplicates++;
+        e->st.duplicates++; /* a replay of what was analysed: not late */
     if (err)
         return err < 0 ? err : 1;
+    e->st.late++;
     err = diag_frame_note_amend(f, s->rank);
     if (err)
         return err;
