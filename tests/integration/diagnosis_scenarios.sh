@@ -6,9 +6,10 @@
 # for the old lockstep streams): the collector must page exactly the
 # scenario's culprits with the scenario's cause, and nobody for healthy,
 # jit-stalls, data-skew and everyone-slower (which must still show up as a
-# job-level finding). silent-rank runs 45 s past its onset (in the background,
-# while the others run) so the silent rank is quiet for longer than the
-# collector's silence interval.
+# job-level finding). silent-rank runs long enough (36 s, in the background
+# while the others run) for its rank to be silent by wall clock (diag.silence,
+# 30 s) while the job goes on. Each job is checked once none of its steps is
+# open (argus_diag_job_open_steps).
 source "$(dirname "$0")/lib.sh"
 
 DELIVERY=${DELIVERY:-realistic}
@@ -24,8 +25,15 @@ run() { # scenario tp [extra sim flags]
         --steps 100 --rate 25 --tp "$tp" --seed 7 "${delivery[@]}" "$@" >"$T/$scn.json" \
         || fail "$scn: sim failed: $(cat "$T/$scn.json")"
 }
+open_steps() { # job: its open steps in /metrics (empty until its first tick)
+    curl -s "127.0.0.1:$HPORT/metrics" |
+        awk -v l="argus_diag_job_open_steps{job=\"$1\"}" '$1 == l {print $2}'
+}
+export -f open_steps
+export HPORT
 check() { # scenario: compare the collector's pages with the ground truth
     local scn=$1
+    wait_for "$scn steps to close" 60 bash -c "[[ \$(open_steps $scn) == 0 ]]"
     ctl --json stragglers --job "$scn" >"$T/$scn.rep" || fail "$scn: argusctl stragglers"
     /usr/bin/python3 - "$T/$scn.json" "$T/$scn.rep" <<'PY' || fail "$scn: wrong diagnosis"
 import json, sys
@@ -59,22 +67,17 @@ if truth["scenario"] == "healthy" and reports:
     print("  healthy job got %d reports" % len(reports)); sys.exit(1)
 PY
 }
-run silent-rank 2 --steps 1145 & # 45 s past the onset at 25 steps/s
-silent=$!
-PIDS+=("$silent")
+run silent-rank 2 --steps 900 & # 36 s at 25 steps/s
+silent_pid=$!
 for s in healthy compute-straggler masked-straggler jit-stalls data-skew everyone-slower \
     host-straggler; do
     run "$s" 2
 done
 run link-degraded-group 4
 run pipeline-stage-straggler 2 --pp 4
-wait "$silent" || fail "silent-rank: sim failed: $(cat "$T/silent-rank.json")"
-# every step of every job closed (the last ones by the step timeout), then a
-# tick for the last reports
-closed=$((9 * 100 + 1145))
-all_closed() { local n; n=$(metric "$HPORT" argus_diag_steps_closed_total); ((${n:-0} >= closed)); }
-wait_for "$closed steps to close" 120 all_closed
-sleep 2
+wait "$silent_pid" || fail "silent-rank: sim failed: $(cat "$T/silent-rank.json")"
+wait_for "silent-rank's silence finding" 60 bash -c \
+    "$BIN/argusctl --collector 127.0.0.1:$CPORT --json stragglers --job silent-rank | grep -q CAUSE_SILENT"
 for s in healthy compute-straggler masked-straggler jit-stalls data-skew everyone-slower \
     silent-rank host-straggler link-degraded-group pipeline-stage-straggler; do
     check "$s"
