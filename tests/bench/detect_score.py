@@ -23,8 +23,11 @@ Per row:
                       (to_step - onset) and seconds (report time - the time
                       the onset step was produced), mean over the runs that
                       paged
-  +s vs lockstep      the growth of the delay over the lockstep row of the
-                      same scenario and scale
+  +s base             the growth of the delay over the condition this one
+                      adds to (same scenario and scale): lockstep for
+                      realistic, realistic for the others (stall, outage,
+                      spread, clock, overload are realistic plus a fault);
+                      the issue wants it within the injected delay
   ok                  the issue's targets: precision and recall >= 0.95 for
                       a fault scenario, zero pages for healthy and data-skew,
                       zero false SILENT pages
@@ -143,11 +146,12 @@ def main():
     rows = {k: row_of(k[1], groups[k]) for k in order}
     print("%6s %-25s %-10s %4s %5s %5s %5s %6s %-15s %6s %6s %7s %3s" % (
         "ranks", "scenario", "delivery", "runs", "prec", "recall", "pages", "fSILNT",
-        "job findings", "d step", "d s", "+s lock", "ok"))
+        "job findings", "d step", "d s", "+s base", "ok"))
     bad = 0
     for key in order:
         x = rows[key]
-        lock = rows.get((key[0], key[1], "lockstep"))
+        base = "lockstep" if key[2] == "realistic" else "realistic"
+        lock = rows.get((key[0], key[1], base)) if key[2] != "lockstep" else x
         grow = (x["delay_s"] - lock["delay_s"]
                 if lock and x["delay_s"] is not None and lock["delay_s"] is not None else None)
         bad += not x["ok"]

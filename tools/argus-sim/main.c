@@ -190,7 +190,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (c.pregen || *c.scenario) {
-        uint64_t per_agent = (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
+        uint64_t per_agent = c.delivery != DELIVERY_LOCKSTEP && c.rate > 0 /* age: >= 1 step */
+                                 ? c.steps
+                                 : (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
         if (c.max_inflight < per_agent)
             c.max_inflight = per_agent;
     }
