@@ -51,7 +51,9 @@
 #include "agent/discovery/environ.h"
 #include "proto/argus.pb-c.h"
 
-#define DISCOVERY_DEFAULT_DENY "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec"
+#define DISCOVERY_DEFAULT_DENY                                                                     \
+    "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec,orterun,prterun,mpiexec.hydra,"       \
+    "hydra_pmi_proxy,orted,prted,slurmstepd"
 
 #define DISCOVERY_DENY_MAX 32            /* entries of deny_comms */
 #define DISCOVERY_ENVIRON_MAX (1u << 20) /* bytes of environ read; the rest is ignored */
