@@ -55,6 +55,19 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     "batches the collector refused as invalid (dropped)", "", s->rejected);
     http_buf_metric(b, "argus_agent_discovery_scans_total", "counter", "/proc scans", "",
                     s->discovery_scans);
+    http_buf_metric(b, "argus_agent_discovery_watched", "gauge",
+                    "processes watched for the communicator that will say their rank", "",
+                    s->discovery_watched);
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", discovery_skip_name(r));
+        if (r == 0)
+            http_buf_metric(b, "argus_agent_discovery_skipped_total", "counter",
+                            "processes that look like ranks but are not tracked, by reason", labels,
+                            s->discovery_skipped[r]);
+        else
+            http_buf_sample(b, "argus_agent_discovery_skipped_total", labels,
+                            s->discovery_skipped[r]);
+    }
     http_buf_metric(b, "argus_agent_step_frames_waited_total", "counter",
                     "step records that waited for their stack samples to be symbolized", "",
                     s->frames_waited);
@@ -127,6 +140,23 @@ static void source_metrics(char *text, struct http_buf *b)
     }
 }
 
+/* /healthz: what discovery watches and skipped, by reason. */
+static void agent_healthz_discovery(const struct agent_snapshot *s, struct http_buf *b)
+{
+    http_buf_printf(b,
+                    "discovery: %llu ranks tracked, %llu processes watched for their "
+                    "communicator, skipped:",
+                    (unsigned long long)s->ranks, (unsigned long long)s->discovery_watched);
+    uint64_t total = 0;
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
+        total += s->discovery_skipped[r];
+        if (s->discovery_skipped[r])
+            http_buf_printf(b, " %s %llu", discovery_skip_name(r),
+                            (unsigned long long)s->discovery_skipped[r]);
+    }
+    http_buf_printf(b, "%s\n", total ? "" : " none");
+}
+
 void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
 {
     struct agent_http *h = ctx;
@@ -149,6 +179,7 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
                         alive ? "ok" : "main loop stalled", (unsigned long long)s.ranks,
                         (unsigned long long)s.spool_records,
                         s.connected ? "connected" : "disconnected");
+        agent_healthz_discovery(&s, &b);
         resp->status = alive ? 200 : 503;
     } else {
         resp->status = 404;
@@ -214,6 +245,11 @@ void agent_publish(struct agent *a, uint64_t now)
     s.resent = es.resent;
     s.discovery_scans = ds.scans;
     s.discovery_processes = ds.processes;
+    s.discovery_watched = ds.watched;
+    _Static_assert(DISCOVERY_SKIP_COUNT <= sizeof(s.discovery_skipped) / sizeof(uint64_t),
+                   "agent_snapshot.discovery_skipped too small");
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++)
+        s.discovery_skipped[r] = ds.skipped[r];
     s.loop_turns = a->loop_turns;
     s.loop_busy_max_ns = a->loop_busy_max_ns;
     s.frames_waited = fs.waited;

@@ -63,6 +63,10 @@ static const struct config_option agent_options[] = {
         "environment variables naming the job; the first one set wins"),
     OPT("discovery.deny", CONFIG_STRING, discovery_deny, DISCOVERY_DEFAULT_DENY, 0, 0,
         "comm or exe names never counted as ranks"),
+    OPT("discovery.watch", CONFIG_STRING, discovery_watch, DISCOVERY_DEFAULT_WATCH, 0, 0,
+        "comm or exe name prefixes whose processes, without a rank variable at exec, get their "
+        "rank from the communicator they create (collectives probe; processes in a job always "
+        "do; empty: only those)"),
     OPT("discovery.scan_interval", CONFIG_DURATION, discovery_scan_interval, "5s", 0.01, 3600,
         "full /proc rescan period"),
     OPT("probes.enable", CONFIG_STRING, probes, "proc,sched,collectives,sync,marker,net,io,stacks",

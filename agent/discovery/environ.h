@@ -81,13 +81,15 @@
 #define DISCOVERY_WORLD_MAX 16777216u /* largest WORLD_SIZE accepted */
 
 /* Options of discovery: the parser uses node and job_vars, the process
- * table (discovery.h) all four. */
+ * table (discovery.h) all of them. */
 struct discovery_options {
     const char *proc_root; /* "/proc" when NULL; tests point it at a fake tree */
     const char *node;      /* node name from the agent config; NULL/"": hostname */
     const char *job_vars;  /* comma-separated, in order; NULL: DISCOVERY_DEFAULT_JOB_VARS */
     const char
-        *deny_comms; /* comma-separated comm/exe names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
+        *deny_comms;   /* comma-separated comm/exe names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
+    const char *watch; /* comma-separated comm/exe name prefixes watched for a communicator
+                        * without job variables; NULL: DISCOVERY_DEFAULT_WATCH, "": none */
 };
 
 enum discovery_flags {

@@ -59,7 +59,7 @@ static void on_exit_cb(void *ctx, const struct rank_info *ri)
     ev->last_exit_pid = ri->pid;
 }
 
-static const struct discovery_callbacks callbacks = {on_new, on_exit_cb};
+static const struct discovery_callbacks callbacks = {on_new, on_exit_cb, NULL};
 
 struct fake {
     char root[64];
