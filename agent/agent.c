@@ -269,9 +269,13 @@ static int agent_build_pipeline(struct agent *a)
     struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
 
     a->mono_to_real = ao.mono_to_real;
-    struct exporter_options eo = {
-        c->collector_address,     c->collector_keepalive, c->collector_backoff_min,
-        c->collector_backoff_max, agent_on_ack,           a};
+    struct exporter_options eo = {c->collector_address,
+                                  c->collector_keepalive,
+                                  c->collector_backoff_min,
+                                  c->collector_backoff_max,
+                                  agent_on_ack,
+                                  a,
+                                  .eager = true};
     struct discovery_options dopt = {.node = a->node,
                                      .job_vars = c->discovery_job_vars,
                                      .deny_comms = c->discovery_deny,
@@ -379,6 +383,32 @@ static uint64_t agent_on_grid(uint64_t now, uint64_t period)
     return (now + period) / AGENT_DISPATCH_NS * AGENT_DISPATCH_NS;
 }
 
+/* The log says what discovery sees: one line whenever the number of ranks,
+ * of watched processes or of skipped candidates changed since the last. */
+static void agent_log_discovery(struct agent *a)
+{
+    struct discovery_stats ds;
+    char skipped[256] = "";
+    size_t n = 0;
+    uint64_t sum;
+
+    discovery_get_stats(a->discovery, &ds);
+    sum = ds.ranks * 1000003u + ds.watched * 1009u;
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
+        sum += ds.skipped[r] * (r + 7u);
+        if (ds.skipped[r] && n < sizeof(skipped))
+            n += (size_t)snprintf(skipped + n, sizeof(skipped) - n, " %s %llu",
+                                  discovery_skip_name(r), (unsigned long long)ds.skipped[r]);
+    }
+    if (sum == a->discovery_logged)
+        return;
+    a->discovery_logged = sum;
+    log_info("agent",
+             "discovery: %llu ranks tracked, %llu processes watched for their "
+             "communicator; skipped:%s",
+             (unsigned long long)ds.ranks, (unsigned long long)ds.watched, n ? skipped : " none");
+}
+
 /* Periodic work of one tick. */
 static void agent_tick(struct agent *a, uint64_t now)
 {
@@ -390,6 +420,7 @@ static void agent_tick(struct agent *a, uint64_t now)
     }
     if (now >= a->next_scan_ns) {
         discovery_scan(a->discovery, &agent_discovery_cb, a);
+        agent_log_discovery(a);
         a->next_scan_ns = agent_on_grid(now, a->cfg->discovery_scan_interval);
     }
     if (now >= a->next_infer_ns) {

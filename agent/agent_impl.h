@@ -50,6 +50,7 @@ struct agent {
     uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
     uint64_t loop_turns, loop_busy_max_ns, next_source_metrics_ns;
     struct log_ratelimit rl;
+    uint64_t discovery_logged; /* a digest of the discovery counts last logged */
 };
 
 /* A process created a communicator (the collectives probe): discovery
