@@ -85,8 +85,9 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
         snprintf(labels, sizeof(labels), "source=\"%s\"", s->sources[i].name);
         if (i == 0)
             http_buf_metric(b, "argus_agent_source_up", "gauge",
-                            "1 when the source runs, 0 when unsupported or failed", labels,
-                            s->sources[i].running);
+                            "1 when the source runs (uprobe sources: and their uprobes attach), "
+                            "0 when unsupported or failed",
+                            labels, s->sources[i].running);
         else
             http_buf_sample(b, "argus_agent_source_up", labels, s->sources[i].running);
     }
@@ -205,6 +206,28 @@ static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
     buf[n < len ? n : len - 1] = 0;
 }
 
+/* The value of the sample NAME{probe="PROBE"} in the rendered source
+ * metrics, or -1 when absent. */
+static long long source_sample(const char *text, const char *name, const char *probe)
+{
+    char key[128];
+
+    snprintf(key, sizeof(key), "%s{probe=\"%s\"} ", name, probe);
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key))
+        if (p == text || p[-1] == '\n')
+            return strtoll(p + strlen(key), NULL, 10);
+    return -1;
+}
+
+/* A uprobe source is up only when its uprobes attach: one whose every
+ * attach failed so far (argus_probe_uprobe_failures_total > 0 and
+ * argus_probe_uprobes_attached 0, e.g. without CAP_SYS_ADMIN) is down. */
+static bool source_attach_failed(const char *text, const char *probe)
+{
+    return source_sample(text, "argus_probe_uprobe_failures_total", probe) > 0 &&
+           source_sample(text, "argus_probe_uprobes_attached", probe) == 0;
+}
+
 void agent_publish(struct agent *a, uint64_t now)
 {
     struct agent_snapshot s = {.tick_ns = now};
@@ -261,11 +284,15 @@ void agent_publish(struct agent *a, uint64_t now)
         s.sources[i].running = a->sources[i].running;
     }
     pthread_mutex_lock(&a->http_state.lock);
-    a->http_state.snap = s;
     if (now >= a->next_source_metrics_ns) {
         agent_render_source_metrics(a, a->http_state.source_metrics,
                                     sizeof(a->http_state.source_metrics));
         a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
     }
+    for (size_t i = 0; i < s.nsources; i++)
+        if (s.sources[i].running &&
+            source_attach_failed(a->http_state.source_metrics, s.sources[i].name))
+            s.sources[i].running = false;
+    a->http_state.snap = s;
     pthread_mutex_unlock(&a->http_state.lock);
 }

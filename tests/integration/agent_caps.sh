@@ -68,6 +68,8 @@ fails=$(m nosysadmin 'argus_probe_uprobe_failures_total{probe="collectives"}')
 log "without CAP_SYS_ADMIN: $fails uprobe failures on $(uname -r)"
 if [[ $fails -gt 0 ]]; then
     grep -q "Permission denied" "$T/agent.nosysadmin.log" || fail "failures without a reason"
+    [[ $(m nosysadmin 'argus_agent_source_up{source="collectives"}') == 0 ]] \
+        || fail "collectives up although none of its uprobes attached"
     grep -q "no_rank\|communicator" "$T/healthz.nosysadmin" \
         || fail "/healthz does not say why the spawned ranks are missing: $(cat "$T/healthz.nosysadmin")"
 fi
