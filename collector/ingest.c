@@ -400,7 +400,7 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         free(slices); /* unexpected layout: let the store pack the records */
         slices = NULL;
     }
-    r = store_ingest_raw(s->in->store, b, slices, err, sizeof(err));
+    r = store_ingest_raw(s->in->store, b, slices, 0, err, sizeof(err));
     free(slices);
     if (r < 0) {
         snprintf(msg, sizeof(msg), "store write failed, batch not acked, retry later: %s", err);
