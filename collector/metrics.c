@@ -5,11 +5,14 @@
 #include <string.h>
 
 #include "collector/diagnosis.h"
+#include "collector/diagq.h"
 #include "collector/ingest.h"
 #include "collector/store/store.h"
+#include "collector/stream_clock.h"
 #include "collector/transport.h"
 
-struct collector_drop_ctx {
+/* A labelled series being written: the first sample brings HELP and TYPE. */
+struct collector_series {
     struct http_buf *b;
     bool first;
 };
@@ -17,7 +20,7 @@ struct collector_drop_ctx {
 static void collector_drop(void *ctx, const char *agent, const char *reason, const char *job,
                            int32_t rank, uint64_t total)
 {
-    struct collector_drop_ctx *d = ctx;
+    struct collector_series *d = ctx;
     char labels[600], e1[160], e2[160], e3[160];
 
     snprintf(labels, sizeof(labels), "agent=\"%s\",reason=\"%s\",job=\"%s\",rank=\"%d\"",
@@ -29,6 +32,74 @@ static void collector_drop(void *ctx, const char *agent, const char *reason, con
     else
         http_buf_sample(d->b, "argus_agent_reported_drops", labels, total);
     d->first = false;
+}
+
+static void collector_lag(void *ctx, const char *job, double lag_seconds)
+{
+    struct collector_series *d = ctx;
+    char labels[200], e[160];
+
+    snprintf(labels, sizeof(labels), "job=\"%s\"", http_label_escape(e, sizeof(e), job));
+    if (d->first)
+        http_buf_metric(d->b, "argus_diag_lag_seconds", "gauge",
+                        "how far diagnosis of the job is behind what was received", labels,
+                        lag_seconds);
+    else
+        http_buf_sample(d->b, "argus_diag_lag_seconds", labels, lag_seconds);
+    d->first = false;
+}
+
+/* The diagnosis queue: depth, bytes, what it could not take, lag per job. */
+static void collector_metrics_diagq(struct diagq *q, struct http_buf *b)
+{
+    struct collector_series lag = {b, true};
+    struct diagq_stats qs;
+
+    diagq_get_stats(q, &qs);
+    http_buf_metric(b, "argus_diag_queue_batches", "gauge", "stored batches waiting for diagnosis",
+                    "", qs.queued_batches);
+    http_buf_metric(b, "argus_diag_queue_bytes", "gauge", "memory they hold", "", qs.queued_bytes);
+    http_buf_metric(b, "argus_diag_queue_bytes_limit", "gauge", "diag.queue_bytes", "",
+                    qs.max_bytes);
+    http_buf_metric(b, "argus_diag_fed_batches_total", "counter", "batches fed to diagnosis", "",
+                    qs.fed_batches);
+    http_buf_metric(b, "argus_diag_dropped_from_diagnosis_total", "counter",
+                    "step records stored and acked but not diagnosed, by reason",
+                    "reason=\"queue_full\"", qs.dropped_records);
+    http_buf_metric(b, "argus_diag_queue_dropped_batches_total", "counter",
+                    "batches the full diagnosis queue did not take (stored, acked)", "",
+                    qs.dropped_batches);
+    http_buf_metric(b, "argus_diag_lag_warnings_total", "counter",
+                    "times a job's diagnosis lag went over diag.lag_warn", "", qs.lag_warnings);
+    diagq_foreach_lag(q, collector_lag, &lag);
+}
+
+static void collector_clock(void *ctx, const char *agent, int64_t offset_ns, bool flagged)
+{
+    struct collector_series *d = ctx;
+    char labels[200], e[160];
+
+    snprintf(labels, sizeof(labels), "node=\"%s\"", http_label_escape(e, sizeof(e), agent));
+    if (d->first)
+        http_buf_metric(d->b, "argus_ingest_clock_offset_seconds", "gauge",
+                        "agent clock minus collector clock, from its least-delayed batch", labels,
+                        offset_ns / 1e9);
+    else
+        http_buf_sample(d->b, "argus_ingest_clock_offset_seconds", labels, offset_ns / 1e9);
+    d->first = false;
+}
+
+static void collector_metrics_clock(struct stream_clock *c, struct http_buf *b)
+{
+    struct collector_series each = {b, true};
+    struct stream_clock_stats cs;
+
+    stream_clock_get_stats(c, &cs);
+    http_buf_metric(b, "argus_ingest_clock_skewed_streams", "gauge",
+                    "agent streams off by more than ingest.clock_skew_warn now", "", cs.flagged);
+    http_buf_metric(b, "argus_ingest_clock_skew_flags_total", "counter",
+                    "times an agent stream was flagged for its clock", "", cs.flags_total);
+    stream_clock_foreach(c, collector_clock, &each);
 }
 
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
@@ -47,6 +118,9 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     http_buf_metric(b, "argus_ingest_bytes_total", "counter", "frame bytes received", "", in.bytes);
     http_buf_metric(b, "argus_ingest_rank_steps_total", "counter", "step records written", "",
                     in.rank_steps);
+    http_buf_metric(b, "argus_ingest_duplicate_records_total", "counter",
+                    "step records already stored (replayed under new sequence numbers)", "",
+                    st.duplicate_records);
     http_buf_metric(b, "argus_ingest_acks_total", "counter", "acks sent", "", in.acks);
     http_buf_metric(b, "argus_ingest_streams", "gauge", "open agent streams", "", in.streams);
     for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
@@ -78,7 +152,11 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     ds.reports);
     http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
                     "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
-    struct collector_drop_ctx dc = {b, true};
+    if (m->diagq)
+        collector_metrics_diagq(m->diagq, b);
+    if (m->clock)
+        collector_metrics_clock(m->clock, b);
+    struct collector_series dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
 }
 
