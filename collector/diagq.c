@@ -130,7 +130,7 @@ int diagq_push(struct diagq *q, const Argus__V1__Batch *b, uint64_t recv_unix_ns
     *e = (struct diagq_entry){NULL, b, recv_unix_ns, bytes, release, owner, 0};
     pthread_mutex_lock(&q->lock);
     n = batch_jobs(q, b, e->jobs, max_jobs);
-    fits = n >= 0 && (!q->head || q->stats.queued_bytes + bytes <= q->o.max_bytes);
+    fits = n >= 0 && (!q->stats.queued_bytes || q->stats.queued_bytes + bytes <= q->o.max_bytes);
     e->njobs = n > 0 ? (size_t)n : 0;
     jobs_received(e->jobs, e->njobs, recv_unix_ns, fits);
     if (fits) {

@@ -4,8 +4,9 @@
  * takes), and gives them out, in the order they came, to one worker thread
  * that calls feed (the diagnosis adapter) and then releases the memory.
  *
- * Bounded by bytes (the memory the queued batches hold): a batch that does
- * not fit is not queued (unless the queue is empty) and not diagnosed; it is
+ * Bounded by bytes (the memory the queued batches and the one being fed
+ * hold): a batch that does not fit is not queued (unless they hold nothing:
+ * one batch over the bound still goes through) and not diagnosed; it is
  * already stored, the ack is not held, and its step records are counted as
  * dropped from diagnosis (reason queue_full). push never blocks beyond a
  * mutex held for a few list and counter updates.
