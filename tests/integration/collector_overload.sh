@@ -4,7 +4,8 @@
 #  1. acks still flow: the sim ends with every batch acked while diagnosis
 #     still has most of them queued, which could not be if an ack waited on
 #     diagnosis; the lag is in /metrics and logged once, and once diagnosis
-#     has caught up there is no report for this healthy job;
+#     has caught up there is no report for this healthy job; each agent's
+#     clock offset is exported (near zero: same machine);
 #  2. with a queue too small to hold the backlog, batches are still stored
 #     and acked, and the ones diagnosis could not take are counted.
 source "$(dirname "$0")/lib.sh"
@@ -23,6 +24,12 @@ log "sim done: $(json_get "$T/sim.json" batches_acked) batches acked, p99 ack" \
 ((queued > 0)) || fail "diagnosis queue empty when the sim ended: did acks wait on diagnosis?"
 /usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "${lag:-0}" \
     || fail "no diagnosis lag exported for job ov: $(curl -s 127.0.0.1:$HPORT/metrics | grep lag)"
+# each of the 4 agent streams has a clock offset estimate, all near zero
+curl -s "127.0.0.1:$HPORT/metrics" | /usr/bin/python3 -c '
+import sys
+off = [float(l.split()[1]) for l in sys.stdin if l.startswith("argus_ingest_clock_offset_seconds{")]
+assert len(off) == 4 and all(abs(o) < 1 for o in off), off' || fail "clock offsets not exported"
+[[ $(metric "$HPORT" argus_ingest_clock_skewed_streams) == 0 ]] || fail "a stream flagged as skewed"
 wait_for "the lag warning" 60 grep -q "diagnosis of job ov is .* behind" "$T/collector.log"
 wait_for "diagnosis to catch up" 120 bash -c \
     "[[ \$(curl -s 127.0.0.1:$HPORT/metrics | awk '\$1 == \"argus_diag_queue_batches\" {print \$2}') == 0 ]]"
