@@ -10,7 +10,10 @@
  * looked up in the DB. Marks made while a batch is staged are logged, and
  * undone when its write fails. Ranks are kept in chunks of SEEN_CHUNK, so a
  * job costs memory for the ranks it has, not for its highest rank id.
- * Everything runs under s->lock (store_impl.h).
+ * Retention does not clear the rings: a step it removed while still in its
+ * rank's ring (only with a retention shorter than the ring's last steps) is
+ * stored again if resent but not counted again. A job retention removes
+ * entirely is forgotten. Everything runs under s->lock (store_impl.h).
  */
 #include "collector/store/store_impl.h"
 
