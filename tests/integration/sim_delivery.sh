@@ -2,7 +2,8 @@
 # argus-sim's delivery modes against a real collector (64 ranks on 8 agent
 # streams, 60 steps at 20 steps/s each): lockstep, age, realistic, realistic
 # with a 2 s stall of node 1, a 3 s outage of node 2 (spooled batches replayed
-# after), a start spread, and a clock offset of node 3. Every run must store
+# after, under the same or a new epoch), a start spread, and a clock offset of
+# nodes 3 and 4. Every run must store
 # every record exactly once with the content sent (argus-sim --verify), and
 # its send log must show the schedule: every record in an acked batch, no send
 # of the stalled or cut node inside its window, the spooled batches replayed
@@ -67,6 +68,10 @@ sim stall --stall 1:0.5:2
 check_log stall realistic stall 1 0.5 2
 sim outage --outage 2:0.5:3
 check_log outage realistic outage 2 0.5 3
+# the same outage replayed under a new epoch: what was in flight at the cut
+# may come twice under new sequence numbers, and is stored and counted once
+sim outage_epoch --outage 2:0.5:3 --outage_replay new_epoch
+check_log outage_epoch realistic outage 2 0.5 3
 sim spread --start_spread 3s
 check_log spread realistic
 sim clock --clock_offset 3:-2.5,4:2
