@@ -26,7 +26,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${ARGUS_BUILD:-$REPO/build}/bin
 T=$(mktemp -d /tmp/argus-detect.XXXXXX)
 col=
-trap '[[ -n $col ]] && kill -9 $col 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$T"' EXIT
+trap '[[ -n $col ]] && { kill -9 $col; wait $col; } 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$T"' EXIT
 SEEDS=${SEEDS:-5}
 BIG_SEEDS=${BIG_SEEDS:-2}
 SCALES=${SCALES:-1024 10240}
