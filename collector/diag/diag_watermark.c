@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/name_id.h"
 
 void diag_watermark_init(struct diag_watermark *w, uint64_t hold_ns)
 {
@@ -19,6 +20,7 @@ void diag_watermark_free(struct diag_watermark *w)
     for (uint32_t i = 0; i < w->n_streams; i++)
         free(w->streams[i].id);
     free(w->streams);
+    free(w->stream_slots);
     free(w->rank);
     free(w->tree);
     diag_watermark_init(w, w->hold_ns);
@@ -132,11 +134,46 @@ int diag_watermark_reserve(struct diag_watermark *w, uint32_t cap)
     return 0;
 }
 
+/* The slot of id in the stream hash: its stream's, or the empty one where
+ * it would go. */
+static uint32_t stream_slot(const struct diag_watermark *w, const char *id)
+{
+    uint32_t mask = w->n_stream_slots - 1;
+    uint32_t i = (uint32_t)name_id(id) & mask;
+
+    while (w->stream_slots[i] && strcmp(w->streams[w->stream_slots[i] - 1].id, id) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Room in the hash for one more stream (load under a half). 0 or -ENOMEM. */
+static int stream_hash_reserve(struct diag_watermark *w)
+{
+    if (2 * (w->n_streams + 1) < w->n_stream_slots)
+        return 0;
+    uint32_t n = w->n_stream_slots ? 2 * w->n_stream_slots : 16;
+    uint32_t *slots = calloc(n, sizeof(*slots));
+    if (!slots)
+        return -ENOMEM;
+    free(w->stream_slots);
+    w->stream_slots = slots;
+    w->n_stream_slots = n;
+    for (uint32_t s = 0; s < w->n_streams; s++)
+        w->stream_slots[stream_slot(w, w->streams[s].id)] = s + 1;
+    return 0;
+}
+
 int diag_watermark_stream(struct diag_watermark *w, const char *id)
 {
-    for (uint32_t i = 0; i < w->n_streams; i++)
-        if (strcmp(w->streams[i].id, id) == 0)
-            return (int)i;
+    uint32_t slot;
+
+    if (w->n_streams) {
+        slot = stream_slot(w, id);
+        if (w->stream_slots[slot])
+            return (int)w->stream_slots[slot] - 1;
+    }
+    if (stream_hash_reserve(w))
+        return -ENOMEM;
     if (w->n_streams == w->cap_streams) {
         uint32_t cap = w->cap_streams ? w->cap_streams * 2 : 8;
         if (array_grow_zeroed((void **)&w->streams, w->cap_streams, cap, sizeof(*w->streams)))
@@ -147,6 +184,7 @@ int diag_watermark_stream(struct diag_watermark *w, const char *id)
     if (!copy)
         return -ENOMEM;
     w->streams[w->n_streams] = (struct diag_wm_stream){.id = copy};
+    w->stream_slots[stream_slot(w, id)] = w->n_streams + 1;
     return (int)w->n_streams++;
 }
 

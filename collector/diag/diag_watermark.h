@@ -56,6 +56,8 @@ struct diag_watermark {
     uint64_t delivered;        /* highest next of any rank */
     struct diag_wm_stream *streams;
     uint32_t n_streams, cap_streams;
+    uint32_t *stream_slots;     /* hash of the ids: stream index + 1, 0 empty */
+    uint32_t n_stream_slots;    /* a power of two, over twice n_streams */
     uint64_t first_ns, last_ns; /* the job's first and newest receive time */
     uint64_t newest_step;       /* highest step delivered by anyone */
     uint64_t mark;              /* steps below it were delivered by every live rank */
@@ -69,7 +71,8 @@ void diag_watermark_free(struct diag_watermark *w);
 /* Room for ranks [0, cap). 0 or -ENOMEM. */
 int diag_watermark_reserve(struct diag_watermark *w, uint32_t cap);
 
-/* The stream named id, added when new. Its index, or -ENOMEM. */
+/* The stream named id, added when new (hashed: O(1)). Its index, or
+ * -ENOMEM. */
 int diag_watermark_stream(struct diag_watermark *w, const char *id);
 
 /* rank (< cap) delivered step through stream at recv_ns. Returns true when
