@@ -17,6 +17,11 @@
  * diagnosis_tick counts.
  *
  *   build/bench/bench_diag [steps [per_batch ...]]   (default 40 steps, batches of 1 and 10)
+ *
+ * BENCH_DIAG_RANKS=n runs only the job of n ranks (a multiple of 8), e.g.
+ * under valgrind --tool=callgrind --toggle-collect=diagnosis_feed
+ * --toggle-collect=diagnosis_tick for instruction counts that a loaded
+ * machine does not disturb.
  */
 #include <ftw.h>
 #include <inttypes.h>
@@ -304,7 +309,8 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 
 int main(int argc, char **argv)
 {
-    static const uint32_t ranks[] = {10240, 1024};
+    uint32_t ranks[] = {10240, 1024}, nranks = 2;
+    const char *only = getenv("BENCH_DIAG_RANKS");
     uint32_t steps = argc > 1 ? (uint32_t)atoi(argv[1]) : 40;
     uint32_t batch_default[] = {1, 10}, *batch = batch_default, nbatch = 2;
     char tmp[] = "/tmp/argus-bench-diag-XXXXXX", err[256];
@@ -319,14 +325,25 @@ int main(int argc, char **argv)
         for (uint32_t i = 0; batch && i < nbatch; i++)
             batch[i] = (uint32_t)atoi(argv[i + 2]);
     }
-    if (!dir || !batch || steps == 0)
+    if (only) {
+        ranks[0] = (uint32_t)atoi(only);
+        nranks = 1;
+    }
+    if (!batch || steps == 0 || ranks[0] < PER_STREAM || ranks[0] % PER_STREAM) {
+        fprintf(stderr,
+                "usage: [BENCH_DIAG_RANKS=n (multiple of %d)] bench_diag [steps "
+                "[per_batch ...]]\n",
+                PER_STREAM);
+        return 1;
+    }
+    if (!dir)
         return 1;
     so.dir = dir;
     if (store_open(&so, &store, err, sizeof(err))) {
         fprintf(stderr, "bench_diag: %s\n", err);
         return 1;
     }
-    for (size_t k = 0; k < sizeof(ranks) / sizeof(ranks[0]) && rc == 0; k++)
+    for (uint32_t k = 0; k < nranks && rc == 0; k++)
         for (uint32_t i = 0; i < nbatch && rc == 0; i++)
             rc =
                 batch[i] > 0 && batch[i] <= steps ? bench_one(store, ranks[k], batch[i], steps) : 1;
