@@ -238,6 +238,7 @@ static void diagnosis_sum(struct diagnosis_stats *acc, const struct diag_engine_
     acc->silent_ranks += es->silent_ranks;
     acc->open_steps += es->open_steps;
     acc->open_bytes += es->open_bytes;
+    acc->close_ns_total += es->close_ns_total;
     if (es->close_ns_max > acc->close_ns_max)
         acc->close_ns_max = es->close_ns_max;
 }

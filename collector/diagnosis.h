@@ -53,6 +53,7 @@ struct diagnosis_stats { /* summed over jobs (as of the last tick) */
     uint64_t silent_nodes, silent_ranks;      /* silence findings */
     uint64_t open_steps, open_bytes;          /* gauges */
     uint64_t close_ns_max;                    /* slowest step close of any job */
+    uint64_t close_ns_total;                  /* time spent closing steps, all jobs */
     uint64_t last_report_ns;
 };
 void diagnosis_get_stats(struct diagnosis *d, struct diagnosis_stats *out);

@@ -21,9 +21,11 @@
  * argus.v1.Report messages.
  *
  * Cost per closed step is O(ranks + collective calls + ranks * kernels *
- * grid), per batch O(ranks) for the watermark; history is bounded (a 64-step
- * window, DIAG_MAX_* names), open steps by max_open_bytes. Not
- * thread-safe: one engine per job, calls serialised by the caller.
+ * grid), per record O(kernels * grid + log ranks), per batch O(log ranks)
+ * for the watermark and O(1) for its stream, per tick O(ranks + streams)
+ * for silence (diag_watermark.h); history is bounded (a 64-step window,
+ * DIAG_MAX_* names), open steps by max_open_bytes. Not thread-safe: one
+ * engine per job, calls serialised by the caller.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_ENGINE_H
 #define ARGUS_COLLECTOR_DIAG_ENGINE_H

@@ -37,14 +37,27 @@ struct diag_wm_stream {
     bool silent;           /* reported as a whole, not back yet */
 };
 
+/* What the seen ranks under one node of the progress tree hold (see
+ * diag_watermark_update); a node without seen ranks has seen 0. */
+struct diag_wm_node {
+    uint64_t min_progress, max_progress; /* progress_ns */
+    uint64_t min_next;
+    uint32_t seen;
+};
+
 struct diag_watermark {
     uint64_t hold_ns;
     uint32_t cap;   /* ranks with room */
     uint32_t world; /* known world size, 0 unknown */
     uint32_t seen;  /* ranks seen at least once */
     struct diag_wm_rank *rank;
+    struct diag_wm_node *tree; /* 2 * leaves nodes, root 1, rank i at leaves + i */
+    uint32_t leaves;           /* a power of two >= cap */
+    uint64_t delivered;        /* highest next of any rank */
     struct diag_wm_stream *streams;
     uint32_t n_streams, cap_streams;
+    uint32_t *stream_slots;     /* hash of the ids: stream index + 1, 0 empty */
+    uint32_t n_stream_slots;    /* a power of two, over twice n_streams */
     uint64_t first_ns, last_ns; /* the job's first and newest receive time */
     uint64_t newest_step;       /* highest step delivered by anyone */
     uint64_t mark;              /* steps below it were delivered by every live rank */
@@ -58,15 +71,18 @@ void diag_watermark_free(struct diag_watermark *w);
 /* Room for ranks [0, cap). 0 or -ENOMEM. */
 int diag_watermark_reserve(struct diag_watermark *w, uint32_t cap);
 
-/* The stream named id, added when new. Its index, or -ENOMEM. */
+/* The stream named id, added when new (hashed: O(1)). Its index, or
+ * -ENOMEM. */
 int diag_watermark_stream(struct diag_watermark *w, const char *id);
 
 /* rank (< cap) delivered step through stream at recv_ns. Returns true when
- * the rank was never seen before. */
+ * the rank was never seen before. O(log ranks). */
 bool diag_watermark_record(struct diag_watermark *w, uint32_t stream, uint32_t rank, uint64_t step,
                            uint64_t recv_ns);
 
-/* Recompute mark and live at now_ns. O(ranks). */
+/* Recompute mark and live at now_ns. O(log ranks) per run of ranks that
+ * stopped holding the watermark (a tree over the ranks keeps their progress),
+ * O(log ranks) when every rank holds it. */
 void diag_watermark_update(struct diag_watermark *w, uint64_t now_ns);
 
 /* Seconds of receive time the oldest open step (first record at
