@@ -6,6 +6,7 @@
 #   cg_find              sets CG_VER (2 or 1) and CG_ROOT, or returns 1 with CG_WHY
 #   cg_create PCT        a new cgroup capped at PCT% of one CPU; sets CG_DIR
 #   cg_add PID           moves PID (every thread) into it
+#   cg_quota, cg_throttled   the quota and the throttling as the kernel reports them
 #   cg_remove            moves what is left back to CG_ROOT, removes CG_DIR
 
 CG_VER="" CG_ROOT="" CG_DIR="" CG_WHY="" CG_ENABLED_CPU=""
@@ -29,6 +30,7 @@ cg_find() {
 cg_create() {
     local pct=$1 quota period=100000
     quota=$((period * pct / 100))
+    [[ -n $CG_ROOT ]] || cg_find || return 1
     if [[ $CG_VER == 2 ]] && ! grep -qw cpu "$CG_ROOT/cgroup.subtree_control"; then
         echo +cpu >"$CG_ROOT/cgroup.subtree_control" || {
             CG_WHY="cannot enable the cpu controller in $CG_ROOT"
@@ -46,6 +48,12 @@ cg_create() {
 }
 
 cg_add() { echo "$1" >"$CG_DIR/cgroup.procs"; }
+
+# How often and how long the kernel throttled the cgroup: "N times, S s".
+cg_throttled() {
+    awk '$1 == "nr_throttled" {n = $2} $1 == "throttled_usec" {s = $2 / 1e6}
+         $1 == "throttled_time" {s = $2 / 1e9} END {printf "%d times, %.1f s", n, s}' "$CG_DIR/cpu.stat"
+}
 
 # The quota as the kernel reads it back, e.g. "20000 100000".
 cg_quota() {

@@ -10,7 +10,7 @@ Launch modes, as people launch it:
   - RANK and WORLD_SIZE at exec (torchrun, or one process per rank).
 
 Environment: WORLD (4), STEPS (2000: every rank stops at the same step; the
-demo stops the job before), WIDTH (512, hidden size), BATCH (64),
+demo stops the job before), WIDTH (512, hidden size: 4 layers, 3 MiB of parameters), BATCH (16),
 ARGUS_PIDS_DIR (each rank writes its pid to rank.R there, when set).
 Each rank prints its own timing of every step as it goes (monotonic clock):
 
@@ -27,7 +27,7 @@ import torch.multiprocessing as mp
 STEPS = int(os.environ.get("STEPS", "2000"))
 WORLD = int(os.environ.get("WORLD", "4"))
 WIDTH = int(os.environ.get("WIDTH", "512"))
-BATCH = int(os.environ.get("BATCH", "64"))
+BATCH = int(os.environ.get("BATCH", "16"))
 
 
 def rank_main(rank, port):

@@ -13,7 +13,10 @@
 # throttle. Every process and cgroup it made is gone when it exits (also on
 # failure and Ctrl-C).
 #
-#   DEMO_RANK (2)      the rank slowed      DEMO_QUOTA (20)    its CPU quota, % of one CPU
+#   DEMO_RANK (2)      the rank slowed
+#   DEMO_QUOTA (auto)  its CPU quota, % of one CPU; auto: a third of what it used
+#                      while training before, 5-25% (a loaded machine leaves a
+#                      rank less than a fixed quota would)
 #   DEMO_WARMUP (40)   job steps before     DEMO_DEADLINE (60) seconds for a report after it
 #   DEMO_LAUNCH (spawn or exec)             ARGUS_DEMO_OUT     where the heatmap goes
 set -euo pipefail
@@ -21,17 +24,20 @@ cd "$(dirname "$0")/../.."
 source tests/e2e/cgroup.sh
 BIN=${ARGUS_BUILD:-build}/bin
 SLOW=${DEMO_RANK:-2}
-QUOTA=${DEMO_QUOTA:-20}
+QUOTA=${DEMO_QUOTA:-auto}
 WARMUP=${DEMO_WARMUP:-40}
 DEADLINE=${DEMO_DEADLINE:-60}
 LAUNCH=${DEMO_LAUNCH:-spawn}
 JOB=torch-demo
 out=${ARGUS_DEMO_OUT:-$PWD/build/demo}
 [[ $SLOW =~ ^[0-3]$ ]] || { echo "demo: DEMO_RANK must be 0-3, not '$SLOW'" >&2; exit 2; }
-[[ $QUOTA =~ ^[0-9]+$ ]] && ((QUOTA >= 1 && QUOTA <= 100)) ||
-    { echo "demo: DEMO_QUOTA must be a percentage 1-100, not '$QUOTA'" >&2; exit 2; }
+[[ $QUOTA == auto ]] || { [[ $QUOTA =~ ^[0-9]+$ ]] && ((QUOTA >= 1 && QUOTA <= 100)); } ||
+    { echo "demo: DEMO_QUOTA must be auto or a percentage 1-100, not '$QUOTA'" >&2; exit 2; }
+[[ $WARMUP =~ ^[0-9]+$ && $DEADLINE =~ ^[0-9]+$ ]] ||
+    { echo "demo: DEMO_WARMUP and DEMO_DEADLINE must be whole numbers" >&2; exit 2; }
 [[ $LAUNCH == spawn || $LAUNCH == exec ]] ||
     { echo "demo: DEMO_LAUNCH must be spawn or exec, not '$LAUNCH'" >&2; exit 2; }
+cg_find || { echo "demo: $CG_WHY" >&2; exit 1; }
 mkdir -p "$out"
 work=$(mktemp -d /tmp/argus-demo.XXXXXX)
 daemons=() job_pgid=""
@@ -58,7 +64,7 @@ cleanup() {
     cg_remove
     for ((i = ${#daemons[@]} - 1; i >= 0; i--)); do stop "${daemons[i]}"; done
     if ((rc != 0)) && [[ -d $work ]]; then
-        mkdir -p "$out/logs" && cp "$work"/*.log "$work"/job.out "$out/logs/" 2>/dev/null || true
+        mkdir -p "$out/logs" && cp "$work"/*.log "$work"/*.json "$work"/*.metrics "$work"/job.out "$out/logs/" 2>/dev/null || true
         echo "demo: logs kept in $out/logs" >&2
     fi
     rm -rf "$work"
@@ -72,6 +78,8 @@ port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0
 cport=$(port) hport=$(port) aport=$(port) mport=$(port)
 ctl() { "$BIN/argusctl" --collector "127.0.0.1:$cport" "$@"; }
 metric() { curl -s "127.0.0.1:$aport/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+# cpu_ticks PID: user + system clock ticks of PID, all its threads
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # job_steps RANK: how many steps RANK of the job has finished (its own log)
 job_steps() { grep -c "^JOBSTEP rank=$1 " "$work/job.out" 2>/dev/null || true; }
 die() {
@@ -114,28 +122,38 @@ else
 fi
 job_pgid=$!
 wait_until 120 "4 ranks to start" bash -c "[[ \$(ls $work/pids | wc -l) == 4 ]]"
-wait_until 60 "the agent to track 4 ranks (argus_agent_ranks)" \
-    bash -c "[[ \$(curl -s 127.0.0.1:$aport/metrics | awk '\$1 == \"argus_agent_ranks\" {print \$2}') -ge 4 ]]"
-echo "   the agent tracks $(metric argus_agent_ranks) ranks; training $WARMUP steps before the slowdown"
-wait_until 300 "$WARMUP steps of the job" bash -c "(( \$(grep -c '^JOBSTEP rank=$SLOW ' $work/job.out) >= $WARMUP ))"
-wait_until 60 "job $JOB at the collector" bash -c "$BIN/argusctl --collector 127.0.0.1:$cport ranks --job $JOB | grep -q ."
-
+wait_until 60 "the 4 ranks of $JOB at the collector (the agent's log: $work/agent.log)" \
+    bash -c "[[ \$($BIN/argusctl --collector 127.0.0.1:$cport ranks --job $JOB | awk 'NR > 1' | wc -l) == 4 ]]"
+echo "   the agent found the 4 ranks (pids $(cat "$work"/pids/rank.* | paste -sd' ' -)); training $WARMUP steps before the slowdown"
 pid=$(cat "$work/pids/rank.$SLOW")
+c0=$(cpu_ticks "$pid") s0=$SECONDS
+wait_until 300 "$WARMUP steps of the job" bash -c "(( \$(grep -c '^JOBSTEP rank=$SLOW ' $work/job.out) >= $WARMUP ))"
+while ((SECONDS < s0 + 5)); do sleep 0.5; done
+used=$((($(cpu_ticks "$pid") - c0) * 100 / $(getconf CLK_TCK) / (SECONDS - s0)))
+if [[ $QUOTA == auto ]]; then
+    QUOTA=$((used / 3 < 5 ? 5 : used / 3 > 25 ? 25 : used / 3))
+fi
+echo "   rank $SLOW used ${used}% of one CPU while training"
 cg_create "$QUOTA" || die "$CG_WHY"
 cg_add "$pid"
 t0=$(date +%s%N)
+grep -q "argus-demo.$$" "/proc/$pid/cgroup" || die "pid $pid is not in $CG_DIR: $(cat "/proc/$pid/cgroup")"
 at=$(job_steps "$SLOW")
 echo "== $(date +%T) rank $SLOW (pid $pid) now in cgroup $CG_DIR, cpu quota $(cg_quota) us"
 echo "   (${QUOTA}% of one CPU) from its step $at; waiting up to ${DEADLINE}s for a report naming it"
 
-# found: the first report (paging, when the collector says) that names $SLOW
+# found: the first report made after the throttle in which a suspect names
+# $SLOW and pages (a collector that does not say what pages: the suspect
+# persisted in 24 of 40 steps, its default M of N); prints "ID CREATED_NS"
 found() {
     ctl --json stragglers --job "$JOB" >"$work/reports.json" 2>/dev/null || return 1
-    /usr/bin/python3 - "$work/reports.json" "$SLOW" >"$work/found" <<'PY'
+    /usr/bin/python3 - "$work/reports.json" "$SLOW" "$t0" >"$work/found" <<'PY'
 import json, sys
-reports, slow = json.load(open(sys.argv[1]))["reports"], int(sys.argv[2])
+reports, slow, t0 = json.load(open(sys.argv[1]))["reports"], int(sys.argv[2]), int(sys.argv[3])
+def pages(s):
+    return s["pages"] if "pages" in s else s["persisted"] * 40 >= 24 * max(s["window"], 1)
 for r in reports:
-    if any(s["rank"] == slow and s.get("pages", True) for s in r["suspects"]):
+    if r["created_unix_ns"] > t0 and any(s["rank"] == slow and pages(s) for s in r["suspects"]):
         print(r["id"], r["created_unix_ns"])
         sys.exit(0)
 sys.exit(1)
@@ -167,12 +185,33 @@ for r in sorted(steps):
     print("   rank %d: %.0f ms -> %s (%d steps)" % (r, statistics.median(before) if before else 0,
           "%.0f ms" % statistics.median(after) if after else "-", len(steps[r])))
 PY
+echo "   the kernel throttled rank $SLOW's cgroup $(cg_throttled) since"
+echo
+echo "== what argus reported since the slowdown (suspects by rank, level, cause; pages or not)"
+/usr/bin/python3 - "$work/reports.json" "$t0" <<'PY' || true
+import collections, json, sys
+reports, t0 = json.load(open(sys.argv[1]))["reports"], int(sys.argv[2])
+tally = collections.Counter()
+for r in reports:
+    if r["created_unix_ns"] > t0:
+        for s in r["suspects"]:
+            who = "job" if s["rank"] == 4294967295 else "rank %d" % s["rank"]
+            page = {True: "pages", False: "finding"}.get(s.get("pages"), "persisted %d/%d" % (s["persisted"], s["window"]))
+            tally[(who, s["level"], s["cause"], page)] += 1
+for (who, level, cause, page), n in sorted(tally.items()):
+    print("   %-7s %-13s %-11s %-16s x%d" % (who, level.replace("LEVEL_", ""), cause.replace("CAUSE_", ""), page, n))
+print("   %d reports before, %d since" % (sum(r["created_unix_ns"] <= t0 for r in reports),
+                                          sum(r["created_unix_ns"] > t0 for r in reports)))
+PY
 echo
 echo "== argusctl jobs"
 ctl jobs
 echo
 echo "== argusctl stragglers --job $JOB"
-ctl stragglers --job "$JOB" | head -n 40
+ctl stragglers --job "$JOB" >"$work/stragglers.txt" || true
+head -n 40 "$work/stragglers.txt"
+(($(wc -l <"$work/stragglers.txt") <= 40)) || echo "   ... $(($(wc -l <"$work/stragglers.txt") - 40)) more lines"
+curl -s "127.0.0.1:$aport/metrics" >"$work/agent.metrics" || true
 echo
 ctl heatmap --job "$JOB" -o "$out/heatmap.svg"
 if [[ -z $ok ]]; then
