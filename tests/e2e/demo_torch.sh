@@ -124,7 +124,7 @@ job_pgid=$!
 wait_until 120 "4 ranks to start" bash -c "[[ \$(ls $work/pids | wc -l) == 4 ]]"
 wait_until 60 "the 4 ranks of $JOB at the collector (the agent's log: $work/agent.log)" \
     bash -c "[[ \$($BIN/argusctl --collector 127.0.0.1:$cport ranks --job $JOB | awk 'NR > 1' | wc -l) == 4 ]]"
-echo "   the agent found the 4 ranks (pids $(cat "$work"/pids/rank.* | paste -sd' ' -)); training $WARMUP steps before the slowdown"
+echo "   the agent found the 4 ranks (pids $(for r in 0 1 2 3; do printf "%s " "$(cat "$work/pids/rank.$r")"; done)); training $WARMUP steps before the slowdown"
 pid=$(cat "$work/pids/rank.$SLOW")
 c0=$(cpu_ticks "$pid") s0=$SECONDS
 wait_until 300 "$WARMUP steps of the job" bash -c "(( \$(grep -c '^JOBSTEP rank=$SLOW ' $work/job.out) >= $WARMUP ))"
