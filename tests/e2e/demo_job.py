@@ -12,9 +12,13 @@ Launch modes, as people launch it:
 Environment: WORLD (4), STEPS (2000: every rank stops at the same step; the
 demo stops the job before), WIDTH (512, hidden size: 4 layers, 3 MiB of parameters), BATCH (16),
 ARGUS_PIDS_DIR (each rank writes its pid to rank.R there, when set).
-Each rank prints its own timing of every step as it goes (monotonic clock):
+Each rank prints its own timing of every step as it goes (monotonic clock),
+and at the end its CPU time (all threads, user + system: what uprobes cost
+it is in there) and its main thread's wait for a core (run queue,
+schedstat) over the steps from WARM (10) on:
 
     JOBSTEP rank=R step=I start_ns=MONO dur_ns=NS
+    JOBCPU rank=R steps=K cpu_ns=NS wait_ns=NS
 """
 import os
 import sys
@@ -28,6 +32,13 @@ STEPS = int(os.environ.get("STEPS", "2000"))
 WORLD = int(os.environ.get("WORLD", "4"))
 WIDTH = int(os.environ.get("WIDTH", "512"))
 BATCH = int(os.environ.get("BATCH", "16"))
+WARM = int(os.environ.get("WARM", "10"))
+
+
+def run_queue_ns():
+    """Time the main thread (the one that runs the steps) waited for a core."""
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1])
 
 
 def rank_main(rank, port):
@@ -50,7 +61,10 @@ def rank_main(rank, port):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(BATCH, WIDTH)
     y = torch.randint(0, 10, (BATCH,))
+    cpu0 = wait0 = 0
     for i in range(STEPS):
+        if i == WARM:
+            cpu0, wait0 = time.process_time_ns(), run_queue_ns()
         t0 = time.monotonic_ns()
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
@@ -58,6 +72,10 @@ def rank_main(rank, port):
         line = "JOBSTEP rank=%d step=%d start_ns=%d dur_ns=%d\n" % (
             rank, i, t0, time.monotonic_ns() - t0)
         os.write(1, line.encode())  # one write: the ranks share stdout
+    if STEPS > WARM:
+        line = "JOBCPU rank=%d steps=%d cpu_ns=%d wait_ns=%d\n" % (
+            rank, STEPS - WARM, time.process_time_ns() - cpu0, run_queue_ns() - wait0)
+        os.write(1, line.encode())
     dist.barrier()
     dist.destroy_process_group()
 
