@@ -48,6 +48,7 @@ start_node() {
         --replay.records "$T/$c/rec.node$i" --replay.rate $RATE >>"$T/$c/agent.$i.log" 2>&1 &
     echo $! >"$T/$c/pid.$i"
     echo $! >>"$T/$c/pids"
+    disown $! # killed by stop_nodes or the exit trap, without a job notice
     echo "$port" >"$T/$c/port.$i"
     wait_every "$c: agent $i on :$port" 20 0.5 curl -sf "127.0.0.1:$port/healthz"
 }
@@ -170,6 +171,7 @@ case_cut30() {
     /usr/bin/python3 "$HERE/tcp_proxy.py" "$pport" "127.0.0.1:$CPORT" >>"$T/$c/proxy.log" 2>&1 &
     pid=$!
     echo $pid >>"$T/$c/pids"
+    disown $pid
     for ((i = 0; i < NODES; i++)); do
         if ((i == 2)); then start_node $c $i "127.0.0.1:$pport"; else start_node $c $i; fi
     done
@@ -179,6 +181,7 @@ case_cut30() {
     sleep 30
     /usr/bin/python3 "$HERE/tcp_proxy.py" "$pport" "127.0.0.1:$CPORT" >>"$T/$c/proxy.log" 2>&1 &
     echo $! >>"$T/$c/pids"
+    disown $!
     restored=$(date +%s%N)
     at=$(newest_step $c)
     log "$c: link of node 2 back at step $at, node 2 spooled $(metric "$(cat $T/$c/port.2)" \
@@ -199,11 +202,13 @@ case_cut30() {
     judge $c quiet-node --node node002 --ranks 16-23 --after "$replayed"
 }
 
-start_collector "$T/store"
-declare -A running
 for c in $CASES; do
     declare -F "case_$c" >/dev/null || fail "unknown case '$c' (one of: healthy straggler spread \
 stall5 stall30 cut30)"
+done
+start_collector "$T/store"
+declare -A running
+for c in $CASES; do
     ("case_$c") >"$T/$c.out" 2>&1 &
     running[$c]=$!
 done
