@@ -76,6 +76,10 @@ static int collector_start_grpc(struct collector *c)
     limits.max_ranks = (uint32_t)c->cfg.max_ranks;
     struct diagnosis_options dopt = {
         .step_timeout_ns = c->cfg.diag_step_timeout,
+        .stream_hold_ns = c->cfg.diag_stream_hold,
+        .silence_ns = c->cfg.diag_silence,
+        .max_open_bytes = c->cfg.diag_max_open_bytes,
+        .late_horizon = (uint32_t)c->cfg.diag_late_horizon,
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
     };

@@ -31,6 +31,92 @@ static void collector_drop(void *ctx, const char *agent, const char *reason, con
     d->first = false;
 }
 
+struct collector_job_ctx {
+    struct http_buf *b;
+    int metric; /* which per-job gauge is being written */
+    bool first;
+};
+
+static void collector_diag_job(void *ctx, const char *job, const struct diagnosis_job_lag *lag)
+{
+    static const char *const names[][2] = {
+        {"argus_diag_watermark_lag_seconds",
+         "per job: receive time the oldest open step has waited for its watermark"},
+        {"argus_diag_watermark_lag_steps", "per job: newest step delivered minus the watermark"},
+        {"argus_diag_lag_seconds",
+         "per job: how far diagnosis runs behind the receive time of the batches it is fed"},
+        {"argus_diag_job_open_steps", "per job: steps open"},
+    };
+    struct collector_job_ctx *c = ctx;
+    char labels[200], e[160];
+    double v[] = {lag->watermark_lag_s, (double)lag->watermark_steps, lag->feed_lag_s,
+                  (double)lag->open_steps};
+
+    snprintf(labels, sizeof(labels), "job=\"%s\"", http_label_escape(e, sizeof(e), job));
+    if (c->first)
+        http_buf_metric(c->b, names[c->metric][0], "gauge", names[c->metric][1], labels,
+                        v[c->metric]);
+    else
+        http_buf_sample(c->b, names[c->metric][0], labels, v[c->metric]);
+    c->first = false;
+}
+
+static void collector_diag_counter(struct http_buf *b, const char *name, const char *help,
+                                   const char *label, const char *const *values,
+                                   const uint64_t *counts, int n)
+{
+    char labels[64];
+
+    for (int i = 0; i < n; i++) {
+        snprintf(labels, sizeof(labels), "%s=\"%s\"", label, values[i]);
+        if (i == 0)
+            http_buf_metric(b, name, "counter", help, labels, counts[i]);
+        else
+            http_buf_sample(b, name, labels, counts[i]);
+    }
+}
+
+/* The argus_diag_* metrics: totals, closes by reason, late data, per-job lag. */
+static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
+{
+    static const char *const reasons[] = {"complete", "watermark", "timeout", "budget", "flush"};
+    static const char *const drops[] = {"horizon", "memory"};
+    struct diagnosis_stats ds;
+
+    diagnosis_get_stats(m->diagnosis, &ds);
+    http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
+    http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
+                    ds.steps_closed);
+    collector_diag_counter(b, "argus_diag_steps_closed_by_reason_total",
+                           "job steps closed, by why they closed", "reason", reasons, ds.closed_by,
+                           5);
+    http_buf_metric(b, "argus_diag_budget_closes_total", "counter",
+                    "steps forced to close by diag.max_open_bytes", "", ds.closed_by[3]);
+    http_buf_metric(b, "argus_diag_open_steps", "gauge", "steps open, all jobs", "", ds.open_steps);
+    http_buf_metric(b, "argus_diag_open_bytes", "gauge", "memory of open and kept steps", "",
+                    ds.open_bytes);
+    http_buf_metric(b, "argus_diag_late_records_total", "counter",
+                    "records of steps that had closed", "", ds.late);
+    http_buf_metric(b, "argus_diag_amended_records_total", "counter",
+                    "late records that amended their closed step", "", ds.amended);
+    uint64_t dropped[] = {ds.dropped_horizon, ds.dropped_memory};
+    collector_diag_counter(b, "argus_diag_dropped_from_diagnosis_total",
+                           "late records stored but not diagnosed, by reason", "reason", drops,
+                           dropped, 2);
+    http_buf_metric(b, "argus_diag_silent_findings_total", "counter",
+                    "silence findings: a whole node (agent stream) or a rank alone",
+                    "kind=\"node\"", ds.silent_nodes);
+    http_buf_sample(b, "argus_diag_silent_findings_total", "kind=\"rank\"", ds.silent_ranks);
+    http_buf_metric(b, "argus_diag_reports_total", "counter", "straggler reports stored", "",
+                    ds.reports);
+    http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
+                    "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
+    for (int k = 0; k < 4; k++) {
+        struct collector_job_ctx jc = {b, k, true};
+        diagnosis_foreach_job(m->diagnosis, collector_diag_job, &jc);
+    }
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -69,15 +155,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
-    struct diagnosis_stats ds;
-    diagnosis_get_stats(m->diagnosis, &ds);
-    http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
-    http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
-                    ds.steps_closed);
-    http_buf_metric(b, "argus_diag_reports_total", "counter", "straggler reports stored", "",
-                    ds.reports);
-    http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
-                    "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
+    collector_diag_metrics(m, b);
     struct collector_drop_ctx dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
 }
