@@ -217,7 +217,11 @@ for c in $CASES; do
     wait "${running[$c]}" || failed+=("$c")
     sed "s/^/[$c] /" "$T/$c.out"
 done
-curl -s "127.0.0.1:$HPORT/metrics" | grep -E '^argus_(diag|ingest_rank_steps|ingest_rejects)' \
-    | grep -v ' 0$' | sed 's/^/collector: /'
+curl -s "127.0.0.1:$HPORT/metrics" >"$T/metrics.txt"
+grep -E '^argus_(diag|ingest_rank_steps|ingest_rejects)' "$T/metrics.txt" | grep -v ' 0$' \
+    | sed 's/^/collector: /'
 ((${#failed[@]} == 0)) || fail "cases failed: ${failed[*]}"
+# real agents at default settings are never refused
+rejects=$(awk '$1 ~ /^argus_ingest_rejects_total/ {n += $2} END {print n + 0}' "$T/metrics.txt")
+((rejects == 0)) || fail "the collector rejected $rejects batches of the agents"
 echo "delivery with real agents ok: $CASES"
