@@ -50,15 +50,28 @@ start_node() {
     echo $! >>"$T/$c/pids"
     disown $! # killed by stop_nodes or the exit trap, without a job notice
     echo "$port" >"$T/$c/port.$i"
-    wait_every "$c: agent $i on :$port" 20 0.5 curl -sf "127.0.0.1:$port/healthz"
 }
 
-start_nodes() { # CASE [SPREAD_S]: all 8 agents, the next one SPREAD_S / 7 later
+wait_nodes() { # CASE: every agent of the case answers on its HTTP port
     local i
     for ((i = 0; i < NODES; i++)); do
-        ((i == 0)) || sleep "$(awk -v s="${2:-0}" -v n=$NODES 'BEGIN {print s / (n - 1)}')"
+        wait_every "$1: agent $i on :$(cat "$T/$1/port.$i")" 20 0.5 \
+            curl -sf "127.0.0.1:$(cat "$T/$1/port.$i")/healthz"
+    done
+}
+
+# start_nodes CASE [SPREAD_S]: all 8 agents, agent i started i * SPREAD_S / 7
+# seconds after the first (by the clock, whatever a start takes)
+start_nodes() {
+    local i t0 due
+    t0=$(date +%s%N)
+    for ((i = 0; i < NODES; i++)); do
+        due=$((t0 + i * ${2:-0} * 1000000000 / (NODES - 1)))
+        sleep "$(awk -v d=$((due - $(date +%s%N))) 'BEGIN {print (d > 0 ? d / 1e9 : 0)}')"
         start_node "$1" "$i"
     done
+    log "$1: $NODES agents started over $((($(date +%s%N) - t0) / 1000000)) ms"
+    wait_nodes "$1"
 }
 
 # ranks_at CASE STEP: how many ranks' records of STEP the collector stores
@@ -162,10 +175,12 @@ stall() {
 case_stall5() { stall stall5 5; }
 case_stall30() { stall stall30 30; }
 
+spool_empty() { [[ $(metric "$1" argus_agent_spool_records) == 0 ]]; } # AGENT_HTTP_PORT
+
 # cut30: node 2 reaches the collector through tcp_proxy.py, stopped at step
 # 50 for 30 s and started again on the same port
 case_cut30() {
-    local c=cut30 pport restored replayed at pid i
+    local c=cut30 pport port2 restored replayed at pid i
     record $c healthy 800
     pport=$(free_port)
     /usr/bin/python3 "$HERE/tcp_proxy.py" "$pport" "127.0.0.1:$CPORT" >>"$T/$c/proxy.log" 2>&1 &
@@ -175,6 +190,7 @@ case_cut30() {
     for ((i = 0; i < NODES; i++)); do
         if ((i == 2)); then start_node $c $i "127.0.0.1:$pport"; else start_node $c $i; fi
     done
+    wait_nodes $c
     wait_every "$c: step 50 from every rank" 120 1 all_ranks_at $c 50
     kill -TERM $pid
     log "$c: link of node 2 cut"
@@ -184,10 +200,10 @@ case_cut30() {
     disown $!
     restored=$(date +%s%N)
     at=$(newest_step $c)
-    log "$c: link of node 2 back at step $at, node 2 spooled $(metric "$(cat $T/$c/port.2)" \
-        argus_agent_spool_records) batches"
-    wait_every "$c: node 2's spool to drain" 60 0.5 bash -c "curl -s 127.0.0.1:$(cat $T/$c/port.2)\
-/metrics | awk '\$1 == \"argus_agent_spool_records\" && \$2 == 0 {ok=1} END {exit !ok}'"
+    port2=$(cat "$T/$c/port.2")
+    log "$c: link of node 2 back at step $at, node 2 spooled \
+$(metric "$port2" argus_agent_spool_records) batches"
+    wait_every "$c: node 2's spool to drain" 60 0.5 spool_empty "$port2"
     replayed=$(date +%s%N)
     log "$c: node 2 replayed its spool $(((replayed - restored) / 1000000)) ms after the link came back"
     wait_every "$c: step $((at + 100)) from every rank" 120 1 all_ranks_at $c $((at + 100))
