@@ -188,7 +188,8 @@ static int record_push(void *ctx, uint32_t agent, uint64_t seq, void *frame, siz
 static int record_scenario(struct record_out *o, struct scenario_truth *truth)
 {
     struct sim_config one_step = *o->c;
-    struct scenario_sink sink = {record_next_seq, record_epoch, record_push, o};
+    struct scenario_sink sink = {
+        .next_seq = record_next_seq, .epoch = record_epoch, .push = record_push, .ctx = o};
 
     one_step.steps_per_batch = 1;
     return scenario_generate(&one_step, &sink, truth);
