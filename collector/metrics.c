@@ -5,11 +5,14 @@
 #include <string.h>
 
 #include "collector/diagnosis.h"
+#include "collector/diagq.h"
 #include "collector/ingest.h"
 #include "collector/store/store.h"
+#include "collector/stream_clock.h"
 #include "collector/transport.h"
 
-struct collector_drop_ctx {
+/* A labelled series being written: the first sample brings HELP and TYPE. */
+struct collector_series {
     struct http_buf *b;
     bool first;
 };
@@ -17,7 +20,7 @@ struct collector_drop_ctx {
 static void collector_drop(void *ctx, const char *agent, const char *reason, const char *job,
                            int32_t rank, uint64_t total)
 {
-    struct collector_drop_ctx *d = ctx;
+    struct collector_series *d = ctx;
     char labels[600], e1[160], e2[160], e3[160];
 
     snprintf(labels, sizeof(labels), "agent=\"%s\",reason=\"%s\",job=\"%s\",rank=\"%d\"",
@@ -43,14 +46,11 @@ static void collector_diag_job(void *ctx, const char *job, const struct diagnosi
         {"argus_diag_watermark_lag_seconds",
          "per job: receive time the oldest open step has waited for its watermark"},
         {"argus_diag_watermark_lag_steps", "per job: newest step delivered minus the watermark"},
-        {"argus_diag_lag_seconds",
-         "per job: how far diagnosis runs behind the receive time of the batches it is fed"},
         {"argus_diag_job_open_steps", "per job: steps open"},
     };
     struct collector_job_ctx *c = ctx;
     char labels[200], e[160];
-    double v[] = {lag->watermark_lag_s, (double)lag->watermark_steps, lag->feed_lag_s,
-                  (double)lag->open_steps};
+    double v[] = {lag->watermark_lag_s, (double)lag->watermark_steps, (double)lag->open_steps};
 
     snprintf(labels, sizeof(labels), "job=\"%s\"", http_label_escape(e, sizeof(e), job));
     if (c->first)
@@ -80,10 +80,13 @@ static void collector_diag_counter(struct http_buf *b, const char *name, const c
 static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     static const char *const reasons[] = {"complete", "watermark", "timeout", "budget", "flush"};
-    static const char *const drops[] = {"horizon", "memory"};
+    static const char *const drops[] = {"horizon", "memory", "queue_full"};
     struct diagnosis_stats ds;
+    struct diagq_stats qs = {0};
 
     diagnosis_get_stats(m->diagnosis, &ds);
+    if (m->diagq)
+        diagq_get_stats(m->diagq, &qs);
     http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
     http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
                     ds.steps_closed);
@@ -99,10 +102,11 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
                     "records of steps that had closed", "", ds.late);
     http_buf_metric(b, "argus_diag_amended_records_total", "counter",
                     "late records that amended their closed step", "", ds.amended);
-    uint64_t dropped[] = {ds.dropped_horizon, ds.dropped_memory};
+    uint64_t dropped[] = {ds.dropped_horizon, ds.dropped_memory, qs.dropped_records};
     collector_diag_counter(b, "argus_diag_dropped_from_diagnosis_total",
-                           "late records stored but not diagnosed, by reason", "reason", drops,
-                           dropped, 2);
+                           "step records stored but not diagnosed, by reason: late beyond the "
+                           "horizon or the memory budget, or the diagnosis queue full",
+                           "reason", drops, dropped, 3);
     http_buf_metric(b, "argus_diag_silent_findings_total", "counter",
                     "silence findings: a whole node (agent stream) or a rank alone",
                     "kind=\"node\"", ds.silent_nodes);
@@ -111,10 +115,75 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
                     ds.reports);
     http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
                     "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 3; k++) {
         struct collector_job_ctx jc = {b, k, true};
         diagnosis_foreach_job(m->diagnosis, collector_diag_job, &jc);
     }
+}
+
+static void collector_lag(void *ctx, const char *job, double lag_seconds)
+{
+    struct collector_series *d = ctx;
+    char labels[200], e[160];
+
+    snprintf(labels, sizeof(labels), "job=\"%s\"", http_label_escape(e, sizeof(e), job));
+    if (d->first)
+        http_buf_metric(d->b, "argus_diag_lag_seconds", "gauge",
+                        "how far diagnosis of the job is behind what was received", labels,
+                        lag_seconds);
+    else
+        http_buf_sample(d->b, "argus_diag_lag_seconds", labels, lag_seconds);
+    d->first = false;
+}
+
+/* The diagnosis queue: depth, bytes, what it could not take, lag per job. */
+static void collector_metrics_diagq(struct diagq *q, struct http_buf *b)
+{
+    struct collector_series lag = {b, true};
+    struct diagq_stats qs;
+
+    diagq_get_stats(q, &qs);
+    http_buf_metric(b, "argus_diag_queue_batches", "gauge", "stored batches waiting for diagnosis",
+                    "", qs.queued_batches);
+    http_buf_metric(b, "argus_diag_queue_bytes", "gauge", "memory they hold", "", qs.queued_bytes);
+    http_buf_metric(b, "argus_diag_queue_bytes_limit", "gauge", "diag.queue_bytes", "",
+                    qs.max_bytes);
+    http_buf_metric(b, "argus_diag_fed_batches_total", "counter", "batches fed to diagnosis", "",
+                    qs.fed_batches);
+    http_buf_metric(b, "argus_diag_queue_dropped_batches_total", "counter",
+                    "batches the full diagnosis queue did not take (stored, acked)", "",
+                    qs.dropped_batches);
+    http_buf_metric(b, "argus_diag_lag_warnings_total", "counter",
+                    "times a job's diagnosis lag went over diag.lag_warn", "", qs.lag_warnings);
+    diagq_foreach_lag(q, collector_lag, &lag);
+}
+
+static void collector_clock(void *ctx, const char *agent, int64_t offset_ns, bool flagged)
+{
+    struct collector_series *d = ctx;
+    char labels[200], e[160];
+
+    snprintf(labels, sizeof(labels), "node=\"%s\"", http_label_escape(e, sizeof(e), agent));
+    if (d->first)
+        http_buf_metric(d->b, "argus_ingest_clock_offset_seconds", "gauge",
+                        "agent clock minus collector clock, from its least-delayed batch", labels,
+                        offset_ns / 1e9);
+    else
+        http_buf_sample(d->b, "argus_ingest_clock_offset_seconds", labels, offset_ns / 1e9);
+    d->first = false;
+}
+
+static void collector_metrics_clock(struct stream_clock *c, struct http_buf *b)
+{
+    struct collector_series each = {b, true};
+    struct stream_clock_stats cs;
+
+    stream_clock_get_stats(c, &cs);
+    http_buf_metric(b, "argus_ingest_clock_skewed_streams", "gauge",
+                    "agent streams off by more than ingest.clock_skew_warn now", "", cs.flagged);
+    http_buf_metric(b, "argus_ingest_clock_skew_flags_total", "counter",
+                    "times an agent stream was flagged for its clock", "", cs.flags_total);
+    stream_clock_foreach(c, collector_clock, &each);
 }
 
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
@@ -133,6 +202,9 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     http_buf_metric(b, "argus_ingest_bytes_total", "counter", "frame bytes received", "", in.bytes);
     http_buf_metric(b, "argus_ingest_rank_steps_total", "counter", "step records written", "",
                     in.rank_steps);
+    http_buf_metric(b, "argus_ingest_duplicate_records_total", "counter",
+                    "step records already stored (replayed under new sequence numbers)", "",
+                    st.duplicate_records);
     http_buf_metric(b, "argus_ingest_acks_total", "counter", "acks sent", "", in.acks);
     http_buf_metric(b, "argus_ingest_streams", "gauge", "open agent streams", "", in.streams);
     for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
@@ -156,7 +228,11 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
     collector_diag_metrics(m, b);
-    struct collector_drop_ctx dc = {b, true};
+    if (m->diagq)
+        collector_metrics_diagq(m->diagq, b);
+    if (m->clock)
+        collector_metrics_clock(m->clock, b);
+    struct collector_series dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
 }
 
