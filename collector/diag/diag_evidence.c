@@ -50,11 +50,12 @@ const char *diag_evidence_window(const struct diag_rank_evidence *re, char *buf,
                                 re->last, re->part, re->chance, re->last ? ", median " : "",
                                 re->last ? diag_fmt_ns(a, sizeof(a), re->gap_ns) : "",
                                 re->last ? " after the first" : "");
-    if ((re->runq_ns > 0 || re->off_cpu_ns > 0) && off < len)
-        snprintf(buf + off, len - off,
-                 "%srun queue %s/step vs %s group median, off-CPU %s/step vs %s",
-                 off ? "; " : "", diag_fmt_ns(a, sizeof(a), re->runq_ns),
-                 diag_fmt_ns(b, sizeof(b), re->runq_median),
+    if ((re->runq_ns > 0 || re->runq_median > 0) && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "%srun queue %s/step vs %s group median",
+                                off ? "; " : "", diag_fmt_ns(a, sizeof(a), re->runq_ns),
+                                diag_fmt_ns(b, sizeof(b), re->runq_median));
+    if ((re->off_cpu_ns > 0 || re->off_cpu_median > 0) && off < len)
+        snprintf(buf + off, len - off, "%soff-CPU %s/step vs %s", off ? ", " : "",
                  diag_fmt_ns(c, sizeof(c), re->off_cpu_ns),
                  diag_fmt_ns(d, sizeof(d), re->off_cpu_median));
     return buf;
