@@ -322,9 +322,10 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
             best = n;
     }
     uint32_t rank = best ? best->late_rank : ev->spike_rank;
-    bool compute = best && best->compute;
+    bool compute = best && best->why == DIAG_SPIKE_COMPUTE;
     diag_evidence_spike(text, sizeof(text), ev->spike_from, ev->spike_to, ev->spike_peak_ns,
-                        ev->spike_median_ns, rank, best ? best->late_ns : 0, compute);
+                        ev->spike_median_ns, rank, best ? best->late_ns : 0,
+                        best ? best->why : DIAG_SPIKE_HOST);
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->cap ? e->ri[rank].node : "", rank < e->cap ? e->ri[rank].gpu : -1,
@@ -398,8 +399,12 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     note->step = f->step;
     note->late_rank = r2.late_rank;
     note->late_ns = r2.late_ns;
-    note->compute = r2.late_rank != UINT32_MAX &&
-                    e->flags[(size_t)r2.late_rank * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE].set;
+    const struct diag_flag *lf =
+        r2.late_rank == UINT32_MAX ? NULL : &e->flags[(size_t)r2.late_rank * DIAG_CAUSE_N];
+    note->why = lf && lf[DIAG_CAUSE_COMPUTE].set ? DIAG_SPIKE_COMPUTE
+                : lf && lf[DIAG_CAUSE_HOST].set && lf[DIAG_CAUSE_HOST].kind == DIAG_WHERE_RUNQ
+                    ? DIAG_SPIKE_STARVED
+                    : DIAG_SPIKE_HOST;
     diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
     diag_persist_step(&e->persist, e->flags, e->cap);
     job_series(f, &t, &trank);

@@ -26,7 +26,7 @@ struct step_note { /* what a closed step said, for L1 spike attribution */
     uint64_t step;
     uint32_t late_rank;
     double late_ns;
-    bool compute;
+    int why; /* enum diag_spike_why */
 };
 
 struct diag_engine {

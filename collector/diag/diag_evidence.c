@@ -116,8 +116,13 @@ void diag_evidence_skew(char *buf, size_t len, uint32_t ranks, uint32_t steps, u
 }
 
 void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, double peak_ns,
-                         double median_ns, uint32_t rank, double late_ns, bool compute)
+                         double median_ns, uint32_t rank, double late_ns, int why)
 {
+    static const char *const words[] = {
+        [DIAG_SPIKE_HOST] = "its phases normal: host-side stall",
+        [DIAG_SPIKE_COMPUTE] = "its compute was slow",
+        [DIAG_SPIKE_STARVED] = "its threads waited for a CPU: CPU-starved host",
+    };
     char a[32], b[32], c[32];
 
     snprintf(buf, len,
@@ -125,7 +130,7 @@ void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, doub
              "arrived %s late at collectives, %s",
              from, to, diag_fmt_ns(a, sizeof(a), peak_ns), diag_fmt_ns(b, sizeof(b), median_ns),
              median_ns > 0 ? peak_ns / median_ns : 0, rank, diag_fmt_ns(c, sizeof(c), late_ns),
-             compute ? "its compute was slow" : "its phases normal: host-side stall");
+             words[why >= 0 && why <= DIAG_SPIKE_STARVED ? why : DIAG_SPIKE_HOST]);
 }
 
 void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,

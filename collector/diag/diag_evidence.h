@@ -43,9 +43,16 @@ const char *diag_evidence_name(const struct diag_namer *n, uint64_t id, char *bu
 /* Data skew: rotation over ranks and steps. */
 void diag_evidence_skew(char *buf, size_t len, uint32_t ranks, uint32_t steps, uint32_t window);
 
+/* What an L1 spike's latest rank showed. */
+enum diag_spike_why {
+    DIAG_SPIKE_HOST = 0,    /* phases normal: a host-side stall */
+    DIAG_SPIKE_COMPUTE = 1, /* its compute was slow */
+    DIAG_SPIKE_STARVED = 2, /* its threads waited for a CPU */
+};
+
 /* An L1 spike window and the rank that arrived latest in it. */
 void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, double peak_ns,
-                         double median_ns, uint32_t rank, double late_ns, bool compute);
+                         double median_ns, uint32_t rank, double late_ns, int why);
 
 /* A job regression: the L1 shift and what across the job confirms it. */
 void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,
