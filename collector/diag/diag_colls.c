@@ -39,9 +39,8 @@ static uint32_t table_slot(struct diag_colls *l, uint64_t comm, uint8_t name, ui
     size_t mask = l->table_cap - 1;
     size_t h = mix(comm ^ mix(seq * 31 + name) ^ (by_order ? 0x9e3779b97f4a7c15ULL : 0)) & mask;
 
-    while (l->table[h].used &&
-           !(l->table[h].comm == comm && l->table[h].seq == seq && l->table[h].name == name &&
-             l->table[h].by_order == by_order))
+    while (l->table[h].used && !(l->table[h].comm == comm && l->table[h].seq == seq &&
+                                 l->table[h].name == name && l->table[h].by_order == by_order))
         h = (h + 1) & mask;
     struct diag_colls_entry *e = &l->table[h];
     e->used = true;

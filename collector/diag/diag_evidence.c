@@ -45,11 +45,11 @@ const char *diag_evidence_window(const struct diag_rank_evidence *re, char *buf,
     if (!re)
         return buf;
     if (re->part)
-        off += (size_t)snprintf(buf, len,
-                                "arrived last at %u of %u collectives (%.0f expected by chance)%s%s%s",
-                                re->last, re->part, re->chance, re->last ? ", median " : "",
-                                re->last ? diag_fmt_ns(a, sizeof(a), re->gap_ns) : "",
-                                re->last ? " after the first" : "");
+        off += (size_t)snprintf(
+            buf, len, "arrived last at %u of %u collectives (%.0f expected by chance)%s%s%s",
+            re->last, re->part, re->chance, re->last ? ", median " : "",
+            re->last ? diag_fmt_ns(a, sizeof(a), re->gap_ns) : "",
+            re->last ? " after the first" : "");
     if ((re->runq_ns > 0 || re->runq_median > 0) && off < len)
         off += (size_t)snprintf(buf + off, len - off, "%srun queue %s/step vs %s group median",
                                 off ? "; " : "", diag_fmt_ns(a, sizeof(a), re->runq_ns),
@@ -88,8 +88,8 @@ static void flag_text(const struct diag_namer *n, const struct diag_flag *f, int
                  "off-CPU %s",
                  a, b, f->score, diag_fmt_ns(c, sizeof(c), f->aux));
     else if (cause == DIAG_CAUSE_COMPUTE && f->aux > 0)
-        snprintf(buf, len, "%s %s vs group median %s, z = %.0f, own kernel time %.2fx group",
-                 where, a, b, f->score, f->aux);
+        snprintf(buf, len, "%s %s vs group median %s, z = %.0f, own kernel time %.2fx group", where,
+                 a, b, f->score, f->aux);
     else
         snprintf(buf, len, "%s%s %s vs group median %s, z = %.0f", where,
                  cause == DIAG_CAUSE_LINK ? " transfer" : "", a, b, f->score);

@@ -21,10 +21,10 @@
 struct diag_rankwin_slot;
 
 struct diag_rankwin {
-    uint32_t window; /* steps kept, 1..64 */
-    uint32_t cap;    /* ranks */
-    uint32_t head;   /* slot of the newest step */
-    uint32_t steps;  /* steps recorded, saturating at window */
+    uint32_t window;                 /* steps kept, 1..64 */
+    uint32_t cap;                    /* ranks */
+    uint32_t head;                   /* slot of the newest step */
+    uint32_t steps;                  /* steps recorded, saturating at window */
     struct diag_rankwin_slot *slots; /* cap * window */
     double *scratch;                 /* 2 * window, and per-rank means */
     uint32_t scratch_cap;

@@ -116,10 +116,10 @@ int diag_report_summarize(Argus__V1__Report *r)
     char buf[512];
     size_t off = 0;
 
-    off += (size_t)snprintf(buf, sizeof(buf), "steps %" PRIu64 "-%" PRIu64 ": %zu %s%s%s",
-                            r->from_step, r->to_step, r->n_suspects,
-                            r->pages ? "suspect" : "finding", r->n_suspects == 1 ? "" : "s",
-                            r->pages ? "" : " (pages nobody)");
+    off +=
+        (size_t)snprintf(buf, sizeof(buf), "steps %" PRIu64 "-%" PRIu64 ": %zu %s%s%s",
+                         r->from_step, r->to_step, r->n_suspects, r->pages ? "suspect" : "finding",
+                         r->n_suspects == 1 ? "" : "s", r->pages ? "" : " (pages nobody)");
     for (size_t i = 0; i < r->n_suspects && i < 4 && off < sizeof(buf); i++) {
         const Argus__V1__Suspect *s = r->suspects[i];
         if (s->rank == DIAG_RANK_NONE)

@@ -38,11 +38,10 @@ static void build(struct fixture *x)
                                                      19, 31, 40, "CPU-starved: threads waited")),
         0);
     assert_int_equal(
-        diag_report_add(x->reps[1],
-                        diag_suspect_new(5, "node-c", -1, "pp=0,tp=0",
-                                         ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
-                                         ARGUS__V1__CAUSE__CAUSE_HOST, "step time", 3.2, 1, 40,
-                                         "steps 77-77 took up to 3,200 ms")),
+        diag_report_add(x->reps[1], diag_suspect_new(5, "node-c", -1, "pp=0,tp=0",
+                                                     ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
+                                                     ARGUS__V1__CAUSE__CAUSE_HOST, "step time", 3.2,
+                                                     1, 40, "steps 77-77 took up to 3,200 ms")),
         0);
     for (int i = 0; i < 2; i++) {
         diag_report_mark_pages(x->reps[i]);
@@ -167,10 +166,8 @@ static void test_json_complete(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pages_flags),
-        cmocka_unit_test(test_default_shows_what_pages),
-        cmocka_unit_test(test_all_shows_findings),
-        cmocka_unit_test(test_nothing_pages),
+        cmocka_unit_test(test_pages_flags),        cmocka_unit_test(test_default_shows_what_pages),
+        cmocka_unit_test(test_all_shows_findings), cmocka_unit_test(test_nothing_pages),
         cmocka_unit_test(test_json_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

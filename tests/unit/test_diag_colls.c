@@ -29,8 +29,7 @@ struct rec {
  * late_ms[r]; they end together 1 ms after the last member is ready. skew_ms
  * shifts a rank's whole clock; gpu: with GPU start/end times, else host
  * arrival only (and a process-local communicator handle, own sequence). */
-static void build(struct rec *x, uint64_t k, const double *late_ms, const double *skew_ms,
-                  bool gpu)
+static void build(struct rec *x, uint64_t k, const double *late_ms, const double *skew_ms, bool gpu)
 {
     for (int r = 0; r < RANKS; r++) {
         struct rec *e = &x[r];
@@ -55,8 +54,8 @@ static void build(struct rec *x, uint64_t k, const double *late_ms, const double
                 c->seq = k * CALLS + (uint64_t)j;
                 c->stream = 13;
                 c->gpu_start_unix_ns = (uint64_t)ready + 20000;
-                c->gpu_end_unix_ns = (uint64_t)(base + sk + (int64_t)((last + 1) * MS)) +
-                                     (uint64_t)r * 100;
+                c->gpu_end_unix_ns =
+                    (uint64_t)(base + sk + (int64_t)((last + 1) * MS)) + (uint64_t)r * 100;
             } else {
                 c->comm_id = 0x7f0000001000ULL + (uint64_t)r * 0x10000; /* a pointer */
                 c->seq = (uint64_t)r * 1000 + k * CALLS + (uint64_t)j;
@@ -124,7 +123,7 @@ static void test_host_only_calls_matched_by_order(void **state)
     assert_int_equal(c.part[6], CALLS);
     assert_float_equal(c.gap[6], 300e6, 1e3);
     assert_int_equal(c.last[2], 0);
-    assert_true(c.late[6] > 200e6);     /* lateness now covers host-only calls */
+    assert_true(c.late[6] > 200e6);         /* lateness now covers host-only calls */
     assert_true(c.wait[0] > CALLS * 299e6); /* and so does waiting */
     for (int r = 0; r < RANKS; r++)
         assert_float_equal(c.transfer[(size_t)r * DIAG_MAX_COLL_NAMES], 0, 0); /* no end */

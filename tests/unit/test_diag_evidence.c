@@ -40,10 +40,10 @@ static const char *names(void *ctx, uint64_t id)
 }
 
 struct job {
-    uint32_t slow_rank;     /* compute takes slow_ms on it */
+    uint32_t slow_rank; /* compute takes slow_ms on it */
     double slow_ms;
     uint64_t slow_from, slow_to; /* steps [from, to] */
-    bool starved;           /* and its threads wait for a CPU */
+    bool starved;                /* and its threads wait for a CPU */
 };
 
 struct rec {
@@ -182,15 +182,14 @@ static void parse_last(const char *ev, unsigned *last, unsigned *part, unsigned 
 {
     const char *p = strstr(ev, "arrived last at ");
     assert_non_null(p);
-    assert_int_equal(sscanf(p, "arrived last at %u of %u collectives (%u expected", last, part,
-                            chance),
-                     3);
+    assert_int_equal(
+        sscanf(p, "arrived last at %u of %u collectives (%u expected", last, part, chance), 3);
 }
 
 static void test_cpu_starved_rank_is_host(void **state)
 {
-    struct job j = {.slow_rank = 2, .slow_ms = 190, .slow_from = 5, .slow_to = 1000,
-                    .starved = true};
+    struct job j = {
+        .slow_rank = 2, .slow_ms = 190, .slow_from = 5, .slow_to = 1000, .starved = true};
     struct seen o;
     unsigned last, part, chance;
 
@@ -226,8 +225,8 @@ static void test_slow_compute_normal_run_queue_is_compute(void **state)
 
 static void test_single_step_spike_is_a_finding(void **state)
 {
-    struct job j = {.slow_rank = 3, .slow_ms = 900, .slow_from = 40, .slow_to = 40,
-                    .starved = true};
+    struct job j = {
+        .slow_rank = 3, .slow_ms = 900, .slow_from = 40, .slow_to = 40, .starved = true};
     struct seen o;
 
     run(&j, 60, &o);
@@ -240,8 +239,12 @@ static void test_single_step_spike_is_a_finding(void **state)
 
 static void test_window_text(void **state)
 {
-    struct diag_rank_evidence re = {.part = 50, .last = 41, .chance = 12.5, .gap_ns = 310e6,
-                                    .runq_ns = 905e6, .runq_median = 320e6};
+    struct diag_rank_evidence re = {.part = 50,
+                                    .last = 41,
+                                    .chance = 12.5,
+                                    .gap_ns = 310e6,
+                                    .runq_ns = 905e6,
+                                    .runq_median = 320e6};
     char buf[256];
 
     diag_evidence_window(&re, buf, sizeof(buf));

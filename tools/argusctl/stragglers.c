@@ -27,8 +27,8 @@ static void print_suspect(FILE *out, const Argus__V1__Suspect *s)
             "/%" PRIu32 " steps\n",
             s->pages ? "PAGES" : "finding", rank, s->node, s->gpu,
             enum_name(&argus__v1__level__descriptor, s->level, 6),
-            enum_name(&argus__v1__cause__descriptor, s->cause, 6), s->group, s->where,
-            s->persisted, s->window);
+            enum_name(&argus__v1__cause__descriptor, s->cause, 6), s->group, s->where, s->persisted,
+            s->window);
     fprintf(out, "      %s (score %.2f)\n", s->evidence, s->score);
 }
 
