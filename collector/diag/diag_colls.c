@@ -202,7 +202,8 @@ static void last_arrivals(struct diag_colls *l, const struct diag_frame *f)
         l->last[e->last_rank]++;
         l->gaps[n++] = (struct diag_colls_gap){e->last_rank, e->max_start - e->min_start};
     }
-    qsort(l->gaps, n, sizeof(*l->gaps), gap_cmp);
+    if (n > 1)
+        qsort(l->gaps, n, sizeof(*l->gaps), gap_cmp);
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && l->gaps[j].rank == l->gaps[i].rank)
