@@ -5,7 +5,13 @@
  * asynchronous), a per-(pid, communicator) sequence number, and bytes where
  * the arguments give them (NCCL: count * dtype size; c10d: 0). c10d::Work::wait
  * is probed too: it gives no event, only the host end of a synchronous c10d
- * collective to the on_call observer. */
+ * collective to the on_call observer. So is c10d::ProcessGroupGloo::nextTag,
+ * which every gloo collective calls (through the PLT) for its tag: it returns
+ * the group's own collective counter, the same number on every rank for the
+ * same collective whenever the agent attached. It gives no event either: the
+ * c10d call around it on the same thread carries it as its sequence number
+ * (lib_seq); other calls are numbered per (pid, communicator) from the first
+ * one the probe saw. */
 #ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
 #define ARGUS_AGENT_PROBE_COLLECTIVES_H
 
@@ -44,6 +50,10 @@ struct probe_collectives_call {
     int64_t ret;
     bool c10d; /* a c10d process-group call (asynchronous: see wait) */
     bool wait; /* c10d::Work::wait: no collective itself, it ends the last c10d call */
+    bool tag;  /* ProcessGroupGloo::nextTag: no collective itself; ret is the group's counter */
+    /* The library's own sequence number of this call in its group (gloo's
+     * tag), -1 when the library gave none (NCCL, gloo send/recv). */
+    int64_t lib_seq;
 };
 
 /* Decode a raw record (pure: no I/O). Returns 0, or -EINVAL for an unknown
