@@ -17,6 +17,7 @@
 #define STEPINFER_MIN_CALLS 48     /* calls before the first detection */
 #define STEPINFER_REORDER 16       /* how late a call may arrive and be put in place */
 #define STEPINFER_MISFIT_UNLOCK 4  /* misfits in the last 16 steps that unlock a model */
+#define STEPINFER_VOTE_TICKS 5     /* ticks a rank waits for another to agree */
 #define STEPINFER_NCOUNTERS 8
 
 struct stepinfer_comm {
@@ -35,6 +36,7 @@ struct stepinfer_entry {
 /* How a locked rank's steps are cut and numbered (see stepinfer.h). */
 struct stepinfer_model {
     bool locked;
+    bool lib;       /* the anchor's sequence numbers are the library's (the same on every rank) */
     uint32_t calls; /* calls per step, all groups */
     uint32_t anchor;
     uint64_t span, phase;
@@ -53,17 +55,13 @@ struct stepinfer_rank {
     struct stepinfer_comm comms[STEPINFER_MAX_COMMS];
     uint32_t ncomms;
     struct stepinfer_model model;
+    struct stepinfer_model candidate; /* found at this tick, before the vote */
+    bool has_candidate;
+    uint32_t waited;    /* ticks with a candidate but no agreement yet */
     int64_t last_step;  /* number of the last emitted step, -1 before the first */
     bool fitted;        /* a step with the model's number of calls was emitted */
     uint64_t closed_ns; /* arrival of the call that closed the last emitted step */
     uint64_t counters[STEPINFER_NCOUNTERS];
-};
-
-/* The phase the first locked rank of a job chose, for its other ranks. */
-struct stepinfer_job {
-    char *job;
-    uint32_t calls;
-    uint64_t span, phase;
 };
 
 struct stepinfer {
@@ -72,8 +70,6 @@ struct stepinfer {
     int64_t mono_to_real;
     struct stepinfer_rank **ranks;
     size_t nranks;
-    struct stepinfer_job *jobs;
-    size_t njobs;
     uint64_t *scratch;
     struct stepdetect_call *detect; /* the window with the group folded into name_id */
     struct stepdetect_step *steps;
@@ -115,9 +111,6 @@ void stepinfer_free(struct stepinfer *si)
         return;
     for (size_t i = 0; i < si->nranks; i++)
         stepinfer_rank_free(si->ranks[i]);
-    for (size_t i = 0; i < si->njobs; i++)
-        free(si->jobs[i].job);
-    free(si->jobs);
     free(si->ranks);
     free(si->scratch);
     free(si->detect);
@@ -164,33 +157,6 @@ int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_
     return 0;
 }
 
-/* The job's shared phase, or NULL. */
-static struct stepinfer_job *stepinfer_job_find(struct stepinfer *si, const char *job,
-                                                size_t *index)
-{
-    for (size_t i = 0; i < si->njobs; i++)
-        if (!strcmp(si->jobs[i].job, job)) {
-            if (index)
-                *index = i;
-            return &si->jobs[i];
-        }
-    return NULL;
-}
-
-/* Forget a job's shared phase once none of its ranks is tracked here. */
-static void stepinfer_job_release(struct stepinfer *si, const char *job)
-{
-    size_t i;
-
-    for (size_t k = 0; k < si->nranks; k++)
-        if (!strcmp(si->ranks[k]->job, job))
-            return;
-    if (!stepinfer_job_find(si, job, &i))
-        return;
-    free(si->jobs[i].job);
-    si->jobs[i] = si->jobs[--si->njobs];
-}
-
 static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r);
 
 void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush)
@@ -203,7 +169,6 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush)
     if (flush && r->n >= STEPINFER_MIN_CALLS)
         stepinfer_rank_tick(si, r);
     si->ranks[i] = si->ranks[--si->nranks];
-    stepinfer_job_release(si, r->job);
     stepinfer_rank_free(r);
 }
 
@@ -284,30 +249,6 @@ static uint64_t stepinfer_mix(uint64_t h, uint64_t v)
 static bool stepinfer_opens(const struct stepinfer_rank *r, size_t i);
 static void stepinfer_continue(struct stepinfer_rank *r);
 
-/* Adopt the job's phase when this rank sees the same pattern; the first
- * locked rank of a job sets it. */
-static void stepinfer_agree(struct stepinfer *si, struct stepinfer_rank *r)
-{
-    struct stepinfer_model *m = &r->model;
-    struct stepinfer_job *j = stepinfer_job_find(si, r->job, NULL), *grown;
-
-    if (!r->comms[m->anchor].lib)
-        return; /* sequence numbers counted here: not comparable across ranks */
-    if (j) {
-        if (j->calls == m->calls && j->span == m->span)
-            m->phase = j->phase;
-        return;
-    }
-    grown = realloc(si->jobs, (si->njobs + 1) * sizeof(*grown));
-    if (!grown)
-        return;
-    si->jobs = grown;
-    j = &si->jobs[si->njobs];
-    *j = (struct stepinfer_job){strdup(r->job), m->calls, m->span, m->phase};
-    if (j->job)
-        si->njobs++;
-}
-
 /* The median step time of steps[0..n) (scratch: n entries). */
 static uint64_t stepinfer_median_step(const struct stepdetect_step *steps, size_t n,
                                       uint64_t *scratch)
@@ -318,9 +259,10 @@ static uint64_t stepinfer_median_step(const struct stepdetect_step *steps, size_
     return scratch[n / 2];
 }
 
-/* Find the rank's model from the period of its window. Returns 0 when
- * locked, -EAGAIN when the window shows no steps yet. */
-static int stepinfer_lock(struct stepinfer *si, struct stepinfer_rank *r)
+/* Find a model from the period of the rank's window into *out. Returns 0,
+ * or -EAGAIN when the window shows no steps yet. */
+static int stepinfer_detect(struct stepinfer *si, struct stepinfer_rank *r,
+                            struct stepinfer_model *out)
 {
     struct stepdetect_info info;
     const struct stepdetect_step *st;
@@ -341,18 +283,92 @@ static int stepinfer_lock(struct stepinfer *si, struct stepinfer_rank *r)
     c1 = c0 + st->ncalls; /* the next step's opening call (cut_steps keeps it inside) */
     m.calls = st->ncalls;
     m.anchor = r->entries[c0].comm;
-    m.gap_threshold_ns = info.gap_threshold_ns;
+    m.gap_threshold_ns = info.gap_threshold_ns; /* a candidate until stepinfer_lock */
     m.step_ns = stepinfer_median_step(si->steps, (size_t)n, si->scratch);
     if (c1 < r->n && r->entries[c1].comm == m.anchor && r->entries[c1].seq > r->entries[c0].seq)
         m.span = r->entries[c1].seq - r->entries[c0].seq;
     for (size_t i = c0; !m.span && i < c1; i++)
         m.span += r->entries[i].comm == m.anchor;
     m.phase = r->entries[c0].seq % m.span;
-    r->model = m;
-    stepinfer_agree(si, r);
+    m.lib = r->comms[m.anchor].lib;
+    *out = m;
+    return 0;
+}
+
+static bool stepinfer_same(const struct stepinfer_model *a, const struct stepinfer_model *b)
+{
+    return a->lib && b->lib && a->calls == b->calls && a->span == b->span && a->phase == b->phase;
+}
+
+/* What rank q of r's job votes for: its model when locked and fitting, or
+ * its candidate of this tick; NULL when it has neither or its numbers are
+ * its own (counted here, not the library's). */
+static const struct stepinfer_model *stepinfer_ballot(const struct stepinfer_rank *r,
+                                                      const struct stepinfer_rank *q)
+{
+    const struct stepinfer_model *m = NULL;
+
+    if (strcmp(q->job, r->job))
+        return NULL;
+    if (q->model.locked && __builtin_popcount(q->model.misfits) < 2)
+        m = &q->model;
+    else if (q->has_candidate)
+        m = &q->candidate;
+    return m && m->lib ? m : NULL;
+}
+
+static size_t stepinfer_votes(const struct stepinfer *si, const struct stepinfer_rank *r,
+                              const struct stepinfer_model *m)
+{
+    size_t votes = 0;
+
+    for (size_t k = 0; k < si->nranks; k++) {
+        const struct stepinfer_model *b = stepinfer_ballot(r, si->ranks[k]);
+        votes += b && stepinfer_same(b, m);
+    }
+    return votes;
+}
+
+static size_t stepinfer_job_ranks(const struct stepinfer *si, const struct stepinfer_rank *r)
+{
+    size_t n = 0;
+
+    for (size_t k = 0; k < si->nranks; k++)
+        n += !strcmp(si->ranks[k]->job, r->job);
+    return n;
+}
+
+/* Lock r on the model most ranks of its job on this agent found (every
+ * rank issues the same collectives, so they share calls, span and phase;
+ * a rank whose gaps are noisier is outvoted), else on its own candidate.
+ * Unless forced, a rank of a job with other ranks here waits (up to
+ * STEPINFER_VOTE_TICKS) until two of them agree. Returns whether it locked. */
+static bool stepinfer_lock(struct stepinfer *si, struct stepinfer_rank *r, bool force)
+{
+    const struct stepinfer_model *best = &r->candidate;
+    size_t best_votes = stepinfer_votes(si, r, best);
+
+    for (size_t k = 0; best->lib && k < si->nranks; k++) {
+        const struct stepinfer_model *b = stepinfer_ballot(r, si->ranks[k]);
+        size_t votes = b ? stepinfer_votes(si, r, b) : 0;
+
+        if (votes > best_votes) {
+            best = b;
+            best_votes = votes;
+        }
+    }
+    if (!force && best_votes < 2 && r->waited++ < STEPINFER_VOTE_TICKS &&
+        stepinfer_job_ranks(si, r) > 1)
+        return false;
+    r->model = *best;
+    r->model.anchor = r->candidate.anchor;
+    r->model.gap_threshold_ns = r->candidate.gap_threshold_ns;
+    r->model.misfits = 0;
+    r->model.locked = true;
+    r->waited = 0;
     stepinfer_continue(r);
     si->stats.locks++;
-    return 0;
+    return true;
 }
 
 static bool stepinfer_opens(const struct stepinfer_rank *r, size_t i)
@@ -535,13 +551,11 @@ static size_t stepinfer_scan(struct stepinfer *si, struct stepinfer_rank *r)
     return open;
 }
 
-static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)
+/* Emit r's new steps; unlock it when its model stopped fitting. */
+static void stepinfer_rank_scan(struct stepinfer *si, struct stepinfer_rank *r)
 {
-    size_t open;
+    size_t open = stepinfer_scan(si, r);
 
-    if (!r->model.locked && stepinfer_lock(si, r) < 0)
-        return;
-    open = stepinfer_scan(si, r);
     /* The pattern changed (misfits), or the anchor group went quiet while
      * others go on: find the model again from the calls after the last
      * emitted step (the old pattern would hide the new one). */
@@ -557,14 +571,42 @@ static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)
     }
 }
 
+static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)
+{
+    if (!r->model.locked) {
+        if (stepinfer_detect(si, r, &r->candidate) < 0)
+            return;
+        r->has_candidate = true;
+        stepinfer_lock(si, r, true);
+        r->has_candidate = false;
+    }
+    stepinfer_rank_scan(si, r);
+}
+
+static bool stepinfer_due(struct stepinfer_rank *r, bool (*explicit_steps)(void *, uint32_t),
+                          void *ctx)
+{
+    return r->n >= STEPINFER_MIN_CALLS && !(explicit_steps && explicit_steps(ctx, r->pid));
+}
+
+/* Detect every unlocked rank first, then lock them (the vote sees every
+ * candidate of the tick), then emit. */
 void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint32_t pid),
                     void *ctx)
 {
     for (size_t i = 0; i < si->nranks; i++) {
         struct stepinfer_rank *r = si->ranks[i];
-        if (r->n < STEPINFER_MIN_CALLS || (explicit_steps && explicit_steps(ctx, r->pid)))
-            continue;
-        stepinfer_rank_tick(si, r);
+        r->has_candidate = !r->model.locked && stepinfer_due(r, explicit_steps, ctx) &&
+                           stepinfer_detect(si, r, &r->candidate) == 0;
+    }
+    for (size_t i = 0; i < si->nranks; i++)
+        if (si->ranks[i]->has_candidate)
+            stepinfer_lock(si, si->ranks[i], false);
+    for (size_t i = 0; i < si->nranks; i++) {
+        struct stepinfer_rank *r = si->ranks[i];
+        r->has_candidate = false;
+        if (r->model.locked && stepinfer_due(r, explicit_steps, ctx))
+            stepinfer_rank_scan(si, r);
     }
 }
 

@@ -18,9 +18,10 @@
  * the one that opens a step), its span (sequence numbers per step: g of the
  * next opening call minus g of this one, which also counts the group's calls
  * the probe does not see) and its phase (g mod span of an opening call).
- * Ranks of one job on this agent share the phase (the first rank to lock
- * sets it; a rank with the same calls and span takes it), so a rank whose
- * gaps are noisier cuts where the others cut. Then step n of the job opens
+ * The ranks of one job on this agent vote: a rank locks on the model most
+ * of them found (detected at the same tick, or locked and fitting), so a
+ * rank whose gaps are noisier (a busy CPU) cuts where the others cut. Then
+ * step n of the job opens
  * at the anchor call with g = phase + n * span and runs from the latest
  * return before that call to the latest return before the next opening call:
  * the step time is the period of the job's own loop, whatever the number of

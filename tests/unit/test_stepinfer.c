@@ -33,6 +33,7 @@ struct sim {
     bool group_b;
     int setup;
     uint64_t attach_ns[MAX_RANKS]; /* the agent sees calls after this (0: all) */
+    int flat_rank; /* 1 + a rank whose calls are evenly spaced: its gaps show no step */
     uint64_t seed;
 };
 
@@ -98,7 +99,10 @@ static void sim_step(const struct sim *s, int r, int k, uint64_t t0, int64_t *se
     if (k == 1) /* DDP rebuilds its buckets after the first step: two broadcasts */
         for (int i = 0; i < 2; i++)
             add_call(100 + (uint32_t)r, t0 + p / 50 + (uint64_t)i * 100000, (*seq_a)++, 0xa);
-    for (int i = 0; i < s->buckets; i++) /* backward of the last micro-step */
+    for (int i = 0; i < s->buckets && s->flat_rank == r + 1; i++)
+        add_call(100 + (uint32_t)r, t0 + p * (uint64_t)(2 * i + 1) / (2 * (uint64_t)s->buckets),
+                 (*seq_a)++, 0xa);
+    for (int i = 0; i < s->buckets && s->flat_rank != r + 1; i++) /* the last backward */
         add_call(100 + (uint32_t)r,
                  last + micro * 35 / 100 + micro * 45 / 100 * (uint64_t)(i + 1) / s->buckets -
                      micro / 20 + jitter(s, seed),
@@ -365,6 +369,29 @@ static void test_ranks_with_jitter(void **state)
     check(&s, 297);
 }
 
+/* One rank's calls are evenly spaced (its gaps alone give one call per
+ * step): it takes the model the other ranks of its job found. */
+static void test_outvoted_rank(void **state)
+{
+    struct sim s = {.ranks = 4,
+                    .steps = 200,
+                    .buckets = 2,
+                    .accum = 1,
+                    .period_ns = 200 * MS,
+                    .jitter_pct = 3,
+                    .lib_seq = true,
+                    .setup = 6,
+                    .seed = 33,
+                    .flat_rank = 4};
+    struct stepinfer_stats st;
+
+    (void)state;
+    sim_run(&s);
+    feed(&s, &st);
+    check(&s, 197);
+    assert_int_equal(st.locks, 4);
+}
+
 /* Without the library's numbers (NCCL), the calls the agent saw from the
  * start number the steps: still the same on every rank. */
 static void test_counted_sequence_from_start(void **state)
@@ -479,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_two_process_groups),
         cmocka_unit_test(test_attach_mid_job),
         cmocka_unit_test(test_ranks_with_jitter),
+        cmocka_unit_test(test_outvoted_rank),
         cmocka_unit_test(test_counted_sequence_from_start),
         cmocka_unit_test(test_pattern_change),
         cmocka_unit_test(test_bad_input),
