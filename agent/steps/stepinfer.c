@@ -473,7 +473,9 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
 
 /* Does a whole step look like the model's: its calls, its compute gap
  * before the opening call (no gap inside twice as long), and, with time,
- * about its time? */
+ * its time within -25%..+33% of the detected one? (The first steps are
+ * held to the time: DDP's rebuilt-bucket broadcasts at the start of the
+ * second step make a short step with the right number of calls.) */
 static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfer_span *sp,
                            bool time)
 {
@@ -481,7 +483,7 @@ static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfe
 
     if (sp->to - sp->from != r->model.calls || sp->max_gap_ns > 2 * sp->open_gap_ns)
         return false;
-    return !time || (ns >= r->model.step_ns / 2 && ns <= 2 * r->model.step_ns);
+    return !time || (ns >= r->model.step_ns / 4 * 3 && ns <= r->model.step_ns / 3 * 4);
 }
 
 /* A whole step was found: emit it unless it is old or spans a hole, and
