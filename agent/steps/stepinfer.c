@@ -42,6 +42,7 @@ struct stepinfer_model {
     uint64_t span, phase;
     uint64_t gap_threshold_ns; /* gaps above it are compute */
     uint64_t step_ns;          /* the detected step time (median) */
+    uint64_t signature;        /* stepinfer_signature of the detected step */
     uint16_t misfits;          /* the last 16 steps, a bit set for each that did not fit */
     int64_t base;              /* added to the numbers: continues them after a relock */
 };
@@ -249,6 +250,18 @@ static uint64_t stepinfer_mix(uint64_t h, uint64_t v)
 static bool stepinfer_opens(const struct stepinfer_rank *r, size_t i);
 static void stepinfer_continue(struct stepinfer_rank *r);
 
+/* The operations of calls [from, to), in any order (two groups' calls may
+ * interleave differently from step to step; group ids are not comparable
+ * across ranks, whose models are shared by the vote). */
+static uint64_t stepinfer_signature(const struct stepinfer_rank *r, size_t from, size_t to)
+{
+    uint64_t sum = 0;
+
+    for (size_t i = from; i < to; i++)
+        sum += stepinfer_mix(r->calls[i].name_id, 0);
+    return sum;
+}
+
 /* The median step time of steps[0..n) (scratch: n entries). */
 static uint64_t stepinfer_median_step(const struct stepdetect_step *steps, size_t n,
                                       uint64_t *scratch)
@@ -291,6 +304,7 @@ static int stepinfer_detect(struct stepinfer *si, struct stepinfer_rank *r,
         m.span += r->entries[i].comm == m.anchor;
     m.phase = r->entries[c0].seq % m.span;
     m.lib = r->comms[m.anchor].lib;
+    m.signature = stepinfer_signature(r, c0, c1);
     *out = m;
     return 0;
 }
@@ -471,19 +485,20 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
     r->closed_ns = r->calls[sp->to].ts_ns;
 }
 
-/* Does a whole step look like the model's: its calls, its compute gap
- * before the opening call (no gap inside twice as long), and, with time,
- * its time within -25%..+33% of the detected one? (The first steps are
- * held to the time: DDP's rebuilt-bucket broadcasts at the start of the
- * second step make a short step with the right number of calls.) */
+/* Does a whole step look like the model's: its calls (how many, which
+ * operations: DDP's rebuilt-bucket broadcasts at the start
+ * of its second step make a step of two calls too), its compute gap before
+ * the opening call (no gap inside twice as long), and, with time, about its
+ * time (half to twice the detected one)? */
 static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfer_span *sp,
                            bool time)
 {
     uint64_t ns = sp->end_ns - sp->start_ns;
 
-    if (sp->to - sp->from != r->model.calls || sp->max_gap_ns > 2 * sp->open_gap_ns)
+    if (sp->to - sp->from != r->model.calls || sp->max_gap_ns > 2 * sp->open_gap_ns ||
+        stepinfer_signature(r, sp->from, sp->to) != r->model.signature)
         return false;
-    return !time || (ns >= r->model.step_ns / 4 * 3 && ns <= r->model.step_ns / 3 * 4);
+    return !time || (ns >= r->model.step_ns / 2 && ns <= 2 * r->model.step_ns);
 }
 
 /* A whole step was found: emit it unless it is old or spans a hole, and

@@ -74,11 +74,19 @@ static uint64_t jitter(const struct sim *s, uint64_t *seed)
     return span ? rnd(seed) % span : 0;
 }
 
-static void add_call(uint32_t pid, uint64_t at, int64_t seq, uint64_t comm)
+#define ALLREDUCE 7
+#define BROADCAST 8
+
+/* gloo: an asynchronous enqueue, no bytes */
+static void add_op(uint32_t pid, uint64_t at, int64_t seq, uint64_t comm, uint64_t op)
 {
     assert_true(ncalls < MAX_CALLS);
-    calls[ncalls++] =
-        (struct fed){pid, {at, at + 40000, 7, 0, comm, seq}}; /* gloo: async enqueue, no bytes */
+    calls[ncalls++] = (struct fed){pid, {at, at + 40000, op, 0, comm, seq}};
+}
+
+static void add_call(uint32_t pid, uint64_t at, int64_t seq, uint64_t comm)
+{
+    add_op(pid, at, seq, comm, ALLREDUCE);
 }
 
 static int cmp_fed(const void *a, const void *b)
@@ -98,7 +106,8 @@ static void sim_step(const struct sim *s, int r, int k, uint64_t t0, int64_t *se
         add_call(100 + (uint32_t)r, t0 + p / 10 + jitter(s, seed), (*seq_b)++, 0xb);
     if (k == 1) /* DDP rebuilds its buckets after the first step: two broadcasts */
         for (int i = 0; i < 2; i++)
-            add_call(100 + (uint32_t)r, t0 + p / 50 + (uint64_t)i * 100000, (*seq_a)++, 0xa);
+            add_op(100 + (uint32_t)r, t0 + p / 50 + (uint64_t)i * 100000, (*seq_a)++, 0xa,
+                   BROADCAST);
     for (int i = 0; i < s->buckets && s->flat_rank == r + 1; i++)
         add_call(100 + (uint32_t)r, t0 + p * (uint64_t)(2 * i + 1) / (2 * (uint64_t)s->buckets),
                  (*seq_a)++, 0xa);
@@ -120,7 +129,7 @@ static void sim_run(const struct sim *s)
         uint64_t t = 1000 * MS;
 
         for (int i = 0; i < s->setup; i++)
-            add_call(100 + (uint32_t)r, t + (uint64_t)i * MS, seq_a++, 0xa);
+            add_op(100 + (uint32_t)r, t + (uint64_t)i * MS, seq_a++, 0xa, BROADCAST);
         seq_b = 3; /* group B's own set-up */
         t += 100 * MS;
         for (int k = 0; k <= s->steps; k++) {
