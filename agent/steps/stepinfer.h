@@ -20,13 +20,17 @@
  * the probe does not see) and its phase (g mod span of an opening call).
  * The ranks of one job on this agent vote: a rank locks on the model most
  * of them found (detected at the same tick, or locked and fitting), so a
- * rank whose gaps are noisier (a busy CPU) cuts where the others cut. Then
- * step n of the job opens
- * at the anchor call with g = phase + n * span and runs from the latest
- * return before that call to the latest return before the next opening call:
- * the step time is the period of the job's own loop, whatever the number of
- * calls in it. A step is emitted once both of its opening calls are seen and
- * their numbers are consecutive (a hole in the sequence emits nothing).
+ * rank whose gaps are noisier (a busy CPU) cuts where the others cut; a
+ * rank waits up to five ticks for another to agree. Then step n of the job
+ * opens at the anchor call with g = phase + n * span and runs from the
+ * latest return before that call to the latest return before the next
+ * opening call: the step time is the period of the job's own loop, whatever
+ * the number of calls in it. A step is emitted once both of its opening
+ * calls are seen and their numbers are consecutive (a hole in the sequence
+ * emits nothing). Numbering starts at the first two steps in a row that fit
+ * the model (its number of calls and operations, a compute gap before the
+ * opening call, half to twice its step time): set-up collectives before the
+ * loop (DDP's broadcasts) are not steps.
  *
  * Without a library sequence (NCCL calls, whose communicator keeps its
  * count private, or gloo send/recv) g counts the calls the probe saw on the
@@ -34,9 +38,11 @@
  * there before the job's first collective, not when it attached later (see
  * the README's design notes).
  *
- * A locked rank whose steps keep showing another number of calls than the
- * model's (the job changed its pattern: evaluation, a new group) is
- * unlocked and detected again; numbers never go back.
+ * A locked rank whose steps stop fitting the model (4 of the last 16: the
+ * job changed its pattern, e.g. evaluation or a new group) is unlocked and
+ * detected again from the calls after its last emitted step; numbering goes
+ * on from there (the first opening call after the last step gets the next
+ * number) and never goes back.
  *
  * Each emitted step is a StepRecord with source INFERRED, phases "compute"
  * and "collectives", the step's collective calls (seq = g, comm_id) and the
