@@ -70,8 +70,25 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
     assembler_untrack(a->assembler, ri->pid);
 }
 
-static const struct discovery_callbacks agent_discovery_cb = {agent_on_rank_new,
-                                                              agent_on_rank_exit};
+/* A process that may create a communicator: the collectives probe looks at
+ * it as at a rank (its libraries, its calls) until it says its rank. */
+static void agent_on_watch(void *ctx, uint32_t pid, const char *root, bool add)
+{
+    struct agent *a = ctx;
+
+    for (size_t i = 0; i < a->nsources; i++)
+        if (a->sources[i].running && a->sources[i].ops == &probe_collectives_ops)
+            a->sources[i].ops->track(a->sources[i].state, pid, root, add);
+}
+
+static const struct discovery_callbacks agent_discovery_cb = {agent_on_rank_new, agent_on_rank_exit,
+                                                              agent_on_watch};
+
+void agent_comm_init(struct agent *a, uint32_t pid, uint32_t rank, uint32_t size, const char *what)
+{
+    log_debug("agent", "pid %u: %s(rank %u, size %u)", pid, what, rank, size);
+    discovery_comm_init(a->discovery, pid, rank, size, &agent_discovery_cb, a);
+}
 
 /* A finished step record into the open batch; one the batcher has no memory
  * for is counted as a drop of its rank. */
@@ -252,11 +269,17 @@ static int agent_build_pipeline(struct agent *a)
     struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
 
     a->mono_to_real = ao.mono_to_real;
-    struct exporter_options eo = {
-        c->collector_address,     c->collector_keepalive, c->collector_backoff_min,
-        c->collector_backoff_max, agent_on_ack,           a};
-    struct discovery_options dopt = {
-        .node = a->node, .job_vars = c->discovery_job_vars, .deny_comms = c->discovery_deny};
+    struct exporter_options eo = {c->collector_address,
+                                  c->collector_keepalive,
+                                  c->collector_backoff_min,
+                                  c->collector_backoff_max,
+                                  agent_on_ack,
+                                  a,
+                                  .eager = true};
+    struct discovery_options dopt = {.node = a->node,
+                                     .job_vars = c->discovery_job_vars,
+                                     .deny_comms = c->discovery_deny,
+                                     .watch = c->discovery_watch};
 
     a->names = names_new();
     a->drops = drops_new();
@@ -334,6 +357,7 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
     agent_start_sources(a);
+    discovery_set_watching(a->discovery, agent_source_running(a, &probe_collectives_ops));
     discovery_scan(a->discovery, &agent_discovery_cb, a);
     log_info("agent", "agent %s on node %s, collector %s", a->agent_id, a->node,
              cfg->collector_address);
@@ -359,6 +383,32 @@ static uint64_t agent_on_grid(uint64_t now, uint64_t period)
     return (now + period) / AGENT_DISPATCH_NS * AGENT_DISPATCH_NS;
 }
 
+/* The log says what discovery sees: one line whenever the number of ranks,
+ * of watched processes or of skipped candidates changed since the last. */
+static void agent_log_discovery(struct agent *a)
+{
+    struct discovery_stats ds;
+    char skipped[256] = "";
+    size_t n = 0;
+    uint64_t sum;
+
+    discovery_get_stats(a->discovery, &ds);
+    sum = ds.ranks * 1000003u + ds.watched * 1009u;
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
+        sum += ds.skipped[r] * (r + 7u);
+        if (ds.skipped[r] && n < sizeof(skipped))
+            n += (size_t)snprintf(skipped + n, sizeof(skipped) - n, " %s %llu",
+                                  discovery_skip_name(r), (unsigned long long)ds.skipped[r]);
+    }
+    if (sum == a->discovery_logged)
+        return;
+    a->discovery_logged = sum;
+    log_info("agent",
+             "discovery: %llu ranks tracked, %llu processes watched for their "
+             "communicator; skipped:%s",
+             (unsigned long long)ds.ranks, (unsigned long long)ds.watched, n ? skipped : " none");
+}
+
 /* Periodic work of one tick. */
 static void agent_tick(struct agent *a, uint64_t now)
 {
@@ -370,6 +420,7 @@ static void agent_tick(struct agent *a, uint64_t now)
     }
     if (now >= a->next_scan_ns) {
         discovery_scan(a->discovery, &agent_discovery_cb, a);
+        agent_log_discovery(a);
         a->next_scan_ns = agent_on_grid(now, a->cfg->discovery_scan_interval);
     }
     if (now >= a->next_infer_ns) {

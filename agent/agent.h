@@ -36,7 +36,8 @@ struct agent_snapshot {
     uint64_t spool_fsync_errors, spool_acked_seq, spool_epoch;
     bool connected;
     uint64_t sent, acked, reconnects, rejected, resent;
-    uint64_t discovery_scans, discovery_processes;
+    uint64_t discovery_scans, discovery_processes, discovery_watched;
+    uint64_t discovery_skipped[8];                          /* by enum discovery_skip */
     uint64_t frames_waited, frames_expired, frames_waiting; /* agent/steps/stepframes.h */
     uint64_t loop_turns, loop_busy_max_ns;                  /* the main loop's wakeups */
     size_t nsources;

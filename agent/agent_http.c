@@ -55,6 +55,19 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     "batches the collector refused as invalid (dropped)", "", s->rejected);
     http_buf_metric(b, "argus_agent_discovery_scans_total", "counter", "/proc scans", "",
                     s->discovery_scans);
+    http_buf_metric(b, "argus_agent_discovery_watched", "gauge",
+                    "processes watched for the communicator that will say their rank", "",
+                    s->discovery_watched);
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
+        snprintf(labels, sizeof(labels), "reason=\"%s\"", discovery_skip_name(r));
+        if (r == 0)
+            http_buf_metric(b, "argus_agent_discovery_skipped_total", "counter",
+                            "processes that look like ranks but are not tracked, by reason", labels,
+                            s->discovery_skipped[r]);
+        else
+            http_buf_sample(b, "argus_agent_discovery_skipped_total", labels,
+                            s->discovery_skipped[r]);
+    }
     http_buf_metric(b, "argus_agent_step_frames_waited_total", "counter",
                     "step records that waited for their stack samples to be symbolized", "",
                     s->frames_waited);
@@ -72,8 +85,9 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
         snprintf(labels, sizeof(labels), "source=\"%s\"", s->sources[i].name);
         if (i == 0)
             http_buf_metric(b, "argus_agent_source_up", "gauge",
-                            "1 when the source runs, 0 when unsupported or failed", labels,
-                            s->sources[i].running);
+                            "1 when the source runs (uprobe sources: and their uprobes attach), "
+                            "0 when unsupported or failed",
+                            labels, s->sources[i].running);
         else
             http_buf_sample(b, "argus_agent_source_up", labels, s->sources[i].running);
     }
@@ -127,6 +141,23 @@ static void source_metrics(char *text, struct http_buf *b)
     }
 }
 
+/* /healthz: what discovery watches and skipped, by reason. */
+static void agent_healthz_discovery(const struct agent_snapshot *s, struct http_buf *b)
+{
+    http_buf_printf(b,
+                    "discovery: %llu ranks tracked, %llu processes watched for their "
+                    "communicator, skipped:",
+                    (unsigned long long)s->ranks, (unsigned long long)s->discovery_watched);
+    uint64_t total = 0;
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
+        total += s->discovery_skipped[r];
+        if (s->discovery_skipped[r])
+            http_buf_printf(b, " %s %llu", discovery_skip_name(r),
+                            (unsigned long long)s->discovery_skipped[r]);
+    }
+    http_buf_printf(b, "%s\n", total ? "" : " none");
+}
+
 void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
 {
     struct agent_http *h = ctx;
@@ -149,6 +180,7 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
                         alive ? "ok" : "main loop stalled", (unsigned long long)s.ranks,
                         (unsigned long long)s.spool_records,
                         s.connected ? "connected" : "disconnected");
+        agent_healthz_discovery(&s, &b);
         resp->status = alive ? 200 : 503;
     } else {
         resp->status = 404;
@@ -172,6 +204,28 @@ static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
             n += src->ops->metrics(src->state, buf + n, len - n);
     }
     buf[n < len ? n : len - 1] = 0;
+}
+
+/* The value of the sample NAME{probe="PROBE"} in the rendered source
+ * metrics, or -1 when absent. */
+static long long source_sample(const char *text, const char *name, const char *probe)
+{
+    char key[128];
+
+    snprintf(key, sizeof(key), "%s{probe=\"%s\"} ", name, probe);
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key))
+        if (p == text || p[-1] == '\n')
+            return strtoll(p + strlen(key), NULL, 10);
+    return -1;
+}
+
+/* A uprobe source is up only when its uprobes attach: one whose every
+ * attach failed so far (argus_probe_uprobe_failures_total > 0 and
+ * argus_probe_uprobes_attached 0, e.g. without CAP_SYS_ADMIN) is down. */
+static bool source_attach_failed(const char *text, const char *probe)
+{
+    return source_sample(text, "argus_probe_uprobe_failures_total", probe) > 0 &&
+           source_sample(text, "argus_probe_uprobes_attached", probe) == 0;
 }
 
 void agent_publish(struct agent *a, uint64_t now)
@@ -214,6 +268,11 @@ void agent_publish(struct agent *a, uint64_t now)
     s.resent = es.resent;
     s.discovery_scans = ds.scans;
     s.discovery_processes = ds.processes;
+    s.discovery_watched = ds.watched;
+    _Static_assert(DISCOVERY_SKIP_COUNT <= sizeof(s.discovery_skipped) / sizeof(uint64_t),
+                   "agent_snapshot.discovery_skipped too small");
+    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++)
+        s.discovery_skipped[r] = ds.skipped[r];
     s.loop_turns = a->loop_turns;
     s.loop_busy_max_ns = a->loop_busy_max_ns;
     s.frames_waited = fs.waited;
@@ -225,11 +284,15 @@ void agent_publish(struct agent *a, uint64_t now)
         s.sources[i].running = a->sources[i].running;
     }
     pthread_mutex_lock(&a->http_state.lock);
-    a->http_state.snap = s;
     if (now >= a->next_source_metrics_ns) {
         agent_render_source_metrics(a, a->http_state.source_metrics,
                                     sizeof(a->http_state.source_metrics));
         a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
     }
+    for (size_t i = 0; i < s.nsources; i++)
+        if (s.sources[i].running &&
+            source_attach_failed(a->http_state.source_metrics, s.sources[i].name))
+            s.sources[i].running = false;
+    a->http_state.snap = s;
     pthread_mutex_unlock(&a->http_state.lock);
 }

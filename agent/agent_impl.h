@@ -4,6 +4,7 @@
 #ifndef ARGUS_AGENT_AGENT_IMPL_H
 #define ARGUS_AGENT_AGENT_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,14 @@ struct agent {
     uint64_t next_scan_ns, next_dispatch_ns, batch_errors;
     uint64_t loop_turns, loop_busy_max_ns, next_source_metrics_ns;
     struct log_ratelimit rl;
+    uint64_t discovery_logged; /* a digest of the discovery counts last logged */
 };
+
+/* A process created a communicator (the collectives probe): discovery
+ * learns its rank (agent.c). */
+void agent_comm_init(struct agent *a, uint32_t pid, uint32_t rank, uint32_t size, const char *what);
+
+/* Is a source with these ops running? (agent_sources.c) */
+bool agent_source_running(const struct agent *a, const struct source_ops *ops);
 
 #endif

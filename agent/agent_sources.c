@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 
 #include "agent/agent_impl.h"
+#include "agent/discovery/discovery.h"
 #include "agent/probes/probe_io.h"
 #include "agent/probes/probe_marker.h"
 #include "agent/probes/probe_net.h"
@@ -69,6 +70,22 @@ static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint
         stepinfer_call(a->stepinfer, pid,
                        &(struct stepinfer_call){enter_ns, exit_ns, call->name_id, call->bytes,
                                                 call->comm, call->lib_seq});
+    if (!discovery_find(a->discovery, pid))
+        discovery_unidentified_call(a->discovery, pid);
+}
+
+static void agent_on_comm_init(void *ctx, uint32_t pid, uint32_t rank, uint32_t size,
+                               const char *what)
+{
+    agent_comm_init(ctx, pid, rank, size, what);
+}
+
+bool agent_source_running(const struct agent *a, const struct source_ops *ops)
+{
+    for (size_t i = 0; i < a->nsources; i++)
+        if (a->sources[i].running && a->sources[i].ops == ops)
+            return true;
+    return false;
 }
 
 /* True when name is in the comma-separated list. */
@@ -90,8 +107,8 @@ static void agent_start_probes(struct agent *a)
 {
     const char *list = a->cfg->probes;
 
-    a->collectives =
-        (struct probe_collectives_config){.on_call = agent_on_collective, .on_call_ctx = a};
+    a->collectives = (struct probe_collectives_config){
+        .on_call = agent_on_collective, .on_call_ctx = a, .on_comm_init = agent_on_comm_init};
     a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz,
                                              .cache_bytes = a->cfg->stacks_cache};
     if (agent_listed(list, "proc"))

@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #include "agent/cupti/ring.h"
+#include "agent/discovery/discovery.h"
 #include "agent/delivery/spool.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
@@ -58,12 +59,14 @@ static const struct config_option agent_options[] = {
         "seal a batch when its oldest step is this old"),
     OPT("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7701", 0, 0,
         "/metrics and /healthz address HOST:PORT (empty: off)"),
-    OPT("discovery.job_vars", CONFIG_STRING, discovery_job_vars,
-        "ARGUS_JOB,TORCHELASTIC_RUN_ID,SLURM_JOB_ID", 0, 0,
+    OPT("discovery.job_vars", CONFIG_STRING, discovery_job_vars, DISCOVERY_DEFAULT_JOB_VARS, 0, 0,
         "environment variables naming the job; the first one set wins"),
-    OPT("discovery.deny", CONFIG_STRING, discovery_deny,
-        "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec", 0, 0,
+    OPT("discovery.deny", CONFIG_STRING, discovery_deny, DISCOVERY_DEFAULT_DENY, 0, 0,
         "comm or exe names never counted as ranks"),
+    OPT("discovery.watch", CONFIG_STRING, discovery_watch, DISCOVERY_DEFAULT_WATCH, 0, 0,
+        "comm or exe name prefixes whose processes, without a rank variable at exec, get their "
+        "rank from the communicator they create (collectives probe; processes in a job always "
+        "do; empty: only those)"),
     OPT("discovery.scan_interval", CONFIG_DURATION, discovery_scan_interval, "5s", 0.01, 3600,
         "full /proc rescan period"),
     OPT("probes.enable", CONFIG_STRING, probes, "proc,sched,collectives,sync,marker,net,io,stacks",

@@ -20,7 +20,7 @@ struct agent_config {
     uint64_t spool_fsync_interval;
     uint64_t batch_max_steps, batch_max_bytes, batch_max_age;
     char *http_listen;
-    char *discovery_job_vars, *discovery_deny;
+    char *discovery_job_vars, *discovery_deny, *discovery_watch;
     uint64_t discovery_scan_interval;
     char *replay_trace, *replay_job, *replay_records;
     uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;

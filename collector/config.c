@@ -41,11 +41,29 @@ static const struct config_option collector_options[] = {
         "distinct names one job may define"),
     OPT("ingest.max_ranks", CONFIG_UINT, max_ranks, "1048576", 1, 1e8,
         "ranks and world size must be below this"),
-    OPT("diag.step_timeout", CONFIG_DURATION, diag_step_timeout, "30s", 0.01, 3600,
-        "a step closes this long after its first record even if ranks are missing (silent rank)"),
+    OPT("ingest.clock_skew_warn", CONFIG_DURATION, clock_skew_warn, "2s", 0.001, 86400 * 365.0,
+        "flag (log once, count) an agent whose clock is off the collector's by more than this"),
+    OPT("ingest.clock_window", CONFIG_DURATION, clock_window, "2m", 1, 3600,
+        "window of the per-agent clock offset estimate (least-delayed batch in it)"),
+    OPT("diag.step_timeout", CONFIG_DURATION, diag_step_timeout, "10s", 0.01, 3600,
+        "a step closes this long after its first record even if live ranks are missing"),
+    OPT("diag.stream_hold", CONFIG_DURATION, diag_stream_hold, "10s", 0.01, 3600,
+        "a rank whose stream made no progress for this long stops holding the job's watermark"),
+    OPT("diag.silence", CONFIG_DURATION, diag_silence, "30s", 0.01, 86400,
+        "a rank (or a whole agent: one node finding) is silent after this long without records "
+        "while the job goes on"),
+    OPT("diag.max_open_bytes", CONFIG_SIZE, diag_max_open_bytes, "256MiB", 1048576,
+        1024.0 * 1073741824, "memory of one job's open and kept steps; over it the oldest closes"),
+    OPT("diag.late_horizon", CONFIG_UINT, diag_late_horizon, "40", 1, 64,
+        "closed steps that late records can still amend (older ones are counted, not diagnosed)"),
     OPT("diag.window", CONFIG_UINT, diag_window, "40", 2, 64, "persistence window N, in steps"),
     OPT("diag.min_hits", CONFIG_UINT, diag_min_hits, "24", 1, 64,
         "a suspect pages after being flagged in M of the last N steps"),
+    OPT("diag.queue_bytes", CONFIG_SIZE, diag_queue_bytes, "256MiB", 1048576, 64.0 * 1073741824,
+        "memory of stored batches waiting for diagnosis; over it they are stored, acked and "
+        "not diagnosed (counted)"),
+    OPT("diag.lag_warn", CONFIG_DURATION, diag_lag_warn, "30s", 0.1, 86400,
+        "log once when diagnosis of a job falls this far behind what was received"),
 };
 
 const struct config_table collector_config_table = {

@@ -24,7 +24,15 @@ struct collector_config {
     uint64_t max_names_per_job;
     uint64_t max_ranks;
     uint64_t diag_step_timeout;
+    uint64_t diag_stream_hold; /* ns */
+    uint64_t diag_silence;     /* ns */
+    uint64_t diag_max_open_bytes;
+    uint64_t diag_late_horizon;
     uint64_t diag_window, diag_min_hits;
+    uint64_t diag_queue_bytes;
+    uint64_t diag_lag_warn;   /* ns */
+    uint64_t clock_skew_warn; /* ns */
+    uint64_t clock_window;    /* ns */
 };
 
 extern const struct config_table collector_config_table;

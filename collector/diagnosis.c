@@ -20,6 +20,8 @@ struct diagnosis_job {
     struct diagnosis *d;
     struct strmap names; /* the job's dictionary */
     uint64_t last_fed_ns;
+    uint64_t feed_lag_ns;         /* wall clock - receive time of the last batch fed */
+    struct diagnosis_job_lag lag; /* as of the last tick */
 };
 
 struct diagnosis {
@@ -99,6 +101,10 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
     pthread_mutex_init(&j->lock, NULL);
     o.job = job;
     o.step_timeout_ns = d->o.step_timeout_ns;
+    o.stream_hold_ns = d->o.stream_hold_ns;
+    o.silence_ns = d->o.silence_ns;
+    o.max_open_bytes = d->o.max_open_bytes;
+    o.late_horizon = d->o.late_horizon;
     o.window = d->o.window;
     o.min_hits = d->o.min_hits;
     o.name = diagnosis_name;
@@ -172,9 +178,13 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     }
 }
 
-static void diagnosis_feed(struct diagnosis *d, struct diagnosis_job *j, const Argus__V1__Batch *b,
-                           uint64_t now)
+static void diagnosis_feed_job(struct diagnosis *d, struct diagnosis_job *j,
+                               const Argus__V1__Batch *b, uint64_t recv_ns)
 {
+    uint64_t now = clock_real_ns();
+
+    if (diag_engine_begin_batch(j->engine, b->agent_id ? b->agent_id : "", recv_ns) < 0)
+        return;
     for (size_t i = 0; i < b->n_names; i++)
         if (strcmp(b->names[i]->job, j->job) == 0)
             strmap_put(&j->names, b->names[i]->id, b->names[i]->name);
@@ -183,15 +193,15 @@ static void diagnosis_feed(struct diagnosis *d, struct diagnosis_job *j, const A
             diag_engine_add_resource(j->engine, b->resources[i]);
     for (size_t i = 0; i < b->n_steps; i++)
         if (strcmp(b->steps[i]->job, j->job) == 0)
-            diag_engine_add_step(j->engine, b->steps[i], now);
+            diag_engine_add_step(j->engine, b->steps[i], recv_ns);
+    diag_engine_end_batch(j->engine, recv_ns);
     j->last_fed_ns = now;
+    j->feed_lag_ns = now > recv_ns ? now - recv_ns : 0;
     diagnosis_drain(d, j);
 }
 
-void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
+void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t recv_unix_ns)
 {
-    struct diagnosis *d = ctx;
-    uint64_t now = clock_real_ns();
     const char *last = NULL;
 
     /* a batch usually holds one job; feed each job it names once */
@@ -204,9 +214,54 @@ void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
         if (!j)
             continue;
         pthread_mutex_lock(&j->lock);
-        diagnosis_feed(d, j, b, now);
+        diagnosis_feed_job(d, j, b, recv_unix_ns);
         pthread_mutex_unlock(&j->lock);
     }
+}
+
+void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
+{
+    diagnosis_feed(ctx, b, clock_real_ns());
+}
+
+static void diagnosis_sum(struct diagnosis_stats *acc, const struct diag_engine_stats *es)
+{
+    acc->records += es->records;
+    acc->steps_closed += es->steps_closed;
+    for (int r = 0; r < DIAG_CLOSE_N && r < 5; r++)
+        acc->closed_by[r] += es->steps_closed_by[r];
+    acc->late += es->late;
+    acc->amended += es->amended;
+    acc->dropped_horizon += es->dropped_horizon;
+    acc->dropped_memory += es->dropped_memory;
+    acc->silent_nodes += es->silent_nodes;
+    acc->silent_ranks += es->silent_ranks;
+    acc->open_steps += es->open_steps;
+    acc->open_bytes += es->open_bytes;
+    acc->close_ns_total += es->close_ns_total;
+    if (es->close_ns_max > acc->close_ns_max)
+        acc->close_ns_max = es->close_ns_max;
+}
+
+/* Tick one job (its lock held) at now less its feed lag. */
+static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uint64_t now,
+                               struct diagnosis_stats *acc)
+{
+    struct diag_engine_stats es;
+    uint64_t t = now > j->feed_lag_ns ? now - j->feed_lag_ns : now;
+
+    diag_engine_tick(j->engine, t);
+    diagnosis_drain(d, j);
+    diag_engine_get_stats(j->engine, &es);
+    diagnosis_sum(acc, &es);
+    j->lag = (struct diagnosis_job_lag){
+        .watermark_lag_s = es.lag_s,
+        .watermark_steps =
+            es.newest_step + 1 > es.watermark ? es.newest_step + 1 - es.watermark : 0,
+        .feed_lag_s = (double)j->feed_lag_ns / 1e9,
+        .open_steps = es.open_steps,
+        .open_bytes = es.open_bytes,
+    };
 }
 
 void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
@@ -216,25 +271,32 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     pthread_mutex_lock(&d->lock);
     for (size_t i = 0; i < d->njobs; i++) {
         struct diagnosis_job *j = d->jobs[i];
-        struct diag_engine_stats es;
         pthread_mutex_lock(&j->lock);
-        diag_engine_tick(j->engine, now_unix_ns);
-        diagnosis_drain(d, j);
-        diag_engine_get_stats(j->engine, &es);
+        diagnosis_tick_job(d, j, now_unix_ns, &acc);
         pthread_mutex_unlock(&j->lock);
-        acc.records += es.records;
-        acc.steps_closed += es.steps_closed;
-        if (es.close_ns_max > acc.close_ns_max)
-            acc.close_ns_max = es.close_ns_max;
     }
     acc.jobs = d->njobs;
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_lock(&d->stats_lock);
-    d->stats.jobs = acc.jobs;
-    d->stats.records = acc.records;
-    d->stats.steps_closed = acc.steps_closed;
-    d->stats.close_ns_max = acc.close_ns_max;
+    acc.reports = d->stats.reports;
+    acc.report_errors = d->stats.report_errors;
+    acc.last_report_ns = d->stats.last_report_ns;
+    d->stats = acc;
     pthread_mutex_unlock(&d->stats_lock);
+}
+
+void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->njobs; i++) {
+        struct diagnosis_job *j = d->jobs[i];
+        struct diagnosis_job_lag lag;
+        pthread_mutex_lock(&j->lock);
+        lag = j->lag;
+        pthread_mutex_unlock(&j->lock);
+        fn(ctx, j->job, &lag);
+    }
+    pthread_mutex_unlock(&d->lock);
 }
 
 void diagnosis_get_stats(struct diagnosis *d, struct diagnosis_stats *out)

@@ -1,9 +1,11 @@
 /* Online diagnosis in the collector: one diag_engine (collector/diag/diag_engine.h)
- * per job, fed by ingest after every durable batch, ticked once a second so
- * steps close on timeout (a silent rank is a finding), with every report it
- * produces stored (store_put_report) and logged. Thread-safe: ingest workers
- * and the main loop call in concurrently; each job's engine has its own
- * lock. */
+ * per job, fed every durable batch with the agent stream it came from and the
+ * collector's receive time (diagnosis_feed; the caller may run behind ingest,
+ * which is measured and exported), ticked once a second so steps close by
+ * watermark and timeout and silence is found by wall clock, with every report
+ * it produces stored (store_put_report) and logged. Thread-safe: ingest
+ * workers, a diagnosis queue and the main loop call in concurrently; each
+ * job's engine has its own lock. */
 #ifndef ARGUS_COLLECTOR_DIAGNOSIS_H
 #define ARGUS_COLLECTOR_DIAGNOSIS_H
 
@@ -13,8 +15,12 @@
 
 struct store;
 
-struct diagnosis_options {
-    uint64_t step_timeout_ns; /* 0: the engine's default */
+struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
+    uint64_t step_timeout_ns;
+    uint64_t stream_hold_ns;
+    uint64_t silence_ns;
+    uint64_t max_open_bytes; /* per job */
+    uint32_t late_horizon;
     uint32_t window, min_hits;
     uint32_t max_jobs; /* engines at once; the least recently fed goes */
 };
@@ -24,18 +30,44 @@ struct diagnosis;
 struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o);
 void diagnosis_free(struct diagnosis *d);
 
-/* The ingest hook (ingest_hook_fn): feed a durable batch's resources,
- * names and steps to the jobs' engines. */
+/* Feed a durable batch's resources, names and steps to the jobs' engines,
+ * as delivered by agent stream b->agent_id and received by the collector at
+ * recv_unix_ns (wall clock). The batch stays the caller's. */
+void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t recv_unix_ns);
+
+/* The ingest hook (ingest_hook_fn): diagnosis_feed received now. */
 void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b);
 
-/* Close timed-out steps of every job and store the reports. */
+/* Advance every job's engine to now_unix_ns, less how far its feed runs
+ * behind the receive time (a lagging diagnosis sees its own past, not a
+ * silence): close steps by watermark and timeout, find silence, store the
+ * reports. */
 void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns);
 
-struct diagnosis_stats {
+struct diagnosis_stats { /* summed over jobs (as of the last tick) */
     uint64_t jobs, records, steps_closed, reports, report_errors;
-    uint64_t close_ns_max; /* slowest step close of any job */
+    uint64_t closed_by[5];  /* enum diag_close_reason: complete, watermark, timeout,
+                             * budget, flush */
+    uint64_t late, amended; /* records of closed steps; those that amended them */
+    uint64_t dropped_horizon, dropped_memory; /* late records not diagnosed */
+    uint64_t silent_nodes, silent_ranks;      /* silence findings */
+    uint64_t open_steps, open_bytes;          /* gauges */
+    uint64_t close_ns_max;                    /* slowest step close of any job */
+    uint64_t close_ns_total;                  /* time spent closing steps, all jobs */
     uint64_t last_report_ns;
 };
 void diagnosis_get_stats(struct diagnosis *d, struct diagnosis_stats *out);
+
+/* One job's lag, for /metrics. */
+struct diagnosis_job_lag {
+    double watermark_lag_s;   /* receive time the oldest open step has waited */
+    uint64_t watermark_steps; /* newest step delivered - watermark */
+    double feed_lag_s;        /* the last batch fed, behind its receive time */
+    uint64_t open_steps, open_bytes;
+};
+typedef void (*diagnosis_job_fn)(void *ctx, const char *job, const struct diagnosis_job_lag *lag);
+
+/* Call fn for every job under diagnosis (as of the last tick). */
+void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx);
 
 #endif

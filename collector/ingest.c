@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/diagq.h"
 #include "collector/store/store.h"
+#include "collector/stream_clock.h"
+#include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"
@@ -34,8 +37,8 @@ struct ingest {
     struct ingest_drop *drops;
     size_t ndrops;
     struct ingest_limits limits;
-    ingest_hook_fn hook;
-    void *hook_ctx;
+    struct diagq *diagq;
+    struct stream_clock *clock;
     pthread_mutex_t names_lock;
     struct ingest_job_names *jobs;
     size_t njobs;
@@ -278,7 +281,7 @@ void ingest_foreach_drop(struct ingest *in, ingest_drop_fn fn, void *ctx)
 /* --- the stream handler ------------------------------------------------------- */
 
 struct ingest *ingest_new(struct store *store, const struct ingest_limits *limits,
-                          ingest_hook_fn hook, void *hook_ctx)
+                          struct diagq *diagq, struct stream_clock *clock)
 {
     struct ingest *in = calloc(1, sizeof(*in));
 
@@ -286,8 +289,8 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
         return NULL;
     in->store = store;
     in->limits = *limits;
-    in->hook = hook;
-    in->hook_ctx = hook_ctx;
+    in->diagq = diagq;
+    in->clock = clock;
     pthread_mutex_init(&in->names_lock, NULL);
     pthread_mutex_init(&in->drops_lock, NULL);
     return in;
@@ -383,43 +386,6 @@ static long ingest_step_slices(const uint8_t *raw, size_t len, struct store_slic
     return r < 0 ? r : n;
 }
 
-static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, const void *raw,
-                         size_t raw_len, struct transport_reply *reply)
-{
-    char err[256], msg[320];
-    int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
-
-    if (r == TRANSPORT_OK)
-        r = ingest_admit_names(s->in, b, err, sizeof(err));
-    if (r != TRANSPORT_OK) {
-        ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
-        return;
-    }
-    struct store_slice *slices = b->n_steps ? malloc(b->n_steps * sizeof(*slices)) : NULL;
-    if (slices && ingest_step_slices(raw, raw_len, slices, b->n_steps) != (long)b->n_steps) {
-        free(slices); /* unexpected layout: let the store pack the records */
-        slices = NULL;
-    }
-    r = store_ingest_raw(s->in->store, b, slices, err, sizeof(err));
-    free(slices);
-    if (r < 0) {
-        snprintf(msg, sizeof(msg), "store write failed, batch not acked, retry later: %s", err);
-        ingest_reject(s, INGEST_REJECT_STORE_ERROR, TRANSPORT_UNAVAILABLE, reply, msg);
-        return;
-    }
-    if (r == STORE_INGEST_DUPLICATE) {
-        atomic_fetch_add(&s->in->duplicates, 1);
-    } else {
-        atomic_fetch_add(&s->in->batches, 1);
-        atomic_fetch_add(&s->in->rank_steps, b->n_steps);
-        if (b->n_drops)
-            ingest_record_drops(s->in, b);
-        if (s->in->hook)
-            s->in->hook(s->in->hook_ctx, b);
-    }
-    ingest_ack(s, b, reply);
-}
-
 /* A bump allocator for unpacking one batch: a batch of step records is
  * thousands of small submessages, and malloc/free of each was a tenth of the
  * collector's CPU. Everything goes at once with the arena. */
@@ -428,6 +394,7 @@ struct ingest_arena {
     size_t used, cap;
     char **old; /* full chunks */
     size_t nold;
+    size_t bytes; /* all chunks */
 };
 
 static void *ingest_arena_alloc(void *ctx, size_t size)
@@ -450,6 +417,7 @@ static void *ingest_arena_alloc(void *ctx, size_t size)
             a->old[a->nold++] = a->chunk;
         a->chunk = chunk;
         a->cap = cap;
+        a->bytes += cap;
         a->used = 0;
     }
     void *p = a->chunk + a->used;
@@ -461,12 +429,81 @@ static void ingest_arena_free(void *ctx, void *p)
 {
 }
 
-static void ingest_arena_release(struct ingest_arena *a)
+/* Free the arena and everything allocated from it (a diagq_release_fn). */
+static void ingest_arena_release(void *arena)
 {
+    struct ingest_arena *a = arena;
+
     for (size_t i = 0; i < a->nold; i++)
         free(a->old[i]);
     free(a->old);
     free(a->chunk);
+    free(a);
+}
+
+/* The agent's clock against ours: log a stream crossing the bound, once. */
+static void ingest_observe_clock(struct ingest *in, const Argus__V1__Batch *b, uint64_t recv)
+{
+    enum stream_clock_event ev;
+    int64_t off;
+
+    if (!in->clock || !b->created_unix_ns)
+        return;
+    ev = stream_clock_observe(in->clock, b->agent_id, b->created_unix_ns, recv, &off);
+    if (ev == STREAM_CLOCK_FLAGGED)
+        log_warn("ingest",
+                 "the clock of agent %s is %+.3f s off the collector's (its batches' creation "
+                 "time against their receive time; ingest.clock_skew_warn): its step times stay "
+                 "its own, retention and first/last seen use the collector's clock",
+                 b->agent_id, off / 1e9);
+    else if (ev == STREAM_CLOCK_RECOVERED)
+        log_info("ingest", "the clock of agent %s is back within the bound (%+.3f s)", b->agent_id,
+                 off / 1e9);
+}
+
+/* Validate, store and ack b (unpacked into *arena, from raw). A stored batch
+ * goes to diagnosis through the queue, which takes the arena: *arena is NULL
+ * then. */
+static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, const void *raw,
+                         size_t raw_len, uint64_t recv, struct ingest_arena **arena,
+                         struct transport_reply *reply)
+{
+    char err[256], msg[320];
+    int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
+
+    if (r == TRANSPORT_OK)
+        r = ingest_admit_names(s->in, b, err, sizeof(err));
+    if (r != TRANSPORT_OK) {
+        ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
+        return;
+    }
+    struct store_slice *slices = b->n_steps ? malloc(b->n_steps * sizeof(*slices)) : NULL;
+    if (slices && ingest_step_slices(raw, raw_len, slices, b->n_steps) != (long)b->n_steps) {
+        free(slices); /* unexpected layout: let the store pack the records */
+        slices = NULL;
+    }
+    r = store_ingest_raw(s->in->store, b, slices, recv, err, sizeof(err));
+    free(slices);
+    if (r < 0) {
+        snprintf(msg, sizeof(msg), "store write failed, batch not acked, retry later: %s", err);
+        ingest_reject(s, INGEST_REJECT_STORE_ERROR, TRANSPORT_UNAVAILABLE, reply, msg);
+        return;
+    }
+    ingest_observe_clock(s->in, b, recv);
+    if (r == STORE_INGEST_DUPLICATE) {
+        atomic_fetch_add(&s->in->duplicates, 1);
+    } else {
+        atomic_fetch_add(&s->in->batches, 1);
+        atomic_fetch_add(&s->in->rank_steps, b->n_steps);
+        if (b->n_drops)
+            ingest_record_drops(s->in, b);
+        if (s->in->diagq) {
+            diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena),
+                       ingest_arena_release, *arena);
+            *arena = NULL;
+        }
+    }
+    ingest_ack(s, b, reply);
 }
 
 static void ingest_message(void *stream, const void *data, size_t len,
@@ -474,6 +511,7 @@ static void ingest_message(void *stream, const void *data, size_t len,
 {
     struct ingest_stream *s = stream;
     struct frame_limits fl = {s->in->limits.max_frame, s->in->limits.max_raw};
+    uint64_t recv = clock_real_ns();
     char msg[256];
     void *raw;
     size_t raw_len;
@@ -489,18 +527,20 @@ static void ingest_message(void *stream, const void *data, size_t len,
                       size ? TRANSPORT_RESOURCE_EXHAUSTED : TRANSPORT_INVALID_ARGUMENT, reply, msg);
         return;
     }
-    struct ingest_arena arena = {0};
-    ProtobufCAllocator alloc = {ingest_arena_alloc, ingest_arena_free, &arena};
-    Argus__V1__Batch *b = argus__v1__batch__unpack(&alloc, raw_len, raw);
+    struct ingest_arena *arena = calloc(1, sizeof(*arena));
+    ProtobufCAllocator alloc = {ingest_arena_alloc, ingest_arena_free, arena};
+    Argus__V1__Batch *b = arena ? argus__v1__batch__unpack(&alloc, raw_len, raw) : NULL;
     if (!b) {
-        ingest_arena_release(&arena);
+        if (arena)
+            ingest_arena_release(arena);
         free(raw);
         ingest_reject(s, INGEST_REJECT_BATCH_INVALID, TRANSPORT_INVALID_ARGUMENT, reply,
-                      "frame payload is not a valid argus.v1.Batch");
+                      arena ? "frame payload is not a valid argus.v1.Batch" : "out of memory");
         return;
     }
-    ingest_store(s, b, raw, raw_len, reply);
-    ingest_arena_release(&arena); /* the whole unpacked batch */
+    ingest_store(s, b, raw, raw_len, recv, &arena, reply);
+    if (arena)
+        ingest_arena_release(arena); /* the whole unpacked batch, when not queued */
     free(raw);
 }
 

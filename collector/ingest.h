@@ -1,11 +1,13 @@
 /* Ingest: the handler of /argus.v1.Ingest/Push. For each Frame on a stream:
- * decode (common/frame.h, limits first) -> unpack the Batch -> validate every
- * size, string and rank against the limits -> store_ingest (one WriteBatch
- * with the dedup high-water mark, committed with the WAL) -> ack. A replayed
- * batch is acked without writing twice. Bad input ends the stream with
- * INVALID_ARGUMENT or RESOURCE_EXHAUSTED and a message that says what was
- * wrong; a store error ends it with UNAVAILABLE and nothing is acked, so the
- * agent keeps the batch and retries after reconnecting. */
+ * note the receive time (the collector's clock) -> decode (common/frame.h,
+ * limits first) -> unpack the Batch -> validate every size, string and rank
+ * against the limits -> store_ingest_raw (one WriteBatch with the dedup
+ * high-water mark, committed with the WAL) -> the agent's clock offset
+ * (stream_clock.h) -> hand the batch to the diagnosis queue (diagq.h, which
+ * never waits) -> ack. A replayed batch is acked without writing twice. Bad input ends the stream
+ * with INVALID_ARGUMENT or RESOURCE_EXHAUSTED and a message that says what was wrong; a store error
+ * ends it with UNAVAILABLE and nothing is acked, so the agent keeps the batch and retries after
+ * reconnecting. */
 #ifndef ARGUS_COLLECTOR_INGEST_H
 #define ARGUS_COLLECTOR_INGEST_H
 
@@ -34,15 +36,15 @@ struct ingest_limits {
 /* Defaults used by the collector's config table. */
 void ingest_default_limits(struct ingest_limits *l);
 
-/* Called after a batch is durable (not for duplicates), on the worker thread
- * that stored it; the batch is only valid during the call. */
-typedef void (*ingest_hook_fn)(void *ctx, const Argus__V1__Batch *batch);
-
+struct diagq;
 struct ingest;
+struct stream_clock;
 
-/* Create the ingest handler over store (not owned). hook may be NULL. */
+/* Create the ingest handler over store; durable batches (not duplicates) go
+ * to diagq, every accepted batch's creation time to clock. None is owned;
+ * diagq and clock may be NULL (no diagnosis, no clock estimate). */
 struct ingest *ingest_new(struct store *store, const struct ingest_limits *limits,
-                          ingest_hook_fn hook, void *hook_ctx);
+                          struct diagq *diagq, struct stream_clock *clock);
 void ingest_free(struct ingest *in);
 
 /* The stream handler to register with transport_add_stream (ctx = ingest). */

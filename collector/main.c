@@ -1,22 +1,27 @@
 /* argus-collector: the server, and collector/'s composition root:
  *   transport.c  gRPC frames in, acks and query answers out
  *   ingest.c     frames -> validated, deduplicated batches -> store/ (durable)
- *                and diagnosis.c, the adapter that feeds diag/ (the pure
- *                engine) and stores its reports
+ *                -> ack; the agents' clock offsets (stream_clock.c); and the
+ *                diagnosis queue (diagq.c), whose one worker feeds
+ *                diagnosis.c, the adapter that feeds diag/ (the pure engine)
+ *                and stores its reports: acks never wait on diagnosis
  *   query.c      argusctl's requests -> store/ reads
  *   metrics.c    /metrics and /healthz
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "collector/config.h"
 #include "collector/diagnosis.h"
+#include "collector/diagq.h"
 #include "collector/ingest.h"
 #include "collector/metrics.h"
 #include "collector/query.h"
 #include "collector/store/store.h"
+#include "collector/stream_clock.h"
 #include "collector/transport.h"
 #include "common/clock.h"
 #include "common/daemon.h"
@@ -29,6 +34,8 @@ struct collector {
     struct store *store;
     struct ingest *ingest;
     struct diagnosis *diagnosis;
+    struct diagq *diagq;
+    struct stream_clock *clock;
     struct transport_server *transport;
     struct http_server *http;
     struct collector_metrics_ctx metrics;
@@ -58,6 +65,65 @@ static int collector_open_store(struct collector *c)
     return r;
 }
 
+/* diagq_feed_fn: diagnosis with the batch's receive time (its stream's
+ * progress and silence go by the collector's clock). */
+static void collector_feed_diagnosis(void *ctx, const Argus__V1__Batch *b, uint64_t recv_unix_ns)
+{
+    diagnosis_feed(ctx, b, recv_unix_ns);
+}
+
+/* ARGUS_TEST_DIAG_DELAY_MS (tests only): how long the diagnosis worker
+ * sleeps per batch, to make diagnosis slow. 0 when unset; -EINVAL when bad. */
+static int collector_test_delay(uint64_t *ns)
+{
+    const char *v = getenv("ARGUS_TEST_DIAG_DELAY_MS");
+    char *end;
+    unsigned long ms;
+
+    *ns = 0;
+    if (!v || !*v)
+        return 0;
+    errno = 0;
+    ms = strtoul(v, &end, 10);
+    if (errno || *end || ms > 600000) {
+        log_error("main", "ARGUS_TEST_DIAG_DELAY_MS=%s: want milliseconds 0-600000", v);
+        return -EINVAL;
+    }
+    *ns = ms * NSEC_PER_MSEC;
+    log_warn("main", "test knob: diagnosis sleeps %lu ms per batch", ms);
+    return 0;
+}
+
+/* Diagnosis, its queue, and the agents' clock estimate. */
+static int collector_start_diagnosis(struct collector *c)
+{
+    struct diagnosis_options dopt = {
+        .step_timeout_ns = c->cfg.diag_step_timeout,
+        .stream_hold_ns = c->cfg.diag_stream_hold,
+        .silence_ns = c->cfg.diag_silence,
+        .max_open_bytes = c->cfg.diag_max_open_bytes,
+        .late_horizon = (uint32_t)c->cfg.diag_late_horizon,
+        .window = (uint32_t)c->cfg.diag_window,
+        .min_hits = (uint32_t)c->cfg.diag_min_hits,
+    };
+    struct diagq_options qopt = {
+        .max_bytes = c->cfg.diag_queue_bytes,
+        .lag_warn_ns = c->cfg.diag_lag_warn,
+    };
+    struct stream_clock_options copt = {
+        .skew_warn_ns = c->cfg.clock_skew_warn,
+        .window_ns = c->cfg.clock_window,
+    };
+    int r = collector_test_delay(&qopt.test_delay_ns);
+
+    if (r < 0)
+        return r;
+    c->diagnosis = diagnosis_new(c->store, &dopt);
+    c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
+    c->clock = stream_clock_new(&copt);
+    return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
+}
+
 static int collector_start_grpc(struct collector *c)
 {
     struct ingest_limits limits;
@@ -74,15 +140,7 @@ static int collector_start_grpc(struct collector *c)
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
     limits.max_names_per_job = c->cfg.max_names_per_job;
     limits.max_ranks = (uint32_t)c->cfg.max_ranks;
-    struct diagnosis_options dopt = {
-        .step_timeout_ns = c->cfg.diag_step_timeout,
-        .window = (uint32_t)c->cfg.diag_window,
-        .min_hits = (uint32_t)c->cfg.diag_min_hits,
-    };
-    c->diagnosis = diagnosis_new(c->store, &dopt);
-    if (!c->diagnosis)
-        return -ENOMEM;
-    c->ingest = ingest_new(c->store, &limits, diagnosis_on_batch, c->diagnosis);
+    c->ingest = ingest_new(c->store, &limits, c->diagq, c->clock);
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
         return -ENOMEM;
@@ -104,7 +162,8 @@ static int collector_start_http(struct collector *c)
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis};
+    c->metrics = (struct collector_metrics_ctx){c->ingest,    c->store, c->transport,
+                                                c->diagnosis, c->diagq, c->clock};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -135,7 +194,7 @@ static void collector_reload(struct collector *c, int argc, char **argv)
 
 static void collector_run(struct collector *c, int argc, char **argv)
 {
-    uint64_t watchdog = daemon_watchdog_ns(), next_retention = 0;
+    uint64_t watchdog = daemon_watchdog_ns(), next_retention = 0, next_clock = 0;
 
     for (;;) {
         enum daemon_signal s = daemon_wait_signal(c->sigfd, 1000);
@@ -147,6 +206,11 @@ static void collector_run(struct collector *c, int argc, char **argv)
         if (watchdog)
             daemon_notify("WATCHDOG=1");
         diagnosis_tick(c->diagnosis, clock_real_ns());
+        diagq_tick(c->diagq, now);
+        if (now >= next_clock) {
+            stream_clock_tick(c->clock, clock_real_ns());
+            next_clock = now + 60 * NSEC_PER_SEC;
+        }
         if (now >= next_retention) {
             int64_t n = store_apply_retention(c->store, clock_real_ns());
             if (n > 0)
@@ -162,7 +226,9 @@ static void collector_teardown(struct collector *c)
     http_stop(c->http);
     transport_free(c->transport);
     ingest_free(c->ingest);
+    diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
+    stream_clock_free(c->clock);
     store_close(c->store);
     if (c->sigfd >= 0)
         close(c->sigfd);
@@ -184,6 +250,8 @@ int main(int argc, char **argv)
     r = c.sigfd < 0 ? c.sigfd : 0;
     if (r == 0)
         r = collector_open_store(&c);
+    if (r == 0)
+        r = collector_start_diagnosis(&c);
     if (r == 0)
         r = collector_start_grpc(&c);
     if (r == 0)

@@ -5,11 +5,14 @@
 #include <string.h>
 
 #include "collector/diagnosis.h"
+#include "collector/diagq.h"
 #include "collector/ingest.h"
 #include "collector/store/store.h"
+#include "collector/stream_clock.h"
 #include "collector/transport.h"
 
-struct collector_drop_ctx {
+/* A labelled series being written: the first sample brings HELP and TYPE. */
+struct collector_series {
     struct http_buf *b;
     bool first;
 };
@@ -17,7 +20,7 @@ struct collector_drop_ctx {
 static void collector_drop(void *ctx, const char *agent, const char *reason, const char *job,
                            int32_t rank, uint64_t total)
 {
-    struct collector_drop_ctx *d = ctx;
+    struct collector_series *d = ctx;
     char labels[600], e1[160], e2[160], e3[160];
 
     snprintf(labels, sizeof(labels), "agent=\"%s\",reason=\"%s\",job=\"%s\",rank=\"%d\"",
@@ -29,6 +32,158 @@ static void collector_drop(void *ctx, const char *agent, const char *reason, con
     else
         http_buf_sample(d->b, "argus_agent_reported_drops", labels, total);
     d->first = false;
+}
+
+struct collector_job_ctx {
+    struct http_buf *b;
+    int metric; /* which per-job gauge is being written */
+    bool first;
+};
+
+static void collector_diag_job(void *ctx, const char *job, const struct diagnosis_job_lag *lag)
+{
+    static const char *const names[][2] = {
+        {"argus_diag_watermark_lag_seconds",
+         "per job: receive time the oldest open step has waited for its watermark"},
+        {"argus_diag_watermark_lag_steps", "per job: newest step delivered minus the watermark"},
+        {"argus_diag_job_open_steps", "per job: steps open"},
+    };
+    struct collector_job_ctx *c = ctx;
+    char labels[200], e[160];
+    double v[] = {lag->watermark_lag_s, (double)lag->watermark_steps, (double)lag->open_steps};
+
+    snprintf(labels, sizeof(labels), "job=\"%s\"", http_label_escape(e, sizeof(e), job));
+    if (c->first)
+        http_buf_metric(c->b, names[c->metric][0], "gauge", names[c->metric][1], labels,
+                        v[c->metric]);
+    else
+        http_buf_sample(c->b, names[c->metric][0], labels, v[c->metric]);
+    c->first = false;
+}
+
+static void collector_diag_counter(struct http_buf *b, const char *name, const char *help,
+                                   const char *label, const char *const *values,
+                                   const uint64_t *counts, int n)
+{
+    char labels[64];
+
+    for (int i = 0; i < n; i++) {
+        snprintf(labels, sizeof(labels), "%s=\"%s\"", label, values[i]);
+        if (i == 0)
+            http_buf_metric(b, name, "counter", help, labels, counts[i]);
+        else
+            http_buf_sample(b, name, labels, counts[i]);
+    }
+}
+
+/* The argus_diag_* metrics: totals, closes by reason, late data, per-job lag. */
+static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
+{
+    static const char *const reasons[] = {"complete", "watermark", "timeout", "budget", "flush"};
+    static const char *const drops[] = {"horizon", "memory", "queue_full"};
+    struct diagnosis_stats ds;
+    struct diagq_stats qs = {0};
+
+    diagnosis_get_stats(m->diagnosis, &ds);
+    if (m->diagq)
+        diagq_get_stats(m->diagq, &qs);
+    http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
+    http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
+                    ds.steps_closed);
+    collector_diag_counter(b, "argus_diag_steps_closed_by_reason_total",
+                           "job steps closed, by why they closed", "reason", reasons, ds.closed_by,
+                           5);
+    http_buf_metric(b, "argus_diag_budget_closes_total", "counter",
+                    "steps forced to close by diag.max_open_bytes", "", ds.closed_by[3]);
+    http_buf_metric(b, "argus_diag_open_steps", "gauge", "steps open, all jobs", "", ds.open_steps);
+    http_buf_metric(b, "argus_diag_open_bytes", "gauge", "memory of open and kept steps", "",
+                    ds.open_bytes);
+    http_buf_metric(b, "argus_diag_late_records_total", "counter",
+                    "records of steps that had closed", "", ds.late);
+    http_buf_metric(b, "argus_diag_amended_records_total", "counter",
+                    "late records that amended their closed step", "", ds.amended);
+    uint64_t dropped[] = {ds.dropped_horizon, ds.dropped_memory, qs.dropped_records};
+    collector_diag_counter(b, "argus_diag_dropped_from_diagnosis_total",
+                           "step records stored but not diagnosed, by reason: late beyond the "
+                           "horizon or the memory budget, or the diagnosis queue full",
+                           "reason", drops, dropped, 3);
+    http_buf_metric(b, "argus_diag_silent_findings_total", "counter",
+                    "silence findings: a whole node (agent stream) or a rank alone",
+                    "kind=\"node\"", ds.silent_nodes);
+    http_buf_sample(b, "argus_diag_silent_findings_total", "kind=\"rank\"", ds.silent_ranks);
+    http_buf_metric(b, "argus_diag_reports_total", "counter", "straggler reports stored", "",
+                    ds.reports);
+    http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
+                    "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
+    for (int k = 0; k < 3; k++) {
+        struct collector_job_ctx jc = {b, k, true};
+        diagnosis_foreach_job(m->diagnosis, collector_diag_job, &jc);
+    }
+}
+
+static void collector_lag(void *ctx, const char *job, double lag_seconds)
+{
+    struct collector_series *d = ctx;
+    char labels[200], e[160];
+
+    snprintf(labels, sizeof(labels), "job=\"%s\"", http_label_escape(e, sizeof(e), job));
+    if (d->first)
+        http_buf_metric(d->b, "argus_diag_lag_seconds", "gauge",
+                        "how far diagnosis of the job is behind what was received", labels,
+                        lag_seconds);
+    else
+        http_buf_sample(d->b, "argus_diag_lag_seconds", labels, lag_seconds);
+    d->first = false;
+}
+
+/* The diagnosis queue: depth, bytes, what it could not take, lag per job. */
+static void collector_metrics_diagq(struct diagq *q, struct http_buf *b)
+{
+    struct collector_series lag = {b, true};
+    struct diagq_stats qs;
+
+    diagq_get_stats(q, &qs);
+    http_buf_metric(b, "argus_diag_queue_batches", "gauge", "stored batches waiting for diagnosis",
+                    "", qs.queued_batches);
+    http_buf_metric(b, "argus_diag_queue_bytes", "gauge", "memory they hold", "", qs.queued_bytes);
+    http_buf_metric(b, "argus_diag_queue_bytes_limit", "gauge", "diag.queue_bytes", "",
+                    qs.max_bytes);
+    http_buf_metric(b, "argus_diag_fed_batches_total", "counter", "batches fed to diagnosis", "",
+                    qs.fed_batches);
+    http_buf_metric(b, "argus_diag_queue_dropped_batches_total", "counter",
+                    "batches the full diagnosis queue did not take (stored, acked)", "",
+                    qs.dropped_batches);
+    http_buf_metric(b, "argus_diag_lag_warnings_total", "counter",
+                    "times a job's diagnosis lag went over diag.lag_warn", "", qs.lag_warnings);
+    diagq_foreach_lag(q, collector_lag, &lag);
+}
+
+static void collector_clock(void *ctx, const char *agent, int64_t offset_ns, bool flagged)
+{
+    struct collector_series *d = ctx;
+    char labels[200], e[160];
+
+    snprintf(labels, sizeof(labels), "node=\"%s\"", http_label_escape(e, sizeof(e), agent));
+    if (d->first)
+        http_buf_metric(d->b, "argus_ingest_clock_offset_seconds", "gauge",
+                        "agent clock minus collector clock, from its least-delayed batch", labels,
+                        offset_ns / 1e9);
+    else
+        http_buf_sample(d->b, "argus_ingest_clock_offset_seconds", labels, offset_ns / 1e9);
+    d->first = false;
+}
+
+static void collector_metrics_clock(struct stream_clock *c, struct http_buf *b)
+{
+    struct collector_series each = {b, true};
+    struct stream_clock_stats cs;
+
+    stream_clock_get_stats(c, &cs);
+    http_buf_metric(b, "argus_ingest_clock_skewed_streams", "gauge",
+                    "agent streams off by more than ingest.clock_skew_warn now", "", cs.flagged);
+    http_buf_metric(b, "argus_ingest_clock_skew_flags_total", "counter",
+                    "times an agent stream was flagged for its clock", "", cs.flags_total);
+    stream_clock_foreach(c, collector_clock, &each);
 }
 
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
@@ -47,6 +202,9 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     http_buf_metric(b, "argus_ingest_bytes_total", "counter", "frame bytes received", "", in.bytes);
     http_buf_metric(b, "argus_ingest_rank_steps_total", "counter", "step records written", "",
                     in.rank_steps);
+    http_buf_metric(b, "argus_ingest_duplicate_records_total", "counter",
+                    "step records already stored (replayed under new sequence numbers)", "",
+                    st.duplicate_records);
     http_buf_metric(b, "argus_ingest_acks_total", "counter", "acks sent", "", in.acks);
     http_buf_metric(b, "argus_ingest_streams", "gauge", "open agent streams", "", in.streams);
     for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
@@ -69,16 +227,12 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
-    struct diagnosis_stats ds;
-    diagnosis_get_stats(m->diagnosis, &ds);
-    http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
-    http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
-                    ds.steps_closed);
-    http_buf_metric(b, "argus_diag_reports_total", "counter", "straggler reports stored", "",
-                    ds.reports);
-    http_buf_metric(b, "argus_diag_step_close_seconds_max", "gauge",
-                    "slowest diagnosis of one closed step", "", ds.close_ns_max / 1e9);
-    struct collector_drop_ctx dc = {b, true};
+    collector_diag_metrics(m, b);
+    if (m->diagq)
+        collector_metrics_diagq(m->diagq, b);
+    if (m->clock)
+        collector_metrics_clock(m->clock, b);
+    struct collector_series dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
 }
 

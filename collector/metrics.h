@@ -5,8 +5,10 @@
 #include "common/http.h"
 
 struct diagnosis;
+struct diagq;
 struct ingest;
 struct store;
+struct stream_clock;
 struct transport_server;
 
 struct collector_metrics_ctx {
@@ -14,6 +16,8 @@ struct collector_metrics_ctx {
     struct store *store;
     struct transport_server *transport;
     struct diagnosis *diagnosis;
+    struct diagq *diagq;
+    struct stream_clock *clock;
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

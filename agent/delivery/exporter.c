@@ -158,7 +158,7 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
 {
     struct rpc_stream_event ev;
 
-    if (!e->st && spool_has_unacked(e->spool) && now_ns >= e->reconnect_ns) {
+    if (!e->st && (e->o.eager || spool_has_unacked(e->spool)) && now_ns >= e->reconnect_ns) {
         e->st = rpc_stream_open(e->ch, RPC_INGEST_PUSH, false);
         e->cursor = spool_acked_seq(e->spool);
         if (e->st) {
@@ -185,7 +185,8 @@ uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
     bool unacked = spool_has_unacked(e->spool);
 
     if (!e->st)
-        return unacked ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns) : UINT64_MAX;
+        return unacked || e->o.eager ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns)
+                                     : UINT64_MAX;
     if (unacked || !rpc_stream_can_send(e->st))
         return now_ns + EXPORTER_POLL_NS;
     return UINT64_MAX;

@@ -32,6 +32,8 @@ struct exporter_options {
     uint64_t backoff_max_ns; /* cap of the exponential backoff */
     exporter_ack_fn on_ack;  /* may be NULL */
     void *on_ack_ctx;
+    bool eager; /* keep a stream up with nothing to send (the agent: it says at start
+                 * whether it reaches the collector); else connect when records wait */
 };
 
 struct exporter;

@@ -13,9 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/discovery/procfs.h"
 #include "common/log.h"
 
-#define DISCOVERY_PROC_ROOT_MAX 256
+#define DISCOVERY_PROC_ROOT_MAX PROCFS_ROOT_MAX
 #define DISCOVERY_DEPTH_MAX 16 /* ancestors followed for the descendant check */
 
 struct discovery_config {
@@ -23,19 +24,31 @@ struct discovery_config {
     struct environ_config env; /* node and job variables */
     char deny[DISCOVERY_DENY_MAX][DISCOVERY_COMM_MAX];
     size_t ndeny;
+    char watch[DISCOVERY_DENY_MAX][DISCOVERY_COMM_MAX];
+    size_t nwatch;
 };
 
-enum entry_kind { ENTRY_OTHER, ENTRY_RANK, ENTRY_CHILD, ENTRY_DENIED, ENTRY_REJECTED };
+enum entry_kind {
+    ENTRY_OTHER,
+    ENTRY_RANK,
+    ENTRY_CHILD,
+    ENTRY_DENIED,
+    ENTRY_REJECTED,
+    ENTRY_WATCHED /* waiting for its communicator; ri holds the process fields */
+};
 
 struct entry {
     struct entry *next; /* hash chain */
-    uint32_t pid;
+    uint32_t pid, ppid;
     uint32_t gen; /* last scan that saw it */
     uint64_t start_time;
     uint64_t env_hash, exe_hash; /* an exec changes at least one of them */
     char comm[DISCOVERY_COMM_MAX];
     enum entry_kind kind;
-    struct rank_info *ri; /* RANK and CHILD: what the environ said */
+    bool job_hint;        /* WATCHED: the environment says it is in a job */
+    bool launcher;        /* a child of it became a rank by its communicator */
+    bool missed;          /* WATCHED: DISCOVERY_SKIP_MISSED_INIT counted */
+    struct rank_info *ri; /* RANK, CHILD, WATCHED: what the environ said */
 };
 
 struct discovery {
@@ -47,88 +60,15 @@ struct discovery {
     char *envbuf; /* DISCOVERY_ENVIRON_MAX bytes */
     struct stat agent_root;
     bool agent_root_ok;
+    bool watching; /* discovery_set_watching */
     struct discovery_stats stats;
     struct log_ratelimit warn_rl;
-};
-
-struct proc_stat {
-    uint32_t ppid;
-    uint64_t start_time;
-    char state;
-    char comm[DISCOVERY_COMM_MAX];
 };
 
 struct discovery_call {
     const struct discovery_callbacks *cb;
     void *ctx;
 };
-
-static uint64_t fnv1a(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
-    return h;
-}
-
-/* Read up to cap bytes of a file. Returns bytes read or -errno; a vanished
- * process reads as -ENOENT (ESRCH is folded into it). */
-static ssize_t read_file(const char *path, char *buf, size_t cap)
-{
-    size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ESRCH ? -ENOENT : -errno;
-    while (got < cap) {
-        ssize_t n = read(fd, buf + got, cap - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int err = errno == ESRCH ? -ENOENT : -errno;
-            close(fd);
-            return err;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    return (ssize_t)got;
-}
-
-/* /proc/PID/stat: "pid (comm) state ppid ... starttime(22) ...". comm may
- * hold spaces and ')': it ends at the last ')'. */
-static int read_proc_stat(const struct discovery_config *c, uint32_t pid, struct proc_stat *st)
-{
-    char path[DISCOVERY_PROC_ROOT_MAX + 32], buf[1024], *end;
-    snprintf(path, sizeof(path), "%s/%u/stat", c->proc_root, pid);
-    ssize_t n = read_file(path, buf, sizeof(buf) - 1);
-    if (n < 0)
-        return (int)n;
-    buf[n] = '\0';
-    char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
-    if (!open_paren || !close_paren || close_paren < open_paren || close_paren[1] != ' ')
-        return -EINVAL;
-    size_t clen = (size_t)(close_paren - open_paren - 1);
-    clen = clen < DISCOVERY_COMM_MAX ? clen : DISCOVERY_COMM_MAX - 1;
-    memcpy(st->comm, open_paren + 1, clen);
-    st->comm[clen] = '\0';
-    st->state = close_paren[2];
-    char *p = close_paren + 3;
-    for (int field = 4; field <= 22; field++) {
-        errno = 0;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || errno)
-            return -EINVAL;
-        if (field == 4)
-            st->ppid = (uint32_t)v;
-        if (field == 22)
-            st->start_time = v;
-        p = end;
-    }
-    return 0;
-}
 
 static struct entry **table_slot(const struct discovery *d, uint32_t pid)
 {
@@ -165,6 +105,46 @@ static int table_grow(struct discovery *d)
     return 0;
 }
 
+static const char *const skip_names[DISCOVERY_SKIP_COUNT] = {
+    "invalid_environ",
+    "denied",
+    "descendant",
+    "environ_unreadable",
+    "no_communicator_probe",
+    "no_rank",
+    "communicator_before_watch",
+    "invalid_communicator",
+};
+
+const char *discovery_skip_name(enum discovery_skip reason)
+{
+    return (unsigned)reason < DISCOVERY_SKIP_COUNT ? skip_names[reason] : "unknown";
+}
+
+/* Count a skipped process and log why (once per process: callers count
+ * each process once), rate-limited. */
+static void discovery_skip(struct discovery *d, enum discovery_skip reason, uint32_t pid,
+                           const char *comm, const char *why)
+{
+    d->stats.skipped[reason]++;
+    log_ratelimited(&d->warn_rl, LOG_LEVEL_WARN, "discovery", "pid %u (%s) is not tracked: %s [%s]",
+                    pid, comm, why, skip_names[reason]);
+}
+
+/* A watched process is watched no more: tell the agent; when it is gone
+ * (exited) in a job without having become a rank or launched one, count it. */
+static void watch_end(struct discovery *d, struct entry *e, const struct discovery_call *call,
+                      bool gone)
+{
+    d->stats.watched--;
+    if (call && call->cb && call->cb->on_watch)
+        call->cb->on_watch(call->ctx, e->pid, e->ri->root, false);
+    if (gone && e->job_hint && !e->launcher && !e->missed)
+        discovery_skip(d, DISCOVERY_SKIP_NO_RANK, e->pid, e->comm,
+                       "in a job but exited with no rank variable at exec and no "
+                       "communicator created");
+}
+
 static void entry_remove(struct discovery *d, struct entry *e, const struct discovery_call *call)
 {
     struct entry **pp = table_slot(d, e->pid);
@@ -177,6 +157,8 @@ static void entry_remove(struct discovery *d, struct entry *e, const struct disc
         if (call && call->cb && call->cb->on_rank_exit)
             call->cb->on_rank_exit(call->ctx, e->ri);
     }
+    if (e->kind == ENTRY_WATCHED)
+        watch_end(d, e, call, true);
     free(e->ri);
     free(e);
 }
@@ -189,6 +171,7 @@ static struct entry *entry_add(struct discovery *d, uint32_t pid, const struct p
     if (!e)
         return NULL;
     e->pid = pid;
+    e->ppid = st->ppid;
     e->gen = d->gen;
     e->start_time = st->start_time;
     memcpy(e->comm, st->comm, sizeof(e->comm));
@@ -266,6 +249,80 @@ static void rank_check_duplicate(struct discovery *d, const struct rank_info *ri
     }
 }
 
+/* Does a comm or exe base name start with an entry of the watch list? */
+static bool watch_listed(const struct discovery_config *c, const struct rank_info *ri)
+{
+    const char *slash = strrchr(ri->exe, '/');
+    const char *exe_base = slash ? slash + 1 : ri->exe;
+
+    for (size_t i = 0; i < c->nwatch; i++) {
+        size_t n = strlen(c->watch[i]);
+        if (strncmp(c->watch[i], ri->comm, n) == 0 || strncmp(c->watch[i], exe_base, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Is an ancestor of ri (within DISCOVERY_DEPTH_MAX) a tracked rank or a
+ * worker of one? */
+static bool has_rank_ancestor(struct discovery *d, const struct rank_info *ri, int depth,
+                              const struct discovery_call *call)
+{
+    uint32_t ppid = ri->ppid, self = ri->pid;
+
+    for (int k = depth; k < DISCOVERY_DEPTH_MAX && ppid && ppid != self; k++) {
+        struct entry *p = discovery_visit(d, ppid, false, k + 1, call);
+        if (!p)
+            return false;
+        if (p->kind == ENTRY_RANK || p->kind == ENTRY_CHILD)
+            return true;
+        self = ppid;
+        ppid = p->ppid;
+    }
+    return false;
+}
+
+/* Tracked as a rank: e->ri is set. */
+static void entry_make_rank(struct discovery *d, struct entry *e, const struct discovery_call *call)
+{
+    rank_check_duplicate(d, e->ri);
+    e->kind = ENTRY_RANK;
+    d->stats.ranks++;
+    log_debug("discovery", "rank %u of job %s: pid %u (%s), rank from %s, job from %s", e->ri->rank,
+              e->ri->job, e->pid, e->ri->comm, e->ri->rank_source, e->ri->job_source);
+    if (call && call->cb && call->cb->on_rank_new)
+        call->cb->on_rank_new(call->ctx, e->ri);
+}
+
+/* Not a rank by its environment: watch it for its communicator when it is
+ * in a job or on the watch list, and no worker of a rank. */
+static void entry_classify_other(struct discovery *d, struct entry *e, const struct proc_stat *st,
+                                 struct rank_info *ri, int depth, const struct discovery_call *call)
+{
+    bool hint = ri->flags & DISCOVERY_JOB_HINT;
+
+    rank_fill_process(d, e->pid, st, ri);
+    if ((!hint && !watch_listed(&d->cfg, ri)) || rank_denied(&d->cfg, ri) ||
+        has_rank_ancestor(d, ri, depth, call))
+        return;
+    if (!d->watching) {
+        if (hint)
+            discovery_skip(d, DISCOVERY_SKIP_NO_WATCH, e->pid, ri->comm,
+                           "in a job but no rank variable at exec, and the collectives probe "
+                           "that reads it from the communicator is not running");
+        return;
+    }
+    e->ri = malloc(sizeof(*e->ri));
+    if (!e->ri)
+        return;
+    *e->ri = *ri;
+    e->kind = ENTRY_WATCHED;
+    e->job_hint = hint;
+    d->stats.watched++;
+    if (call && call->cb && call->cb->on_watch)
+        call->cb->on_watch(call->ctx, e->pid, e->ri->root, true);
+}
+
 /* Decide what e is from its environment (already read into d->envbuf). */
 static void entry_classify(struct discovery *d, struct entry *e, const struct proc_stat *st,
                            size_t envlen, int depth, const struct discovery_call *call)
@@ -274,21 +331,23 @@ static void entry_classify(struct discovery *d, struct entry *e, const struct pr
     enum environ_result r = environ_parse(d->envbuf, envlen, &d->cfg.env, &ri);
 
     e->kind = ENTRY_OTHER;
-    if (r == ENVIRON_NOT_CANDIDATE)
+    if (r == ENVIRON_NOT_CANDIDATE) {
+        entry_classify_other(d, e, st, &ri, depth, call);
         return;
+    }
     rank_fill_process(d, e->pid, st, &ri);
     if (envlen == DISCOVERY_ENVIRON_MAX)
         ri.flags |= DISCOVERY_ENVIRON_TRUNCATED;
     if (r == ENVIRON_REJECTED) {
         e->kind = ENTRY_REJECTED;
         d->stats.rejected++;
-        log_ratelimited(&d->warn_rl, LOG_LEVEL_WARN, "discovery", "pid %u (%s): not a rank: %s",
-                        e->pid, ri.comm, ri.reason);
+        discovery_skip(d, DISCOVERY_SKIP_INVALID, e->pid, ri.comm, ri.reason);
         return;
     }
     if (rank_denied(&d->cfg, &ri)) {
         e->kind = ENTRY_DENIED;
         d->stats.denied++;
+        d->stats.skipped[DISCOVERY_SKIP_DENIED]++; /* by design: not logged */
         return;
     }
     bool child = rank_is_descendant(d, &ri, depth, call);
@@ -299,14 +358,10 @@ static void entry_classify(struct discovery *d, struct entry *e, const struct pr
     if (child) {
         e->kind = ENTRY_CHILD;
         d->stats.children++;
+        d->stats.skipped[DISCOVERY_SKIP_DESCENDANT]++; /* by design: not logged */
         return;
     }
-    rank_check_duplicate(d, e->ri);
-    e->kind = ENTRY_RANK;
-    d->stats.ranks++;
-    log_debug("discovery", "rank %u of job %s: pid %u (%s)", ri.rank, ri.job, e->pid, ri.comm);
-    if (call && call->cb && call->cb->on_rank_new)
-        call->cb->on_rank_new(call->ctx, e->ri);
+    entry_make_rank(d, e, call);
 }
 
 /* Read environ and exe of pid; returns environ length, or -errno. */
@@ -316,13 +371,13 @@ static ssize_t read_identity(struct discovery *d, uint32_t pid, uint64_t *env_ha
     char path[DISCOVERY_PROC_ROOT_MAX + 32], exe[DISCOVERY_PATH_MAX];
 
     snprintf(path, sizeof(path), "%s/%u/environ", d->cfg.proc_root, pid);
-    ssize_t n = read_file(path, d->envbuf, DISCOVERY_ENVIRON_MAX);
+    ssize_t n = procfs_read_file(path, d->envbuf, DISCOVERY_ENVIRON_MAX);
     if (n < 0)
         return n;
     snprintf(path, sizeof(path), "%s/%u/exe", d->cfg.proc_root, pid);
     ssize_t xn = readlink(path, exe, sizeof(exe));
-    *env_hash = fnv1a(d->envbuf, (size_t)n);
-    *exe_hash = fnv1a(exe, xn > 0 ? (size_t)xn : 0);
+    *env_hash = procfs_hash(d->envbuf, (size_t)n);
+    *exe_hash = procfs_hash(exe, xn > 0 ? (size_t)xn : 0);
     return n;
 }
 
@@ -337,7 +392,7 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
 
     if (e && e->gen == d->gen && !force)
         return e;
-    int err = read_proc_stat(&d->cfg, pid, &st);
+    int err = procfs_read_stat(d->cfg.proc_root, pid, &st);
     if (err < 0 || st.state == 'Z' || st.state == 'X') {
         d->stats.vanished += err == -ENOENT;
         if (e)
@@ -365,7 +420,14 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
     if (!e)
         return NULL;
     d->stats.vanished += n == -ENOENT;
-    d->stats.permission += n == -EACCES || n == -EPERM;
+    if (n == -EACCES || n == -EPERM) {
+        d->stats.permission++;
+        if (d->stats.permission == 1) /* one line says it; the metric counts the rest */
+            discovery_skip(d, DISCOVERY_SKIP_UNREADABLE, pid, st.comm,
+                           "cannot read its environ (the agent needs CAP_SYS_PTRACE)");
+        else
+            d->stats.skipped[DISCOVERY_SKIP_UNREADABLE]++;
+    }
     if (n < 0)
         return e; /* ENTRY_OTHER until it execs or its pid is reused */
     e->env_hash = env_hash, e->exe_hash = exe_hash;
@@ -385,8 +447,11 @@ static int config_from_options(const struct discovery_options *o, struct discove
     if (strlen(root) >= sizeof(c->proc_root) || environ_config_init(&c->env, o) < 0)
         return -EINVAL;
     strcpy(c->proc_root, root);
-    return environ_split_list(o->deny_comms ? o->deny_comms : DISCOVERY_DEFAULT_DENY,
-                              &c->deny[0][0], DISCOVERY_COMM_MAX, DISCOVERY_DENY_MAX, &c->ndeny);
+    if (environ_split_list(o->deny_comms ? o->deny_comms : DISCOVERY_DEFAULT_DENY, &c->deny[0][0],
+                           DISCOVERY_COMM_MAX, DISCOVERY_DENY_MAX, &c->ndeny) < 0)
+        return -EINVAL;
+    return environ_split_list(o->watch ? o->watch : DISCOVERY_DEFAULT_WATCH, &c->watch[0][0],
+                              DISCOVERY_COMM_MAX, DISCOVERY_DENY_MAX, &c->nwatch);
 }
 
 struct discovery *discovery_new(const struct discovery_options *o)
@@ -433,20 +498,6 @@ void discovery_free(struct discovery *d)
     free(d);
 }
 
-static bool parse_pid(const char *name, uint32_t *pid)
-{
-    uint64_t v = 0;
-    if (!name[0] || strlen(name) > 10)
-        return false;
-    for (const char *p = name; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    *pid = (uint32_t)v;
-    return v > 0 && v <= UINT32_MAX;
-}
-
 int discovery_scan(struct discovery *d, const struct discovery_callbacks *cb, void *ctx)
 {
     const struct discovery_call call = {cb, ctx};
@@ -458,7 +509,7 @@ int discovery_scan(struct discovery *d, const struct discovery_callbacks *cb, vo
         return -errno;
     d->gen++;
     for (struct dirent *de; (de = readdir(dir));) {
-        if (!parse_pid(de->d_name, &pid))
+        if (!procfs_parse_pid(de->d_name, &pid))
             continue;
         seen++;
         discovery_visit(d, pid, false, 0, &call);
@@ -495,12 +546,116 @@ int discovery_exit_pid(struct discovery *d, uint32_t pid, const struct discovery
 
     if (!e)
         return 0;
-    if (read_proc_stat(&d->cfg, pid, &st) == 0 && st.state != 'Z' && st.state != 'X' &&
+    if (procfs_read_stat(d->cfg.proc_root, pid, &st) == 0 && st.state != 'Z' && st.state != 'X' &&
         st.start_time == e->start_time)
         return 0;
     bool was_rank = e->kind == ENTRY_RANK;
     entry_remove(d, e, &call);
     return was_rank;
+}
+
+void discovery_set_watching(struct discovery *d, bool on)
+{
+    d->watching = on;
+}
+
+/* The job of a rank known from its communicator whose own environment
+ * names none: the nearest ancestor's job variable or rendezvous address,
+ * else its parent ("job-PPID@NODE"). */
+static void comm_job_fallback(struct discovery *d, struct rank_info *ri)
+{
+    char path[DISCOVERY_PROC_ROOT_MAX + 32];
+    struct proc_stat st;
+    struct rank_info up;
+    uint32_t pid = ri->ppid;
+
+    for (int k = 0; k < DISCOVERY_DEPTH_MAX && pid > 1; k++) {
+        snprintf(path, sizeof(path), "%s/%u/environ", d->cfg.proc_root, pid);
+        ssize_t n = procfs_read_file(path, d->envbuf, DISCOVERY_ENVIRON_MAX);
+        if (n >= 0 &&
+            environ_parse_comm(d->envbuf, (size_t)n, &d->cfg.env, 0, 1, &up) == ENVIRON_RANK &&
+            strcmp(up.job_source, "default") != 0) {
+            memcpy(ri->job, up.job, sizeof(ri->job));
+            memcpy(ri->job_source, up.job_source, sizeof(ri->job_source));
+            return;
+        }
+        if (procfs_read_stat(d->cfg.proc_root, pid, &st) < 0)
+            break;
+        pid = st.ppid;
+    }
+    snprintf(ri->job, sizeof(ri->job), "job-%u@%.*s", ri->ppid, DISCOVERY_JOB_MAX - 20,
+             d->cfg.env.node);
+    snprintf(ri->job_source, sizeof(ri->job_source), "parent");
+}
+
+/* Build the rank of a watched (or unclassified) entry from its
+ * communicator; false (counted and logged) when unusable. */
+static bool comm_rank_info(struct discovery *d, struct entry *e, uint32_t rank, uint32_t size,
+                           struct rank_info *ri)
+{
+    char path[DISCOVERY_PROC_ROOT_MAX + 32];
+    struct proc_stat st;
+
+    if (procfs_read_stat(d->cfg.proc_root, e->pid, &st) < 0)
+        return false;
+    snprintf(path, sizeof(path), "%s/%u/environ", d->cfg.proc_root, e->pid);
+    ssize_t n = procfs_read_file(path, d->envbuf, DISCOVERY_ENVIRON_MAX);
+    if (environ_parse_comm(d->envbuf, n > 0 ? (size_t)n : 0, &d->cfg.env, rank, size, ri) !=
+        ENVIRON_RANK) {
+        discovery_skip(d, DISCOVERY_SKIP_COMMUNICATOR, e->pid, st.comm, ri->reason);
+        return false;
+    }
+    rank_fill_process(d, e->pid, &st, ri);
+    if (strcmp(ri->job_source, "default") == 0)
+        comm_job_fallback(d, ri);
+    return true;
+}
+
+int discovery_comm_init(struct discovery *d, uint32_t pid, uint32_t rank, uint32_t size,
+                        const struct discovery_callbacks *cb, void *ctx)
+{
+    const struct discovery_call call = {cb, ctx};
+    struct rank_info ri;
+
+    if (!d || pid == 0)
+        return -EINVAL;
+    struct entry *e = discovery_visit(d, pid, false, 0, &call);
+    if (!e || (e->kind != ENTRY_WATCHED && e->kind != ENTRY_OTHER))
+        return 0;
+    if (!comm_rank_info(d, e, rank, size, &ri)) {
+        if (e->kind == ENTRY_WATCHED)
+            watch_end(d, e, &call, false);
+        e->kind = ENTRY_REJECTED;
+        return 0;
+    }
+    if (e->kind == ENTRY_WATCHED)
+        watch_end(d, e, &call, false);
+    free(e->ri);
+    e->ri = malloc(sizeof(*e->ri));
+    if (!e->ri) {
+        e->kind = ENTRY_OTHER;
+        return 0;
+    }
+    *e->ri = ri;
+    struct entry *parent = table_find(d, ri.ppid);
+    if (parent)
+        parent->launcher = true;
+    entry_make_rank(d, e, &call);
+    log_info("discovery", "pid %u (%s) is rank %u of %u of job %s (from %s, job from %s)", pid,
+             ri.comm, rank, size, ri.job, ri.rank_source, ri.job_source);
+    return 1;
+}
+
+void discovery_unidentified_call(struct discovery *d, uint32_t pid)
+{
+    struct entry *e = d ? table_find(d, pid) : NULL;
+
+    if (!e || e->kind != ENTRY_WATCHED || e->missed)
+        return;
+    e->missed = true;
+    discovery_skip(d, DISCOVERY_SKIP_MISSED_INIT, pid, e->comm,
+                   "calls collectives, but its communicator was created before the agent "
+                   "watched it (set RANK/WORLD_SIZE at exec, or restart the job under the agent)");
 }
 
 const struct rank_info *discovery_find(const struct discovery *d, uint32_t pid)
@@ -512,30 +667,4 @@ const struct rank_info *discovery_find(const struct discovery *d, uint32_t pid)
 void discovery_get_stats(const struct discovery *d, struct discovery_stats *out)
 {
     *out = d->stats;
-}
-
-/* --- helpers for probes and the batcher -------------------------------------- */
-
-int discovery_host_path(const struct rank_info *ri, const char *path, char *buf, size_t len)
-{
-    if (!path || path[0] != '/')
-        return -EINVAL;
-    int n = snprintf(buf, len, "%s%s", ri->root, path);
-    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
-}
-
-void discovery_fill_resource(const struct rank_info *ri, Argus__V1__Resource *r)
-{
-    argus__v1__resource__init(r);
-    r->job = (char *)ri->job;
-    r->rank = ri->rank;
-    r->local_rank = ri->local_rank;
-    r->world_size = ri->world_size;
-    r->node = (char *)ri->node;
-    r->gpu = ri->gpu;
-    r->gpu_uuid = (char *)ri->gpu_uuid;
-    r->pid = ri->pid;
-    r->dp = ri->dp, r->tp = ri->tp, r->pp = ri->pp, r->ep = ri->ep;
-    r->dp_size = ri->dp_size, r->tp_size = ri->tp_size;
-    r->pp_size = ri->pp_size, r->ep_size = ri->ep_size;
 }

@@ -32,6 +32,22 @@
  * A process whose RANK is present but unusable (environ.h) is not a rank;
  * discovery logs the reason once per process, rate-limited.
  *
+ * Ranks without a rank variable at exec (torch.multiprocessing.spawn or
+ * multiprocessing with RANK set in the child's os.environ, which
+ * /proc/PID/environ never shows): a process that is in a job
+ * (DISCOVERY_JOB_HINT) or whose comm or exe name starts with an entry of
+ * the watch list (default DISCOVERY_DEFAULT_WATCH), and is not a worker
+ * of a tracked rank, is watched (on_watch: the agent tracks it in the
+ * collectives probe) until the communicator it creates says its rank and
+ * world size (discovery_comm_init). Its job is then, in order: a job
+ * variable or the rendezvous address of its own environment (environ.h),
+ * the same of its nearest ancestor that has one, else "job-PPID@NODE"
+ * (job_source "parent": the ranks of one spawn share their parent). Only
+ * the first communicator counts (torch creates the world group first).
+ *
+ * A process that looks like a rank but is not tracked is counted by
+ * reason (enum discovery_skip, /metrics) and logged once with the reason.
+ *
  * Containers: rank_info.root is PROC_ROOT/PID/root. The paths /proc shows
  * the agent (exe, maps) are the container's own when the process is in
  * another mount namespace: they open as root + path (discovery_host_path).
@@ -49,9 +65,13 @@
 #include <stdint.h>
 
 #include "agent/discovery/environ.h"
-#include "proto/argus.pb-c.h"
+#include "agent/discovery/resource.h"
 
-#define DISCOVERY_DEFAULT_DENY "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec"
+#define DISCOVERY_DEFAULT_DENY                                                                     \
+    "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec,orterun,prterun,mpiexec.hydra,"       \
+    "hydra_pmi_proxy,orted,prted,slurmstepd"
+
+#define DISCOVERY_DEFAULT_WATCH "python"
 
 #define DISCOVERY_DENY_MAX 32            /* entries of deny_comms */
 #define DISCOVERY_ENVIRON_MAX (1u << 20) /* bytes of environ read; the rest is ignored */
@@ -62,7 +82,31 @@
 struct discovery_callbacks {
     void (*on_rank_new)(void *ctx, const struct rank_info *ri);
     void (*on_rank_exit)(void *ctx, const struct rank_info *ri);
+    /* A process to watch for its communicator (add), or no more (it
+     * became a rank: called before on_rank_new; it exited). root is
+     * PROC_ROOT/PID/root. */
+    void (*on_watch)(void *ctx, uint32_t pid, const char *root, bool add);
 };
+
+/* Why a process that looks like a rank is not tracked. */
+enum discovery_skip {
+    DISCOVERY_SKIP_INVALID,      /* "invalid_environ": rank variables present but unusable */
+    DISCOVERY_SKIP_DENIED,       /* "denied": a launcher or shell on the deny list */
+    DISCOVERY_SKIP_DESCENDANT,   /* "descendant": a worker of a rank (same job and rank) */
+    DISCOVERY_SKIP_UNREADABLE,   /* "environ_unreadable": EACCES/EPERM on /proc/PID/environ */
+    DISCOVERY_SKIP_NO_WATCH,     /* "no_communicator_probe": in a job, no rank variable, and
+                                  * no collectives probe to read it from the communicator */
+    DISCOVERY_SKIP_NO_RANK,      /* "no_rank": in a job, no rank variable, exited without
+                                  * creating a communicator (and not a launcher of ranks) */
+    DISCOVERY_SKIP_MISSED_INIT,  /* "communicator_before_watch": collectives from a watched
+                                  * process whose communicator was made before the agent saw
+                                  * it (job started before the agent) */
+    DISCOVERY_SKIP_COMMUNICATOR, /* "invalid_communicator": rank >= size, or a bad job variable */
+    DISCOVERY_SKIP_COUNT
+};
+
+/* The metric label of a reason ("invalid_environ"...); "unknown" out of range. */
+const char *discovery_skip_name(enum discovery_skip reason);
 
 struct discovery_stats {
     uint64_t scans;
@@ -76,6 +120,8 @@ struct discovery_stats {
     uint64_t permission; /* EACCES/EPERM on environ */
     uint64_t pid_reused; /* same pid, new start time */
     uint64_t duplicates; /* new ranks whose (job, rank) another live rank holds */
+    uint64_t watched;    /* processes watched for their communicator now */
+    uint64_t skipped[DISCOVERY_SKIP_COUNT]; /* by reason, since start */
 };
 
 struct discovery;
@@ -111,21 +157,30 @@ int discovery_check_pid(struct discovery *d, uint32_t pid, const struct discover
 int discovery_exit_pid(struct discovery *d, uint32_t pid, const struct discovery_callbacks *cb,
                        void *ctx);
 
+/* Whether a communicator can be seen (the collectives probe runs): without
+ * it, processes are not watched and those in a job without a rank variable
+ * are counted as DISCOVERY_SKIP_NO_WATCH. Default false. Applies to
+ * processes classified after the call. */
+void discovery_set_watching(struct discovery *d, bool on);
+
+/* Process pid created a communicator: rank of size (the collectives probe).
+ * A watched (or not yet classified) process becomes a rank: on_watch(remove)
+ * then on_rank_new. A tracked rank, a denied process or a worker of a rank
+ * is left as it is (a later communicator is a subgroup). Returns 1 when pid
+ * became a rank, 0 when nothing changed, -EINVAL for a NULL d or pid 0. */
+int discovery_comm_init(struct discovery *d, uint32_t pid, uint32_t rank, uint32_t size,
+                        const struct discovery_callbacks *cb, void *ctx);
+
+/* A collective call from pid, which is not a tracked rank: when pid is
+ * watched, it created its communicator before the agent saw it; counted
+ * (DISCOVERY_SKIP_MISSED_INIT) and logged once per process. */
+void discovery_unidentified_call(struct discovery *d, uint32_t pid);
+
 /* The tracked rank with this pid, or NULL. Owned by d; valid until the next
  * scan/check/exit/free call. */
 const struct rank_info *discovery_find(const struct discovery *d, uint32_t pid);
 
 /* Copy the counters into out. */
 void discovery_get_stats(const struct discovery *d, struct discovery_stats *out);
-
-/* Write into buf (len bytes) the path under which the agent opens `path` as
- * the process of ri sees it ("/usr/lib/libnccl.so.2" -> root + that path).
- * Returns the length, or -ENAMETOOLONG, -EINVAL for a relative path. */
-int discovery_host_path(const struct rank_info *ri, const char *path, char *buf, size_t len);
-
-/* Fill r (initialised here) from ri for Batch.resources. The string fields
- * point into ri: r is valid only while ri is, and must not be freed with
- * protobuf-c's free functions. */
-void discovery_fill_resource(const struct rank_info *ri, Argus__V1__Resource *r);
 
 #endif

@@ -12,6 +12,8 @@
 enum env_key {
     K_RANK, K_LOCAL_RANK, K_WORLD_SIZE, K_LOCAL_WORLD_SIZE, K_GROUP_RANK, K_SLURM_LOCALID,
     K_CVD, K_MASTER_ADDR, K_MASTER_PORT,
+    K_SLURM_PROCID, K_SLURM_NTASKS, K_SLURM_STEP_ID,
+    K_OMPI_RANK, K_OMPI_SIZE, K_OMPI_LOCAL_RANK, K_PMI_RANK, K_PMI_SIZE, K_MPI_LOCALRANKID,
     K_A_TP, K_A_DP, K_A_PP, K_A_EP, /* ARGUS_<dim>: coordinates, in enum dim order */
     K_A_TP_SIZE, K_A_DP_SIZE, K_A_PP_SIZE, K_A_EP_SIZE,
     K_TP_SIZE, K_DP_SIZE, K_PP_SIZE, K_EP_SIZE,
@@ -21,11 +23,34 @@ enum env_key {
 static const char *const env_names[K_FIXED] = {
     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "SLURM_LOCALID",
     "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT",
+    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
     "ARGUS_TP", "ARGUS_DP", "ARGUS_PP", "ARGUS_EP",
     "ARGUS_TP_SIZE", "ARGUS_DP_SIZE", "ARGUS_PP_SIZE", "ARGUS_EP_SIZE",
     "TP_SIZE", "DP_SIZE", "PP_SIZE", "EP_SIZE",
 };
 /* clang-format on */
+
+/* The launchers that give a rank without RANK, in order of precedence
+ * (environ.h), with their reasons for rejecting a process. */
+struct launcher {
+    enum env_key rank, world, local;
+    const char *name, *no_world, *bad_world, *bad_rank, *too_big;
+};
+
+static const struct launcher launchers[] = {
+    {K_SLURM_PROCID, K_SLURM_NTASKS, K_SLURM_LOCALID, "SLURM_PROCID",
+     "SLURM_PROCID without SLURM_NTASKS", "SLURM_NTASKS is not a number in 1..2^24",
+     "SLURM_PROCID is not a number", "SLURM_PROCID >= SLURM_NTASKS"},
+    {K_OMPI_RANK, K_OMPI_SIZE, K_OMPI_LOCAL_RANK, "OMPI_COMM_WORLD_RANK",
+     "OMPI_COMM_WORLD_RANK without OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_SIZE is not a number in 1..2^24", "OMPI_COMM_WORLD_RANK is not a number",
+     "OMPI_COMM_WORLD_RANK >= OMPI_COMM_WORLD_SIZE"},
+    {K_PMI_RANK, K_PMI_SIZE, K_MPI_LOCALRANKID, "PMI_RANK", "PMI_RANK without PMI_SIZE",
+     "PMI_SIZE is not a number in 1..2^24", "PMI_RANK is not a number", "PMI_RANK >= PMI_SIZE"},
+};
+#define NLAUNCHERS (sizeof(launchers) / sizeof(launchers[0]))
 
 enum dim { DIM_TP, DIM_DP, DIM_PP, DIM_EP, DIM_COUNT };
 
@@ -102,6 +127,21 @@ static bool is_loopback(const struct env_value *a)
     return a->len >= 4 && memcmp(a->s, "127.", 4) == 0;
 }
 
+/* Two srun steps of one allocation are two jobs: SLURM_JOB_ID gets the
+ * step, "JOBID.STEPID" as sacct writes it, when SLURM_STEP_ID is a number
+ * and the result fits. */
+static void job_add_slurm_step(const struct env_view *ev, const char *var, struct rank_info *out)
+{
+    const struct env_value *step = &ev->v[K_SLURM_STEP_ID];
+    uint32_t n;
+    size_t len = strlen(out->job);
+
+    if (strcmp(var, "SLURM_JOB_ID") != 0 || env_u32(step, &n) < 0 ||
+        len + 1 + step->len > DISCOVERY_JOB_MAX)
+        return;
+    snprintf(out->job + len, sizeof(out->job) - len, ".%u", n);
+}
+
 /* The job id; returns false (reason set) when the chosen value is unusable. */
 static bool pick_job(const struct env_view *ev, const struct environ_config *c,
                      struct rank_info *out)
@@ -120,6 +160,7 @@ static bool pick_job(const struct env_view *ev, const struct environ_config *c,
         memcpy(out->job, v->s, v->len);
         out->job[v->len] = '\0';
         snprintf(out->job_source, sizeof(out->job_source), "%s", c->job_vars[i]);
+        job_add_slurm_step(ev, c->job_vars[i], out);
         return true;
     }
     const struct env_value *addr = &ev->v[K_MASTER_ADDR], *port = &ev->v[K_MASTER_PORT];
@@ -144,6 +185,64 @@ static enum environ_result reject(struct rank_info *out, const char *why)
     return ENVIRON_REJECTED;
 }
 
+/* LOCAL_RANK is not set: the first launcher's local rank that is, else 0
+ * with DISCOVERY_LOCAL_RANK_UNKNOWN. */
+static uint32_t launcher_local_rank(const struct env_view *ev, struct rank_info *out)
+{
+    uint32_t local;
+
+    for (size_t i = 0; i < NLAUNCHERS; i++)
+        if (env_u32(&ev->v[launchers[i].local], &local) == 0)
+            return local;
+    out->flags |= DISCOVERY_LOCAL_RANK_UNKNOWN;
+    return 0;
+}
+
+/* Does the environment say the process belongs to a job (a world size, a
+ * rendezvous address, a job variable) without saying its rank? */
+static bool env_job_hint(const struct env_view *ev, const struct environ_config *c)
+{
+    if (ev->v[K_WORLD_SIZE].set || ev->v[K_MASTER_ADDR].set || ev->v[K_MASTER_PORT].set)
+        return true;
+    for (size_t i = 0; i < c->njob_vars; i++)
+        if (ev->v[K_FIXED + i].set && ev->v[K_FIXED + i].len > 0)
+            return true;
+    return false;
+}
+
+/* No RANK or LOCAL_RANK: the first launcher whose rank variable is set
+ * (srun only inside a step: a batch script has SLURM_PROCID too). */
+static enum environ_result pick_launcher_rank(const struct env_view *ev, struct rank_info *out)
+{
+    uint32_t rank, world, local;
+
+    for (size_t i = 0; i < NLAUNCHERS; i++) {
+        const struct launcher *l = &launchers[i];
+        int err;
+
+        if (!ev->v[l->rank].set || (l->rank == K_SLURM_PROCID && !ev->v[K_SLURM_STEP_ID].set))
+            continue;
+        err = env_u32(&ev->v[l->world], &world);
+        if (err == -ENOENT)
+            return reject(out, l->no_world);
+        if (err < 0 || world == 0 || world > DISCOVERY_WORLD_MAX)
+            return reject(out, l->bad_world);
+        if (env_u32(&ev->v[l->rank], &rank) < 0)
+            return reject(out, l->bad_rank);
+        if (rank >= world)
+            return reject(out, l->too_big);
+        local = launcher_local_rank(ev, out);
+        if (local >= world)
+            return reject(out, "local rank >= world size");
+        out->rank = rank, out->local_rank = local, out->world_size = world;
+        out->flags |= DISCOVERY_RANK_FROM_LAUNCHER;
+        snprintf(out->rank_source, sizeof(out->rank_source), "%s", l->name);
+        return ENVIRON_RANK;
+    }
+    out->reason = "no RANK or LOCAL_RANK";
+    return ENVIRON_NOT_CANDIDATE;
+}
+
 /* rank, local_rank, world_size. */
 static enum environ_result pick_rank(const struct env_view *ev, struct rank_info *out)
 {
@@ -153,10 +252,8 @@ static enum environ_result pick_rank(const struct env_view *ev, struct rank_info
     int lws_err = env_u32(&ev->v[K_LOCAL_WORLD_SIZE], &lws);
     int err = env_u32(&ev->v[K_WORLD_SIZE], &world);
 
-    if (rank_err == -ENOENT && local_err == -ENOENT) {
-        out->reason = "no RANK or LOCAL_RANK";
-        return ENVIRON_NOT_CANDIDATE;
-    }
+    if (rank_err == -ENOENT && local_err == -ENOENT)
+        return pick_launcher_rank(ev, out);
     if (err == -ENOENT)
         return reject(out, "RANK without WORLD_SIZE");
     if (err < 0 || world == 0 || world > DISCOVERY_WORLD_MAX)
@@ -179,10 +276,10 @@ static enum environ_result pick_rank(const struct env_view *ev, struct rank_info
     }
     if (rank >= world)
         return reject(out, "RANK >= WORLD_SIZE");
-    if (local_err == -ENOENT && env_u32(&ev->v[K_SLURM_LOCALID], &local) < 0) {
-        local = 0;
-        out->flags |= DISCOVERY_LOCAL_RANK_UNKNOWN;
-    }
+    snprintf(out->rank_source, sizeof(out->rank_source), "%s",
+             rank_err == 0 ? "RANK" : "LOCAL_RANK");
+    if (local_err == -ENOENT)
+        local = launcher_local_rank(ev, out);
     if (local >= world)
         return reject(out, "LOCAL_RANK >= WORLD_SIZE");
     out->rank = rank;
@@ -336,6 +433,9 @@ static void pick_gpu(const struct env_view *ev, struct rank_info *out)
     }
 }
 
+static enum environ_result environ_finish(const struct env_view *ev, const struct environ_config *c,
+                                          struct rank_info *out);
+
 enum environ_result environ_parse(const char *buf, size_t len, const struct environ_config *c,
                                   struct rank_info *out)
 {
@@ -345,14 +445,45 @@ enum environ_result environ_parse(const char *buf, size_t len, const struct envi
     out->gpu = -1;
     env_split(buf, len, c, &ev);
     enum environ_result r = pick_rank(&ev, out);
+    if (r == ENVIRON_NOT_CANDIDATE && env_job_hint(&ev, c))
+        out->flags |= DISCOVERY_JOB_HINT;
     if (r != ENVIRON_RANK)
         return r;
-    if (!pick_job(&ev, c, out))
+    return environ_finish(&ev, c, out);
+}
+
+/* Job, groups, GPU and node of a rank whose rank is known. */
+static enum environ_result environ_finish(const struct env_view *ev, const struct environ_config *c,
+                                          struct rank_info *out)
+{
+    if (!pick_job(ev, c, out))
         return ENVIRON_REJECTED;
-    pick_groups(&ev, out);
-    pick_gpu(&ev, out);
+    pick_groups(ev, out);
+    pick_gpu(ev, out);
     snprintf(out->node, sizeof(out->node), "%s", c->node);
     return ENVIRON_RANK;
+}
+
+enum environ_result environ_parse_comm(const char *buf, size_t len, const struct environ_config *c,
+                                       uint32_t rank, uint32_t world, struct rank_info *out)
+{
+    struct env_view ev;
+    uint32_t local;
+
+    memset(out, 0, sizeof(*out));
+    out->gpu = -1;
+    env_split(buf, len, c, &ev);
+    if (world == 0 || world > DISCOVERY_WORLD_MAX || rank >= world)
+        return reject(out, "communicator rank or size out of range");
+    out->rank = rank, out->world_size = world;
+    out->flags |= DISCOVERY_RANK_FROM_COMM;
+    snprintf(out->rank_source, sizeof(out->rank_source), "communicator");
+    if (env_u32(&ev.v[K_LOCAL_RANK], &local) < 0)
+        local = launcher_local_rank(&ev, out);
+    if (out->flags & DISCOVERY_LOCAL_RANK_UNKNOWN)
+        local = rank; /* torch.multiprocessing.spawn: one node, rank = local rank */
+    out->local_rank = local < world ? local : 0;
+    return environ_finish(&ev, c, out);
 }
 
 int environ_split_list(const char *text, char *slots, size_t slot_len, size_t max, size_t *count)

@@ -5,7 +5,18 @@
  * the process fields and applies the filters.
  *
  * A process is a rank candidate when its environment has RANK (or
- * LOCAL_RANK, see below) and WORLD_SIZE.
+ * LOCAL_RANK, see below) and WORLD_SIZE (torchrun, torchelastic, a plain
+ * `python train.py` with the variables at exec), or else a launcher's
+ * rank and size, the first set of: SLURM_PROCID + SLURM_NTASKS (srun;
+ * only with SLURM_STEP_ID, since a batch script has SLURM_PROCID too),
+ * OMPI_COMM_WORLD_RANK + OMPI_COMM_WORLD_SIZE (Open MPI's mpirun),
+ * PMI_RANK + PMI_SIZE (MPICH/Intel MPI hydra). A rank from a launcher's
+ * variables has DISCOVERY_RANK_FROM_LAUNCHER; rank_info.rank_source names
+ * the variable. A process with none of them whose environment still says
+ * it belongs to a job (WORLD_SIZE, MASTER_ADDR, MASTER_PORT or a job
+ * variable) has DISCOVERY_JOB_HINT: its rank may come from the
+ * communicator it creates (environ_parse_comm: torch.multiprocessing.spawn
+ * sets RANK in the child's os.environ, which /proc/PID/environ never shows).
  *
  * Environment values are hostile: numbers are plain decimal digits (at most
  * 10, no sign, no spaces), values have bounded lengths, rank < world_size.
@@ -14,7 +25,8 @@
  *
  * Job id: the first variable of job_vars (default DISCOVERY_DEFAULT_JOB_VARS)
  * that is set and not empty; TORCHELASTIC_RUN_ID="none" (torchrun's default
- * without --rdzv-id, shared by unrelated jobs) counts as unset. The value must
+ * without --rdzv-id, shared by unrelated jobs) counts as unset; SLURM_JOB_ID
+ * gets ".SLURM_STEP_ID" when that is set (two srun steps are two jobs). The value must
  * be printable ASCII and at most DISCOVERY_JOB_MAX bytes, else the process is
  * not a rank (no silent fallback that could merge jobs). With none of them:
  * "torch-MASTER_ADDR:MASTER_PORT" (every rank of an env:// job shares both;
@@ -25,8 +37,8 @@
  * Global rank: RANK; without it, GROUP_RANK * LOCAL_WORLD_SIZE + LOCAL_RANK
  * when both are set, else LOCAL_RANK when the job is on one node
  * (LOCAL_WORLD_SIZE unset or equal to WORLD_SIZE), else not a rank.
- * Local rank: LOCAL_RANK, else SLURM_LOCALID, else 0 with
- * DISCOVERY_LOCAL_RANK_UNKNOWN.
+ * Local rank: LOCAL_RANK, else SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK,
+ * MPI_LOCALRANKID, else 0 with DISCOVERY_LOCAL_RANK_UNKNOWN.
  *
  * Parallel groups (Megatron convention, tp fastest, then dp, then pp):
  *     rank = (pp * dp_size + dp) * tp_size + tp,   ep = dp % ep_size
@@ -57,7 +69,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DISCOVERY_DEFAULT_JOB_VARS "ARGUS_JOB,TORCHELASTIC_RUN_ID,SLURM_JOB_ID"
+#define DISCOVERY_DEFAULT_JOB_VARS "ARGUS_JOB,TORCHELASTIC_RUN_ID,SLURM_JOB_ID,PMIX_NAMESPACE"
 
 #define DISCOVERY_JOB_MAX 128         /* bytes of a job id, without the NUL */
 #define DISCOVERY_NODE_MAX 256        /* bytes of a node name, with the NUL */
@@ -69,13 +81,15 @@
 #define DISCOVERY_WORLD_MAX 16777216u /* largest WORLD_SIZE accepted */
 
 /* Options of discovery: the parser uses node and job_vars, the process
- * table (discovery.h) all four. */
+ * table (discovery.h) all of them. */
 struct discovery_options {
     const char *proc_root; /* "/proc" when NULL; tests point it at a fake tree */
     const char *node;      /* node name from the agent config; NULL/"": hostname */
     const char *job_vars;  /* comma-separated, in order; NULL: DISCOVERY_DEFAULT_JOB_VARS */
     const char
-        *deny_comms; /* comma-separated comm/exe names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
+        *deny_comms;   /* comma-separated comm/exe names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
+    const char *watch; /* comma-separated comm/exe name prefixes watched for a communicator
+                        * without job variables; NULL: DISCOVERY_DEFAULT_WATCH, "": none */
 };
 
 enum discovery_flags {
@@ -86,6 +100,9 @@ enum discovery_flags {
     DISCOVERY_GROUPS_DROPPED = 1u << 4,     /* group variables unusable: sizes 0 */
     DISCOVERY_GPU_UNKNOWN = 1u << 5,        /* CUDA_VISIBLE_DEVICES unusable: gpu -1 */
     DISCOVERY_ENVIRON_TRUNCATED = 1u << 6,  /* environ longer than DISCOVERY_ENVIRON_MAX */
+    DISCOVERY_RANK_FROM_LAUNCHER = 1u << 7, /* rank from SLURM/Open MPI/PMI variables */
+    DISCOVERY_RANK_FROM_COMM = 1u << 8,     /* rank and size from a communicator's creation */
+    DISCOVERY_JOB_HINT = 1u << 9,           /* not a candidate, but in a job (see above) */
 };
 
 /* One rank (or, when discovery_parse_environ returns 0, the reason it is
@@ -97,7 +114,9 @@ struct rank_info {
     uint32_t ppid;
     uint64_t start_time; /* /proc/PID/stat field 22, clock ticks since boot */
     char job[DISCOVERY_JOB_MAX + 1];
-    char job_source[32]; /* variable the job came from, "MASTER_ADDR" or "default" */
+    char job_source[32];  /* variable the job came from, "MASTER_ADDR" or "default" (the
+                           * process table: an ancestor's variable, or "parent") */
+    char rank_source[32]; /* "RANK", "LOCAL_RANK", a launcher's variable, "communicator" */
     uint32_t rank, local_rank, world_size;
     uint32_t dp, tp, pp, ep;
     uint32_t dp_size, tp_size, pp_size, ep_size; /* 0 = unknown */
@@ -154,5 +173,15 @@ enum environ_result {
  * rank variables from a rejected one. buf may be NULL only with len 0. */
 enum environ_result environ_parse(const char *buf, size_t len, const struct environ_config *c,
                                   struct rank_info *out);
+
+/* A process whose communicator creation said rank of world (the
+ * collectives probe: c10d::ProcessGroup's constructor, ncclCommInitRank):
+ * the rank from those, the rest (job, local rank, groups, GPU) from its
+ * environment as environ_parse does. Local rank unknown: the rank (one node,
+ * as torch.multiprocessing.spawn), with DISCOVERY_LOCAL_RANK_UNKNOWN.
+ * Returns ENVIRON_RANK, or ENVIRON_REJECTED (rank >= world, world 0 or over
+ * DISCOVERY_WORLD_MAX, a bad job variable) with out->reason. */
+enum environ_result environ_parse_comm(const char *buf, size_t len, const struct environ_config *c,
+                                       uint32_t rank, uint32_t world, struct rank_info *out);
 
 #endif

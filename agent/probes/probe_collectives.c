@@ -13,16 +13,18 @@
 
 /* How a function's arguments are laid out (index into argus_call_record.args). */
 enum layout {
-    LAYOUT_NONE,    /* ncclGroupStart(void) */
-    LAYOUT_COLL_OP, /* send, recv, count, dtype, op, comm, stream */
-    LAYOUT_COLL,    /* send, recv, count, dtype, comm, stream */
-    LAYOUT_BCAST,   /* send, recv, count, dtype, root, comm, stream */
-    LAYOUT_REDUCE,  /* send, recv, count, dtype, op, root, comm, stream */
-    LAYOUT_P2P,     /* buf, count, dtype, peer, comm, stream */
-    LAYOUT_C10D,    /* sret, this, ...: the intrusive_ptr<Work> result is returned through a
-                     * hidden pointer in the first register, so `this` is the second */
-    LAYOUT_WAIT,    /* c10d::Work::wait(this, timeout): ends the caller's last c10d call */
-    LAYOUT_TAG,     /* ProcessGroupGloo::nextTag(this): returns collectiveCounter_++ */
+    LAYOUT_NONE,      /* ncclGroupStart(void) */
+    LAYOUT_COLL_OP,   /* send, recv, count, dtype, op, comm, stream */
+    LAYOUT_COLL,      /* send, recv, count, dtype, comm, stream */
+    LAYOUT_BCAST,     /* send, recv, count, dtype, root, comm, stream */
+    LAYOUT_REDUCE,    /* send, recv, count, dtype, op, root, comm, stream */
+    LAYOUT_P2P,       /* buf, count, dtype, peer, comm, stream */
+    LAYOUT_C10D,      /* sret, this, ...: the intrusive_ptr<Work> result is returned through a
+                       * hidden pointer in the first register, so `this` is the second */
+    LAYOUT_WAIT,      /* c10d::Work::wait(this, timeout): ends the caller's last c10d call */
+    LAYOUT_INIT_PG,   /* c10d::ProcessGroup/Backend(this, rank, size): a process group is made */
+    LAYOUT_INIT_NCCL, /* ncclCommInitRank(comm *, nranks, id (128 bytes: on the stack), rank) */
+    LAYOUT_TAG,       /* ProcessGroupGloo::nextTag(this): returns collectiveCounter_++ */
 };
 
 struct coll_func {
@@ -76,6 +78,11 @@ static const struct coll_func coll_funcs[] = {
     PGNCCL(4, recv),
     {"_ZN4c10d4Work4waitE*", "c10d::Work::wait", LAYOUT_WAIT},
     {"_ZN4c10d16ProcessGroupGloo7nextTagEv", "c10d::ProcessGroupGloo::nextTag", LAYOUT_TAG},
+    /* communicator creation: the rank of a process whose environment lacks it */
+    {"_ZN4c10d12ProcessGroupC2Eii", "c10d::ProcessGroup::ProcessGroup", LAYOUT_INIT_PG},
+    {"_ZN4c10d7BackendC2Eii", "c10d::Backend::Backend", LAYOUT_INIT_PG},
+    {"ncclCommInitRank", "ncclCommInitRank", LAYOUT_INIT_NCCL},
+    {"ncclCommInitRankConfig", "ncclCommInitRankConfig", LAYOUT_INIT_NCCL},
 };
 #define NFUNCS (sizeof(coll_funcs) / sizeof(coll_funcs[0]))
 
@@ -95,10 +102,11 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     const struct coll_func *f;
     /* index of count, dtype, comm, stream per layout; -1 = absent */
     static const int8_t at[][4] = {
-        [LAYOUT_NONE] = {-1, -1, -1, -1}, [LAYOUT_COLL_OP] = {2, 3, 5, 6},
-        [LAYOUT_COLL] = {2, 3, 4, 5},     [LAYOUT_BCAST] = {2, 3, 5, 6},
-        [LAYOUT_REDUCE] = {2, 3, 6, 7},   [LAYOUT_P2P] = {1, 2, 4, 5},
-        [LAYOUT_C10D] = {-1, -1, 1, -1},  [LAYOUT_WAIT] = {-1, -1, -1, -1},
+        [LAYOUT_NONE] = {-1, -1, -1, -1},   [LAYOUT_COLL_OP] = {2, 3, 5, 6},
+        [LAYOUT_COLL] = {2, 3, 4, 5},       [LAYOUT_BCAST] = {2, 3, 5, 6},
+        [LAYOUT_REDUCE] = {2, 3, 6, 7},     [LAYOUT_P2P] = {1, 2, 4, 5},
+        [LAYOUT_C10D] = {-1, -1, 1, -1},    [LAYOUT_WAIT] = {-1, -1, -1, -1},
+        [LAYOUT_INIT_PG] = {-1, -1, 0, -1}, [LAYOUT_INIT_NCCL] = {-1, -1, 0, -1},
         [LAYOUT_TAG] = {-1, -1, 0, -1},
     };
     const int8_t *ix;
@@ -120,6 +128,11 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     out->wait = f->layout == LAYOUT_WAIT;
     out->tag = f->layout == LAYOUT_TAG;
     out->lib_seq = out->tag ? (int64_t)(uint32_t)r->ret : -1;
+    out->init = f->layout == LAYOUT_INIT_PG || f->layout == LAYOUT_INIT_NCCL;
+    if (f->layout == LAYOUT_INIT_PG)
+        out->init_rank = (uint32_t)r->args[1], out->init_size = (uint32_t)r->args[2];
+    if (f->layout == LAYOUT_INIT_NCCL)
+        out->init_rank = (uint32_t)r->args[2], out->init_size = (uint32_t)r->args[1];
     return 0;
 }
 
@@ -156,7 +169,7 @@ struct collectives {
     struct seq_entry *seqs;
     size_t nseqs;
     bool announced[NFUNCS];
-    uint64_t decode_errors, waits_matched, tick;
+    uint64_t decode_errors, waits_matched, inits, tick;
     struct coll_held held[COLL_HELD_MAX];
     size_t nheld;
     struct coll_tag tags[COLL_TAGS_MAX];
@@ -281,6 +294,13 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
         c->decode_errors++;
         return 0;
     }
+    if (call.init) { /* not a collective: a process learns its rank */
+        c->inits++;
+        if (c->cfg.on_comm_init)
+            c->cfg.on_comm_init(c->cfg.on_call_ctx, r->pid, call.init_rank, call.init_size,
+                                call.name);
+        return 0;
+    }
     if (call.tag) { /* not a collective: numbers the c10d call around it */
         coll_keep_tag(c, r, &call);
         return 0;
@@ -388,6 +408,7 @@ static size_t coll_metrics(void *state, char *buf, size_t len)
 
     n += probe_metric(buf + n, len - n, "collectives", "waits_matched_total", c->waits_matched);
     n += probe_metric(buf + n, len - n, "collectives", "tags_matched_total", c->tags_matched);
+    n += probe_metric(buf + n, len - n, "collectives", "communicator_inits_total", c->inits);
     return n +
            probe_metric(buf + n, len - n, "collectives", "decode_errors_total", c->decode_errors);
 }

@@ -5,13 +5,18 @@
  * asynchronous), a per-(pid, communicator) sequence number, and bytes where
  * the arguments give them (NCCL: count * dtype size; c10d: 0). c10d::Work::wait
  * is probed too: it gives no event, only the host end of a synchronous c10d
- * collective to the on_call observer. So is c10d::ProcessGroupGloo::nextTag,
- * which every gloo collective calls (through the PLT) for its tag: it returns
- * the group's own collective counter, the same number on every rank for the
- * same collective whenever the agent attached. It gives no event either: the
- * c10d call around it on the same thread carries it as its sequence number
- * (lib_seq); other calls are numbered per (pid, communicator) from the first
- * one the probe saw. */
+ * collective to the on_call observer. So is the creation of a communicator
+ * (c10d::ProcessGroup and c10d::Backend constructors, ncclCommInitRank,
+ * ncclCommInitRankConfig): no event either, the rank and size to the
+ * on_comm_init observer, for discovery of ranks whose environment lacks
+ * them (torch.multiprocessing.spawn). Processes the agent watches for that
+ * are tracked like ranks (track()), so that their libraries are found.
+ * And c10d::ProcessGroupGloo::nextTag, which every gloo collective calls
+ * (through the PLT) for its tag: it returns the group's own collective
+ * counter, the same number on every rank for the same collective whenever
+ * the agent attached. It gives no event either: the c10d call around it on
+ * the same thread carries it as its sequence number (lib_seq); other calls
+ * are numbered per (pid, communicator) from the first one the probe saw. */
 #ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
 #define ARGUS_AGENT_PROBE_COLLECTIVES_H
 
@@ -36,6 +41,10 @@ struct probe_collectives_config {
     void (*on_call)(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
                     const struct probe_collectives_call *call);
     void *on_call_ctx;
+    /* Optional: a process created a communicator (rank of size), on the
+     * dispatching thread, with on_call_ctx. name is static. Every creation
+     * is reported: the world group's comes first (torch makes it first). */
+    void (*on_comm_init)(void *ctx, uint32_t pid, uint32_t rank, uint32_t size, const char *name);
 };
 
 /* One decoded call. name points to a static string. */
@@ -50,7 +59,9 @@ struct probe_collectives_call {
     int64_t ret;
     bool c10d; /* a c10d process-group call (asynchronous: see wait) */
     bool wait; /* c10d::Work::wait: no collective itself, it ends the last c10d call */
-    bool tag;  /* ProcessGroupGloo::nextTag: no collective itself; ret is the group's counter */
+    bool init; /* a communicator's creation: no collective, init_rank of init_size */
+    uint32_t init_rank, init_size;
+    bool tag; /* ProcessGroupGloo::nextTag: no collective itself; ret is the group's counter */
     /* The library's own sequence number of this call in its group (gloo's
      * tag), -1 when the library gave none (NCCL, gloo send/recv). */
     int64_t lib_seq;

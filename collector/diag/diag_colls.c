@@ -210,7 +210,15 @@ int diag_colls_run(struct diag_colls *l, const struct diag_frame *f, uint32_t ca
     if (err)
         return err;
     table_build(l, f);
-    estimate_offsets(l, f);
+    if (!l->frozen) {
+        estimate_offsets(l, f);
+        match_colls(l, f);
+        return 0;
+    }
+    memcpy(l->prev, l->offset, l->cap * sizeof(double));
+    for (int i = 0; i < 3 && f->n_colls; i++)
+        offsets_round(l, f);
     match_colls(l, f);
+    memcpy(l->offset, l->prev, l->cap * sizeof(double));
     return 0;
 }

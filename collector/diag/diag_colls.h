@@ -32,6 +32,7 @@ struct diag_colls {
     double *transfer;      /* cap * DIAG_MAX_COLL_NAMES, ns per call */
     uint32_t *calls;       /* cap * DIAG_MAX_COLL_NAMES */
     double *resid, *resid_w, *prev;
+    bool frozen; /* analyse without learning: offsets are restored after the run */
     struct diag_colls_entry *table;
     uint32_t *slot_of;
     size_t table_cap, slot_cap;
@@ -42,7 +43,9 @@ void diag_colls_init(struct diag_colls *c, double alpha);
 void diag_colls_free(struct diag_colls *c);
 
 /* Match the calls of closed frame f (ranks < cap), update the offsets and
- * fill late, wait, transfer and calls. Returns 0 or -ENOMEM.
+ * fill late, wait, transfer and calls (frozen: the offsets are refined for
+ * this frame only and restored; an amended old step teaches nothing).
+ * Returns 0 or -ENOMEM.
  * O(calls + cap). */
 int diag_colls_run(struct diag_colls *c, const struct diag_frame *f, uint32_t cap);
 

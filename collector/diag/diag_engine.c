@@ -8,72 +8,28 @@
 #include <string.h>
 #include <time.h>
 
+#include "collector/diag/diag_engine_impl.h"
 #include "collector/diag/diag_evidence.h"
-#include "collector/diag/diag_frame.h"
-#include "collector/diag/diag_groups.h"
-#include "collector/diag/diag_persist.h"
 #include "collector/diag/diag_pipeline.h"
-#include "collector/diag/diag_steps.h"
-
-#define SPIKE_RING 8
-
-struct rank_info {
-    char *node;
-    int32_t gpu;
-    uint32_t missing; /* consecutive closed steps without its record */
-    bool silent;      /* reported silent, not back yet */
-};
-
-struct step_note { /* what a closed step said, for L1 spike attribution */
-    uint64_t step;
-    uint32_t late_rank;
-    double late_ns;
-    bool compute;
-};
-
-struct diag_engine {
-    struct diag_options o;
-    char *job;
-    uint32_t cap; /* ranks [0, cap) have room */
-    struct rank_info *ri;
-    struct diag_coord *coords;
-    uint32_t n_present, n_silent;
-    uint32_t world_size; /* largest Resource.world_size: ranks [0, it) exist */
-    uint32_t world_hint; /* world size being reserved for */
-    bool learned;        /* the rank set is known: world_size, or one step timed out */
-    bool groups_dirty;
-    struct diag_groups groups;  /* work groups: (pp, tp) */
-    struct diag_groups xgroups; /* expert groups: (pp, ep) */
-    struct diag_dict dict;
-    struct diag_steps win; /* open steps */
-    struct diag_flag *flags;
-    struct diag_l1 l1;
-    struct diag_l2 l2;
-    struct diag_l3 l3;
-    struct diag_persist persist;
-    struct step_note notes[SPIKE_RING];
-    uint64_t last_skew_step;
-    bool skew_reported;
-    Argus__V1__Report **reports;
-    size_t n_reports;
-    uint64_t report_seq;
-    struct diag_engine_stats st;
-};
 
 static void options_defaults(struct diag_options *o)
 {
     if (!o->step_timeout_ns)
-        o->step_timeout_ns = 30ULL * 1000000000ULL;
-    if (o->max_open_steps < 2 || o->max_open_steps > 64)
-        o->max_open_steps = 8;
+        o->step_timeout_ns = 10ULL * 1000000000ULL;
+    if (!o->stream_hold_ns)
+        o->stream_hold_ns = 10ULL * 1000000000ULL;
+    if (!o->silence_ns)
+        o->silence_ns = 30ULL * 1000000000ULL;
+    if (!o->max_open_bytes)
+        o->max_open_bytes = 256ULL << 20;
+    if (!o->late_horizon)
+        o->late_horizon = 40;
     if (!o->max_ranks)
         o->max_ranks = 65536;
     if (!o->window || o->window > 64)
         o->window = 40;
     if (!o->min_hits || o->min_hits > o->window)
         o->min_hits = o->window * 3 / 5;
-    if (!o->silent_steps)
-        o->silent_steps = 3;
     if (!o->report_every)
         o->report_every = o->window;
     if (!o->skew_min_ranks)
@@ -95,7 +51,10 @@ struct diag_engine *diag_engine_new(const struct diag_options *o)
     options_defaults(&e->o);
     e->job = e->o.job ? strdup(e->o.job) : NULL;
     e->o.job = NULL;
-    if ((o && o->job && !e->job) || diag_steps_init(&e->win, e->o.max_open_steps)) {
+    diag_watermark_init(&e->wm, e->o.stream_hold_ns);
+    if ((o && o->job && !e->job) ||
+        diag_steps_init(&e->win, e->o.max_open_bytes, e->o.late_horizon) ||
+        diag_watermark_stream(&e->wm, "") != 0) {
         diag_engine_free(e);
         return NULL;
     }
@@ -117,6 +76,7 @@ void diag_engine_free(struct diag_engine *e)
     diag_groups_free(&e->groups);
     diag_groups_free(&e->xgroups);
     diag_steps_free(&e->win);
+    diag_watermark_free(&e->wm);
     free(e->flags);
     diag_l2_free(&e->l2);
     diag_l3_free(&e->l3);
@@ -154,7 +114,7 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
     if (!fl)
         return -ENOMEM;
     e->flags = fl;
-    if (diag_steps_reserve(&e->win, cap))
+    if (diag_steps_reserve(&e->win, cap) || diag_watermark_reserve(&e->wm, cap))
         return -ENOMEM;
     if (diag_persist_reserve(&e->persist, cap))
         return -ENOMEM;
@@ -203,15 +163,16 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
     ri->node = node;
     ri->gpu = r->gpu;
     if (r->world_size > e->world_size && r->world_size <= e->o.max_ranks) {
-        /* Every rank of the world exists: one that never reports is silent. */
+        /* Every rank of the world exists: a step waits for the ones not
+         * seen yet during the start-up grace (diag_watermark.h). */
         e->world_hint = r->world_size;
         err = reserve_rank(e, r->world_size - 1);
         if (err)
             return err;
         e->world_size = r->world_size;
+        e->wm.world = r->world_size;
         for (uint32_t i = 0; i < e->world_size; i++)
             mark_present(e, i);
-        e->learned = true;
     }
     struct diag_coord *c = &e->coords[r->rank];
     mark_present(e, r->rank);
@@ -268,7 +229,7 @@ static const char *group_label_of(const struct diag_groups *gs, uint32_t rank)
     return g == DIAG_GROUP_NONE ? "" : gs->label[g];
 }
 
-static const char *group_label(const struct diag_engine *e, uint32_t rank)
+const char *diag_engine_group_label(const struct diag_engine *e, uint32_t rank)
 {
     return group_label_of(&e->groups, rank);
 }
@@ -299,9 +260,9 @@ static int add_job_suspect(struct diag_engine *e, Argus__V1__Report *rep, Argus_
 
 /* Rank suspects that persisted: new ones always, all firing ones when a
  * periodic report is due. Resolved ones stop firing. */
-static int persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep)
+int diag_engine_persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep, bool on_close)
 {
-    bool periodic = (e->st.steps_closed + 1) % e->o.report_every == 0;
+    bool periodic = on_close && (e->st.steps_closed + 1) % e->o.report_every == 0;
     int err = 0;
 
     for (uint32_t r = 0; r < e->cap && !err; r++) {
@@ -316,38 +277,6 @@ static int persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep)
             if (e->persist.firing[i] && (!was || periodic))
                 err = add_rank_suspect(e, rep, r, c);
         }
-    }
-    return err;
-}
-
-static int silent_suspects(struct diag_engine *e, const struct diag_frame *f,
-                           Argus__V1__Report *rep)
-{
-    char ev[160];
-    int err = 0;
-
-    for (uint32_t r = 0; r < e->cap && !err; r++) {
-        struct rank_info *ri = &e->ri[r];
-        if (!e->coords[r].present)
-            continue;
-        if (f->ranks[r].present) {
-            if (ri->silent)
-                e->n_silent--;
-            ri->missing = 0;
-            ri->silent = false;
-            continue;
-        }
-        if (++ri->missing < e->o.silent_steps || ri->silent)
-            continue;
-        ri->silent = true;
-        e->n_silent++;
-        snprintf(ev, sizeof(ev), "no step record for %u closed steps (through step %" PRIu64 ")",
-                 ri->missing, f->step);
-        Argus__V1__Suspect *s =
-            diag_suspect_new(r, ri->node, ri->gpu, group_label(e, r),
-                             ARGUS__V1__LEVEL__LEVEL_SILENT, ARGUS__V1__CAUSE__CAUSE_SILENT,
-                             "step records", ri->missing, ri->missing, e->o.window, ev);
-        err = s ? diag_report_add(rep, s) : -ENOMEM;
     }
     return err;
 }
@@ -392,7 +321,7 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->cap ? e->ri[rank].node : "", rank < e->cap ? e->ri[rank].gpu : -1,
-        rank < e->cap ? group_label(e, rank) : "", ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
+        rank < e->cap ? diag_engine_group_label(e, rank) : "", ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
         compute ? ARGUS__V1__CAUSE__CAUSE_COMPUTE : ARGUS__V1__CAUSE__CAUSE_HOST, "step time",
         ev->spike_peak_ns / ev->spike_median_ns, hits, e->o.window, text);
     return s ? diag_report_add(rep, s) : -ENOMEM;
@@ -467,8 +396,7 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     diag_persist_step(&e->persist, e->flags, e->cap);
     job_series(f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);
-    err = silent_suspects(e, f, rep);
-    err = err ? err : persisted_suspects(e, rep);
+    err = diag_engine_persisted_suspects(e, rep, true);
     err = err ? err : skew_suspect(e, f, rep);
     if (!err && ev.spike)
         err = spike_suspect(e, &ev, rep);
@@ -477,33 +405,51 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     return err;
 }
 
-static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns, bool timed_out)
+int diag_engine_build_groups(struct diag_engine *e)
 {
-    uint64_t t0 = cpu_ns();
     int err = 0;
 
     if (e->groups_dirty) {
         err = diag_groups_build(&e->groups, e->coords, e->cap, DIAG_GROUP_WORK);
         err = err ? err : diag_groups_build(&e->xgroups, e->coords, e->cap, DIAG_GROUP_EXPERT);
-        if (err)
-            return err;
-        e->groups_dirty = false;
+        e->groups_dirty = err != 0;
     }
+    return err;
+}
+
+/* Queue rep when it has suspects (from_step..to_step), else free it. */
+int diag_engine_finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t to_step)
+{
+    if (!rep->n_suspects) {
+        diag_report_free(rep);
+        return 0;
+    }
+    rep->from_step = to_step + 1 > e->o.window ? to_step + 1 - e->o.window : 0;
+    rep->to_step = to_step;
+    int err = diag_report_summarize(rep);
+    e->report_seq++;
+    return err ? (diag_report_free(rep), err) : push_report(e, rep);
+}
+
+static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns,
+                       enum diag_close_reason why)
+{
+    uint64_t t0 = cpu_ns();
+    int err = diag_engine_build_groups(e);
+
+    if (err)
+        return err;
     Argus__V1__Report *rep = diag_report_new(e->job, now_ns, e->report_seq + 1);
     if (!rep)
         return -ENOMEM;
     err = analyse(e, f, rep);
     e->st.steps_closed++;
-    e->st.steps_timed_out += timed_out;
-    if (!err && rep->n_suspects) {
-        rep->from_step = f->step + 1 > e->o.window ? f->step + 1 - e->o.window : 0;
-        rep->to_step = f->step;
-        err = diag_report_summarize(rep);
-        e->report_seq++;
-        err = err ? (diag_report_free(rep), err) : push_report(e, rep);
-    } else {
+    e->st.steps_closed_by[why]++;
+    e->st.steps_timed_out += why == DIAG_CLOSE_TIMEOUT || why == DIAG_CLOSE_BUDGET;
+    if (err)
         diag_report_free(rep);
-    }
+    else
+        err = diag_engine_finish_report(e, rep, f->step);
     uint64_t dt = cpu_ns() - t0;
     e->st.close_ns_total += dt;
     if (dt > e->st.close_ns_max)
@@ -511,27 +457,51 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
     return err;
 }
 
-/* Close the oldest open steps that are complete or timed out, and those
- * before force_upto. Returns the number closed or -errno. */
-static int close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto)
+static int close_one(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns,
+                     enum diag_close_reason why)
 {
+    uint64_t seq = e->st.steps_closed;
+    int err = close_frame(e, f, now_ns, why);
+
+    diag_steps_closed(&e->win, f, seq);
+    return err;
+}
+
+/* Close the oldest open steps that are ready (diag_steps_ready) and those
+ * before force_upto. Returns the number closed or -errno. */
+int diag_engine_close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto,
+                            enum diag_close_reason force_reason)
+{
+    enum diag_close_reason why;
     struct diag_frame *f;
-    bool complete;
     int closed = 0;
 
     for (;;) {
-        uint32_t expect = e->learned ? e->n_present - e->n_silent : 0;
-        f = diag_steps_ready(&e->win, now_ns, expect, e->o.step_timeout_ns, force_upto, &complete);
+        uint32_t expect = e->wm.live == UINT32_MAX ? 0 : e->wm.live;
+        f = diag_steps_ready(&e->win, now_ns, expect, e->wm.mark, e->o.step_timeout_ns, force_upto,
+                             force_reason, &why);
         if (!f)
             break;
-        int err = close_frame(e, f, now_ns, !complete);
-        diag_steps_closed(&e->win, f);
+        int err = close_one(e, f, now_ns, why);
         if (err)
             return err;
-        e->learned = true; /* after one full timeout, the ranks that exist reported */
         closed++;
     }
     return closed;
+}
+
+/* The slot of step, closing the oldest open steps while there is no room. */
+static int slot_for(struct diag_engine *e, uint64_t step, uint64_t now_ns, struct diag_frame **f)
+{
+    int slot;
+
+    while ((slot = diag_steps_slot(&e->win, step, now_ns, f)) == DIAG_SLOT_FULL) {
+        struct diag_frame *old = diag_steps_oldest(&e->win);
+        int err = old ? close_one(e, old, now_ns, DIAG_CLOSE_BUDGET) : -ENOSPC;
+        if (err)
+            return err;
+    }
+    return slot;
 }
 
 int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, uint64_t now_ns)
@@ -547,16 +517,20 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
         return err;
     }
     mark_present(e, s->rank);
-    int slot = diag_steps_slot(&e->win, s->step, now_ns, &f);
-    if (slot == 2) { /* too far ahead: close the oldest steps to make room */
-        err = close_ready(e, now_ns, s->step - e->win.n + 1);
-        if (err < 0)
-            return err;
-        slot = diag_steps_slot(&e->win, s->step, now_ns, &f);
-    }
-    if (slot != 0) {
-        e->st.late++;
-        return 1;
+    bool first = diag_watermark_record(&e->wm, e->stream, s->rank, s->step, now_ns);
+    if (first && !e->in_batch &&
+        (!e->wm.world || s->rank >= e->wm.world || e->wm.seen >= e->wm.world))
+        diag_watermark_update(&e->wm, now_ns); /* the rank set may be complete */
+    int slot = slot_for(e, s->step, now_ns, &f);
+    if (slot < 0)
+        return slot;
+    if (slot == DIAG_SLOT_LATE) {
+        err = diag_engine_add_late(e, f, s);
+        if (err >= 0 && !e->in_batch) {
+            int a = diag_engine_amend_pending(e, now_ns);
+            err = a < 0 ? a : err;
+        }
+        return err;
     }
     err = diag_frame_add_record(f, &e->dict, s);
     if (err < 0)
@@ -566,18 +540,8 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
         return 1;
     }
     e->st.records++;
-    err = close_ready(e, now_ns, DIAG_STEPS_NO_FORCE);
+    err = diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
     return err < 0 ? err : 0;
-}
-
-int diag_engine_tick(struct diag_engine *e, uint64_t now_ns)
-{
-    return close_ready(e, now_ns, DIAG_STEPS_NO_FORCE);
-}
-
-int diag_engine_flush(struct diag_engine *e, uint64_t now_ns)
-{
-    return close_ready(e, now_ns, UINT64_MAX);
 }
 
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)
@@ -588,12 +552,6 @@ size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)
     e->reports = NULL;
     e->n_reports = 0;
     return n;
-}
-
-void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out)
-{
-    *out = e->st;
-    out->names_overflow = e->dict.overflow;
 }
 
 double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank)

@@ -10,16 +10,22 @@
  * the M-of-N persistence, diag_evidence.h and diag_report.h the output.
  *
  * The collector's online straggler diagnosis for one job (DESIGN.md
- * section 7): feed step records in any order across ranks; a step closes when
- * every known rank reported it or a timeout after its first record passed (a
- * silent rank is a finding); each closed step runs L1 (iteration time), L2
+ * section 7): feed step records in any order across ranks, batch by batch
+ * with the agent stream and the collector's receive time; a step closes by
+ * event time (diag_steps.h: complete, watermark of diag_watermark.h,
+ * timeout, memory budget); records of closed steps amend them within a
+ * horizon (diag_amend.h); silence is wall-clock time per stream
+ * (diag_silence.h); each closed step runs L1 (iteration time), L2
  * (rank and phase, peer groups, collectives with aligned clocks) and L3
  * (kernel distributions, W1), then persistence (M of N steps), and produces
  * argus.v1.Report messages.
  *
  * Cost per closed step is O(ranks + collective calls + ranks * kernels *
- * grid); history is bounded (a 64-step window, DIAG_MAX_* names). Not
- * thread-safe: one engine per job, calls serialised by the caller.
+ * grid), per record O(kernels * grid + log ranks), per batch O(log ranks)
+ * for the watermark and O(1) for its stream, per tick O(ranks + streams)
+ * for silence (diag_watermark.h); history is bounded (a 64-step window,
+ * DIAG_MAX_* names), open steps by max_open_bytes. Not thread-safe: one
+ * engine per job, calls serialised by the caller.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_ENGINE_H
 #define ARGUS_COLLECTOR_DIAG_ENGINE_H
@@ -31,6 +37,7 @@
 #include "collector/diag/diag_l2.h"
 #include "collector/diag/diag_l3.h"
 #include "collector/diag/diag_report.h"
+#include "collector/diag/diag_steps.h"
 #include "proto/argus.pb-c.h"
 
 /* Name of a phase, kernel or collective id for evidence strings; the string
@@ -39,13 +46,18 @@ typedef const char *(*diag_name_fn)(void *ctx, uint64_t name_id);
 
 struct diag_options {
     const char *job;          /* job id (copied); NULL = from the first record */
-    uint64_t step_timeout_ns; /* close a step this long after its first record (30 s) */
-    uint32_t max_open_steps;  /* steps open at once, 2..64 (8) */
+    uint64_t step_timeout_ns; /* close a step this long after its first record (10 s) */
+    uint64_t stream_hold_ns;  /* a rank without progress for this long stops holding the
+                               * watermark (10 s) */
+    uint64_t silence_ns;      /* no record of a rank for this long while the job goes on:
+                               * silent (30 s) */
+    uint64_t max_open_bytes;  /* memory of open and kept steps (256 MiB); when it binds
+                               * the oldest open step closes (counted) */
+    uint32_t late_horizon;    /* closed steps kept for amending with late records (40) */
     uint32_t max_ranks;       /* refuse ranks at or above this (65,536): memory follows the
-                               * highest rank, ~5 KB per rank with 8 open steps */
+                               * highest rank, ~620 B per rank and open step */
     uint32_t window;          /* persistence window N, <= 64 (40) */
     uint32_t min_hits;        /* M of N to alert (24) */
-    uint32_t silent_steps;    /* consecutive closed steps without a record (3) */
     uint32_t report_every;    /* re-report firing suspects every so many steps (= window) */
     uint32_t skew_min_ranks;  /* data skew: transient ranks at least (4) */
     uint64_t max_step_jump;   /* refuse a step this far past the open window (10^6) */
@@ -59,13 +71,24 @@ struct diag_options {
 
 /* Numbers for /metrics and the benchmark. */
 struct diag_engine_stats {
-    uint64_t records;    /* step records accepted */
-    uint64_t duplicates; /* same (step, rank) twice */
-    uint64_t late;       /* records of an already closed step */
-    uint64_t rejected;   /* wrong job, rank over max_ranks */
+    uint64_t records;         /* step records accepted */
+    uint64_t duplicates;      /* same (step, rank) twice */
+    uint64_t late;            /* records of an already closed step */
+    uint64_t amended;         /* late records that amended their closed step */
+    uint64_t dropped_horizon; /* late records beyond the horizon: not diagnosed */
+    uint64_t dropped_memory;  /* late records whose kept step was freed for memory */
+    uint64_t rejected;        /* wrong job, rank over max_ranks */
     uint64_t steps_closed;
-    uint64_t steps_timed_out; /* closed by timeout or to make room */
-    uint64_t close_ns_total;  /* CPU time spent closing steps */
+    uint64_t steps_closed_by[DIAG_CLOSE_N]; /* by enum diag_close_reason */
+    uint64_t steps_timed_out;               /* closed by timeout or budget */
+    uint64_t silent_nodes;                  /* node findings (a whole stream went quiet) */
+    uint64_t silent_ranks;                  /* rank findings (a rank went quiet alone) */
+    uint64_t open_steps;                    /* gauge: steps open now */
+    uint64_t open_bytes;                    /* gauge: memory of open and kept steps */
+    uint64_t newest_step;                   /* gauge: highest step delivered */
+    uint64_t watermark;      /* gauge: steps below it were delivered by every live rank */
+    double lag_s;            /* gauge: receive time the oldest open step has waited */
+    uint64_t close_ns_total; /* CPU time spent closing steps */
     uint64_t close_ns_max;
     uint64_t reports;
     uint64_t reports_dropped; /* over max_reports before they were taken */
@@ -85,15 +108,28 @@ void diag_engine_free(struct diag_engine *e);
  * over max_ranks) or -ENOMEM. */
 int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r);
 
+/* The records fed until diag_engine_end_batch came through agent stream
+ * agent_id (Batch.agent_id; copied) and were received at recv_ns. Between
+ * the two calls the watermark is not recomputed per record. Returns 0 or
+ * -ENOMEM. */
+int diag_engine_begin_batch(struct diag_engine *e, const char *agent_id, uint64_t recv_ns);
+
+/* The batch is fed: recompute the watermark, amend steps that got late
+ * records, close the steps that are ready. Returns steps closed or -errno. */
+int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns);
+
 /* Feed one step record (kept as features; the message stays the caller's).
- * now_ns is the caller's clock (UNIX ns), used for timeouts and report times.
- * May close steps (in step order). Returns 0, 1 when the record was ignored
- * (duplicate or its step already closed), -EINVAL (other job), -ERANGE (rank
- * over max_ranks, step over max_step_jump ahead) or -ENOMEM. */
+ * now_ns is its receive time (UNIX ns), used for progress, timeouts and
+ * report times. Outside a batch, the stream is "" (one for all). May close
+ * steps (in step order). Returns 0, 1 when the record did not go into an open
+ * step (duplicate, or late: amending its closed step or dropped from
+ * diagnosis, counted), -EINVAL (other job), -ERANGE (rank over max_ranks,
+ * step over max_step_jump ahead) or -ENOMEM. */
 int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, uint64_t now_ns);
 
-/* Close the steps whose timeout passed. Returns the number closed, or a
- * negative errno. */
+/* Advance time to now_ns (receive-time clock): recompute the watermark,
+ * close the steps whose watermark or timeout passed, report what went silent.
+ * Returns the number closed, or a negative errno. */
 int diag_engine_tick(struct diag_engine *e, uint64_t now_ns);
 
 /* Close every open step now (end of job, tests). Returns the number closed. */

@@ -26,6 +26,8 @@ void diag_frame_reset(struct diag_frame *f, uint64_t step, uint64_t now_ns)
     for (uint32_t i = 0; i < f->cap; i++)
         f->ranks[i].present = false;
     f->used = true;
+    f->closed = false;
+    f->n_amend = 0;
     f->step = step;
     f->first_ns = now_ns;
     f->reported = 0;
@@ -36,7 +38,28 @@ void diag_frame_free(struct diag_frame *f)
 {
     free(f->ranks);
     free(f->colls);
+    free(f->amend);
     memset(f, 0, sizeof(*f));
+}
+
+size_t diag_frame_bytes(const struct diag_frame *f)
+{
+    return (size_t)f->cap * sizeof(*f->ranks) + f->cap_colls * sizeof(*f->colls) +
+           (size_t)f->cap_amend * sizeof(*f->amend);
+}
+
+int diag_frame_note_amend(struct diag_frame *f, uint32_t rank)
+{
+    if (f->n_amend == f->cap_amend) {
+        uint32_t cap = f->cap_amend ? f->cap_amend * 2 : 16;
+        uint32_t *tmp = realloc(f->amend, (size_t)cap * sizeof(*tmp));
+        if (!tmp)
+            return -ENOMEM;
+        f->amend = tmp;
+        f->cap_amend = cap;
+    }
+    f->amend[f->n_amend++] = rank;
+    return 0;
 }
 
 /* Index of id in ids[0..*n), appended when missing and there is room;

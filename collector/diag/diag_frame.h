@@ -75,13 +75,17 @@ struct diag_rank_step {
 
 struct diag_frame {
     bool used;
+    bool closed; /* analysed; kept for amending with late records */
     uint64_t step;
-    uint64_t first_ns; /* when its first record arrived */
-    uint32_t reported; /* distinct ranks present */
-    uint32_t cap;      /* ranks[] length */
+    uint64_t first_ns;  /* when its first record arrived */
+    uint64_t close_seq; /* closed steps of the job before this one closed */
+    uint32_t reported;  /* distinct ranks present */
+    uint32_t cap;       /* ranks[] length */
     struct diag_rank_step *ranks;
     struct diag_coll *colls;
     size_t n_colls, cap_colls;
+    uint32_t *amend; /* ranks that arrived after the close, not analysed yet */
+    uint32_t n_amend, cap_amend;
 };
 
 /* Make room for ranks [0, cap). Keeps existing content. Returns 0 or -ENOMEM. */
@@ -92,6 +96,13 @@ void diag_frame_reset(struct diag_frame *f, uint64_t step, uint64_t now_ns);
 
 /* Free the arrays. f itself is the caller's. */
 void diag_frame_free(struct diag_frame *f);
+
+/* Heap bytes the frame holds (its share of the memory budget). */
+size_t diag_frame_bytes(const struct diag_frame *f);
+
+/* Note that rank's record was added after the close (diag_amend). 0 or
+ * -ENOMEM. */
+int diag_frame_note_amend(struct diag_frame *f, uint32_t rank);
 
 /* Extract one record into the frame (rank < cap). Returns 0, 1 when the rank
  * had already reported this step (duplicate: ignored), or -ENOMEM. Name ids

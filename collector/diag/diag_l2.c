@@ -285,6 +285,14 @@ static void link_groups(struct diag_l2 *l, const struct diag_frame *f, const str
  * for up to DIAG_L2_BUSY_TTL steps. */
 static void remember_busy(struct diag_l2 *l, uint32_t r, struct diag_l2_cand *c)
 {
+    if (l->frozen) {
+        if (!c->busy_known && l->busy_last[r] && l->busy_age[r] < DIAG_L2_BUSY_TTL) {
+            c->busy_known = true;
+            c->busy_hi = l->busy_last[r] == 2;
+            c->busy_ratio = l->busy_last_ratio[r];
+        }
+        return;
+    }
     if (c->busy_known) {
         l->busy_last[r] = c->busy_hi ? 2 : 1;
         l->busy_last_ratio[r] = c->busy_ratio;
@@ -411,6 +419,7 @@ int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag
     memset(res, 0, sizeof(*res));
     res->late_rank = UINT32_MAX;
     res->job_phase = -1;
+    l->cm.frozen = l->frozen;
     err = err ? err : diag_colls_run(&l->cm, f, cap);
     if (err)
         return err;
@@ -427,7 +436,8 @@ int diag_l2_run(struct diag_l2 *l, const struct diag_frame *f, const struct diag
         link_groups(l, f, d, xg, true, gm, flags);
     }
     decide(l, f, flags, res);
-    phase_history(l, f, d, res);
+    if (!l->frozen)
+        phase_history(l, f, d, res);
     free(gm);
     return 0;
 }

@@ -66,6 +66,7 @@ struct diag_l2 {
     double busy_hist;
     uint32_t busy_hist_n;
     double busy_shift; /* last traced step's busy shift */
+    bool frozen;       /* analyse without learning (amending an old step) */
 };
 
 /* Start with options o (copied; zero fields take the defaults above) and no
@@ -76,7 +77,8 @@ void diag_l2_free(struct diag_l2 *l);
 /* Forget the phase history (after a job regression was reported). */
 void diag_l2_rebase(struct diag_l2 *l);
 
-/* Analyse closed frame f: fills flags[rank * DIAG_CAUSE_N + cause] (level
+/* Analyse closed frame f (frozen: without updating offsets, busy verdicts
+ * or histories, and with no job shift in *res): fills flags[rank * DIAG_CAUSE_N + cause] (level
  * L2) for ranks [0, f->cap) and *res. Work phases and collectives are
  * compared within the work groups g, expert ones (diag_dict_classify) within
  * the expert groups xg (NULL: everything in g). Returns 0 or -ENOMEM.

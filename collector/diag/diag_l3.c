@@ -232,7 +232,8 @@ int diag_l3_run(struct diag_l3 *l, const struct diag_frame *f, const struct diag
                                    flags, &res->rank_flags);
         }
         compare_groups(l, g, (int)k, have, flags, &res->group_flags);
-        compare_history(l, g, (int)k, have, res);
+        if (!l->frozen)
+            compare_history(l, g, (int)k, have, res);
     }
     free(have);
     return 0;

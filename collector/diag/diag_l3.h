@@ -48,6 +48,7 @@ struct diag_l3 {
     double *scores;   /* scratch: per member score */
     float *group_ref; /* n_groups * DIAG_QGRID */
     size_t cap, group_cap;
+    bool frozen; /* analyse without learning (amending an old step) */
 };
 
 /* Start with options o (copied; zero fields take the defaults above) and no

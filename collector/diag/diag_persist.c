@@ -72,6 +72,19 @@ void diag_persist_step(struct diag_persist *p, const struct diag_flag *flags, ui
         p->step_mask[c] = ((p->step_mask[c] << 1) | any[c]) & w;
 }
 
+void diag_persist_amend(struct diag_persist *p, uint32_t rank, int cause, uint32_t age,
+                        const struct diag_flag *flag)
+{
+    if (rank >= p->cap || age >= p->window || !flag->set)
+        return;
+    size_t i = (size_t)rank * DIAG_CAUSE_N + cause;
+    uint64_t bit = 1ULL << age;
+    if ((p->mask[i] & (bit - 1)) == 0)
+        p->last[i] = *flag; /* the newest finding of the rank is its evidence */
+    p->mask[i] |= bit;
+    p->step_mask[cause] |= bit;
+}
+
 uint32_t diag_persist_hits(const struct diag_persist *p, uint32_t rank, int cause)
 {
     if (rank >= p->cap)

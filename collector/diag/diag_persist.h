@@ -63,6 +63,11 @@ void diag_persist_free(struct diag_persist *p);
  * cause] for ranks [0, n). O(n). */
 void diag_persist_step(struct diag_persist *p, const struct diag_flag *flags, uint32_t n);
 
+/* Set (rank, cause)'s bit of the step closed age steps ago (0 = newest) when
+ * flag->set: a late record amended that step. Ignored beyond the window. */
+void diag_persist_amend(struct diag_persist *p, uint32_t rank, int cause, uint32_t age,
+                        const struct diag_flag *flag);
+
 /* Steps of the window in which (rank, cause) was flagged. */
 uint32_t diag_persist_hits(const struct diag_persist *p, uint32_t rank, int cause);
 

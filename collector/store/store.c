@@ -24,8 +24,8 @@
 #include "common/clock.h"
 
 static const char *const cf_names[CF_COUNT] = {
-    "default", "steps",  "ranks", "jobs",  "time",
-    "reports", "alerts", "names", "dedup", "report_ids",
+    "default", "steps", "ranks", "jobs",       "time",     "reports",
+    "alerts",  "names", "dedup", "report_ids", "received",
 };
 
 #define STORE_REOPEN_INTERVAL_NS NSEC_PER_SEC
@@ -330,13 +330,32 @@ static void caches_clear(struct store *s)
 {
     store_kv_clear(&s->jobs, store_job_node_free);
     store_kv_clear(&s->times, free);
+    store_kv_clear(&s->received, free);
     store_kv_clear(&s->hwm, free);
+}
+
+/* True when the store in dir exists without the received family (written
+ * by a collector older than it): it is built from the time index at open. */
+static bool lacks_received(struct store *s)
+{
+    char *rerr = NULL, **names;
+    size_t n = 0;
+    bool found = false;
+
+    names = rocksdb_list_column_families(s->db_opts, s->dir, &n, &rerr);
+    free(rerr); /* no store yet */
+    for (size_t i = 0; names && i < n; i++)
+        found |= strcmp(names[i], cf_names[CF_RECEIVED]) == 0;
+    if (names)
+        rocksdb_list_column_families_destroy(names, n);
+    return names && !found;
 }
 
 static int db_open(struct store *s, char *err, size_t errlen)
 {
     const rocksdb_options_t *copts[CF_COUNT];
     char *rerr = NULL;
+    bool migrate = lacks_received(s);
     int rc;
 
     for (int i = 0; i < CF_COUNT; i++)
@@ -352,6 +371,8 @@ static int db_open(struct store *s, char *err, size_t errlen)
         return locked ? -EBUSY : rc;
     }
     rc = store_jobs_load(s, err, errlen);
+    if (rc == 0 && migrate)
+        rc = store_received_build(s, err, errlen);
     if (rc) {
         caches_clear(s);
         db_close(s);
@@ -430,6 +451,7 @@ void store_close(struct store *s)
     db_close(s);
     caches_clear(s);
     store_stage_free(&s->stage);
+    store_seen_free(s);
     for (int i = 0; i < CF_COUNT; i++)
         if (s->cf_opts[i])
             rocksdb_options_destroy(s->cf_opts[i]);

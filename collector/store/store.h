@@ -17,12 +17,23 @@
  *   ranks   job \0 | rank u32                -> packed argus.v1.Resource
  *   jobs    job                              -> packed argus.v1.JobInfo
  *   time    unix second u64 | job            -> step range (min u64, max u64)
+ *   received  unix minute start u64 | job   -> step range (min u64, max u64)
  *   reports job \0 | created ns u64 | id     -> packed argus.v1.Report
  *   alerts  (reserved for the alert queue)
  *   names   job \0 | name id u64             -> name string
  *   dedup   agent \0 | epoch u64             -> highest stored seq u64
  *   report_ids  id                            -> the report's key in reports
  * LZ4 on hot levels, ZSTD at the bottom. Retention by age per family.
+ *
+ * Two clocks. `time` is the agents' clock: the second a step started on its
+ * node (StepRecord.start_unix_ns), for "what ran between T1 and T2"
+ * (store_scan_time). `received` is the collector's clock: the minute a batch
+ * was received, which retention goes by, so a node whose clock is days off
+ * loses nothing early. JobInfo first/last seen are receive times too. A store
+ * written before `received` existed gets it built from `time` at open.
+ * JobInfo.rank_steps counts distinct (step, rank) records: a record stored
+ * again (a replay under new sequence numbers) is written under its same key
+ * and not counted (store_seen.c).
  * Values in time and dedup are big-endian u64s too. Job ids must not contain
  * NUL (the ingest layer checks); strings a batch leaves NULL count as "".
  *
@@ -89,10 +100,11 @@ struct store_slice {
 };
 
 /* store_ingest with the packed bytes of each step record already at hand
- * (raw[i] is batch->steps[i] as it was on the wire): they are stored as they
- * are instead of being packed again. raw NULL is store_ingest. */
+ * (raw[i] is batch->steps[i] as it was on the wire; raw NULL: packed again)
+ * and the time the collector received the batch (recv_unix_ns, its own
+ * clock; 0: now). store_ingest is (raw NULL, recv now). */
 int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struct store_slice *raw,
-                     char *err, size_t errlen);
+                     uint64_t recv_unix_ns, char *err, size_t errlen);
 
 /* Highest stored seq for (agent_id, epoch), 0 when none. */
 int store_high_water(struct store *s, const char *agent_id, uint64_t epoch, uint64_t *seq);
@@ -135,12 +147,16 @@ int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,
                     void *ctx);
 
 /* Delete what is older than the retention settings (now_ns is the current
- * UNIX time). Steps go by the time index: per job, one delete-range of the
- * steps that started in seconds before the cutoff (capped by the lowest step of
- * the following minute, so a step is never cut in half); the time index below
- * the cutoff; a job with no step left loses its ranks, names and JobInfo.
- * Reports go by their created time. JobInfo.rank_steps keeps counting what
- * was ingested. Returns the number of keys or ranges removed, or -EIO. */
+ * UNIX time on the collector's clock). Steps go by when they were received
+ * (the received index): per job, one delete-range of the steps received in
+ * minutes that ended before the cutoff, capped by the lowest step any record
+ * received later has (a step is never cut in half, and a replayed old step
+ * keeps what follows it until it ages out too); the received index below the
+ * cutoff; the time index (agents' clocks) below the same cutoff on its own
+ * clock (it only indexes: a step it forgets early is still stored); a job
+ * with no step left loses its ranks, names and JobInfo. Reports go by their
+ * created time. JobInfo.rank_steps keeps counting what was ingested. Returns
+ * the number of keys or ranges removed, or -EIO. */
 int64_t store_apply_retention(struct store *s, uint64_t now_ns);
 
 /* Flush and compact every column family, blocking until done (maintenance,
@@ -153,10 +169,11 @@ struct store_stats {
     uint64_t write_errors;   /* failed ingest writes */
     uint64_t write_ns_total; /* time in rocksdb_write */
     uint64_t write_ns_max;
-    uint64_t duplicates;
-    uint64_t live_sst_bytes; /* rocksdb.live-sst-files-size over all families */
-    bool failing;            /* the last ingest write failed (or the DB is closed) */
-    char last_error[160];    /* the first error of the failing streak */
+    uint64_t duplicates;        /* batches at or below the high-water mark */
+    uint64_t duplicate_records; /* step records stored again, not counted again */
+    uint64_t live_sst_bytes;    /* rocksdb.live-sst-files-size over all families */
+    bool failing;               /* the last ingest write failed (or the DB is closed) */
+    char last_error[160];       /* the first error of the failing streak */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 

@@ -34,8 +34,12 @@ enum {
     CF_NAMES,
     CF_DEDUP,
     CF_REPORT_IDS,
+    CF_RECEIVED,
     CF_COUNT
 };
+
+/* The received index buckets receive time by this many seconds. */
+#define STORE_RECEIVED_BUCKET_SEC 60
 
 /* A byte-string keyed node of a tsearch tree (caches and per-batch staging). */
 struct kv_node {
@@ -45,6 +49,7 @@ struct kv_node {
             uint64_t min, max;
         } range;
         struct job_entry *job;
+        struct seen_job *seen;
         size_t index;
     } v;
     size_t klen;
@@ -66,14 +71,32 @@ struct job_entry {
     size_t n_ranks, cap_ranks;
 };
 
+/* The staged entries of one index family (time or received): second | job
+ * -> step range, in index (lookup) and items (insertion order). */
+struct stage_index {
+    struct kvset index;
+    struct kv_node **items;
+    size_t n, cap;
+};
+
 /* Per-batch staging: changes computed before the write, applied after. */
 struct stage {
-    struct kvset jobs_index, time_index;
+    struct kvset jobs_index;
+    struct stage_index time, received;
     struct job_entry *jobs; /* copies; ranks holds only the new ranks */
     struct job_entry **cached;
     size_t n_jobs, cap_jobs, cap_cached;
-    struct kv_node **times;
-    size_t n_times, cap_times;
+    uint64_t recv_ns;       /* the batch's receive time (collector clock) */
+    uint64_t fresh_records; /* step records of the batch not stored before */
+};
+
+/* What store_seen.c keeps: which (step, rank) records a job has stored. */
+struct seen {
+    struct kvset jobs;      /* job -> struct seen_job (v.seen) */
+    struct seen_job *last;  /* the job of the previous record (most batches hold one) */
+    struct seen_mark *undo; /* marks of the batch being staged */
+    size_t n_undo, cap_undo;
+    struct kvset batch_keys; /* step keys of this batch checked against the DB */
 };
 
 struct store {
@@ -86,8 +109,9 @@ struct store {
     rocksdb_readoptions_t *ro;
     pthread_mutex_t lock;
     pthread_rwlock_t db_lock;
-    struct kvset jobs, times, hwm;
+    struct kvset jobs, times, received, hwm;
     struct stage stage;
+    struct seen seen;
     uint8_t *buf;
     size_t buf_cap;
     bool broken, jobs_stale;
@@ -190,6 +214,34 @@ void store_read_end(struct store *s);
 /* Free what the staging area holds (store_close). */
 void store_stage_free(struct stage *st);
 
+/* ---- store_retention.c -------------------------------------------------------- */
+
+/* Build the received index from the time index (a store written before the
+ * received family existed; the agents' clock is all it had). 0, or -EIO /
+ * -ENOMEM with err set. */
+int store_received_build(struct store *s, char *err, size_t errlen);
+
+/* ---- store_seen.c: distinct step records ------------------------------------- */
+
+/* Mark the record (job, step, rank) whose steps key is key/klen as staged in
+ * the batch being written. Returns 1 when the store does not hold it yet (and
+ * no earlier record of this batch had it), 0 when it does, -ENOMEM or -EIO
+ * (err set). Recent steps of each rank are answered from memory; older ones,
+ * and steps that may predate this process (at or below the job's last step
+ * when the store was opened or the job first seen), by a DB read. Called
+ * under s->lock. */
+int store_seen_mark(struct store *s, const char *job, uint64_t step, uint32_t rank,
+                    const uint8_t *key, size_t klen, char *err, size_t errlen);
+
+/* The batch was committed (keep the marks) or not (undo them). */
+void store_seen_end_batch(struct store *s, bool committed);
+
+/* Forget a job whose steps retention removed. */
+void store_seen_forget(struct store *s, const char *job);
+
+/* Free everything (store_close). */
+void store_seen_free(struct store *s);
+
 /* ---- store_read.c ----------------------------------------------------------- */
 
 typedef int (*store_kv_scan_fn)(void *ctx, const uint8_t *key, size_t klen, const void *val,
@@ -210,10 +262,15 @@ struct time_agg {
     size_t n, cap, keys;
 };
 
-/* Collect the time index of seconds [lo_sec, hi_sec) (hi_sec 0: no bound)
- * into a. Lock held as for store_scan_range. 0, -ENOMEM or -EIO. */
-int store_time_aggregate(struct store *s, uint64_t lo_sec, uint64_t hi_sec, struct time_agg *a);
+/* Collect the index cf (CF_TIME or CF_RECEIVED) of seconds [lo_sec, hi_sec)
+ * (hi_sec 0: no bound) into a. Lock held as for store_scan_range. 0,
+ * -ENOMEM or -EIO. */
+int store_time_aggregate(struct store *s, int cf, uint64_t lo_sec, uint64_t hi_sec,
+                         struct time_agg *a);
 
 void store_time_agg_free(struct time_agg *a);
+
+/* store_kv_scan_fn that adds one index entry (ctx: struct time_agg). */
+int store_time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen);
 
 #endif

@@ -226,7 +226,7 @@ char *store_get_name(struct store *s, const char *job, uint64_t id)
     return out;
 }
 
-static int time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+int store_time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
 {
     struct time_agg *a = ctx;
     uint64_t lo, hi;
@@ -258,15 +258,17 @@ static int cmp_node(const void *a, const void *b)
     return store_kv_cmp(*(const struct kv_node *const *)a, *(const struct kv_node *const *)b);
 }
 
-/* Collect the time index of seconds [lo_sec, hi_sec) (hi_sec 0: no bound). */
-int store_time_aggregate(struct store *s, uint64_t lo_sec, uint64_t hi_sec, struct time_agg *a)
+/* Collect the index cf (time or received) of seconds [lo_sec, hi_sec)
+ * (hi_sec 0: no bound). */
+int store_time_aggregate(struct store *s, int cf, uint64_t lo_sec, uint64_t hi_sec,
+                         struct time_agg *a)
 {
     uint8_t lo[8], hi[8];
     int rc;
 
     store_put_be64(lo, lo_sec);
     store_put_be64(hi, hi_sec);
-    rc = store_scan_range(s, CF_TIME, lo, 8, hi_sec ? hi : NULL, 8, time_collect, a);
+    rc = store_scan_range(s, cf, lo, 8, hi_sec ? hi : NULL, 8, store_time_collect, a);
     if (rc == 0 && a->n)
         qsort(a->items, a->n, sizeof(*a->items), cmp_node);
     return rc;
@@ -287,7 +289,8 @@ int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,
 
     if (rc)
         return rc;
-    rc = store_time_aggregate(s, from_ns / NSEC_PER_SEC, to_ns ? to_ns / NSEC_PER_SEC + 1 : 0, &a);
+    rc = store_time_aggregate(s, CF_TIME, from_ns / NSEC_PER_SEC,
+                              to_ns ? to_ns / NSEC_PER_SEC + 1 : 0, &a);
     store_read_end(s);
     for (size_t i = 0; rc == 0 && i < a.n; i++) {
         char *job = strndup((const char *)a.items[i]->key, a.items[i]->klen);

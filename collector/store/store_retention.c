@@ -92,18 +92,71 @@ out:
     return rc;
 }
 
-/* Steps whose second is before the cutoff, found through the time index.
- * The range of each job is capped by the lowest step of the minute after
- * the cutoff, so a step whose ranks straddle the boundary stays whole. */
+/* Delete the index cf (time or received) below second `below`. */
+static void retire_index(struct retention *r, int cf, uint64_t below)
+{
+    uint8_t lo[8], hi[8];
+
+    store_put_be64(lo, 0);
+    store_put_be64(hi, below);
+    rocksdb_writebatch_delete_range_cf(r->wb, r->s->cf[cf], (char *)lo, 8, (char *)hi, 8);
+}
+
+static int stop_at_first(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+    *(bool *)ctx = true;
+    return 1;
+}
+
+/* 1 when the index cf has an entry below second `below`, 0 when not, -EIO. */
+static int index_has_before(struct store *s, int cf, uint64_t below)
+{
+    uint8_t hi[8];
+    bool found = false;
+    int rc;
+
+    store_put_be64(hi, below);
+    rc = store_scan_range(s, cf, NULL, 0, hi, 8, stop_at_first, &found);
+    return rc < 0 ? rc : found;
+}
+
+/* The steps of job o (its old received range) that a later replay of lower
+ * steps (n) keeps stay indexed: one entry in the last old minute, looked at
+ * again by the next pass. It goes after retire_index in the same WriteBatch. */
+static int carry_forward(struct retention *r, const struct kv_node *o, const struct kv_node *n,
+                         uint64_t cut)
+{
+    uint8_t *key, v[16];
+
+    if (!n || n->v.range.min > o->v.range.max)
+        return 0;
+    key = malloc(8 + o->klen);
+    if (!key)
+        return -ENOMEM;
+    store_put_be64(key, cut - STORE_RECEIVED_BUCKET_SEC);
+    memcpy(key + 8, o->key, o->klen);
+    store_put_be64(v, n->v.range.min);
+    store_put_be64(v + 8, o->v.range.max);
+    rocksdb_writebatch_put_cf(r->wb, r->s->cf[CF_RECEIVED], (char *)key, 8 + o->klen, (char *)v,
+                              sizeof(v));
+    free(key);
+    return 0;
+}
+
+/* Steps received in minutes that ended before cutoff_sec, found through the
+ * received index. Each job's range is capped by the lowest step of anything
+ * it received later, so a step whose records straddle the cutoff stays whole
+ * and a replay of old steps keeps them until it ages out too. The time index
+ * (agents' clocks) goes below the same cutoff on its own clock. */
 static int retire_steps(struct retention *r, uint64_t cutoff_sec)
 {
     struct time_agg old = {0}, newer = {0};
-    uint8_t lo[8], hi[8];
+    uint64_t cut = cutoff_sec - cutoff_sec % STORE_RECEIVED_BUCKET_SEC;
     int rc;
 
-    rc = store_time_aggregate(r->s, 0, cutoff_sec, &old);
-    if (rc == 0)
-        rc = store_time_aggregate(r->s, cutoff_sec, cutoff_sec + 60, &newer);
+    rc = cut ? store_time_aggregate(r->s, CF_RECEIVED, 0, cut, &old) : 0;
+    if (rc == 0 && old.n)
+        rc = store_time_aggregate(r->s, CF_RECEIVED, cut, 0, &newer);
     for (size_t i = 0; rc == 0 && i < old.n; i++) {
         struct kv_node *o = old.items[i];
         struct kv_node *n = store_kv_find(&newer.jobs, o->key, o->klen);
@@ -116,10 +169,16 @@ static int retire_steps(struct retention *r, uint64_t cutoff_sec)
         free(job);
     }
     if (rc == 0 && old.keys) {
-        store_put_be64(lo, 0);
-        store_put_be64(hi, cutoff_sec);
-        rocksdb_writebatch_delete_range_cf(r->wb, r->s->cf[CF_TIME], (char *)lo, 8, (char *)hi, 8);
+        retire_index(r, CF_RECEIVED, cut);
         r->removed += (int64_t)old.keys;
+    }
+    for (size_t i = 0; rc == 0 && i < old.n; i++)
+        rc = carry_forward(r, old.items[i],
+                           store_kv_find(&newer.jobs, old.items[i]->key, old.items[i]->klen), cut);
+    if (rc == 0 && (rc = index_has_before(r->s, CF_TIME, cutoff_sec)) > 0) {
+        retire_index(r, CF_TIME, cutoff_sec);
+        r->removed++;
+        rc = 0;
     }
     store_time_agg_free(&old);
     store_time_agg_free(&newer);
@@ -163,8 +222,10 @@ static int64_t retention_locked(struct store *s, struct retention *r, uint64_t n
             store_job_entry_free(n->v.job);
             store_kv_remove(&s->jobs, n);
         }
+        store_seen_forget(s, r->dead_jobs[i]);
     }
     store_kv_clear(&s->times, free);
+    store_kv_clear(&s->received, free);
     return r->removed;
 }
 
@@ -199,4 +260,70 @@ int store_compact(struct store *s)
         rocksdb_compact_range_cf(s->db, s->cf[i], NULL, 0, NULL, 0);
     store_read_end(s);
     return 0;
+}
+
+/* ---- the received index of an older store ---------------------------------------- */
+
+struct received_build {
+    struct store *s;
+    rocksdb_writebatch_t *wb;
+    uint64_t minute; /* of the entries in jobs */
+    struct time_agg jobs;
+    int rc;
+};
+
+/* Write the aggregated minute and start the next one. */
+static void received_flush(struct received_build *b)
+{
+    uint8_t v[16];
+
+    for (size_t i = 0; i < b->jobs.n; i++) {
+        struct kv_node *n = b->jobs.items[i];
+        uint8_t *key = malloc(8 + n->klen);
+
+        if (!key) {
+            b->rc = -ENOMEM;
+            break;
+        }
+        store_put_be64(key, b->minute);
+        memcpy(key + 8, n->key, n->klen);
+        store_put_be64(v, n->v.range.min);
+        store_put_be64(v + 8, n->v.range.max);
+        rocksdb_writebatch_put_cf(b->wb, b->s->cf[CF_RECEIVED], (char *)key, 8 + n->klen, (char *)v,
+                                  sizeof(v));
+        free(key);
+    }
+    store_time_agg_free(&b->jobs);
+    b->jobs = (struct time_agg){0};
+}
+
+static int received_add(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+    struct received_build *b = ctx;
+    uint64_t sec = klen >= 8 ? store_get_be64(key) : 0;
+    uint64_t minute = sec - sec % STORE_RECEIVED_BUCKET_SEC;
+
+    if (klen < 8 || vlen != 16)
+        return 0;
+    if (minute != b->minute)
+        received_flush(b);
+    b->minute = minute;
+    return b->rc ? b->rc : store_time_collect(&b->jobs, key, klen, val, vlen);
+}
+
+int store_received_build(struct store *s, char *err, size_t errlen)
+{
+    struct received_build b = {.s = s, .wb = rocksdb_writebatch_create()};
+    int rc = store_scan_range(s, CF_TIME, NULL, 0, NULL, 0, received_add, &b);
+
+    if (rc == 0)
+        received_flush(&b);
+    rc = rc ? rc : b.rc;
+    if (rc == 0)
+        rc = store_commit(s, b.wb, false, err, errlen);
+    else
+        store_set_err(err, errlen, "building the received index: %s", strerror(-rc));
+    store_time_agg_free(&b.jobs);
+    rocksdb_writebatch_destroy(b.wb);
+    return rc;
 }

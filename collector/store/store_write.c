@@ -133,11 +133,12 @@ static struct job_entry *stage_job(struct store *s, const char *job)
     return j;
 }
 
-/* Widen the (second, job) step range by step; reads the DB on a cache miss. */
-static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint64_t step, char *err,
-                      size_t errlen)
+/* Widen the (second, job) step range of index (the time or the received
+ * family, cached in cache) by [lo, hi]; reads the DB on a cache miss. */
+static int stage_range(struct store *s, struct stage_index *ix, struct kvset *cache, int cf,
+                       uint64_t second, const char *job, uint64_t lo, uint64_t hi, char *err,
+                       size_t errlen)
 {
-    struct stage *st = &s->stage;
     size_t jl = strlen(job), kl = 8 + jl;
     uint8_t *key = malloc(kl);
     struct kv_node *n = NULL, *c;
@@ -147,25 +148,24 @@ static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint6
 
     if (!key)
         goto out;
-    store_put_be64(key, start_ns / NSEC_PER_SEC);
+    store_put_be64(key, second);
     memcpy(key + 8, job, jl);
-    n = store_kv_get(&st->time_index, key, kl, &created);
+    n = store_kv_get(&ix->index, key, kl, &created);
     if (!n)
         goto out;
     if (created) {
         n->v.range.min = UINT64_MAX;
         n->v.range.max = 0;
-        if (array_reserve((void **)&st->times, &st->cap_times, st->n_times + 1,
-                          sizeof(*st->times))) {
-            store_kv_remove(&st->time_index, n);
+        if (array_reserve((void **)&ix->items, &ix->cap, ix->n + 1, sizeof(*ix->items))) {
+            store_kv_remove(&ix->index, n);
             goto out;
         }
-        st->times[st->n_times++] = n;
-        c = store_kv_find(&s->times, key, kl);
+        ix->items[ix->n++] = n;
+        c = store_kv_find(cache, key, kl);
         if (c) {
             n->v.range = c->v.range;
         } else {
-            rc = db_get_u64s(s, CF_TIME, key, kl, r, 2, &found, err, errlen);
+            rc = db_get_u64s(s, cf, key, kl, r, 2, &found, err, errlen);
             if (rc)
                 goto out;
             if (found) {
@@ -174,10 +174,10 @@ static int stage_time(struct store *s, const char *job, uint64_t start_ns, uint6
             }
         }
     }
-    if (step < n->v.range.min)
-        n->v.range.min = step;
-    if (step > n->v.range.max)
-        n->v.range.max = step;
+    if (lo < n->v.range.min)
+        n->v.range.min = lo;
+    if (hi > n->v.range.max)
+        n->v.range.max = hi;
     rc = 0;
 out:
     if (rc == -ENOMEM)
@@ -186,41 +186,96 @@ out:
     return rc;
 }
 
+/* The steps of one job that a batch carries next to each other: they go to
+ * the received index as one range. */
+struct step_run {
+    const char *job;
+    uint64_t min, max;
+};
+
+/* Stage run (the received index entry of its job) and start a new one. */
+static int run_flush(struct store *s, struct step_run *run, const char *job, char *err,
+                     size_t errlen)
+{
+    uint64_t sec = s->stage.recv_ns / NSEC_PER_SEC;
+    struct step_run done = *run;
+
+    *run = (struct step_run){job, UINT64_MAX, 0};
+    if (!done.job)
+        return 0;
+    sec -= sec % STORE_RECEIVED_BUCKET_SEC;
+    return stage_range(s, &s->stage.received, &s->received, CF_RECEIVED, sec, done.job, done.min,
+                       done.max, err, errlen);
+}
+
+/* What one step record changes in its job's entry: first and last seen go by
+ * the collector's receive time, rank_steps counts it when it is new. */
+static void stage_job_record(struct job_entry *j, const Argus__V1__StepRecord *r, uint64_t recv,
+                             bool fresh)
+{
+    if (!j->first_seen || recv < j->first_seen)
+        j->first_seen = recv;
+    if (recv > j->last_seen)
+        j->last_seen = recv;
+    if (r->step > j->last_step)
+        j->last_step = r->step;
+    j->rank_steps += fresh;
+}
+
+static int stage_step(struct store *s, rocksdb_writebatch_t *wb, const Argus__V1__StepRecord *r,
+                      const struct store_slice *raw, char *err, size_t errlen)
+{
+    const char *job = r->job ? r->job : "";
+    size_t kl, n = raw ? raw->len : argus__v1__step_record__get_packed_size(r);
+    uint8_t *key = store_job_key(job, r->step, 8, r->rank, 4, false, &kl);
+    struct job_entry *j = stage_job(s, job);
+    int fresh = -ENOMEM;
+
+    if (!key || !j || (!raw && store_buf_reserve(s, n + 1))) {
+        store_set_err(err, errlen, "ingest: out of memory");
+        goto out;
+    }
+    fresh = store_seen_mark(s, job, r->step, r->rank, key, kl, err, errlen);
+    if (fresh < 0)
+        goto out;
+    /* a record already stored is written again under the same key (stored
+     * once, the newest copy wins) and not counted again */
+    if (raw) { /* the record's bytes as the agent packed them: no repack */
+        rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, raw->data, n);
+    } else {
+        argus__v1__step_record__pack(r, s->buf);
+        rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, (char *)s->buf, n);
+    }
+    stage_job_record(j, r, s->stage.recv_ns, fresh);
+    s->stage.fresh_records += fresh;
+out:
+    free(key);
+    return fresh < 0 ? fresh : 0;
+}
+
 static int stage_steps(struct store *s, rocksdb_writebatch_t *wb, const Argus__V1__Batch *b,
                        const struct store_slice *raw, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < b->n_steps; i++) {
+    struct step_run run = {0};
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < b->n_steps; i++) {
         const Argus__V1__StepRecord *r = b->steps[i];
         const char *job = r->job ? r->job : "";
-        size_t kl, n = raw ? raw[i].len : argus__v1__step_record__get_packed_size(r);
-        uint8_t *key = store_job_key(job, r->step, 8, r->rank, 4, false, &kl);
-        struct job_entry *j = stage_job(s, job);
-        int rc;
 
-        if (!key || !j || (!raw && store_buf_reserve(s, n + 1))) {
-            free(key);
-            store_set_err(err, errlen, "ingest: out of memory");
-            return -ENOMEM;
-        }
-        if (raw) { /* the record's bytes as the agent packed them: no repack */
-            rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, raw[i].data, n);
-        } else {
-            argus__v1__step_record__pack(r, s->buf);
-            rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, (char *)s->buf, n);
-        }
-        free(key);
-        if (!j->first_seen || r->start_unix_ns < j->first_seen)
-            j->first_seen = r->start_unix_ns;
-        if (r->start_unix_ns > j->last_seen)
-            j->last_seen = r->start_unix_ns;
-        if (r->step > j->last_step)
-            j->last_step = r->step;
-        j->rank_steps++;
-        rc = stage_time(s, job, r->start_unix_ns, r->step, err, errlen);
-        if (rc)
-            return rc;
+        if (!run.job || strcmp(run.job, job) != 0)
+            rc = run_flush(s, &run, job, err, errlen);
+        if (rc == 0)
+            rc = stage_step(s, wb, r, raw ? &raw[i] : NULL, err, errlen);
+        if (r->step < run.min)
+            run.min = r->step;
+        if (r->step > run.max)
+            run.max = r->step;
+        if (rc == 0)
+            rc = stage_range(s, &s->stage.time, &s->times, CF_TIME, r->start_unix_ns / NSEC_PER_SEC,
+                             job, r->step, r->step, err, errlen);
     }
-    return 0;
+    return rc ? rc : run_flush(s, &run, NULL, err, errlen);
 }
 
 static int stage_resources(struct store *s, rocksdb_writebatch_t *wb, const Argus__V1__Batch *b)
@@ -272,11 +327,24 @@ static int stage_names(struct store *s, rocksdb_writebatch_t *wb, const Argus__V
     return 0;
 }
 
-/* JobInfo and time index values of everything staged. */
+/* Put the staged entries of ix into wb (family cf). */
+static void stage_index_put(struct store *s, rocksdb_writebatch_t *wb, int cf,
+                            const struct stage_index *ix)
+{
+    uint8_t v[16];
+
+    for (size_t i = 0; i < ix->n; i++) {
+        store_put_be64(v, ix->items[i]->v.range.min);
+        store_put_be64(v + 8, ix->items[i]->v.range.max);
+        rocksdb_writebatch_put_cf(wb, s->cf[cf], (char *)ix->items[i]->key, ix->items[i]->klen,
+                                  (char *)v, sizeof(v));
+    }
+}
+
+/* JobInfo and index values of everything staged. */
 static int stage_finish(struct store *s, rocksdb_writebatch_t *wb)
 {
     struct stage *st = &s->stage;
-    uint8_t v[16];
 
     for (size_t i = 0; i < st->n_jobs; i++) {
         uint8_t *p;
@@ -287,18 +355,33 @@ static int stage_finish(struct store *s, rocksdb_writebatch_t *wb)
         rocksdb_writebatch_put_cf(wb, s->cf[CF_JOBS], st->jobs[i].job, strlen(st->jobs[i].job),
                                   (char *)p, n);
     }
-    for (size_t i = 0; i < st->n_times; i++) {
-        store_put_be64(v, st->times[i]->v.range.min);
-        store_put_be64(v + 8, st->times[i]->v.range.max);
-        rocksdb_writebatch_put_cf(wb, s->cf[CF_TIME], (char *)st->times[i]->key, st->times[i]->klen,
-                                  (char *)v, sizeof(v));
-    }
+    stage_index_put(s, wb, CF_TIME, &st->time);
+    stage_index_put(s, wb, CF_RECEIVED, &st->received);
     return 0;
 }
 
+/* Copy the committed entries of ix into cache (emptied when it would grow
+ * past its bound or cannot take them: it is reread lazily). */
+static void stage_index_apply(struct kvset *cache, const struct stage_index *ix)
+{
+    struct kv_node *n;
+    bool created;
+
+    if (cache->count + ix->n > STORE_TIME_CACHE_MAX)
+        store_kv_clear(cache, free);
+    for (size_t i = 0; i < ix->n; i++) {
+        n = store_kv_get(cache, ix->items[i]->key, ix->items[i]->klen, &created);
+        if (!n) {
+            store_kv_clear(cache, free);
+            break;
+        }
+        n->v.range = ix->items[i]->v.range;
+    }
+}
+
 /* After a committed write: move the staged state into the caches. A cache
- * that cannot take it (ENOMEM) is dropped: time and hwm are reread lazily,
- * the job cache is reloaded by the next ingest. */
+ * that cannot take it (ENOMEM) is dropped: the indexes and hwm are reread
+ * lazily, the job cache is reloaded by the next ingest. */
 static void stage_apply(struct store *s, const uint8_t *hkey, size_t hlen, uint64_t seq)
 {
     struct stage *st = &s->stage;
@@ -329,16 +412,8 @@ static void stage_apply(struct store *s, const uint8_t *hkey, size_t hlen, uint6
         if (store_ranks_add(c, j->ranks, j->n_ranks, true))
             s->jobs_stale = true;
     }
-    if (s->times.count + st->n_times > STORE_TIME_CACHE_MAX)
-        store_kv_clear(&s->times, free);
-    for (size_t i = 0; i < st->n_times; i++) {
-        n = store_kv_get(&s->times, st->times[i]->key, st->times[i]->klen, &created);
-        if (!n) {
-            store_kv_clear(&s->times, free);
-            break;
-        }
-        n->v.range = st->times[i]->v.range;
-    }
+    stage_index_apply(&s->times, &st->time);
+    stage_index_apply(&s->received, &st->received);
     n = store_kv_get(&s->hwm, hkey, hlen, &created);
     if (n)
         n->v.seq = seq;
@@ -351,9 +426,11 @@ static void stage_reset(struct stage *st)
     for (size_t i = 0; i < st->n_jobs; i++)
         free(st->jobs[i].ranks);
     st->n_jobs = 0;
-    st->n_times = 0;
+    st->time.n = st->received.n = 0;
+    st->fresh_records = 0;
     store_kv_clear(&st->jobs_index, free);
-    store_kv_clear(&st->time_index, free);
+    store_kv_clear(&st->time.index, free);
+    store_kv_clear(&st->received.index, free);
 }
 
 void store_stage_free(struct stage *st)
@@ -361,7 +438,25 @@ void store_stage_free(struct stage *st)
     stage_reset(st);
     free(st->jobs);
     free(st->cached);
-    free(st->times);
+    free(st->time.items);
+    free(st->received.items);
+}
+
+/* Stage everything the batch carries into a new WriteBatch (*wb). */
+static int stage_batch(struct store *s, rocksdb_writebatch_t **wb, const Argus__V1__Batch *b,
+                       const struct store_slice *raw, char *err, size_t errlen)
+{
+    int rc;
+
+    *wb = rocksdb_writebatch_create();
+    rc = stage_steps(s, *wb, b, raw, err, errlen);
+    if (!rc)
+        rc = stage_resources(s, *wb, b);
+    if (!rc)
+        rc = stage_names(s, *wb, b);
+    if (!rc)
+        rc = stage_finish(s, *wb);
+    return rc;
 }
 
 static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struct store_slice *raw,
@@ -384,14 +479,7 @@ static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struc
         rc = STORE_INGEST_DUPLICATE;
         goto out;
     }
-    wb = rocksdb_writebatch_create();
-    rc = stage_steps(s, wb, b, raw, err, errlen);
-    if (!rc)
-        rc = stage_resources(s, wb, b);
-    if (!rc)
-        rc = stage_names(s, wb, b);
-    if (!rc)
-        rc = stage_finish(s, wb);
+    rc = stage_batch(s, &wb, b, raw, err, errlen);
     if (rc)
         goto out;
     store_put_be64(seqv, b->seq);
@@ -401,12 +489,14 @@ static int ingest_locked(struct store *s, const Argus__V1__Batch *b, const struc
         goto out;
     stage_apply(s, hkey, hl, b->seq);
     s->stats.write_batches++;
+    s->stats.duplicate_records += b->n_steps - s->stage.fresh_records;
     rc = STORE_INGEST_WRITTEN;
 out:
     if (rc == -ENOMEM)
         store_set_err(err, errlen, "ingest: out of memory");
     if (wb)
         rocksdb_writebatch_destroy(wb);
+    store_seen_end_batch(s, rc == STORE_INGEST_WRITTEN);
     stage_reset(&s->stage);
     free(hkey);
     return rc;
@@ -414,15 +504,16 @@ out:
 
 int store_ingest(struct store *s, const Argus__V1__Batch *batch, char *err, size_t errlen)
 {
-    return store_ingest_raw(s, batch, NULL, err, errlen);
+    return store_ingest_raw(s, batch, NULL, 0, err, errlen);
 }
 
 int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struct store_slice *raw,
-                     char *err, size_t errlen)
+                     uint64_t recv_unix_ns, char *err, size_t errlen)
 {
     int rc;
 
     pthread_mutex_lock(&s->lock);
+    s->stage.recv_ns = recv_unix_ns ? recv_unix_ns : clock_real_ns();
     rc = store_writer_ready(s, err, errlen);
     if (rc == 0 && s->jobs_stale) {
         store_kv_clear(&s->jobs, store_job_node_free);

@@ -4,7 +4,9 @@
 # all frames built before the clock starts (--pregen) so the figures are the
 # collector's. Prints the sustained rate at the target load (5 steps/s per
 # rank = 51,200 rank-steps/s offered), the ceiling (as fast as acks allow),
-# collector CPU and peak RSS, and bytes on disk per rank-step.
+# collector CPU and peak RSS, and bytes on disk per rank-step. Lockstep
+# delivery (every stream paced together), as the figures before argus-sim
+# learnt realistic delivery, so runs of older builds compare.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$REPO/build/bin
@@ -22,7 +24,7 @@ run() { # job rate
     local c0 t0 c1 t1
     c0=$(cpu); t0=$(date +%s.%N)
     "$BIN/argus-sim" --collector "127.0.0.1:$port" --job "$1" --ranks "$ranks" --steps "$steps" \
-        --rate "$2" --steps_per_batch 5 --pregen --timeout 600s >"$T/$1.json"
+        --rate "$2" --delivery lockstep --steps_per_batch 5 --pregen --timeout 600s >"$T/$1.json"
     c1=$(cpu); t1=$(date +%s.%N)
     /usr/bin/python3 - "$T/$1.json" "$2" "$ranks" "$(echo "($c1 - $c0) / 100" | bc -l)" <<'PY'
 import json, sys

@@ -1,93 +1,115 @@
 #!/usr/bin/env bash
-# make bench-detect: every fault scenario x SEEDS seeds at each of SCALES
-# ranks, through the real protocol into the real collector. Per scenario and
-# scale: precision and recall of the paged (rank, cause) against the ground
-# truth, job-level findings, detection delay from fault onset to the first
-# report (steps, and seconds of the run's clock), and the collector's slowest
-# diagnosis of one closed step (what a report waits for after its step
-# closes). Prints one table.
-#   SEEDS=5 SCALES="1024 10240" STEPS=70 tests/bench/detect.sh
+# make bench-detect: every fault scenario x delivery condition x seed at each
+# scale, through the real protocol into one real collector at its DEFAULT
+# settings. Delivery conditions (argus-sim --delivery and friends):
+#   lockstep     every stream within one step of the others (the old sim)
+#   realistic    batches by age like the agent (1 s) + per-stream delay/jitter
+#   stallN       realistic + node FAULT_NODE's stream paused N s at the onset
+#   outageN      realistic + node FAULT_NODE's stream cut N s at the onset,
+#                its spool replayed after
+#   spreadN      realistic + agents starting over N s
+#   clockN       realistic + node FAULT_NODE's clock off by +N s (odd seeds)
+#                or -N s (even seeds)
+#   overloadF    realistic at F x the collector's capacity (measured once
+#                per scale with a full-speed run of plain records)
+# The runs go back to back; WAIT s after the last one (the default step
+# timeout is 10 s) every job's reports are read and scored by
+# tests/bench/detect_score.py: precision/recall of the paged (rank, cause),
+# pages, false SILENT pages (ranks whose records were all delivered within
+# SILENCE s, from each run's send log), job-level findings, time from onset
+# to the first correct page. One table, a row per scale x scenario x delivery.
+#   SCALES="1024 10240" SEEDS=5 BIG_SEEDS=2 STEPS=70 tests/bench/detect.sh
+#   SCALES=1024 SEEDS=1 SCENARIOS="healthy compute-straggler" DELIVERY="lockstep realistic" ...
+# SEEDS is the seed count below 10,240 ranks, BIG_SEEDS (<= SEEDS) from there.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-BIN=$REPO/build/bin
+BIN=${ARGUS_BUILD:-$REPO/build}/bin
 T=$(mktemp -d /tmp/argus-detect.XXXXXX)
-trap 'kill -9 $col 2>/dev/null; rm -rf "$T"' EXIT
+col=
+trap '[[ -n $col ]] && { kill -9 $col; wait $col; } 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$T"' EXIT
 SEEDS=${SEEDS:-5}
+BIG_SEEDS=${BIG_SEEDS:-2}
 SCALES=${SCALES:-1024 10240}
 STEPS=${STEPS:-70}
+ONSET=${ONSET:-20}
+WAIT=${WAIT:-15}
+SILENCE=${SILENCE:-30}
+FAULT_NODE=${FAULT_NODE:-1}
 SCENARIOS=${SCENARIOS:-healthy compute-straggler link-degraded-group masked-straggler pipeline-stage-straggler jit-stalls data-skew everyone-slower}
+DELIVERY=${DELIVERY:-lockstep realistic stall5 outage30 spread5 clock2 overload2}
 port=$((21000 + RANDOM % 9000))
 hport=$((port + 1))
 "$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "127.0.0.1:$hport" \
-    --store.dir "$T/store" --diag.step_timeout 3s >"$T/collector.log" 2>&1 &
+    --store.dir "$T/store" >"$T/collector.log" 2>&1 &
 col=$!
-sleep 0.5
-: >"$T/results.jsonl"
+for _ in $(seq 100); do
+    "$BIN/argusctl" --collector "127.0.0.1:$port" --timeout 1s jobs >/dev/null 2>&1 && break
+    sleep 0.1
+done
+mkdir -p "$T/runs"
+: >"$T/manifest.jsonl"
+
+capacity() { # ranks: rank-steps/s the collector acks at full speed (plain records)
+    local steps=$((200000 / $1 > 10 ? 200000 / $1 : 10))
+    "$BIN/argus-sim" --collector "127.0.0.1:$port" --job "capacity-$1" --ranks "$1" \
+        --steps "$steps" --rate 0 --pregen --steps_per_batch 4 --delivery lockstep \
+        --agent_prefix capacity- --timeout 600s >"$T/capacity.json" || return 1
+    /usr/bin/python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["rank_steps_per_s"])' \
+        "$T/capacity.json"
+}
+
+delivery_flags() { # delivery rate seed nagents capacity: argus-sim flags
+    local d=$1 rate=$2 seed=$3 node=$((FAULT_NODE < $4 ? FAULT_NODE : $4 - 1)) at n
+    at=$(/usr/bin/python3 -c "print('%.3f' % ($ONSET / $rate))")
+    n=${d//[a-z]/}
+    case $d in
+    lockstep) echo --delivery lockstep --steps_per_batch 2 ;;
+    realistic) echo --delivery realistic ;;
+    stall[0-9]*) echo --delivery realistic --stall "$node:$at:$n" ;;
+    outage[0-9]*) echo --delivery realistic --outage "$node:$at:$n" ;;
+    spread[0-9]*) echo --delivery realistic --start_spread "${n}s" ;;
+    clock[0-9]*) echo --delivery realistic --clock_offset "$node:$((seed % 2 ? n : -n))" ;;
+    overload[0-9]*) echo --delivery realistic --overload "$n" --capacity "$5" ;;
+    *) return 1 ;;
+    esac
+}
+
 for ranks in $SCALES; do
     # keep the offered load near 30k rank-steps/s so sender and collector share 2 cores
     rate=$(/usr/bin/python3 -c "print(max(1.0, min(50.0, 30000.0 / $ranks)))")
+    seeds=$SEEDS
+    ((ranks >= 10240 && BIG_SEEDS < SEEDS)) && seeds=$BIG_SEEDS
+    cap=0
+    if [[ " $DELIVERY " == *" overload"* ]]; then
+        cap=$(capacity "$ranks") || { echo "capacity run at $ranks ranks failed" >&2; cap=30000; }
+        echo "collector capacity at $ranks ranks: $cap rank-steps/s" >&2
+    fi
     for scn in $SCENARIOS; do
-        tp=8; extra=()
+        extra=()
         [[ $scn == pipeline-stage-straggler ]] && extra=(--pp 4)
-        for seed in $(seq 1 "$SEEDS"); do
-            job="$scn-$ranks-$seed"
-            "$BIN/argus-sim" --collector "127.0.0.1:$port" --job "$job" --scenario "$scn" \
-                --ranks "$ranks" --tp "$tp" --steps "$STEPS" --rate "$rate" --steps_per_batch 2 \
-                --seed "$seed" --onset 20 --timeout 600s "${extra[@]}" >"$T/sim.json" \
-                || echo "  $job: sim incomplete" >&2
-            sleep 3.5 # the step timeout and one tick: the last steps are closed
-            "$BIN/argusctl" --collector "127.0.0.1:$port" --json stragglers --job "$job" \
-                >"$T/rep.json" 2>/dev/null || echo '{"reports": []}' >"$T/rep.json"
-            close=$(curl -s "127.0.0.1:$hport/metrics" | awk '$1 == "argus_diag_step_close_seconds_max" {print $2}')
-            /usr/bin/python3 - "$T/sim.json" "$T/rep.json" "$ranks" "$rate" "$close" \
-                >>"$T/results.jsonl" <<'PY'
-import json, sys
-lines = open(sys.argv[1]).read().splitlines()
-run, truth = json.loads(lines[0]), json.loads(lines[-1])
-reports = json.load(open(sys.argv[2]))["reports"]
-ranks, rate, close = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5] or 0)
-NONE = 4294967295
-PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT"}
-paged, job, first = set(), set(), None
-for r in sorted(reports, key=lambda r: int(r["created_unix_ns"])):
-    for s in r["suspects"]:
-        if s["rank"] == NONE:
-            job.add(s["cause"][6:])
-        elif s["cause"] in PAGES and s["level"] != "LEVEL_L1_ITERATION":
-            paged.add((s["rank"], s["cause"][6:]))
-            if first is None:
-                first = r
-cause = truth["cause"]
-want = set() if cause in ("", "JOB_REGRESSION") else {(c, cause) for c in truth["culprits"]}
-hit = len(paged & want)
-out = {"scenario": truth["scenario"], "ranks": ranks, "paged": len(paged), "want": len(want),
-       "hit": hit, "job": sorted(job), "close_s": close, "complete": run["complete"]}
-if first is not None:
-    onset_ns = run["start_unix_ns"] + truth["onset"] / rate * 1e9
-    out["delay_steps"] = int(first["to_step"]) - truth["onset"]
-    out["delay_s"] = (int(first["created_unix_ns"]) - onset_ns) / 1e9
-print(json.dumps(out))
-PY
+        for d in $DELIVERY; do
+            for seed in $(seq 1 "$seeds"); do
+                job="$scn-$d-$ranks-$seed"
+                flags=$(delivery_flags "$d" "$rate" "$seed" $(((ranks + 7) / 8)) "$cap") \
+                    || { echo "unknown delivery condition '$d'" >&2; exit 2; }
+                # shellcheck disable=SC2086
+                "$BIN/argus-sim" --collector "127.0.0.1:$port" --job "$job" --scenario "$scn" \
+                    --ranks "$ranks" --tp 8 --steps "$STEPS" --rate "$rate" --seed "$seed" \
+                    --onset "$ONSET" --timeout 900s --send_log "$T/runs/$job.log" $flags \
+                    "${extra[@]}" >"$T/runs/$job.json" || echo "  $job: sim incomplete" >&2
+                printf '{"job": "%s", "scenario": "%s", "ranks": %d, "seed": %d, "delivery": "%s", "sim": "%s", "log": "%s", "rep": "%s"}\n' \
+                    "$job" "$scn" "$ranks" "$seed" "$d" "$T/runs/$job.json" "$T/runs/$job.log" \
+                    "$T/runs/$job.rep" >>"$T/manifest.jsonl"
+            done
         done
     done
 done
-/usr/bin/python3 - "$T/results.jsonl" "$SEEDS" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print("%-26s %6s %5s %9s %6s %-16s %11s %11s %9s" % ("scenario", "ranks", "runs", "precision",
-      "recall", "job findings", "delay steps", "delay s", "close ms"))
-groups = {}
-for r in rows:
-    groups.setdefault((r["scenario"], r["ranks"]), []).append(r)
-for (scn, ranks), rs in groups.items():
-    paged = sum(r["paged"] for r in rs); want = sum(r["want"] for r in rs); hit = sum(r["hit"] for r in rs)
-    prec = hit / paged if paged else (1.0 if not want else 0.0)
-    rec = hit / want if want else 1.0
-    jobs = sorted({j for r in rs for j in r["job"]})
-    ds = [r["delay_steps"] for r in rs if "delay_steps" in r]
-    dt = [r["delay_s"] for r in rs if "delay_s" in r]
-    closems = max(r["close_s"] for r in rs) * 1e3
-    print("%-26s %6d %5d %9.2f %6.2f %-16s %11s %11s %9.1f" % (scn, ranks, len(rs), prec, rec,
-          ",".join(jobs) or "-", "%.0f" % (sum(ds) / len(ds)) if ds else "-",
-          "%.1f" % (sum(dt) / len(dt)) if dt else "-", closems))
-PY
+sleep "$WAIT" # the default step timeout and a tick: every job's last steps are closed
+/usr/bin/python3 -c 'import json,sys; [print(json.loads(l)["job"]) for l in open(sys.argv[1])]' \
+    "$T/manifest.jsonl" | while read -r job; do
+    "$BIN/argusctl" --collector "127.0.0.1:$port" --json --limit 100000 stragglers --job "$job" \
+        >"$T/runs/$job.rep" 2>/dev/null || echo '{"reports": []}' >"$T/runs/$job.rep"
+done
+/usr/bin/python3 "$REPO/tests/bench/detect_score.py" "$T/manifest.jsonl" "$SILENCE"
+curl -s "127.0.0.1:$hport/metrics" | awk '$1 == "argus_diag_step_close_seconds_max" {
+    printf "slowest diagnosis of one closed step: %.1f ms\n", $2 * 1e3 }'

@@ -91,7 +91,7 @@ static void print_exit(void *ctx, const struct rank_info *ri)
     printf("exit pid=%u job=%s rank=%u\n", ri->pid, ri->job, ri->rank);
 }
 
-static const struct discovery_callbacks print_cb = {print_new, print_exit};
+static const struct discovery_callbacks print_cb = {print_new, print_exit, NULL};
 
 static uint64_t cpu_us(void)
 {

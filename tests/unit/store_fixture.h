@@ -236,6 +236,17 @@ static inline Argus__V1__JobInfo *job_info(struct store *s, const char *job)
 
 /* ---- reports, the time index, counts ------------------------------------------- */
 
+/* JobInfo.rank_steps of job, or UINT64_MAX when it has none. */
+static inline uint64_t job_info_rank_steps(struct store *s, const char *job)
+{
+    Argus__V1__JobInfo *ji = job_info(s, job);
+    uint64_t n = ji ? ji->rank_steps : UINT64_MAX;
+
+    if (ji)
+        argus__v1__job_info__free_unpacked(ji, NULL);
+    return n;
+}
+
 static inline void put_report(struct store *s, const char *id, const char *job, uint64_t created)
 {
     Argus__V1__Report r = ARGUS__V1__REPORT__INIT;

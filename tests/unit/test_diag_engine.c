@@ -80,6 +80,8 @@ static void drain(struct diag_engine *e, struct outcome *o)
     free(reps);
 }
 
+static uint64_t g_silence_ns; /* diag.silence of run_scenario (0: the default) */
+
 /* Run a scenario through a fresh engine. */
 static void run_scenario(const struct diag_scn_config *cfg, uint32_t steps, struct outcome *o)
 {
@@ -89,7 +91,7 @@ static void run_scenario(const struct diag_scn_config *cfg, uint32_t steps, stru
     if (getenv("DIAG_SEED"))
         c0.seed += strtoull(getenv("DIAG_SEED"), NULL, 10) * 1000;
     struct diag_scn *s = diag_scn_new(c);
-    struct diag_options opt = {.step_timeout_ns = 2000000000ULL};
+    struct diag_options opt = {.step_timeout_ns = 2000000000ULL, .silence_ns = g_silence_ns};
     size_t nres;
     uint64_t end = 0;
 
@@ -354,7 +356,10 @@ static void test_silent_rank(void **state)
     uint32_t want[] = {5};
     struct outcome o;
 
+    /* 30 steps of the job going on without rank 5 are longer than 1 s */
+    g_silence_ns = 1000000000ULL;
     run_scenario(&c, 60, &o);
+    g_silence_ns = 0;
     check_pages("silent", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_SILENT);
 }
 
@@ -434,8 +439,8 @@ static void test_api_corner_cases(void **state)
     for (size_t i = 0; i + 1 < n; i++)
         assert_int_equal(diag_engine_add_step(e, recs[i], end), 0);
     assert_int_equal(diag_engine_add_step(e, recs[0], end), 1); /* duplicate */
-    /* No Resource: the engine cannot know that 16 ranks exist, so the step
-     * stays open until its timeout even when the 16th rank comes. */
+    /* No Resource: the engine cannot know that 16 ranks exist, so during the
+     * start-up grace the step stays open even when the 16th rank comes. */
     assert_int_equal(diag_engine_add_step(e, recs[n - 1], end), 0);
     diag_engine_get_stats(e, &st);
     assert_int_equal(st.steps_closed, 0);
@@ -443,15 +448,21 @@ static void test_api_corner_cases(void **state)
     assert_int_equal(st.rejected, 2);
     assert_int_equal(diag_engine_tick(e, end + 1000), 0);
     assert_int_equal(diag_engine_tick(e, end + 60000000000ULL), 1);
-    /* A record of the closed step is late now. */
+    /* A replay of a record of the closed step: a duplicate, not late. */
     assert_int_equal(diag_engine_add_step(e, recs[1], end + 60000000001ULL), 1);
-    /* Step 1: all 16 ranks reported, the set is learned: it closes at once. */
+    /* Step 1, one batch after the grace: all 16 live ranks reported, it
+     * closes at the end of the batch. */
     n = diag_scn_next(s, &recs, &end);
+    uint64_t t1 = end + 60000000002ULL;
+    assert_int_equal(diag_engine_begin_batch(e, "agent-a", t1), 0);
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(diag_engine_add_step(e, recs[i], end), 0);
+        assert_int_equal(diag_engine_add_step(e, recs[i], t1), 0);
+    assert_int_equal(diag_engine_end_batch(e, t1), 1);
     diag_engine_get_stats(e, &st);
+    assert_int_equal(st.steps_closed_by[DIAG_CLOSE_COMPLETE], 1);
     assert_int_equal(st.steps_closed, 2);
-    assert_int_equal(st.late, 1);
+    assert_int_equal(st.late, 0);
+    assert_int_equal(st.duplicates, 2);
     assert_int_equal(diag_engine_take_reports(e, &reps), 0);
     assert_null(reps);
     diag_engine_free(e);
@@ -459,12 +470,13 @@ static void test_api_corner_cases(void **state)
     diag_scn_free(s);
 }
 
-/* The window of open steps: order, gaps, room, timeouts, hostile steps. */
+/* The window of open steps: order, gaps, timeouts, hostile steps (closing by
+ * watermark, budget and late records: test_diag_watermark). */
 static void test_step_window(void **state)
 {
     Argus__V1__Resource res = ARGUS__V1__RESOURCE__INIT;
     Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
-    struct diag_options opt = {.step_timeout_ns = 1000, .max_open_steps = 8};
+    struct diag_options opt = {.step_timeout_ns = 1000};
     struct diag_engine *e = diag_engine_new(&opt);
     struct diag_engine_stats st;
 
@@ -487,23 +499,26 @@ static void test_step_window(void **state)
     }
     diag_engine_get_stats(e, &st);
     assert_int_equal(st.steps_closed, 2);
-    rec.step = 1; /* now late */
+    assert_int_equal(st.steps_closed_by[DIAG_CLOSE_COMPLETE], 2);
+    rec.step = 1; /* now late, and no frame to amend */
     assert_int_equal(diag_engine_add_step(e, &rec, 30), 1);
-    rec.step = 3; /* one rank of step 3, then step 11: step 3 must make room */
+    rec.step = 3; /* one rank of step 3 and of step 11: both stay open */
     assert_int_equal(diag_engine_add_step(e, &rec, 40), 0);
     rec.step = 11;
     assert_int_equal(diag_engine_add_step(e, &rec, 41), 0);
     diag_engine_get_stats(e, &st);
-    assert_int_equal(st.steps_closed, 3);
-    assert_int_equal(st.steps_timed_out, 1);
+    assert_int_equal(st.steps_closed, 2);
+    assert_int_equal(st.open_steps, 2);
     rec.step = 2000000000ULL; /* a broken step number is refused */
     assert_int_equal(diag_engine_add_step(e, &rec, 42), -ERANGE);
-    assert_int_equal(diag_engine_tick(e, 41 + 999), 0);
-    assert_int_equal(diag_engine_tick(e, 41 + 1000), 1); /* step 11 timed out */
+    assert_int_equal(diag_engine_tick(e, 40 + 999), 0);
+    assert_int_equal(diag_engine_tick(e, 41 + 1000), 2); /* steps 3 and 11 timed out */
     assert_int_equal(diag_engine_flush(e, 5000), 0);
     diag_engine_get_stats(e, &st);
     assert_int_equal(st.steps_closed, 4);
+    assert_int_equal(st.steps_closed_by[DIAG_CLOSE_TIMEOUT], 2);
     assert_int_equal(st.late, 1);
+    assert_int_equal(st.dropped_memory + st.dropped_horizon, 1);
     assert_int_equal(st.rejected, 1);
     diag_engine_free(e);
 }

@@ -59,7 +59,7 @@ static void on_exit_cb(void *ctx, const struct rank_info *ri)
     ev->last_exit_pid = ri->pid;
 }
 
-static const struct discovery_callbacks callbacks = {on_new, on_exit_cb};
+static const struct discovery_callbacks callbacks = {on_new, on_exit_cb, NULL};
 
 struct fake {
     char root[64];
@@ -294,12 +294,137 @@ static void test_fake_reject_warns_once(void **state)
     assert_int_equal(scan(f), 0);
     log_set_stream(NULL);
     fclose(mem);
-    assert_non_null(strstr(text, "pid 100 (python3): not a rank: RANK is not a number"));
-    assert_null(strstr(strstr(text, "not a rank") + 1, "not a rank"));
+    assert_non_null(strstr(text, "pid 100 (python3) is not tracked: RANK is not a number "
+                                 "[invalid_environ]"));
+    assert_null(strstr(strstr(text, "not tracked") + 1, "not tracked"));
     free(text);
     struct discovery_stats st;
     discovery_get_stats(f->d, &st);
     assert_int_equal(st.rejected, 1);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_INVALID], 1);
+}
+
+/* --- ranks from their communicator ------------------------------------------ */
+
+static int watch_adds, watch_removes;
+
+static void on_watch(void *ctx, uint32_t pid, const char *root, bool add)
+{
+    (void)ctx, (void)pid;
+    assert_non_null(strstr(root, "/root"));
+    watch_adds += add;
+    watch_removes += !add;
+}
+
+static const struct discovery_callbacks watch_callbacks = {on_new, on_exit_cb, on_watch};
+
+static int watch_scan(struct fake *f)
+{
+    return discovery_scan(f->d, &watch_callbacks, &f->ev);
+}
+
+/* Without the collectives probe, a process in a job without a rank
+ * variable is skipped with its reason; a plain python is not a candidate. */
+static void test_fake_no_watch(void **state)
+{
+    struct fake *f = *state;
+    struct discovery_stats st;
+
+    FAKE(f, 10, 1, 500, "python3", "ARGUS_JOB=j", "MASTER_PORT=1234");
+    FAKE(f, 11, 1, 500, "python3", "PATH=/bin");
+    assert_int_equal(scan(f), 0);
+    assert_int_equal(scan(f), 0);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_WATCH], 1);
+    assert_int_equal(st.watched, 0);
+    assert_string_equal(discovery_skip_name(DISCOVERY_SKIP_NO_WATCH), "no_communicator_probe");
+    assert_string_equal(discovery_skip_name(DISCOVERY_SKIP_COUNT), "unknown");
+}
+
+/* torch.multiprocessing.spawn: the parent and its children are watched;
+ * each child's communicator makes it a rank of the parent's job. */
+static void test_fake_comm_init(void **state)
+{
+    struct fake *f = *state;
+    struct discovery_stats st;
+
+    watch_adds = watch_removes = 0;
+    discovery_set_watching(f->d, true);
+    FAKE(f, 10, 1, 500, "python3", "ARGUS_JOB=spawnjob");
+    FAKE(f, 11, 10, 600, "python3", "ARGUS_JOB=spawnjob");
+    FAKE(f, 12, 10, 600, "python3", "ARGUS_JOB=spawnjob");
+    FAKE(f, 13, 1, 600, "sleep", "PATH=/bin"); /* neither in a job nor on the watch list */
+    assert_int_equal(watch_scan(f), 0);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.watched, 3);
+    assert_int_equal(watch_adds, 3);
+    assert_int_equal(discovery_comm_init(f->d, 11, 1, 2, &watch_callbacks, &f->ev), 1);
+    assert_int_equal(f->ev.news, 1);
+    assert_int_equal(f->ev.last_new.rank, 1);
+    assert_int_equal(f->ev.last_new.world_size, 2);
+    assert_string_equal(f->ev.last_new.job, "spawnjob");
+    assert_string_equal(f->ev.last_new.rank_source, "communicator");
+    assert_int_equal(watch_removes, 1);
+    assert_non_null(discovery_find(f->d, 11));
+    /* a later communicator (a subgroup) changes nothing */
+    assert_int_equal(discovery_comm_init(f->d, 11, 0, 1, &watch_callbacks, &f->ev), 0);
+    assert_int_equal(discovery_find(f->d, 11)->rank, 1);
+    /* a communicator that makes no sense is a skip with its reason */
+    assert_int_equal(discovery_comm_init(f->d, 12, 2, 2, &watch_callbacks, &f->ev), 0);
+    assert_null(discovery_find(f->d, 12));
+    assert_int_equal(discovery_comm_init(f->d, 0, 0, 1, &watch_callbacks, &f->ev), -EINVAL);
+    assert_int_equal(discovery_comm_init(f->d, 999, 0, 1, &watch_callbacks, &f->ev), 0);
+    /* the parent launched a rank: its exit is no skip */
+    fake_rm(f, 10);
+    assert_int_equal(watch_scan(f), 1);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_COMMUNICATOR], 1);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_RANK], 0);
+    assert_int_equal(st.watched, 0);
+    assert_int_equal(st.ranks, 1);
+}
+
+/* The job of a communicator rank whose environment names none: an
+ * ancestor's variable, else the parent. Skips by reason. */
+static void test_fake_comm_job_and_skips(void **state)
+{
+    struct fake *f = *state;
+    struct discovery_stats st;
+
+    discovery_set_watching(f->d, true);
+    FAKE(f, 30, 1, 500, "torchrun", "TORCHELASTIC_RUN_ID=te");
+    FAKE(f, 31, 30, 600, "python3", "PATH=/bin");
+    FAKE(f, 40, 1, 500, "python3", "PATH=/bin");
+    FAKE(f, 41, 40, 600, "python3.11", "PATH=/bin");
+    FAKE(f, 50, 1, 500, "python3", "WORLD_SIZE=4");
+    FAKE(f, 60, 1, 500, "python3", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500");
+    assert_int_equal(watch_scan(f), 0);
+    assert_int_equal(discovery_comm_init(f->d, 31, 0, 2, &watch_callbacks, &f->ev), 1);
+    assert_string_equal(f->ev.last_new.job, "te");
+    assert_string_equal(f->ev.last_new.job_source, "TORCHELASTIC_RUN_ID");
+    assert_int_equal(discovery_comm_init(f->d, 41, 1, 2, &watch_callbacks, &f->ev), 1);
+    assert_string_equal(f->ev.last_new.job, "job-40@node1");
+    assert_string_equal(f->ev.last_new.job_source, "parent");
+    assert_int_equal(discovery_comm_init(f->d, 60, 0, 8, &watch_callbacks, &f->ev), 1);
+    assert_string_equal(f->ev.last_new.job, "torch-10.0.0.1:29500");
+    /* collectives from a watched process: its communicator came before the
+     * agent; counted once, and not again as no_rank when it exits */
+    discovery_unidentified_call(f->d, 50);
+    discovery_unidentified_call(f->d, 50);
+    discovery_unidentified_call(f->d, 31); /* a rank: nothing */
+    fake_rm(f, 50);
+    assert_int_equal(watch_scan(f), 3);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_MISSED_INIT], 1);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_RANK], 0);
+    /* in a job, exits without a communicator and launched nothing */
+    FAKE(f, 70, 1, 500, "python3", "WORLD_SIZE=4");
+    assert_int_equal(watch_scan(f), 3);
+    fake_rm(f, 70);
+    assert_int_equal(watch_scan(f), 3);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_RANK], 1);
+    assert_int_equal(st.watched, 1); /* 40 */
 }
 
 static void test_fake_host_path_and_resource(void **state)
@@ -455,6 +580,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fake_reject_warns_once, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_host_path_and_resource, fake_setup,
                                         fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_no_watch, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_comm_init, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_comm_job_and_skips, fake_setup, fake_teardown),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_real_proc),
     };

@@ -391,7 +391,7 @@ static void test_environ_config_and_result(void **state)
 
     assert_int_equal(environ_config_init(&c, &node1), 0);
     assert_string_equal(c.node, "node1");
-    assert_int_equal(c.njob_vars, 3);
+    assert_int_equal(c.njob_vars, 4);
     assert_string_equal(c.job_vars[2], "SLURM_JOB_ID");
     struct discovery_options bad_node = {.node = "a\nb"};
     assert_int_equal(environ_config_init(&c, &bad_node), -EINVAL);
@@ -419,6 +419,116 @@ static void test_environ_config_and_result(void **state)
     assert_string_equal(ri.node, "node1");
 }
 
+/* srun, mpirun and hydra give the rank in their own variables. */
+static void test_parse_launchers(void **state)
+{
+    struct rank_info ri;
+
+    /* srun: SLURM_PROCID/SLURM_NTASKS, job SLURM_JOB_ID.SLURM_STEP_ID */
+    assert_int_equal(PARSE(&ri, "SLURM_JOB_ID=4242", "SLURM_STEP_ID=3", "SLURM_PROCID=5",
+                           "SLURM_NTASKS=8", "SLURM_LOCALID=1"),
+                     1);
+    assert_int_equal(ri.rank, 5);
+    assert_int_equal(ri.world_size, 8);
+    assert_int_equal(ri.local_rank, 1);
+    assert_string_equal(ri.job, "4242.3");
+    assert_string_equal(ri.job_source, "SLURM_JOB_ID");
+    assert_string_equal(ri.rank_source, "SLURM_PROCID");
+    assert_true(ri.flags & DISCOVERY_RANK_FROM_LAUNCHER);
+    assert_int_equal(ri.gpu, 1);
+    /* a batch script (no step) is not a rank; it is in a job */
+    assert_int_equal(PARSE(&ri, "SLURM_JOB_ID=4242", "SLURM_PROCID=0", "SLURM_NTASKS=8"), 0);
+    assert_string_equal(ri.reason, "no RANK or LOCAL_RANK");
+    assert_true(ri.flags & DISCOVERY_JOB_HINT);
+    assert_int_equal(PARSE(&ri, "SLURM_STEP_ID=0", "SLURM_PROCID=0"), 0);
+    assert_string_equal(ri.reason, "SLURM_PROCID without SLURM_NTASKS");
+    assert_int_equal(PARSE(&ri, "SLURM_STEP_ID=0", "SLURM_PROCID=8", "SLURM_NTASKS=8"), 0);
+    assert_string_equal(ri.reason, "SLURM_PROCID >= SLURM_NTASKS");
+    assert_int_equal(PARSE(&ri, "SLURM_STEP_ID=0", "SLURM_PROCID=x", "SLURM_NTASKS=8"), 0);
+    assert_string_equal(ri.reason, "SLURM_PROCID is not a number");
+    assert_int_equal(PARSE(&ri, "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=0"), 0);
+    assert_string_equal(ri.reason, "SLURM_NTASKS is not a number in 1..2^24");
+    /* torchrun under srun: RANK wins over the launcher's task id */
+    assert_int_equal(PARSE(&ri, "SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_PROCID=1",
+                           "SLURM_NTASKS=2", "RANK=6", "LOCAL_RANK=2", "WORLD_SIZE=8"),
+                     1);
+    assert_int_equal(ri.rank, 6);
+    assert_string_equal(ri.rank_source, "RANK");
+    assert_false(ri.flags & DISCOVERY_RANK_FROM_LAUNCHER);
+    assert_string_equal(ri.job, "7.0");
+
+    /* Open MPI's mpirun, job from PMIX_NAMESPACE */
+    assert_int_equal(PARSE(&ri, "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4",
+                           "OMPI_COMM_WORLD_LOCAL_RANK=1", "PMIX_NAMESPACE=prterun-h-12@1"),
+                     1);
+    assert_int_equal(ri.rank, 3);
+    assert_int_equal(ri.world_size, 4);
+    assert_int_equal(ri.local_rank, 1);
+    assert_string_equal(ri.job, "prterun-h-12@1");
+    assert_string_equal(ri.rank_source, "OMPI_COMM_WORLD_RANK");
+    assert_int_equal(PARSE(&ri, "OMPI_COMM_WORLD_RANK=3"), 0);
+    assert_string_equal(ri.reason, "OMPI_COMM_WORLD_RANK without OMPI_COMM_WORLD_SIZE");
+    assert_int_equal(PARSE(&ri, "OMPI_COMM_WORLD_RANK=4", "OMPI_COMM_WORLD_SIZE=4"), 0);
+    assert_string_equal(ri.reason, "OMPI_COMM_WORLD_RANK >= OMPI_COMM_WORLD_SIZE");
+
+    /* MPICH / Intel MPI hydra */
+    assert_int_equal(PARSE(&ri, "PMI_RANK=2", "PMI_SIZE=4", "MPI_LOCALRANKID=0",
+                           "MASTER_ADDR=10.1.1.1", "MASTER_PORT=29500"),
+                     1);
+    assert_int_equal(ri.rank, 2);
+    assert_int_equal(ri.local_rank, 0);
+    assert_string_equal(ri.job, "torch-10.1.1.1:29500");
+    assert_string_equal(ri.rank_source, "PMI_RANK");
+    assert_int_equal(PARSE(&ri, "PMI_RANK=2", "PMI_SIZE=two"), 0);
+    assert_string_equal(ri.reason, "PMI_SIZE is not a number in 1..2^24");
+    /* precedence: srun before mpirun before hydra */
+    assert_int_equal(PARSE(&ri, "PMI_RANK=2", "PMI_SIZE=4", "OMPI_COMM_WORLD_RANK=1",
+                           "OMPI_COMM_WORLD_SIZE=4", "SLURM_STEP_ID=1", "SLURM_PROCID=0",
+                           "SLURM_NTASKS=4"),
+                     1);
+    assert_int_equal(ri.rank, 0);
+    assert_string_equal(ri.rank_source, "SLURM_PROCID");
+}
+
+/* A rank known from its communicator: the rest from the environment. */
+static void test_parse_comm(void **state)
+{
+    struct environ_config c;
+    struct rank_info ri;
+    static const char spawn[] = "PATH=/bin\0ARGUS_JOB=ddp\0MASTER_PORT=29500";
+    static const char bare[] = "PATH=/bin";
+    static const char local[] = "LOCAL_RANK=1\0TORCHELASTIC_RUN_ID=te";
+
+    assert_int_equal(environ_config_init(&c, &node1), 0);
+    assert_int_equal(environ_parse(spawn, sizeof(spawn), &c, &ri), ENVIRON_NOT_CANDIDATE);
+    assert_true(ri.flags & DISCOVERY_JOB_HINT);
+    assert_int_equal(environ_parse(bare, sizeof(bare), &c, &ri), ENVIRON_NOT_CANDIDATE);
+    assert_false(ri.flags & DISCOVERY_JOB_HINT);
+
+    assert_int_equal(environ_parse_comm(spawn, sizeof(spawn), &c, 2, 4, &ri), ENVIRON_RANK);
+    assert_int_equal(ri.rank, 2);
+    assert_int_equal(ri.world_size, 4);
+    assert_int_equal(ri.local_rank, 2); /* unknown: one node */
+    assert_true(ri.flags & DISCOVERY_LOCAL_RANK_UNKNOWN);
+    assert_true(ri.flags & DISCOVERY_RANK_FROM_COMM);
+    assert_string_equal(ri.job, "ddp");
+    assert_string_equal(ri.rank_source, "communicator");
+    assert_string_equal(ri.node, "node1");
+    assert_int_equal(environ_parse_comm(bare, sizeof(bare), &c, 0, 1, &ri), ENVIRON_RANK);
+    assert_string_equal(ri.job_source, "default");
+    assert_int_equal(environ_parse_comm(local, sizeof(local), &c, 5, 8, &ri), ENVIRON_RANK);
+    assert_int_equal(ri.local_rank, 1);
+    assert_string_equal(ri.job, "te");
+    assert_int_equal(environ_parse_comm(bare, sizeof(bare), &c, 4, 4, &ri), ENVIRON_REJECTED);
+    assert_non_null(ri.reason);
+    assert_int_equal(environ_parse_comm(bare, sizeof(bare), &c, 0, 0, &ri), ENVIRON_REJECTED);
+    assert_int_equal(environ_parse_comm(NULL, 0, &c, 0, DISCOVERY_WORLD_MAX + 1, &ri),
+                     ENVIRON_REJECTED);
+    static const char badjob[] = "ARGUS_JOB=a\tb";
+    assert_int_equal(environ_parse_comm(badjob, sizeof(badjob), &c, 0, 2, &ri), ENVIRON_REJECTED);
+    assert_non_null(strstr(ri.reason, "job id"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_parse_cuda_visible_devices),
         cmocka_unit_test(test_parse_random),
         cmocka_unit_test(test_environ_config_and_result),
+        cmocka_unit_test(test_parse_launchers),
+        cmocka_unit_test(test_parse_comm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

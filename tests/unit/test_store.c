@@ -40,13 +40,16 @@ static void test_duplicate_and_gaps(void **state)
     assert_int_equal(hwm, 1);
     assert_int_equal(store_high_water(f->s, "agent-2", 7, &hwm), 0);
     assert_int_equal(hwm, 0);
+    /* three written batches of the same 6 records: stored and counted once */
     Argus__V1__JobInfo *ji = job_info(f->s, "job-a");
-    assert_int_equal(ji->rank_steps, 18); /* three written batches of 6 */
+    assert_int_equal(ji->rank_steps, 6);
     assert_int_equal(ji->ranks_seen, 2);
     argus__v1__job_info__free_unpacked(ji, NULL);
+    assert_int_equal(count_steps(f->s, "job-a"), 6);
     store_get_stats(f->s, &st);
     assert_int_equal(st.write_batches, 3);
     assert_int_equal(st.duplicates, 2);
+    assert_int_equal(st.duplicate_records, 12);
     assert_int_equal(st.write_errors, 0);
     assert_true(st.write_ns_total >= st.write_ns_max && st.write_ns_max > 0);
     tbatch_free(t);
@@ -60,7 +63,8 @@ static void test_reopen_keeps_everything(void **state)
     char err[256], *name;
     uint64_t hwm;
 
-    assert_int_equal(store_ingest(f->s, &t->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    assert_int_equal(store_ingest_raw(f->s, &t->b, NULL, T0, err, sizeof(err)),
+                     STORE_INGEST_WRITTEN);
     store_close(f->s);
     f->o.block_cache_bytes = 8 << 20;
     f->s = open_store(f);
@@ -84,6 +88,56 @@ static void test_reopen_keeps_everything(void **state)
     name = store_get_name(f->s, "job-a", 101);
     assert_string_equal(name, "backward");
     free(name);
+    tbatch_free(t);
+}
+
+/* The distinct (step, rank) records of a job, through every path that
+ * decides it: the in-memory ring of recent steps, steps below it, steps from
+ * before a reopen, and the same record twice in one batch. */
+static void test_distinct_records(void **state)
+{
+    struct fix *f = *state;
+    struct tbatch *t = tbatch_new("agent-1", 1, "job-d", 0, 2, 100, 600, T0);
+    struct tbatch *r;
+    struct store_stats st;
+    char err[256];
+
+    assert_int_equal(store_ingest(f->s, &t->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    assert_int_equal(job_info_rank_steps(f->s, "job-d"), 1200);
+    /* a new epoch replays steps far below the ring (DB) and in it (memory) */
+    r = tbatch_new("agent-1", 1, "job-d", 0, 2, 100, 10, T0);
+    r->b.epoch = 8;
+    assert_int_equal(store_ingest(f->s, &r->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    tbatch_free(r);
+    r = tbatch_new("agent-1", 2, "job-d", 0, 2, 690, 10, T0);
+    r->b.epoch = 8;
+    assert_int_equal(store_ingest(f->s, &r->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    tbatch_free(r);
+    assert_int_equal(job_info_rank_steps(f->s, "job-d"), 1200);
+    /* one batch: new step 700 of rank 0 twice, new step 3 (below the ring)
+     * of rank 0 twice */
+    r = tbatch_new("agent-1", 3, "job-d", 0, 4, 700, 1, T0);
+    r->b.epoch = 8;
+    r->steps[1].rank = 0;
+    r->steps[2].rank = 0;
+    r->steps[2].step = 3;
+    r->steps[3].rank = 0;
+    r->steps[3].step = 3;
+    assert_int_equal(store_ingest(f->s, &r->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    tbatch_free(r);
+    assert_int_equal(job_info_rank_steps(f->s, "job-d"), 1202);
+    assert_int_equal(count_steps(f->s, "job-d"), 1202);
+    /* after a reopen the rings are empty: the DB answers for what is older */
+    store_close(f->s);
+    f->s = open_store(f);
+    r = tbatch_new("agent-1", 4, "job-d", 0, 3, 695, 7, T0);
+    r->b.epoch = 8; /* 695..701: rank 0 has up to 700, rank 1 up to 699, rank 2 none */
+    assert_int_equal(store_ingest(f->s, &r->b, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    tbatch_free(r);
+    assert_int_equal(job_info_rank_steps(f->s, "job-d"), 1202 + 1 + 2 + 7);
+    assert_int_equal(count_steps(f->s, "job-d"), 1212);
+    store_get_stats(f->s, &st);
+    assert_int_equal(st.duplicate_records, 6 + 5);
     tbatch_free(t);
 }
 
@@ -310,6 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_duplicate_and_gaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_distinct_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_locked_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_odd_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_threads, setup, teardown),

@@ -9,12 +9,31 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "tools/argus-sim/scenario.h"
+#include "tools/argus-sim/delivery.h"
 #include "tools/argus-sim/sim.h"
+#include "tools/argus-sim/sim_plan.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     {                                                                                              \
         key, type, offsetof(struct sim_config, field), def, lo, hi, help, NULL                     \
     }
+#define OPT_ENUM(key, field, def, names, help)                                                     \
+    {                                                                                              \
+        key, CONFIG_ENUM, offsetof(struct sim_config, field), def, 0, 0, help, names               \
+    }
+
+static const struct config_name sim_delivery_names[] = {
+    {"lockstep", DELIVERY_LOCKSTEP},
+    {"age", DELIVERY_AGE},
+    {"realistic", DELIVERY_REALISTIC},
+    {NULL, 0},
+};
+
+static const struct config_name sim_replay_names[] = {
+    {"same", SIM_REPLAY_SAME},
+    {"new_epoch", SIM_REPLAY_NEW_EPOCH},
+    {NULL, 0},
+};
 
 static const struct config_option sim_options[] = {
     OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0, "collector HOST:PORT"),
@@ -54,6 +73,35 @@ static const struct config_option sim_options[] = {
     OPT("fault_rank", CONFIG_INT, fault_rank, "-1", -1, 1e8,
         "culprit rank (-1: the scenario picks one)"),
     OPT("agent_prefix", CONFIG_STRING, agent_prefix, "sim-agent-", 0, 0, "agent id prefix"),
+    OPT_ENUM("delivery", delivery, "realistic", sim_delivery_names,
+             "lockstep: all streams within a step of each other; age: batches by age like the "
+             "agent; realistic: age plus per-stream delay and jitter (--rate 0: lockstep)"),
+    OPT("max_age", CONFIG_DURATION, max_age_ns, "1s", 0.001, 600,
+        "age, realistic: a batch is sealed when its oldest step is this old (agent batch.max_age)"),
+    OPT("batch_max_steps", CONFIG_UINT, batch_max_steps, "512", 1, 65536,
+        "age, realistic: step records per batch at most (agent batch.max_steps)"),
+    OPT("start_spread", CONFIG_DURATION, start_spread_ns, "0", 0, 3600,
+        "agents start over this long (each one's steps shifted by a random part of it)"),
+    OPT("delay", CONFIG_DURATION, delay_ns, "100ms", 0, 3600,
+        "realistic: fixed delay of each stream, random in [0, this]"),
+    OPT("jitter", CONFIG_DURATION, jitter_ns, "200ms", 0, 3600,
+        "realistic: extra delay of each batch, random in [0, this]"),
+    OPT("stall", CONFIG_STRING, stall, "", 0, 0,
+        "NODE:AT:SECONDS[,...]: node NODE's stream sends nothing from AT s for SECONDS s"),
+    OPT("outage", CONFIG_STRING, outage, "", 0, 0,
+        "NODE:AT:SECONDS[,...]: node NODE's stream is disconnected from AT s for SECONDS s; "
+        "what it sealed meanwhile is replayed after"),
+    OPT_ENUM("outage_replay", outage_replay, "same", sim_replay_names,
+             "after an outage, replay under the same (epoch, seq) like the agent's spool, or "
+             "under a new epoch"),
+    OPT("clock_offset", CONFIG_STRING, clock_offset, "", 0, 0,
+        "NODE:SECONDS[,...]: node NODE's clock is off by SECONDS (record times, created_unix_ns)"),
+    OPT("overload", CONFIG_DOUBLE, overload, "0", 0, 1000,
+        "offer this many times the collector's capacity (sets --rate; 0: off)"),
+    OPT("capacity", CONFIG_DOUBLE, capacity, "0", 0, 1e9,
+        "the collector's capacity in rank-steps/s for --overload (0: measure it first)"),
+    OPT("send_log", CONFIG_STRING, send_log, "", 0, 0,
+        "write one JSON line per acked batch (steps, ranks, sent and acked times) to this file"),
 };
 
 static const struct config_table sim_table = {
@@ -65,18 +113,19 @@ static const struct config_table sim_table = {
 
 static void sim_print(const struct sim_config *c, const struct sim_result *r)
 {
-    printf(
-        "{\"job\": \"%s\", \"ranks\": %" PRIu64 ", \"agents\": %" PRIu64 ", \"steps\": %" PRIu64
-        ", \"base_time\": %" PRIu64 ", \"complete\": %s, \"batches_sent\": %" PRIu64
-        ", \"batches_acked\": %" PRIu64 ", \"rank_steps_acked\": %" PRIu64 ", \"resent\": %" PRIu64
-        ", \"reconnects\": %" PRIu64 ", \"rejects\": %" PRIu64
-        ", \"elapsed_s\": %.3f, \"rank_steps_per_s\": %.0f, \"start_unix_ns\": %" PRIu64
-        ", \"ack_latency_p50_ms\": %.2f, \"ack_latency_p99_ms\": %.2f, \"last_error\": \"%s\"}\n",
-        c->job, c->ranks, (c->ranks + c->ranks_per_node - 1) / c->ranks_per_node, c->steps,
-        c->base_unix_ns, r->complete ? "true" : "false", r->batches_sent, r->batches_acked,
-        r->rank_steps_acked, r->resent, r->reconnects, r->rejects, r->elapsed_s,
-        r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0, r->start_unix_ns,
-        r->ack_latency_p50_ms, r->ack_latency_p99_ms, r->last_error);
+    printf("{\"job\": \"%s\", \"ranks\": %" PRIu64 ", \"agents\": %" PRIu64 ", \"steps\": %" PRIu64
+           ", \"base_time\": %" PRIu64 ", \"complete\": %s, \"batches_sent\": %" PRIu64
+           ", \"batches_acked\": %" PRIu64 ", \"rank_steps_acked\": %" PRIu64
+           ", \"resent\": %" PRIu64 ", \"reconnects\": %" PRIu64 ", \"rejects\": %" PRIu64
+           ", \"elapsed_s\": %.3f, \"rank_steps_per_s\": %.0f, \"start_unix_ns\": %" PRIu64
+           ", \"ack_latency_p50_ms\": %.2f, \"ack_latency_p99_ms\": %.2f, \"rate\": %.3f"
+           ", \"delivery\": \"%s\", \"last_error\": \"%s\"}\n",
+           c->job, c->ranks, (c->ranks + c->ranks_per_node - 1) / c->ranks_per_node, c->steps,
+           c->base_unix_ns, r->complete ? "true" : "false", r->batches_sent, r->batches_acked,
+           r->rank_steps_acked, r->resent, r->reconnects, r->rejects, r->elapsed_s,
+           r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0, r->start_unix_ns,
+           r->ack_latency_p50_ms, r->ack_latency_p99_ms, c->rate,
+           c->rate > 0 ? sim_delivery_names[c->delivery].name : "lockstep", r->last_error);
     if (*c->scenario) {
         printf("{\"scenario\": \"%s\", \"job\": \"%s\", \"onset\": %" PRIu64
                ", \"cause\": \"%s\", \"culprits\": [",
@@ -85,6 +134,21 @@ static void sim_print(const struct sim_config *c, const struct sim_result *r)
             printf("%s%u", i ? ", " : "", r->culprits[i]);
         printf("]}\n");
     }
+}
+
+/* --overload, then the delivery plan of the run (each bad option said once). */
+static int sim_check_delivery(struct sim_config *c)
+{
+    struct delivery_plan *plan = NULL;
+    char err[256];
+    int r = c->verify || *c->record ? 0 : sim_plan_overload(c, err, sizeof(err));
+
+    if (r == 0)
+        r = sim_plan_new(c, &plan, err, sizeof(err));
+    if (r < 0)
+        fprintf(stderr, "argus-sim: %s\n", err);
+    delivery_plan_free(plan);
+    return r;
 }
 
 int main(int argc, char **argv)
@@ -121,8 +185,14 @@ int main(int argc, char **argv)
         config_free(&sim_table, &c);
         return 2;
     }
+    if (sim_check_delivery(&c) < 0) {
+        config_free(&sim_table, &c);
+        return 2;
+    }
     if (c.pregen || *c.scenario) {
-        uint64_t per_agent = (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
+        uint64_t per_agent = c.delivery != DELIVERY_LOCKSTEP && c.rate > 0 /* age: >= 1 step */
+                                 ? c.steps
+                                 : (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
         if (c.max_inflight < per_agent)
             c.max_inflight = per_agent;
     }

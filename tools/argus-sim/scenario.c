@@ -9,6 +9,7 @@
 #include "agent/delivery/names.h"
 #include "common/clock.h"
 #include "tools/argus-sim/diag_scenario.h"
+#include "tools/argus-sim/restamp.h"
 
 static const struct {
     const char *name;
@@ -150,12 +151,16 @@ static int scenario_run(const struct sim_config *c, struct diag_scn *s, struct s
         uint64_t end;
         size_t n = diag_scn_next(s, &recs, &end);
         for (size_t i = 0; i < n; i++) {
-            struct scenario_agent *a = &ag[recs[i]->rank / c->ranks_per_node];
-            scenario_define_names(a->names, s, recs[i]);
-            batcher_add_step(a->batcher, recs[i], clock_mono_ns());
+            uint32_t k = (uint32_t)(recs[i]->rank / c->ranks_per_node);
+            int64_t offset = sink->clock_offset ? sink->clock_offset(sink->ctx, k) : 0;
+            scenario_define_names(ag[k].names, s, recs[i]);
+            restamp_record(recs[i], offset); /* packed now: shifted back right after */
+            batcher_add_step(ag[k].batcher, recs[i], clock_mono_ns());
+            restamp_record(recs[i], -offset);
         }
-        if ((step + 1) % c->steps_per_batch == 0 || step + 1 == c->steps)
-            for (size_t i = 0; i < nagents && r == 0; i++)
+        bool all = (step + 1) % c->steps_per_batch == 0 || step + 1 == c->steps;
+        for (size_t i = 0; i < nagents && r == 0; i++)
+            if (sink->seal_after ? sink->seal_after(sink->ctx, (uint32_t)i, step) : all)
                 r = scenario_seal(sink, &ag[i], (uint32_t)i);
     }
     return r;

@@ -8,6 +8,7 @@
 #ifndef ARGUS_SIM_SCENARIO_H
 #define ARGUS_SIM_SCENARIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,11 @@ struct scenario_sink {
     uint64_t (*epoch)(void *ctx, uint32_t agent);
     int (*push)(void *ctx, uint32_t agent, uint64_t seq, void *frame, size_t len, uint32_t nsteps);
     void *ctx;
+    /* Optional. True when agent's next batch ends with step (NULL: every
+     * steps_per_batch steps, all agents at once). */
+    bool (*seal_after)(void *ctx, uint32_t agent, uint64_t step);
+    /* Optional. ns added to the times in agent's records (its node's clock). */
+    int64_t (*clock_offset)(void *ctx, uint32_t agent);
 };
 
 /* True when name is a known scenario. */

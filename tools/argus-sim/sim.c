@@ -12,14 +12,19 @@
 #include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
+#include "tools/argus-sim/delivery.h"
+#include "tools/argus-sim/restamp.h"
 #include "tools/argus-sim/scenario.h"
+#include "tools/argus-sim/sim_plan.h"
 
 /* One sealed batch waiting for its ack. */
 struct sim_pending {
     uint64_t seq;
     uint64_t due_ns; /* not sent before this time (rate pacing) */
     uint32_t nsteps;
-    uint64_t sent_ns; /* 0 = not sent on this stream */
+    uint64_t sent_ns;      /* 0 = not sent on this stream */
+    uint64_t sent_real_ns; /* last send, UNIX ns (the send log) */
+    uint32_t batch, sends; /* index in the delivery plan; sends so far */
     void *frame;
     size_t len;
 };
@@ -35,6 +40,9 @@ struct sim_agent {
     uint64_t dict_seq; /* first seq that carried names; 0 = none yet */
     struct rpc_stream *st;
     uint64_t reconnect_ns, backoff_ns;
+    uint64_t base_ns;  /* mono time of the plan's 0 */
+    size_t next_batch; /* plan index of the next batch to seal */
+    int64_t offset_ns; /* the node's clock offset */
 };
 
 struct sim_thread {
@@ -47,6 +55,9 @@ struct sim_thread {
     uint64_t *latencies;
     size_t nlat, latcap;
     pthread_t thread;
+    const struct delivery_plan *plan;
+    bool restamp;
+    FILE *send_log; /* may be NULL; shared by the threads (stdio locks) */
 };
 
 uint64_t sim_base_unix_ns(const struct sim_config *c)
@@ -72,8 +83,8 @@ static void sim_add_names(Argus__V1__Batch *b, Argus__V1__NameEntry *names,
 static int sim_seal(struct sim_thread *t, struct sim_agent *a)
 {
     const struct sim_config *c = t->c;
-    uint64_t nsteps =
-        c->steps - a->next_step < c->steps_per_batch ? c->steps - a->next_step : c->steps_per_batch;
+    const struct delivery_batch *db = delivery_plan_batch(t->plan, a->index, a->next_batch);
+    uint64_t nsteps = db ? db->nsteps : 0;
     size_t n = (size_t)(nsteps * a->nranks);
     struct gen_step *g = malloc(n * sizeof(*g));
     Argus__V1__StepRecord **recs = malloc(n * sizeof(*recs));
@@ -84,13 +95,14 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
                                 (uint32_t)c->pp};
     int r = -ENOMEM;
 
-    if (!g || !recs)
+    if (!g || !recs || !db)
         goto out;
     for (uint64_t s = 0; s < nsteps; s++)
         for (uint32_t k = 0; k < a->nranks; k++) {
             struct gen_step *x = &g[s * a->nranks + k];
             gen_step(x, c->seed, c->job, a->first_rank + k, a->next_step + s, sim_base_unix_ns(c),
                      c->step_ns);
+            restamp_record(&x->rec, a->offset_ns);
             recs[s * a->nranks + k] = &x->rec;
         }
     b.agent_id = a->id;
@@ -98,7 +110,7 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
     b.seq = a->next_seq;
     b.n_steps = n;
     b.steps = recs;
-    b.created_unix_ns = clock_real_ns();
+    b.created_unix_ns = (uint64_t)((int64_t)clock_real_ns() + a->offset_ns);
     if (!a->names_acked) {
         sim_add_names(&b, names, namep, c->job);
         if (!a->dict_seq)
@@ -122,12 +134,16 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
     free(raw);
     if (r < 0)
         goto out;
-    p->seq = a->next_seq++;
-    p->due_ns = a->due_ns;
-    p->nsteps = (uint32_t)n;
-    p->sent_ns = 0;
+    *p = (struct sim_pending){.seq = a->next_seq++,
+                              .due_ns = a->base_ns + db->send_ns,
+                              .nsteps = (uint32_t)n,
+                              .batch = (uint32_t)a->next_batch,
+                              .frame = p->frame,
+                              .len = p->len};
     a->qlen++;
     a->next_step += nsteps;
+    db = delivery_plan_batch(t->plan, a->index, ++a->next_batch);
+    a->due_ns = db ? a->base_ns + db->seal_ns : UINT64_MAX;
 out:
     free(g);
     free(recs);
@@ -147,6 +163,26 @@ static void sim_latency(struct sim_thread *t, uint64_t ns)
     t->latencies[t->nlat++] = ns;
 }
 
+/* One line of the send log per acked batch: what it held, when it was
+ * (last) sent and acked. */
+static void sim_log_batch(struct sim_thread *t, const struct sim_agent *a,
+                          const struct sim_pending *p)
+{
+    const struct delivery_batch *b = delivery_plan_batch(t->plan, a->index, p->batch);
+
+    if (!t->send_log || !b)
+        return;
+    fprintf(t->send_log,
+            "{\"agent\": %" PRIu32 ", \"node\": \"%s\", \"first_rank\": %" PRIu32
+            ", \"nranks\": %" PRIu32 ", \"epoch\": %" PRIu64 ", \"seq\": %" PRIu64
+            ", \"first_step\": %" PRIu64 ", \"nsteps\": %" PRIu32 ", \"records\": %" PRIu32
+            ", \"planned_s\": %.3f, \"replay\": %s, \"sends\": %" PRIu32
+            ", \"sent_unix_ns\": %" PRIu64 ", \"acked_unix_ns\": %" PRIu64 "}\n",
+            a->index, a->node, a->first_rank, a->nranks, a->epoch, p->seq, b->first_step, b->nsteps,
+            p->nsteps, (double)b->send_ns / 1e9, b->replay ? "true" : "false", p->sends,
+            p->sent_real_ns, clock_real_ns());
+}
+
 static void sim_on_ack(struct sim_thread *t, struct sim_agent *a, const void *data, size_t len)
 {
     Argus__V1__Ack *ack = argus__v1__ack__unpack(NULL, len, data);
@@ -158,6 +194,7 @@ static void sim_on_ack(struct sim_thread *t, struct sim_agent *a, const void *da
         struct sim_pending *p = &a->q[a->qhead];
         if (p->sent_ns)
             sim_latency(t, now - p->sent_ns);
+        sim_log_batch(t, a, p);
         t->r.batches_acked++;
         t->r.rank_steps_acked += p->nsteps;
         free(p->frame);
@@ -192,16 +229,60 @@ static void sim_on_closed(struct sim_thread *t, struct sim_agent *a, int status,
     a->qsent = 0;
 }
 
+/* An outage of a's stream until until_ns (mono): drop the connection (what
+ * was sent and not acked is sent again after it) and stay away until then. */
+static void sim_cut(struct sim_thread *t, struct sim_agent *a, uint64_t until_ns)
+{
+    if (a->st) {
+        rpc_stream_free(a->st); /* its late events are consumed by the queue */
+        a->st = NULL;
+        t->r.resent += a->qsent;
+        a->qsent = 0;
+        if (t->c->outage_replay == SIM_REPLAY_NEW_EPOCH)
+            a->epoch++;
+    }
+    a->backoff_ns = 0;
+    if (a->reconnect_ns < until_ns)
+        a->reconnect_ns = until_ns;
+}
+
+/* Start sending p, restamped with the stream's identity and the send time
+ * when the plan says so. Returns rpc_stream_send's result. */
+static int sim_send(struct sim_thread *t, struct sim_agent *a, struct sim_pending *p)
+{
+    void *frame = NULL;
+    size_t len;
+    int r;
+
+    if (t->restamp &&
+        restamp_frame(p->frame, p->len, a->epoch, p->seq,
+                      (uint64_t)((int64_t)clock_real_ns() + a->offset_ns), &frame, &len) == 0)
+        r = rpc_stream_send(a->st, frame, len);
+    else
+        r = rpc_stream_send(a->st, p->frame, p->len);
+    free(frame);
+    if (r == 0) {
+        p->sent_real_ns = clock_real_ns();
+        p->sends++;
+    }
+    return r;
+}
+
 /* Generate what is due, (re)connect, and start a send when the slot is free. */
 static void sim_service(struct sim_thread *t, struct sim_agent *a, uint64_t now)
 {
     const struct sim_config *c = t->c;
+    uint64_t until;
+    bool outage;
 
-    while (a->next_step < c->steps && a->qlen < c->max_inflight && now >= a->due_ns) {
+    while (a->next_step < c->steps && a->qlen < c->max_inflight && now >= a->due_ns)
         if (sim_seal(t, a) < 0)
             break;
-        if (c->rate > 0)
-            a->due_ns += (uint64_t)(c->steps_per_batch * 1e9 / c->rate);
+    if (now >= a->base_ns &&
+        delivery_plan_blocked(t->plan, a->index, now - a->base_ns, &until, &outage)) {
+        if (outage)
+            sim_cut(t, a, a->base_ns + until);
+        return; /* stalled or cut: nothing goes out */
     }
     if (!a->st && a->qlen && now >= a->reconnect_ns) {
         a->st = rpc_stream_open_on(t->ch, RPC_INGEST_PUSH, true, t->q, a);
@@ -210,7 +291,7 @@ static void sim_service(struct sim_thread *t, struct sim_agent *a, uint64_t now)
     }
     if (a->st && a->qsent < a->qlen && rpc_stream_can_send(a->st)) {
         struct sim_pending *p = &a->q[(a->qhead + a->qsent) % c->max_inflight];
-        if (now >= p->due_ns && rpc_stream_send(a->st, p->frame, p->len) == 0) {
+        if (now >= p->due_ns && sim_send(t, a, p) == 0) {
             p->sent_ns = now;
             a->qsent++;
             t->r.batches_sent++;
@@ -271,8 +352,9 @@ static int sim_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void sim_setup_agents(const struct sim_config *c, struct sim_thread *th, size_t nthreads,
-                             struct sim_agent *agents, size_t nagents)
+static void sim_setup_agents(const struct sim_config *c, const struct delivery_plan *plan,
+                             struct sim_thread *th, size_t nthreads, struct sim_agent *agents,
+                             size_t nagents)
 {
     uint64_t epoch = clock_real_ns(), now = clock_mono_ns();
 
@@ -288,12 +370,15 @@ static void sim_setup_agents(const struct sim_config *c, struct sim_thread *th, 
         a->epoch = epoch;
         a->next_seq = 1;
         a->q = calloc(c->max_inflight, sizeof(*a->q));
-        a->due_ns = c->rate > 0 ? now + (uint64_t)(1e9 / c->rate * (double)i / nagents) : now;
+        a->base_ns = now;
+        a->offset_ns = delivery_plan_clock_offset(plan, a->index);
+        a->due_ns = now + delivery_plan_batch(plan, a->index, 0)->seal_ns;
     }
     for (size_t k = 0; k < nthreads; k++) {
         th[k].c = c;
         th[k].agents = agents + k * nagents / nthreads;
         th[k].nagents = (k + 1) * nagents / nthreads - k * nagents / nthreads;
+        th[k].plan = plan;
     }
 }
 
@@ -302,23 +387,20 @@ static int sim_pregen(struct sim_thread *t)
 {
     for (size_t i = 0; i < t->nagents; i++) {
         struct sim_agent *a = &t->agents[i];
-        uint64_t first = a->due_ns;
-        while (a->next_step < t->c->steps) {
+        while (a->next_step < t->c->steps)
             if (sim_seal(t, a) < 0)
                 return -ENOMEM;
-            if (t->c->rate > 0)
-                a->due_ns += (uint64_t)(t->c->steps_per_batch * 1e9 / t->c->rate);
-        }
-        a->due_ns = first;
     }
     return 0;
 }
 
 static void sim_shift_due(struct sim_thread *t, uint64_t delta)
 {
-    for (size_t i = 0; i < t->nagents; i++)
+    for (size_t i = 0; i < t->nagents; i++) {
+        t->agents[i].base_ns += delta;
         for (size_t k = 0; k < t->agents[i].qlen; k++)
             t->agents[i].q[(t->agents[i].qhead + k) % t->c->max_inflight].due_ns += delta;
+    }
 }
 
 /* --scenario: the scenario generator seals batches straight into the agents'
@@ -326,7 +408,24 @@ static void sim_shift_due(struct sim_thread *t, uint64_t delta)
 struct sim_scn_ctx {
     const struct sim_config *c;
     struct sim_agent *agents;
+    const struct delivery_plan *plan;
 };
+
+/* A batch ends with step when the plan says so; remember which. */
+static bool sim_scn_seal_after(void *ctx, uint32_t i, uint64_t step)
+{
+    struct sim_scn_ctx *x = ctx;
+    size_t k = delivery_plan_find(x->plan, i, step);
+    const struct delivery_batch *b = delivery_plan_batch(x->plan, i, k);
+
+    x->agents[i].next_batch = k;
+    return b && step + 1 == b->first_step + b->nsteps;
+}
+
+static int64_t sim_scn_clock_offset(void *ctx, uint32_t i)
+{
+    return ((struct sim_scn_ctx *)ctx)->agents[i].offset_ns;
+}
 
 static uint64_t sim_scn_seq(void *ctx, uint32_t i)
 {
@@ -348,21 +447,30 @@ static int sim_scn_push(void *ctx, uint32_t i, uint64_t seq, void *frame, size_t
         free(frame);
         return -ENOSPC;
     }
+    const struct delivery_batch *b =
+        delivery_plan_batch(((struct sim_scn_ctx *)ctx)->plan, i, a->next_batch);
     struct sim_pending *p = &a->q[(a->qhead + a->qlen++) % c->max_inflight];
-    *p = (struct sim_pending){
-        .seq = seq, .due_ns = a->due_ns, .nsteps = nsteps, .frame = frame, .len = len};
-    if (c->rate > 0)
-        a->due_ns += (uint64_t)(c->steps_per_batch * 1e9 / c->rate);
+    *p = (struct sim_pending){.seq = seq,
+                              .due_ns = a->base_ns + (b ? b->send_ns : 0),
+                              .nsteps = nsteps,
+                              .batch = (uint32_t)a->next_batch,
+                              .frame = frame,
+                              .len = len};
     a->next_step = c->steps;
     a->names_acked = a->resources_acked = true; /* the batcher carries them */
     return 0;
 }
 
-static int sim_scenario(const struct sim_config *c, struct sim_agent *agents,
-                        struct sim_result *out)
+static int sim_scenario(const struct sim_config *c, const struct delivery_plan *plan,
+                        struct sim_agent *agents, struct sim_result *out)
 {
-    struct sim_scn_ctx ctx = {c, agents};
-    struct scenario_sink sink = {sim_scn_seq, sim_scn_epoch, sim_scn_push, &ctx};
+    struct sim_scn_ctx ctx = {c, agents, plan};
+    struct scenario_sink sink = {.next_seq = sim_scn_seq,
+                                 .epoch = sim_scn_epoch,
+                                 .push = sim_scn_push,
+                                 .ctx = &ctx,
+                                 .seal_after = sim_scn_seal_after,
+                                 .clock_offset = sim_scn_clock_offset};
     struct scenario_truth t;
     int r;
 
@@ -373,21 +481,36 @@ static int sim_scenario(const struct sim_config *c, struct sim_agent *agents,
     return r;
 }
 
-int sim_run(const struct sim_config *c, struct sim_result *out)
+/* Fold thread k's results into out (latencies appended to *lat). */
+static void sim_collect(struct sim_thread *t, struct sim_result *out, uint64_t **lat, size_t *nlat)
 {
-    size_t nagents = (size_t)((c->ranks + c->ranks_per_node - 1) / c->ranks_per_node);
-    size_t nthreads = c->threads < nagents ? c->threads : nagents;
-    struct sim_agent *agents = calloc(nagents, sizeof(*agents));
-    struct sim_thread *th = calloc(nthreads, sizeof(*th));
-    struct rpc_channel *ch = rpc_channel_new(c->collector, NULL);
+    out->batches_sent += t->r.batches_sent;
+    out->batches_acked += t->r.batches_acked;
+    out->rank_steps_acked += t->r.rank_steps_acked;
+    out->resent += t->r.resent;
+    out->reconnects += t->r.reconnects;
+    out->rejects += t->r.rejects;
+    out->complete &= t->r.complete;
+    if (t->r.last_error[0])
+        memcpy(out->last_error, t->r.last_error, sizeof(out->last_error));
+    uint64_t *grown = realloc(*lat, (*nlat + t->nlat + 1) * sizeof(**lat));
+    if (grown) {
+        *lat = grown;
+        memcpy(*lat + *nlat, t->latencies, t->nlat * sizeof(**lat));
+        *nlat += t->nlat;
+    }
+    free(t->latencies);
+}
+
+/* Seal what goes out before the clock starts (scenarios, --pregen) and move
+ * the plan's 0 to now. Returns 0 or -errno. */
+static int sim_prepare(const struct sim_config *c, const struct delivery_plan *plan,
+                       struct sim_thread *th, size_t nthreads, struct sim_agent *agents,
+                       struct sim_result *out)
+{
     uint64_t start = clock_mono_ns();
 
-    memset(out, 0, sizeof(*out));
-    out->truth_cause = "";
-    if (!agents || !th || !ch)
-        return -ENOMEM;
-    sim_setup_agents(c, th, nthreads, agents, nagents);
-    if (*c->scenario && sim_scenario(c, agents, out) < 0)
+    if (*c->scenario && sim_scenario(c, plan, agents, out) < 0)
         return -EINVAL;
     if (c->pregen || *c->scenario) {
         for (size_t k = 0; k < nthreads && !*c->scenario; k++)
@@ -396,36 +519,53 @@ int sim_run(const struct sim_config *c, struct sim_result *out)
         uint64_t now = clock_mono_ns();
         for (size_t k = 0; k < nthreads; k++)
             sim_shift_due(&th[k], now - start);
-        start = now;
     }
+    return 0;
+}
+
+int sim_run(const struct sim_config *c, struct sim_result *out)
+{
+    size_t nagents = sim_plan_agents(c);
+    size_t nthreads = c->threads < nagents ? c->threads : nagents;
+    struct sim_agent *agents = calloc(nagents, sizeof(*agents));
+    struct sim_thread *th = calloc(nthreads, sizeof(*th));
+    struct rpc_channel *ch = rpc_channel_new(c->collector, NULL);
+    struct delivery_plan *plan = NULL;
+    FILE *log = NULL;
+    uint64_t start, *lat = NULL;
+    size_t nlat = 0;
+    int r = -ENOMEM;
+
+    memset(out, 0, sizeof(*out));
+    out->truth_cause = "";
+    if (!agents || !th || !ch)
+        goto out;
+    r = sim_plan_new(c, &plan, out->last_error, sizeof(out->last_error));
+    if (r == 0 && c->send_log && *c->send_log && !(log = fopen(c->send_log, "we"))) {
+        r = -errno;
+        snprintf(out->last_error, sizeof(out->last_error), "%s: %s", c->send_log, strerror(-r));
+    }
+    if (r < 0)
+        goto out;
+    sim_setup_agents(c, plan, th, nthreads, agents, nagents);
+    r = sim_prepare(c, plan, th, nthreads, agents, out);
+    if (r < 0)
+        goto out;
+    start = clock_mono_ns();
     out->start_unix_ns = clock_real_ns();
     for (size_t k = 0; k < nthreads; k++) {
         th[k].ch = ch;
         th[k].q = rpc_queue_new();
+        th[k].send_log = log;
+        th[k].restamp = delivery_plan_restamps(plan) ||
+                        (c->outage_replay == SIM_REPLAY_NEW_EPOCH && c->outage && *c->outage);
         pthread_create(&th[k].thread, NULL, sim_thread_main, &th[k]);
     }
-    uint64_t *lat = NULL;
-    size_t nlat = 0;
     out->complete = true;
     for (size_t k = 0; k < nthreads; k++) {
         pthread_join(th[k].thread, NULL);
         rpc_queue_free(th[k].q);
-        out->batches_sent += th[k].r.batches_sent;
-        out->batches_acked += th[k].r.batches_acked;
-        out->rank_steps_acked += th[k].r.rank_steps_acked;
-        out->resent += th[k].r.resent;
-        out->reconnects += th[k].r.reconnects;
-        out->rejects += th[k].r.rejects;
-        out->complete &= th[k].r.complete;
-        if (th[k].r.last_error[0])
-            memcpy(out->last_error, th[k].r.last_error, sizeof(out->last_error));
-        uint64_t *grown = realloc(lat, (nlat + th[k].nlat + 1) * sizeof(*lat));
-        if (grown) {
-            lat = grown;
-            memcpy(lat + nlat, th[k].latencies, th[k].nlat * sizeof(*lat));
-            nlat += th[k].nlat;
-        }
-        free(th[k].latencies);
+        sim_collect(&th[k], out, &lat, &nlat);
     }
     out->elapsed_s = (double)(clock_mono_ns() - start) / 1e9;
     if (nlat) {
@@ -433,9 +573,14 @@ int sim_run(const struct sim_config *c, struct sim_result *out)
         out->ack_latency_p50_ms = (double)lat[nlat / 2] / 1e6;
         out->ack_latency_p99_ms = (double)lat[nlat * 99 / 100] / 1e6;
     }
+    r = out->complete ? 0 : -ETIMEDOUT;
+out:
+    if (log && fclose(log) != 0 && r == 0)
+        r = -EIO;
     free(lat);
     free(agents);
     free(th);
+    delivery_plan_free(plan);
     rpc_channel_free(ch);
-    return out->complete ? 0 : -ETIMEDOUT;
+    return r;
 }

@@ -32,6 +32,22 @@ struct sim_config {
     uint64_t onset;     /* first faulty step */
     double severity;    /* slowdown factor of the fault, 0 = the scenario's default */
     int64_t fault_rank; /* culprit rank, -1 = the scenario's choice */
+    /* delivery (tools/argus-sim/delivery.h) */
+    int delivery; /* enum delivery_mode */
+    uint64_t max_age_ns, batch_max_steps;
+    uint64_t start_spread_ns, delay_ns, jitter_ns;
+    char *stall, *outage, *clock_offset; /* "NODE:AT:SECONDS,...", "NODE:SECONDS,..." */
+    int outage_replay;                   /* enum sim_replay */
+    double overload, capacity;           /* --overload FACTOR of capacity rank-steps/s */
+    char *send_log;                      /* "" = none */
+};
+
+/* How a stream replays its spool after an outage: under its own (epoch,
+ * seq), as the agent's spool does, or under a new epoch (an agent that lost
+ * its spool identity: the collector can only tell duplicates by content). */
+enum sim_replay {
+    SIM_REPLAY_SAME = 0,
+    SIM_REPLAY_NEW_EPOCH = 1,
 };
 
 struct sim_result {

@@ -8,6 +8,8 @@
 #include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
+#include "tools/argus-sim/delivery.h"
+#include "tools/argus-sim/restamp.h"
 #include "tools/argus-sim/sim.h"
 
 /* Unary call; returns the unpacked reply or NULL after saying why. */
@@ -49,7 +51,8 @@ static int verify_job_info(struct rpc_channel *ch, const struct sim_config *c)
 }
 
 /* Compare the stored records of steps [from, to] with regenerated ones. */
-static int verify_range(struct rpc_channel *ch, const struct sim_config *c, uint64_t from,
+static int verify_range(struct rpc_channel *ch, const struct sim_config *c,
+                        const struct delivery_offset *offsets, size_t noffsets, uint64_t from,
                         uint64_t to, uint64_t *seen, uint64_t *mismatched)
 {
     Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
@@ -67,6 +70,8 @@ static int verify_range(struct rpc_channel *ch, const struct sim_config *c, uint
     for (size_t i = 0; i < resp->n_steps; i++) {
         Argus__V1__StepRecord *s = resp->steps[i];
         gen_step(&g, c->seed, c->job, s->rank, s->step, sim_base_unix_ns(c), c->step_ns);
+        restamp_record(
+            &g.rec, delivery_offset_of(offsets, noffsets, (uint32_t)(s->rank / c->ranks_per_node)));
         size_t a = argus__v1__step_record__get_packed_size(s);
         size_t b = argus__v1__step_record__get_packed_size(&g.rec);
         uint8_t *pa = malloc(a + 1), *pb = malloc(b + 1);
@@ -90,21 +95,28 @@ int sim_verify(const struct sim_config *c)
 {
     struct rpc_channel *ch = rpc_channel_new(c->collector, NULL);
     uint64_t seen = 0, mismatched = 0, per_query = 50000 / (c->ranks ? c->ranks : 1);
+    struct delivery_offset *offsets;
+    char err[200];
+    long noffsets =
+        delivery_parse_offsets(c->clock_offset ? c->clock_offset : "", &offsets, err, sizeof(err));
     int bad;
 
-    if (!ch)
+    if (!ch || noffsets < 0) {
+        rpc_channel_free(ch);
         return 1;
+    }
     if (per_query < 1)
         per_query = 1;
     bad = verify_job_info(ch, c);
     for (uint64_t from = 0; from < c->steps && !bad; from += per_query) {
         uint64_t to = from + per_query - 1 < c->steps - 1 ? from + per_query - 1 : c->steps - 1;
-        if (verify_range(ch, c, from, to, &seen, &mismatched) < 0)
+        if (verify_range(ch, c, offsets, (size_t)noffsets, from, to, &seen, &mismatched) < 0)
             bad = 1;
     }
     printf("verify: %" PRIu64 " records read, %" PRIu64 " expected, %" PRIu64 " mismatched\n", seen,
            c->ranks * c->steps, mismatched);
     rpc_channel_free(ch);
+    free(offsets);
     return bad || mismatched || seen != c->ranks * c->steps;
 }
 

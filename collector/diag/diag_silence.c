@@ -1,0 +1,130 @@
+/* Silence by wall clock: see diag_silence.h. */
+#include "collector/diag/diag_silence.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector/diag/diag_report.h"
+
+/* Quiet for silence_ns while the job went on for that long after it. */
+static bool quiet(const struct diag_watermark *w, uint64_t last_ns, uint64_t silence_ns,
+                  uint64_t now_ns)
+{
+    return last_ns && last_ns + silence_ns <= w->last_ns && last_ns + silence_ns <= now_ns;
+}
+
+static void append(char *buf, size_t len, size_t *at, uint32_t from, uint32_t to)
+{
+    char part[32];
+    int n = from == to ? snprintf(part, sizeof(part), "%s%u", *at ? "," : "", from)
+                       : snprintf(part, sizeof(part), "%s%u-%u", *at ? "," : "", from, to);
+
+    if (*at + (size_t)n + 4 >= len) {
+        if (*at + 4 < len && strcmp(buf + (*at > 3 ? *at - 3 : 0), "...") != 0)
+            *at += (size_t)snprintf(buf + *at, len - *at, "...");
+        return;
+    }
+    memcpy(buf + *at, part, (size_t)n + 1);
+    *at += (size_t)n;
+}
+
+uint32_t diag_silence_ranks(const struct diag_watermark *w, uint32_t stream, char *buf, size_t len)
+{
+    uint32_t count = 0, from = 0, to = 0;
+    bool open = false;
+    size_t at = 0;
+
+    buf[0] = 0;
+    for (uint32_t r = 0; r < w->cap; r++) {
+        if (w->rank[r].stream != stream || !w->rank[r].last_recv_ns)
+            continue;
+        count++;
+        if (open && r == to + 1) {
+            to = r;
+            continue;
+        }
+        if (open)
+            append(buf, len, &at, from, to);
+        from = to = r;
+        open = true;
+    }
+    if (open)
+        append(buf, len, &at, from, to);
+    return count;
+}
+
+static int node_suspect(struct diag_watermark *w, uint32_t s, uint64_t now_ns, uint32_t window,
+                        diag_silence_where_fn where, void *ctx, Argus__V1__Report *rep)
+{
+    struct diag_wm_stream *st = &w->streams[s];
+    struct diag_silence_where at = {"", -1, ""};
+    char ranks[160], ev[320];
+    uint32_t first = UINT32_MAX;
+
+    for (uint32_t r = 0; r < w->cap && first == UINT32_MAX; r++)
+        if (w->rank[r].stream == s && w->rank[r].last_recv_ns)
+            first = r;
+    if (first != UINT32_MAX)
+        where(ctx, first, &at);
+    const char *node = at.node && *at.node ? at.node : st->id;
+    uint32_t n = diag_silence_ranks(w, s, ranks, sizeof(ranks));
+    double quiet_s = (double)(now_ns - st->last_recv_ns) / 1e9;
+    snprintf(ev, sizeof(ev),
+             "node %s (agent %s): nothing received for %.0f s while the job went on; "
+             "its %u ranks %s",
+             node, st->id, quiet_s, n, ranks);
+    Argus__V1__Suspect *sus =
+        diag_suspect_new(DIAG_RANK_NONE, node, -1, "node", ARGUS__V1__LEVEL__LEVEL_SILENT,
+                         ARGUS__V1__CAUSE__CAUSE_SILENT, "node", quiet_s, n, window, ev);
+    return sus ? diag_report_add(rep, sus) : -ENOMEM;
+}
+
+static int rank_suspect(struct diag_watermark *w, uint32_t r, uint64_t now_ns, uint32_t window,
+                        diag_silence_where_fn where, void *ctx, Argus__V1__Report *rep)
+{
+    struct diag_silence_where at = {"", -1, ""};
+    const struct diag_wm_rank *wr = &w->rank[r];
+    char ev[200];
+
+    where(ctx, r, &at);
+    double quiet_s = (double)(now_ns - wr->last_recv_ns) / 1e9;
+    snprintf(ev, sizeof(ev),
+             "no step record for %.0f s (last step %" PRIu64 ") while its agent and the job "
+             "went on",
+             quiet_s, wr->next ? wr->next - 1 : 0);
+    Argus__V1__Suspect *s =
+        diag_suspect_new(r, at.node, at.gpu, at.group, ARGUS__V1__LEVEL__LEVEL_SILENT,
+                         ARGUS__V1__CAUSE__CAUSE_SILENT, "step records", quiet_s, 0, window, ev);
+    return s ? diag_report_add(rep, s) : -ENOMEM;
+}
+
+int diag_silence_check(struct diag_watermark *w, uint64_t silence_ns, uint64_t now_ns,
+                       uint32_t window, diag_silence_where_fn where, void *ctx,
+                       Argus__V1__Report *rep, struct diag_silence_counts *out)
+{
+    int err = 0;
+
+    memset(out, 0, sizeof(*out));
+    for (uint32_t s = 0; s < w->n_streams && !err; s++) {
+        struct diag_wm_stream *st = &w->streams[s];
+        if (st->silent || !quiet(w, st->last_recv_ns, silence_ns, now_ns))
+            continue;
+        st->silent = true;
+        for (uint32_t r = 0; r < w->cap; r++)
+            if (w->rank[r].stream == s && w->rank[r].last_recv_ns)
+                w->rank[r].silent = true;
+        err = node_suspect(w, s, now_ns, window, where, ctx, rep);
+        out->nodes += !err;
+    }
+    for (uint32_t r = 0; r < w->cap && !err; r++) {
+        struct diag_wm_rank *wr = &w->rank[r];
+        if (wr->silent || !quiet(w, wr->last_recv_ns, silence_ns, now_ns))
+            continue;
+        wr->silent = true;
+        err = rank_suspect(w, r, now_ns, window, where, ctx, rep);
+        out->ranks += !err;
+    }
+    return err;
+}
