@@ -18,6 +18,7 @@
 #define STEPINFER_REORDER 16       /* how late a call may arrive and be put in place */
 #define STEPINFER_MISFIT_UNLOCK 4  /* misfits in the last 16 steps that unlock a model */
 #define STEPINFER_VOTE_TICKS 5     /* ticks a rank waits for another to agree */
+#define STEPINFER_MAX_PENDING 16   /* processes kept before they are known ranks */
 #define STEPINFER_NCOUNTERS 8
 
 struct stepinfer_comm {
@@ -131,31 +132,71 @@ static struct stepinfer_rank *stepinfer_find(struct stepinfer *si, uint32_t pid,
     return NULL;
 }
 
-int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_t rank)
+/* A new rank (job NULL: a process not known as a rank yet). NULL when out
+ * of memory. */
+static struct stepinfer_rank *stepinfer_add(struct stepinfer *si, uint32_t pid, const char *job,
+                                            uint32_t rank)
 {
-    struct stepinfer_rank *r = stepinfer_find(si, pid, NULL), **grown;
+    struct stepinfer_rank *r, **grown = realloc(si->ranks, (si->nranks + 1) * sizeof(*grown));
 
-    if (r)
-        return 0;
-    grown = realloc(si->ranks, (si->nranks + 1) * sizeof(*grown));
     if (!grown)
-        return -ENOMEM;
+        return NULL;
     si->ranks = grown;
     r = calloc(1, sizeof(*r));
     if (!r)
-        return -ENOMEM;
+        return NULL;
     r->pid = pid;
     r->rank = rank;
     r->last_step = -1;
-    r->job = strdup(job);
+    r->job = job ? strdup(job) : NULL;
     r->calls = calloc(STEPINFER_WINDOW, sizeof(*r->calls));
     r->entries = calloc(STEPINFER_WINDOW, sizeof(*r->entries));
-    if (!r->job || !r->calls || !r->entries) {
+    if ((job && !r->job) || !r->calls || !r->entries) {
         stepinfer_rank_free(r);
-        return -ENOMEM;
+        return NULL;
     }
     si->ranks[si->nranks++] = r;
-    return 0;
+    return r;
+}
+
+int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_t rank)
+{
+    struct stepinfer_rank *r = stepinfer_find(si, pid, NULL);
+
+    if (r && r->job)
+        return 0;
+    if (!r)
+        return stepinfer_add(si, pid, job, rank) ? 0 : -ENOMEM;
+    r->job = strdup(job); /* a pending process becomes a rank, with its calls so far */
+    r->rank = rank;
+    return r->job ? 0 : -ENOMEM;
+}
+
+/* Keep the calls of a process that is not a known rank yet (found later
+ * from its communicator: its first steps would be lost), at most
+ * STEPINFER_MAX_PENDING of them: the one quiet the longest makes room. */
+static struct stepinfer_rank *stepinfer_pending(struct stepinfer *si, uint32_t pid)
+{
+    size_t pending = 0, oldest = 0;
+    uint64_t oldest_ts = UINT64_MAX;
+
+    for (size_t k = 0; k < si->nranks; k++) {
+        const struct stepinfer_rank *q = si->ranks[k];
+        uint64_t ts = q->n ? q->calls[q->n - 1].ts_ns : 0;
+
+        if (q->job)
+            continue;
+        pending++;
+        if (ts < oldest_ts) {
+            oldest_ts = ts;
+            oldest = k;
+        }
+    }
+    if (pending >= STEPINFER_MAX_PENDING) {
+        stepinfer_rank_free(si->ranks[oldest]);
+        si->ranks[oldest] = si->ranks[--si->nranks];
+    }
+    return stepinfer_add(si, pid, NULL, 0);
 }
 
 static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r);
@@ -167,7 +208,7 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush)
 
     if (!r)
         return;
-    if (flush && r->n >= STEPINFER_MIN_CALLS)
+    if (flush && r->job && r->n >= STEPINFER_MIN_CALLS)
         stepinfer_rank_tick(si, r);
     si->ranks[i] = si->ranks[--si->nranks];
     stepinfer_rank_free(r);
@@ -209,6 +250,8 @@ void stepinfer_call(struct stepinfer *si, uint32_t pid, const struct stepinfer_c
     size_t at;
     uint32_t ci;
 
+    if (!r)
+        r = stepinfer_pending(si, pid);
     if (!r)
         return;
     at = r->n;
@@ -322,7 +365,7 @@ static const struct stepinfer_model *stepinfer_ballot(const struct stepinfer_ran
 {
     const struct stepinfer_model *m = NULL;
 
-    if (strcmp(q->job, r->job))
+    if (!q->job || strcmp(q->job, r->job))
         return NULL;
     if (q->model.locked && __builtin_popcount(q->model.misfits) < 2)
         m = &q->model;
@@ -348,7 +391,7 @@ static size_t stepinfer_job_ranks(const struct stepinfer *si, const struct stepi
     size_t n = 0;
 
     for (size_t k = 0; k < si->nranks; k++)
-        n += !strcmp(si->ranks[k]->job, r->job);
+        n += si->ranks[k]->job && !strcmp(si->ranks[k]->job, r->job);
     return n;
 }
 
@@ -603,7 +646,8 @@ static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)
 static bool stepinfer_due(struct stepinfer_rank *r, bool (*explicit_steps)(void *, uint32_t),
                           void *ctx)
 {
-    return r->n >= STEPINFER_MIN_CALLS && !(explicit_steps && explicit_steps(ctx, r->pid));
+    return r->job && r->n >= STEPINFER_MIN_CALLS &&
+           !(explicit_steps && explicit_steps(ctx, r->pid));
 }
 
 /* Detect every unlocked rank first, then lock them (the vote sees every

@@ -83,7 +83,10 @@ int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_
 void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush);
 
 /* One collective call of pid, in arrival order (a call up to a few places
- * late is put in its place; later ones are dropped and counted). */
+ * late is put in its place; later ones are dropped and counted). The calls
+ * of a pid not tracked yet are kept (up to 16 such processes) and become
+ * its rank's when it is tracked: a rank found from its communicator
+ * (torch.multiprocessing.spawn) keeps its first steps. */
 void stepinfer_call(struct stepinfer *si, uint32_t pid, const struct stepinfer_call *call);
 
 /* Add to a host counter (enum agent_counter) of the rank's next inferred

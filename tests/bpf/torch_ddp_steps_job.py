@@ -1,7 +1,9 @@
 """A real PyTorch DDP job for the step-numbering tests
 (tests/integration/agent_torch_steps*.sh): CPU, gloo, one process per rank
 started as a launcher starts them (RANK, WORLD_SIZE, MASTER_ADDR/PORT in the
-exec environment), default DistributedDataParallel settings (so two bucket
+exec environment), or, without RANK, torch.multiprocessing.spawn of WORLD
+ranks that each set them in their own os.environ; default
+DistributedDataParallel settings (so two bucket
 all-reduces per step for this model: the first bucket is capped at 1 MiB),
 no annotation. With ACCUM=2 each optimizer step is two micro-steps, the first
 under no_sync() (DDP's gradient accumulation: one set of all-reduces per
@@ -19,10 +21,17 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 
 STEPS = int(os.environ.get("STEPS", "300"))
 ACCUM = int(os.environ.get("ACCUM", "1"))
 WIDTH = int(os.environ.get("WIDTH", "512"))
+
+
+def spawned(rank, world, port):
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    main()
 
 
 def main():
@@ -61,4 +70,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if "RANK" in os.environ:
+        main()
+    else:
+        world = int(os.environ.get("WORLD", "4"))
+        mp.spawn(spawned, args=(world, int(os.environ["MASTER_PORT"])), nprocs=world, join=True)

@@ -7,8 +7,10 @@
 # job's log (tests/bpf/torch_steps_check.py: count within 1%, one numbering
 # on every rank, mean step time within 3%).
 #
-# torch_steps_case ACCUM LATE: ACCUM micro-steps per step (no_sync), and
-# with LATE=1 the agent starts only after the job has run 60 steps.
+# torch_steps_case ACCUM LATE [spawn]: ACCUM micro-steps per step (no_sync),
+# with LATE=1 the agent starts only after the job has run 60 steps, and with
+# spawn the job is one torch.multiprocessing.spawn parent whose children set
+# their rank in os.environ (the agent learns it from the communicator).
 
 torch_steps_require() {
     [[ $(id -u) == 0 ]] || skip "needs root for BPF"
@@ -29,14 +31,22 @@ torch_steps_agent() {
 torch_steps_done() { cat "$T/log/rank.0" 2>/dev/null | wc -l; }
 
 torch_steps_case() {
-    local accum=$1 late=$2 steps=${STEPS:-300} port r p
+    local accum=$1 late=$2 launch=${3:-exec} steps=${STEPS:-300} port r p
     torch_steps_require
     start_collector "$T/store"
     ((late)) || torch_steps_agent
     mkdir -p "$T/log"
     port=$(free_port)
     local job_pids=()
+    if [[ $launch == spawn ]]; then
+        env ARGUS_JOB=stepsjob MASTER_PORT=$port OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" \
+            STEPS=$steps ACCUM=$accum WIDTH=384 /usr/bin/python3 \
+            "$REPO/tests/bpf/torch_ddp_steps_job.py" >"$T/job.out" 2>&1 &
+        PIDS+=($!)
+        job_pids+=($!)
+    fi
     for r in 0 1 2 3; do
+        [[ $launch == spawn ]] && break
         env RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 ARGUS_JOB=stepsjob MASTER_ADDR=127.0.0.1 \
             MASTER_PORT=$port OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STEPS=$steps \
             ACCUM=$accum WIDTH=384 /usr/bin/python3 "$REPO/tests/bpf/torch_ddp_steps_job.py" \

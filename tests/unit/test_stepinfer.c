@@ -401,6 +401,40 @@ static void test_outvoted_rank(void **state)
     assert_int_equal(st.locks, 4);
 }
 
+/* Ranks known only after their first calls (found from their communicator,
+ * torch.multiprocessing.spawn) keep those calls; processes that never
+ * become ranks are bounded. */
+static void test_calls_before_track(void **state)
+{
+    struct sim s = {.ranks = 4,
+                    .steps = 100,
+                    .buckets = 2,
+                    .accum = 1,
+                    .period_ns = 200 * MS,
+                    .jitter_pct = 3,
+                    .lib_seq = true,
+                    .setup = 6,
+                    .seed = 37};
+    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+    struct stepinfer_call c = {1000, 2000, ALLREDUCE, 0, 1, 5};
+
+    (void)state;
+    sim_run(&s);
+    nouts = 0;
+    for (uint32_t pid = 1000; pid < 1100; pid++) /* never ranks */
+        stepinfer_call(si, pid, &c);
+    for (size_t i = 0; i < ncalls; i++) {
+        if (calls[i].c.enter_ns > 1100 * MS + 20 * s.period_ns && calls[i].pid < 104)
+            stepinfer_track(si, calls[i].pid, "job", calls[i].pid - 100);
+        stepinfer_call(si, calls[i].pid, &calls[i].c);
+        if (i % 40 == 0)
+            stepinfer_tick(si, NULL, NULL);
+    }
+    stepinfer_tick(si, NULL, NULL);
+    stepinfer_free(si);
+    check(&s, 97);
+}
+
 /* Without the library's numbers (NCCL), the calls the agent saw from the
  * start number the steps: still the same on every rank. */
 static void test_counted_sequence_from_start(void **state)
@@ -486,7 +520,7 @@ static void test_bad_input(void **state)
 
     (void)state;
     nouts = 0;
-    stepinfer_call(si, 42, &c); /* untracked pid: ignored */
+    stepinfer_call(si, 42, &c); /* untracked pid: kept until it is tracked */
     assert_int_equal(stepinfer_track(si, 42, "j", 0), 0);
     assert_int_equal(stepinfer_track(si, 42, "j", 0), 0); /* again: no second rank */
     stepinfer_call(si, 42, &c);
@@ -516,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_attach_mid_job),
         cmocka_unit_test(test_ranks_with_jitter),
         cmocka_unit_test(test_outvoted_rank),
+        cmocka_unit_test(test_calls_before_track),
         cmocka_unit_test(test_counted_sequence_from_start),
         cmocka_unit_test(test_pattern_change),
         cmocka_unit_test(test_bad_input),
