@@ -66,8 +66,10 @@ static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint
 {
     struct agent *a = ctx;
 
-    if (!call->wait)
-        stepinfer_call(a->stepinfer, pid, enter_ns, exit_ns, call->name_id, call->bytes);
+    if (!call->wait && !call->tag)
+        stepinfer_call(a->stepinfer, pid,
+                       &(struct stepinfer_call){enter_ns, exit_ns, call->name_id, call->bytes,
+                                                call->comm, call->lib_seq});
     if (!discovery_find(a->discovery, pid))
         discovery_unidentified_call(a->discovery, pid);
 }

@@ -24,6 +24,7 @@ enum layout {
     LAYOUT_WAIT,      /* c10d::Work::wait(this, timeout): ends the caller's last c10d call */
     LAYOUT_INIT_PG,   /* c10d::ProcessGroup/Backend(this, rank, size): a process group is made */
     LAYOUT_INIT_NCCL, /* ncclCommInitRank(comm *, nranks, id (128 bytes: on the stack), rank) */
+    LAYOUT_TAG,       /* ProcessGroupGloo::nextTag(this): returns collectiveCounter_++ */
 };
 
 struct coll_func {
@@ -76,6 +77,7 @@ static const struct coll_func coll_funcs[] = {
     PGNCCL(4, send),
     PGNCCL(4, recv),
     {"_ZN4c10d4Work4waitE*", "c10d::Work::wait", LAYOUT_WAIT},
+    {"_ZN4c10d16ProcessGroupGloo7nextTagEv", "c10d::ProcessGroupGloo::nextTag", LAYOUT_TAG},
     /* communicator creation: the rank of a process whose environment lacks it */
     {"_ZN4c10d12ProcessGroupC2Eii", "c10d::ProcessGroup::ProcessGroup", LAYOUT_INIT_PG},
     {"_ZN4c10d7BackendC2Eii", "c10d::Backend::Backend", LAYOUT_INIT_PG},
@@ -105,6 +107,7 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
         [LAYOUT_REDUCE] = {2, 3, 6, 7},     [LAYOUT_P2P] = {1, 2, 4, 5},
         [LAYOUT_C10D] = {-1, -1, 1, -1},    [LAYOUT_WAIT] = {-1, -1, -1, -1},
         [LAYOUT_INIT_PG] = {-1, -1, 0, -1}, [LAYOUT_INIT_NCCL] = {-1, -1, 0, -1},
+        [LAYOUT_TAG] = {-1, -1, 0, -1},
     };
     const int8_t *ix;
 
@@ -123,6 +126,8 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     out->ret = r->ret;
     out->c10d = f->layout == LAYOUT_C10D;
     out->wait = f->layout == LAYOUT_WAIT;
+    out->tag = f->layout == LAYOUT_TAG;
+    out->lib_seq = out->tag ? (int64_t)(uint32_t)r->ret : -1;
     out->init = f->layout == LAYOUT_INIT_PG || f->layout == LAYOUT_INIT_NCCL;
     if (f->layout == LAYOUT_INIT_PG)
         out->init_rank = (uint32_t)r->args[1], out->init_size = (uint32_t)r->args[2];
@@ -147,6 +152,14 @@ struct coll_held {
 
 #define COLL_HELD_MAX 256
 #define COLL_HOLD_TICKS 20
+#define COLL_TAGS_MAX 64
+
+/* The last gloo tag a thread took, waiting for the c10d call around it. */
+struct coll_tag {
+    uint32_t pid, tid;
+    uint64_t enter_ns, group;
+    int64_t seq; /* -1: free */
+};
 
 struct collectives {
     struct probe_collectives_config cfg;
@@ -159,6 +172,8 @@ struct collectives {
     uint64_t decode_errors, waits_matched, inits, tick;
     struct coll_held held[COLL_HELD_MAX];
     size_t nheld;
+    struct coll_tag tags[COLL_TAGS_MAX];
+    uint64_t tags_matched;
 };
 
 static void coll_observe(struct collectives *c, const struct coll_held *h)
@@ -244,6 +259,31 @@ static void coll_forget(struct collectives *c, uint32_t pid)
     c->nseqs = out;
 }
 
+/* Remember the tag a thread just took (its record comes before the one of
+ * the c10d call around it, which returns later). */
+static void coll_keep_tag(struct collectives *c, const struct argus_call_record *r,
+                          const struct probe_collectives_call *call)
+{
+    struct coll_tag *slot = &c->tags[r->tid % COLL_TAGS_MAX];
+
+    *slot = (struct coll_tag){r->pid, r->tid, r->enter_ns, call->comm, call->lib_seq};
+}
+
+/* The tag taken inside this c10d call on its thread and group, or -1. */
+static int64_t coll_take_tag(struct collectives *c, const struct argus_call_record *r,
+                             const struct probe_collectives_call *call)
+{
+    struct coll_tag *slot = &c->tags[r->tid % COLL_TAGS_MAX];
+    int64_t seq = slot->seq;
+
+    if (seq < 0 || slot->pid != r->pid || slot->tid != r->tid || slot->group != call->comm ||
+        slot->enter_ns < r->enter_ns || slot->enter_ns > r->exit_ns)
+        return -1;
+    slot->seq = -1;
+    c->tags_matched++;
+    return seq;
+}
+
 static int coll_on_record(void *owner, const struct argus_call_record *r)
 {
     struct collectives *c = owner;
@@ -261,11 +301,17 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
                                 call.name);
         return 0;
     }
+    if (call.tag) { /* not a collective: numbers the c10d call around it */
+        coll_keep_tag(c, r, &call);
+        return 0;
+    }
     if (call.wait) { /* not a collective: only ends the last c10d call */
         if (c->cfg.on_call)
             coll_feed_observer(c, r, &call);
         return 0;
     }
+    if (call.c10d)
+        call.lib_seq = coll_take_tag(c, r, &call);
     if (!c->announced[r->cookie]) {
         c->sink->name(c->sink->ctx, call.name_id, call.name);
         c->announced[r->cookie] = true;
@@ -274,7 +320,8 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
     ev.tid = r->tid;
     ev.ts_ns = r->enter_ns;
     ev.collective.name_id = call.name_id;
-    ev.collective.seq = coll_next_seq(c, r->pid, call.comm);
+    ev.collective.seq =
+        call.lib_seq >= 0 ? (uint64_t)call.lib_seq : coll_next_seq(c, r->pid, call.comm);
     ev.collective.bytes = call.bytes;
     ev.collective.comm_id = call.comm;
     ev.collective.stream = (uint32_t)call.stream;
@@ -360,6 +407,7 @@ static size_t coll_metrics(void *state, char *buf, size_t len)
     size_t n = probe_calls_metrics(c->calls, buf, len);
 
     n += probe_metric(buf + n, len - n, "collectives", "waits_matched_total", c->waits_matched);
+    n += probe_metric(buf + n, len - n, "collectives", "tags_matched_total", c->tags_matched);
     n += probe_metric(buf + n, len - n, "collectives", "communicator_inits_total", c->inits);
     return n +
            probe_metric(buf + n, len - n, "collectives", "decode_errors_total", c->decode_errors);

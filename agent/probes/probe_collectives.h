@@ -10,7 +10,13 @@
  * ncclCommInitRankConfig): no event either, the rank and size to the
  * on_comm_init observer, for discovery of ranks whose environment lacks
  * them (torch.multiprocessing.spawn). Processes the agent watches for that
- * are tracked like ranks (track()), so that their libraries are found. */
+ * are tracked like ranks (track()), so that their libraries are found.
+ * And c10d::ProcessGroupGloo::nextTag, which every gloo collective calls
+ * (through the PLT) for its tag: it returns the group's own collective
+ * counter, the same number on every rank for the same collective whenever
+ * the agent attached. It gives no event either: the c10d call around it on
+ * the same thread carries it as its sequence number (lib_seq); other calls
+ * are numbered per (pid, communicator) from the first one the probe saw. */
 #ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
 #define ARGUS_AGENT_PROBE_COLLECTIVES_H
 
@@ -55,6 +61,10 @@ struct probe_collectives_call {
     bool wait; /* c10d::Work::wait: no collective itself, it ends the last c10d call */
     bool init; /* a communicator's creation: no collective, init_rank of init_size */
     uint32_t init_rank, init_size;
+    bool tag; /* ProcessGroupGloo::nextTag: no collective itself; ret is the group's counter */
+    /* The library's own sequence number of this call in its group (gloo's
+     * tag), -1 when the library gave none (NCCL, gloo send/recv). */
+    int64_t lib_seq;
 };
 
 /* Decode a raw record (pure: no I/O). Returns 0, or -EINVAL for an unknown

@@ -100,14 +100,16 @@ static size_t periodic_start(const uint64_t *sig, size_t n, uint32_t p)
 }
 
 /* Does one position of period p carry the compute gap: its mean log gap
- * larger than every other position's by a factor of 4? (Noise gives some
- * autocorrelation at any lag; a real step structure gives this.) */
+ * larger than every other position's by a factor of 2? (Noise gives some
+ * autocorrelation at any lag; a real step structure gives this. DDP's
+ * buckets are spaced by backward compute, often a third of the step's
+ * largest gap, so a factor of 4 missed them.) */
 static bool gaps_show_period(const uint64_t *gaps, size_t nb, uint32_t p)
 {
     double mean[256] = {0}, top = -1, second = -1;
     size_t cnt[256] = {0};
 
-    for (size_t i = 1; i < nb; i++) {
+    for (size_t i = nb / 4 + 1; i < nb; i++) {
         mean[i % p] += log((double)gaps[i] + 1.0);
         cnt[i % p]++;
     }
@@ -121,38 +123,42 @@ static bool gaps_show_period(const uint64_t *gaps, size_t nb, uint32_t p)
             second = m;
         }
     }
-    return top - second > log(4.0);
+    return top - second > log(2.0);
 }
 
 /* Refine a signature period p0 by the period of the gaps before the bursts
  * (identical signatures, e.g. c10d calls without bytes, still show the
  * compute gap once per step): the smallest multiple of p0 whose
  * autocorrelation of log gaps is at least 0.8 of the best one and above
- * 0.3. Returns p0 when the gaps show no period. */
+ * 0.3, and whose positions show the compute gap (a multiple of the true
+ * period autocorrelates as well but fails that, so the search goes on).
+ * Like find_period, it leaves out the first quarter (set-up collectives,
+ * e.g. DDP's broadcasts, close together, would correlate at every lag).
+ * Returns p0 when the gaps show no period. */
 static uint32_t refine_period(const uint64_t *gaps, size_t nb, uint32_t p0, uint32_t max_period)
 {
     double mean = 0, var = 0, best = 0, r[257] = {0};
-    size_t m = nb - 1; /* gaps[0] is the open start */
+    size_t from = nb / 4 + 1, m = nb - from;
 
     if (nb < 8 || max_period > 256)
         return p0;
-    for (size_t i = 1; i < nb; i++)
+    for (size_t i = from; i < nb; i++)
         mean += log((double)gaps[i] + 1.0) / (double)m;
-    for (size_t i = 1; i < nb; i++)
+    for (size_t i = from; i < nb; i++)
         var += pow(log((double)gaps[i] + 1.0) - mean, 2);
     if (var <= 0)
         return p0;
     for (uint32_t p = p0; p <= max_period && 2 * (size_t)p < m; p += p0) {
         double acc = 0;
 
-        for (size_t i = 1; i + p < nb; i++)
+        for (size_t i = from; i + p < nb; i++)
             acc += (log((double)gaps[i] + 1.0) - mean) * (log((double)gaps[i + p] + 1.0) - mean);
         r[p] = acc / var * (double)m / (double)(m - p);
         best = r[p] > best ? r[p] : best;
     }
     for (uint32_t p = p0; p <= max_period && 2 * (size_t)p < m; p += p0)
-        if (r[p] > 0.3 && r[p] >= 0.8 * best)
-            return p == p0 || gaps_show_period(gaps, nb, p) ? p : p0;
+        if (r[p] > 0.3 && r[p] >= 0.8 * best && (p == p0 || gaps_show_period(gaps, nb, p)))
+            return p;
     return p0;
 }
 

@@ -1,12 +1,54 @@
-/* Steps of ranks that have no annotation (no marker, no NVTX step): the
- * collectives probe reports every collective call with its host return time;
- * this module keeps a bounded window of them per rank and, once a second,
- * runs step detection (agent/steps/stepdetect.h: the period of the collective
- * sequence) over it. Each newly completed step becomes a StepRecord with
- * source INFERRED, phases "compute" and "collectives" and the step's
- * collective calls, handed to the same callback as the assembler's steps.
- * A rank that shows explicit steps (the assembler says so) is left alone.
- * Single-threaded (the main loop). */
+/* Steps of ranks that have no annotation (no marker, no NVTX step), from
+ * their collective calls, numbered so that the same real step carries the
+ * same number on every rank and node whenever the agent attached.
+ *
+ * Every rank of a group issues the same collectives in the same order, and
+ * the library counts them: gloo's tag (c10d::ProcessGroupGloo::nextTag,
+ * read by the collectives probe) is the group's own sequence number g of a
+ * call, the same on every rank. A training step issues the same pattern of
+ * collectives each time (DDP buckets, several groups, pipeline micro-batches,
+ * gradient accumulation under no_sync), so once the pattern is known, the
+ * step of a call is a function of g alone.
+ *
+ * Per rank this module keeps a bounded window of calls. Until the rank is
+ * locked, it runs step detection (agent/steps/stepdetect.h: the period of
+ * the call sequence, by signature and by the compute gap) over the window;
+ * the detected step gives the model: the calls per step (all groups), the
+ * anchor group (the group of the call that follows the compute gap, i.e.
+ * the one that opens a step), its span (sequence numbers per step: g of the
+ * next opening call minus g of this one, which also counts the group's calls
+ * the probe does not see) and its phase (g mod span of an opening call).
+ * The ranks of one job on this agent vote: a rank locks on the model most
+ * of them found (detected at the same tick, or locked and fitting), so a
+ * rank whose gaps are noisier (a busy CPU) cuts where the others cut; a
+ * rank waits up to five ticks for another to agree. Then step n of the job
+ * opens at the anchor call with g = phase + n * span and runs from the
+ * latest return before that call to the latest return before the next
+ * opening call: the step time is the period of the job's own loop, whatever
+ * the number of calls in it. A step is emitted once both of its opening
+ * calls are seen and their numbers are consecutive (a hole in the sequence
+ * emits nothing). Numbering starts at the first two steps in a row that fit
+ * the model (its number of calls and operations, a compute gap before the
+ * opening call, half to twice its step time): set-up collectives before the
+ * loop (DDP's broadcasts) are not steps.
+ *
+ * Without a library sequence (NCCL calls, whose communicator keeps its
+ * count private, or gloo send/recv) g counts the calls the probe saw on the
+ * group since the rank was tracked: aligned across ranks when the agent was
+ * there before the job's first collective, not when it attached later (see
+ * the README's design notes).
+ *
+ * A locked rank whose steps stop fitting the model (4 of the last 16: the
+ * job changed its pattern, e.g. evaluation or a new group) is unlocked and
+ * detected again from the calls after its last emitted step; numbering goes
+ * on from there (the first opening call after the last step gets the next
+ * number) and never goes back.
+ *
+ * Each emitted step is a StepRecord with source INFERRED, phases "compute"
+ * and "collectives", the step's collective calls (seq = g, comm_id) and the
+ * host counters gathered since the previous emitted step, handed to the same
+ * callback as the assembler's steps. A rank that shows explicit steps (the
+ * assembler says so) is left alone. Single-threaded (the main loop). */
 #ifndef ARGUS_AGENT_STEPINFER_H
 #define ARGUS_AGENT_STEPINFER_H
 
@@ -17,30 +59,53 @@
 
 #define STEPINFER_WINDOW 2048 /* calls kept per rank */
 
+/* One collective call of one rank (monotonic ns). */
+struct stepinfer_call {
+    uint64_t enter_ns; /* host arrival */
+    uint64_t exit_ns;  /* host return (or the end of its wait), 0 when unknown */
+    uint64_t name_id;
+    uint64_t bytes;  /* 0 when unknown */
+    uint64_t comm;   /* communicator / process group (an id within the process), 0 unknown */
+    int64_t lib_seq; /* the library's own sequence number of the call in comm, -1 unknown */
+};
+
 struct stepinfer;
 
-/* emit gets each inferred step (valid during the call). */
+/* emit gets each inferred step (valid during the call). NULL on allocation
+ * failure. */
 struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, int64_t mono_to_real);
 void stepinfer_free(struct stepinfer *si);
 
-/* Start or stop watching a rank. */
+/* Start watching a rank (job is copied). Returns 0 or -ENOMEM. */
 int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_t rank);
 /* Stop watching pid; with flush, first emit the steps its window still
  * holds (a rank that exits between two ticks keeps its last steps). */
 void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush);
 
-/* One collective call (host arrival and return, monotonic ns). */
-void stepinfer_call(struct stepinfer *si, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
-                    uint64_t name_id, uint64_t bytes);
+/* One collective call of pid, in arrival order (a call up to a few places
+ * late is put in its place; later ones are dropped and counted). The calls
+ * of a pid not tracked yet are kept (up to 16 such processes) and become
+ * its rank's when it is tracked: a rank found from its communicator
+ * (torch.multiprocessing.spawn) keeps its first steps. */
+void stepinfer_call(struct stepinfer *si, uint32_t pid, const struct stepinfer_call *call);
 
 /* Add to a host counter (enum agent_counter) of the rank's next inferred
  * step. */
 void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value);
 
 /* Detect and emit new steps of every rank for which explicit(ctx, pid) is
- * false. */
+ * false (explicit may be NULL). */
 void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint32_t pid),
                     void *ctx);
+
+struct stepinfer_stats {
+    uint64_t steps;      /* emitted */
+    uint64_t locks;      /* times a rank's model was found */
+    uint64_t unlocks;    /* times a model stopped fitting */
+    uint64_t holes;      /* gaps in a rank's opening calls (steps not emitted) */
+    uint64_t late_calls; /* calls dropped: too far out of order */
+};
+void stepinfer_get_stats(const struct stepinfer *si, struct stepinfer_stats *out);
 
 /* Name ids of the phases inferred steps carry. */
 #define STEPINFER_PHASE_COMPUTE "compute"

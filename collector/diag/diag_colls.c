@@ -10,11 +10,17 @@
 
 struct diag_colls_entry {
     uint64_t comm, seq;
-    uint32_t count;
+    uint32_t count, n_end;
+    uint32_t last_rank;
     uint8_t name;
-    bool used;
+    bool used, by_order;
     double sum_start, sum_arrival, sum_end;
-    double max_start;
+    double max_start, min_start;
+};
+
+struct diag_colls_gap {
+    uint32_t rank;
+    double gap;
 };
 
 static uint64_t mix(uint64_t x)
@@ -26,26 +32,45 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 33);
 }
 
-/* Put every collective call of f in the table keyed by (comm, name, seq). */
-static void table_build(struct diag_colls *l, const struct diag_frame *f)
+/* The slot of key (comm, name, seq, by_order), inserted when missing. */
+static uint32_t table_slot(struct diag_colls *l, uint64_t comm, uint8_t name, uint64_t seq,
+                           bool by_order)
 {
     size_t mask = l->table_cap - 1;
+    size_t h = mix(comm ^ mix(seq * 31 + name) ^ (by_order ? 0x9e3779b97f4a7c15ULL : 0)) & mask;
 
+    while (l->table[h].used && !(l->table[h].comm == comm && l->table[h].seq == seq &&
+                                 l->table[h].name == name && l->table[h].by_order == by_order))
+        h = (h + 1) & mask;
+    struct diag_colls_entry *e = &l->table[h];
+    e->used = true;
+    e->comm = comm;
+    e->seq = seq;
+    e->name = name;
+    e->by_order = by_order;
+    return (uint32_t)h;
+}
+
+/* Put every collective call of f in the table keyed by (comm, name, seq);
+ * the calls that match nobody that way go by (name, ordinal). */
+static void table_build(struct diag_colls *l, const struct diag_frame *f)
+{
     memset(l->table, 0, l->table_cap * sizeof(*l->table));
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
-        size_t h = mix(c->comm_id ^ mix(c->seq * 31 + c->name)) & mask;
-        while (l->table[h].used && !(l->table[h].comm == c->comm_id && l->table[h].seq == c->seq &&
-                                     l->table[h].name == c->name))
-            h = (h + 1) & mask;
-        struct diag_colls_entry *e = &l->table[h];
-        e->used = true;
-        e->comm = c->comm_id;
-        e->seq = c->seq;
-        e->name = c->name;
-        e->count++;
-        l->slot_of[i] = (uint32_t)h;
+        l->slot_of[i] = table_slot(l, c->comm_id, c->name, c->seq, false);
+        l->table[l->slot_of[i]].count++;
     }
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_coll *c = &f->colls[i];
+        if (l->table[l->slot_of[i]].count != 1 || l->table[l->slot_of[i]].by_order)
+            continue;
+        l->table[l->slot_of[i]].count = 0;
+        l->slot_of[i] = table_slot(l, 0, c->name, c->ord, true);
+        l->table[l->slot_of[i]].count++;
+    }
+    for (size_t i = 0; i < f->n_colls; i++)
+        l->table[l->slot_of[i]].n_end += f->colls[i].end != 0;
 }
 
 /* One Jacobi round: each rank's offset moves to where its collective end
@@ -59,15 +84,16 @@ static void offsets_round(struct diag_colls *l, const struct diag_frame *f)
     memset(l->resid_w, 0, l->cap * sizeof(double));
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
-        l->table[l->slot_of[i]].sum_end += (double)c->end - l->offset[c->rank];
+        if (c->end)
+            l->table[l->slot_of[i]].sum_end += (double)c->end - l->offset[c->rank];
     }
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
         const struct diag_colls_entry *e = &l->table[l->slot_of[i]];
-        if (e->count < 2)
+        if (e->n_end < 2 || !c->end)
             continue;
-        double w = e->count - 1;
-        l->resid[c->rank] += w * ((double)c->end - l->offset[c->rank] - e->sum_end / e->count);
+        double w = e->n_end - 1;
+        l->resid[c->rank] += w * ((double)c->end - l->offset[c->rank] - e->sum_end / e->n_end);
         l->resid_w[c->rank] += w;
     }
     for (uint32_t r = 0; r < l->cap; r++)
@@ -99,16 +125,22 @@ static void match_colls(struct diag_colls *l, const struct diag_frame *f)
     memset(l->wait, 0, l->cap * sizeof(double));
     memset(l->transfer, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(double));
     memset(l->calls, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(uint32_t));
-    for (size_t i = 0; i < l->table_cap; i++)
+    for (size_t i = 0; i < l->table_cap; i++) {
         l->table[i].max_start = -INFINITY;
+        l->table[i].min_start = INFINITY;
+    }
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
         struct diag_colls_entry *e = &l->table[l->slot_of[i]];
         double off = l->offset[c->rank], s = (double)c->start - off;
         e->sum_start += s;
         e->sum_arrival += (double)c->arrival - off;
-        if (s > e->max_start)
+        if (s > e->max_start) {
             e->max_start = s;
+            e->last_rank = c->rank;
+        }
+        if (s < e->min_start)
+            e->min_start = s;
     }
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
@@ -118,7 +150,7 @@ static void match_colls(struct diag_colls *l, const struct diag_frame *f)
             continue;
         double late = (double)c->start - off - e->sum_start / e->count;
         double arr = (double)c->arrival - off - e->sum_arrival / e->count;
-        double xfer = (double)c->end - off - e->max_start;
+        double xfer = c->end ? (double)c->end - off - e->max_start : 0;
         /* Late by GPU start or by host arrival (a deep GPU queue can hide a
          * host stall from the start time); the worst call counts. */
         if (arr > late)
@@ -137,6 +169,52 @@ static void match_colls(struct diag_colls *l, const struct diag_frame *f)
             l->transfer[k] /= l->calls[k];
 }
 
+static int gap_cmp(const void *a, const void *b)
+{
+    const struct diag_colls_gap *x = a, *y = b;
+
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->gap < y->gap ? -1 : x->gap > y->gap;
+}
+
+/* Who arrived last at each matched call, by how much after the first, and
+ * how often each rank would be last by chance. */
+static void last_arrivals(struct diag_colls *l, const struct diag_frame *f)
+{
+    size_t n = 0;
+
+    memset(l->part, 0, l->cap * sizeof(uint32_t));
+    memset(l->last, 0, l->cap * sizeof(uint32_t));
+    memset(l->chance, 0, l->cap * sizeof(double));
+    memset(l->gap, 0, l->cap * sizeof(double));
+    for (size_t i = 0; i < f->n_colls; i++) {
+        const struct diag_colls_entry *e = &l->table[l->slot_of[i]];
+        if (e->count < 2)
+            continue;
+        l->part[f->colls[i].rank]++;
+        l->chance[f->colls[i].rank] += 1.0 / e->count;
+    }
+    for (size_t i = 0; i < l->table_cap; i++) {
+        const struct diag_colls_entry *e = &l->table[i];
+        if (e->count < 2)
+            continue;
+        l->last[e->last_rank]++;
+        l->gaps[n++] = (struct diag_colls_gap){e->last_rank, e->max_start - e->min_start};
+    }
+    if (n > 1)
+        qsort(l->gaps, n, sizeof(*l->gaps), gap_cmp);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && l->gaps[j].rank == l->gaps[i].rank)
+            j++;
+        size_t m = i + (j - i) / 2;
+        l->gap[l->gaps[i].rank] =
+            (j - i) % 2 ? l->gaps[m].gap : (l->gaps[m - 1].gap + l->gaps[m].gap) / 2;
+        i = j;
+    }
+}
+
 void diag_colls_init(struct diag_colls *l, double alpha)
 {
     memset(l, 0, sizeof(*l));
@@ -150,6 +228,11 @@ void diag_colls_free(struct diag_colls *l)
     free(l->wait);
     free(l->transfer);
     free(l->calls);
+    free(l->part);
+    free(l->last);
+    free(l->chance);
+    free(l->gap);
+    free(l->gaps);
     free(l->resid);
     free(l->resid_w);
     free(l->prev);
@@ -175,6 +258,10 @@ static int reserve_ranks(struct diag_colls *l, uint32_t cap)
     err = err ? err : array_grow_zeroed((void **)&l->wait, o, c, sizeof(double));
     err = err ? err : array_grow_zeroed((void **)&l->transfer, o * nc, c * nc, sizeof(double));
     err = err ? err : array_grow_zeroed((void **)&l->calls, o * nc, c * nc, sizeof(uint32_t));
+    err = err ? err : array_grow_zeroed((void **)&l->part, o, c, sizeof(uint32_t));
+    err = err ? err : array_grow_zeroed((void **)&l->last, o, c, sizeof(uint32_t));
+    err = err ? err : array_grow_zeroed((void **)&l->chance, o, c, sizeof(double));
+    err = err ? err : array_grow_zeroed((void **)&l->gap, o, c, sizeof(double));
     err = err ? err : array_grow_zeroed((void **)&l->resid, o, c, sizeof(double));
     err = err ? err : array_grow_zeroed((void **)&l->resid_w, o, c, sizeof(double));
     err = err ? err : array_grow_zeroed((void **)&l->prev, o, c, sizeof(double));
@@ -195,7 +282,8 @@ static int reserve_calls(struct diag_colls *l, size_t colls)
         l->table_cap = tc;
     }
     if (colls > l->slot_cap) {
-        if (array_grow_zeroed((void **)&l->slot_of, 0, colls, sizeof(uint32_t)))
+        if (array_grow_zeroed((void **)&l->slot_of, 0, colls, sizeof(uint32_t)) ||
+            array_grow_zeroed((void **)&l->gaps, 0, colls, sizeof(struct diag_colls_gap)))
             return -ENOMEM;
         l->slot_cap = colls;
     }
@@ -213,12 +301,14 @@ int diag_colls_run(struct diag_colls *l, const struct diag_frame *f, uint32_t ca
     if (!l->frozen) {
         estimate_offsets(l, f);
         match_colls(l, f);
+        last_arrivals(l, f);
         return 0;
     }
     memcpy(l->prev, l->offset, l->cap * sizeof(double));
     for (int i = 0; i < 3 && f->n_colls; i++)
         offsets_round(l, f);
     match_colls(l, f);
+    last_arrivals(l, f);
     memcpy(l->offset, l->prev, l->cap * sizeof(double));
     return 0;
 }

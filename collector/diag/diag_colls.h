@@ -1,17 +1,29 @@
 /* Collective calls matched across ranks, with clocks aligned (DESIGN.md
  * section 7, L2).
  *
- * Calls are matched by (communicator, name, sequence number). Every node has
- * its own clock, but a collective ends at nearly the same instant on all its
- * members, so per-rank clock offsets are estimated from the end times
- * (weighted Jacobi rounds over the communicator graph, blended over steps)
- * and removed before arrivals are compared. Per rank and closed step:
+ * Calls are matched by (communicator, name, sequence number). A call that
+ * matches nobody that way (a communicator id that is a process-local handle,
+ * or none, with sequence numbers of each rank's own) is matched by order
+ * instead: (name, its ordinal among the rank's calls of that name in the
+ * step), which is the same real call on every rank once steps are numbered
+ * alike. Every node has its own clock, but a collective ends at nearly the
+ * same instant on all its members, so per-rank clock offsets are estimated
+ * from the end times (weighted Jacobi rounds over the communicator graph,
+ * blended over steps) and removed before arrivals are compared; calls
+ * without an end time (host-only) are compared with the offsets learnt from
+ * the others (none: 0). Per rank and closed step:
  *   late     worst call: own start (or host arrival, whichever is later)
  *            minus the members' mean; the culprit of a wait arrives last and
  *            its collective looks shortest,
  *   wait     total time spent waiting inside collectives for the last member,
  *   transfer per collective name, mean over calls of own end minus the last
- *            member's start: the part that is not waiting.
+ *            member's start: the part that is not waiting (calls with an
+ *            end time only),
+ *   part     matched calls the rank took part in, last: those it arrived at
+ *            last (GPU start, or host arrival without GPU times; aligned
+ *            clocks), chance: the number it would be last at by chance (sum
+ *            of 1/members), gap: the median of last minus first arrival over
+ *            the calls it was last at.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_COLLS_H
 #define ARGUS_COLLECTOR_DIAG_COLLS_H
@@ -22,6 +34,7 @@
 #include "collector/diag/diag_frame.h"
 
 struct diag_colls_entry;
+struct diag_colls_gap;
 
 struct diag_colls {
     double alpha;          /* offset EWMA weight per step, after a running mean */
@@ -31,6 +44,9 @@ struct diag_colls {
     double *late, *wait;   /* per rank, ns */
     double *transfer;      /* cap * DIAG_MAX_COLL_NAMES, ns per call */
     uint32_t *calls;       /* cap * DIAG_MAX_COLL_NAMES */
+    uint32_t *part, *last; /* per rank: matched calls, calls it arrived last at */
+    double *chance, *gap;  /* per rank: expected last arrivals, median gap ns */
+    struct diag_colls_gap *gaps;
     double *resid, *resid_w, *prev;
     bool frozen; /* analyse without learning: offsets are restored after the run */
     struct diag_colls_entry *table;
@@ -43,10 +59,10 @@ void diag_colls_init(struct diag_colls *c, double alpha);
 void diag_colls_free(struct diag_colls *c);
 
 /* Match the calls of closed frame f (ranks < cap), update the offsets and
- * fill late, wait, transfer and calls (frozen: the offsets are refined for
+ * fill late, wait, transfer, calls, part, last, chance and gap (frozen: the offsets are refined for
  * this frame only and restored; an amended old step teaches nothing).
  * Returns 0 or -ENOMEM.
- * O(calls + cap). */
+ * O(calls log calls + cap). */
 int diag_colls_run(struct diag_colls *c, const struct diag_frame *f, uint32_t cap);
 
 /* Clock offset estimate of rank in ns (relative: only differences mean

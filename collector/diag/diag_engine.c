@@ -62,6 +62,7 @@ struct diag_engine *diag_engine_new(const struct diag_options *o)
     diag_l2_init(&e->l2, &e->o.l2);
     diag_l3_init(&e->l3, &e->o.l3);
     diag_persist_init(&e->persist, e->o.window, e->o.min_hits);
+    diag_rankwin_init(&e->rankwin, e->o.window);
     return e;
 }
 
@@ -81,6 +82,7 @@ void diag_engine_free(struct diag_engine *e)
     diag_l2_free(&e->l2);
     diag_l3_free(&e->l3);
     diag_persist_free(&e->persist);
+    diag_rankwin_free(&e->rankwin);
     for (size_t i = 0; i < e->n_reports; i++)
         diag_report_free(e->reports[i]);
     free(e->reports);
@@ -116,7 +118,7 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
     e->flags = fl;
     if (diag_steps_reserve(&e->win, cap) || diag_watermark_reserve(&e->wm, cap))
         return -ENOMEM;
-    if (diag_persist_reserve(&e->persist, cap))
+    if (diag_persist_reserve(&e->persist, cap) || diag_rankwin_reserve(&e->rankwin, cap))
         return -ENOMEM;
     memset(ri + e->cap, 0, (size_t)(cap - e->cap) * sizeof(*ri));
     memset(co + e->cap, 0, (size_t)(cap - e->cap) * sizeof(*co));
@@ -238,11 +240,16 @@ static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint3
 {
     const struct diag_flag *f = &e->persist.last[(size_t)r * DIAG_CAUSE_N + c];
     struct diag_namer nm = {e->o.name, e->o.name_ctx, &e->dict};
-    char ev[512], where[128];
-    uint32_t hits = diag_persist_hits(&e->persist, r, c);
+    struct diag_rank_evidence re;
+    char ev[1024], where[128];
+    uint32_t hits = diag_persist_hits(&e->persist, r, c), n = 0;
     const char *group = group_label_of(f->expert ? &e->xgroups : &e->groups, r);
+    uint32_t g = r < e->groups.n_ranks ? e->groups.group_of[r] : DIAG_GROUP_NONE;
+    const uint32_t *mem = g == DIAG_GROUP_NONE ? NULL : diag_groups_members(&e->groups, g, &n);
 
-    diag_evidence_flag(&nm, f, c, group, hits, e->o.window, ev, sizeof(ev));
+    if (diag_rankwin_get(&e->rankwin, r, mem, n, &re))
+        return -ENOMEM;
+    diag_evidence_flag(&nm, f, c, group, hits, e->o.window, &re, ev, sizeof(ev));
     diag_evidence_where(&nm, f, where, sizeof(where));
     Argus__V1__Suspect *s = diag_suspect_new(r, e->ri[r].node, e->ri[r].gpu, group, f->level,
                                              cause_of[c], where, f->score, hits, e->o.window, ev);
@@ -315,9 +322,10 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
             best = n;
     }
     uint32_t rank = best ? best->late_rank : ev->spike_rank;
-    bool compute = best && best->compute;
+    bool compute = best && best->why == DIAG_SPIKE_COMPUTE;
     diag_evidence_spike(text, sizeof(text), ev->spike_from, ev->spike_to, ev->spike_peak_ns,
-                        ev->spike_median_ns, rank, best ? best->late_ns : 0, compute);
+                        ev->spike_median_ns, rank, best ? best->late_ns : 0,
+                        best ? best->why : DIAG_SPIKE_HOST);
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->cap ? e->ri[rank].node : "", rank < e->cap ? e->ri[rank].gpu : -1,
@@ -391,8 +399,13 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     note->step = f->step;
     note->late_rank = r2.late_rank;
     note->late_ns = r2.late_ns;
-    note->compute = r2.late_rank != UINT32_MAX &&
-                    e->flags[(size_t)r2.late_rank * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE].set;
+    const struct diag_flag *lf =
+        r2.late_rank == UINT32_MAX ? NULL : &e->flags[(size_t)r2.late_rank * DIAG_CAUSE_N];
+    note->why = lf && lf[DIAG_CAUSE_COMPUTE].set ? DIAG_SPIKE_COMPUTE
+                : lf && lf[DIAG_CAUSE_HOST].set && lf[DIAG_CAUSE_HOST].kind == DIAG_WHERE_RUNQ
+                    ? DIAG_SPIKE_STARVED
+                    : DIAG_SPIKE_HOST;
+    diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
     diag_persist_step(&e->persist, e->flags, e->cap);
     job_series(f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);
@@ -426,6 +439,7 @@ int diag_engine_finish_report(struct diag_engine *e, Argus__V1__Report *rep, uin
     }
     rep->from_step = to_step + 1 > e->o.window ? to_step + 1 - e->o.window : 0;
     rep->to_step = to_step;
+    diag_report_mark_pages(rep);
     int err = diag_report_summarize(rep);
     e->report_seq++;
     return err ? (diag_report_free(rep), err) : push_report(e, rep);

@@ -7,7 +7,8 @@
  * diag_steps.h is its window of open steps, diag_frame.h the features kept of
  * each record, diag_l1/l2/l3.h the three levels (with diag_groups.h,
  * diag_colls.h, diag_pipeline.h and diag_stats.h under them), diag_persist.h
- * the M-of-N persistence, diag_evidence.h and diag_report.h the output.
+ * the M-of-N persistence, diag_rankwin.h each rank's arrival order and host
+ * counters over that window, diag_evidence.h and diag_report.h the output.
  *
  * The collector's online straggler diagnosis for one job (DESIGN.md
  * section 7): feed step records in any order across ranks, batch by batch

@@ -11,6 +11,7 @@
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_groups.h"
 #include "collector/diag/diag_persist.h"
+#include "collector/diag/diag_rankwin.h"
 #include "collector/diag/diag_steps.h"
 #include "collector/diag/diag_watermark.h"
 
@@ -25,7 +26,7 @@ struct step_note { /* what a closed step said, for L1 spike attribution */
     uint64_t step;
     uint32_t late_rank;
     double late_ns;
-    bool compute;
+    int why; /* enum diag_spike_why */
 };
 
 struct diag_engine {
@@ -51,6 +52,7 @@ struct diag_engine {
     struct diag_l2 l2;
     struct diag_l3 l3;
     struct diag_persist persist;
+    struct diag_rankwin rankwin; /* per-rank evidence over the window */
     struct step_note notes[SPIKE_RING];
     uint64_t last_skew_step;
     bool skew_reported;

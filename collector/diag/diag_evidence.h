@@ -10,6 +10,7 @@
 
 #include "collector/diag/diag_frame.h"
 #include "collector/diag/diag_persist.h"
+#include "collector/diag/diag_rankwin.h"
 
 typedef const char *(*diag_evidence_name_fn)(void *ctx, uint64_t name_id);
 
@@ -23,9 +24,18 @@ struct diag_namer {
 const char *diag_evidence_where(const struct diag_namer *n, const struct diag_flag *f, char *buf,
                                 size_t len);
 
-/* Evidence for a rank flag of cause c that persisted hits/window steps. */
+/* Evidence for a rank flag of cause c that persisted hits/window steps,
+ * followed by the rank's arrival order and host counters over the window
+ * (re; NULL or empty: left out). */
 void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, int cause,
-                        const char *group, uint32_t hits, uint32_t window, char *buf, size_t len);
+                        const char *group, uint32_t hits, uint32_t window,
+                        const struct diag_rank_evidence *re, char *buf, size_t len);
+
+/* The window part alone: "arrived last at 41 of 50 collectives (12 expected
+ * by chance), median 310 ms after the first; run queue 905 ms/step vs 320 ms
+ * group median, off-CPU 12 ms/step vs 11 ms" into buf ("" when re has
+ * neither matched collectives nor host counters). */
+const char *diag_evidence_window(const struct diag_rank_evidence *re, char *buf, size_t len);
 
 /* Name of name_id through the callback, or "name:<hex>". */
 const char *diag_evidence_name(const struct diag_namer *n, uint64_t id, char *buf, size_t len);
@@ -33,9 +43,16 @@ const char *diag_evidence_name(const struct diag_namer *n, uint64_t id, char *bu
 /* Data skew: rotation over ranks and steps. */
 void diag_evidence_skew(char *buf, size_t len, uint32_t ranks, uint32_t steps, uint32_t window);
 
+/* What an L1 spike's latest rank showed. */
+enum diag_spike_why {
+    DIAG_SPIKE_HOST = 0,    /* phases normal: a host-side stall */
+    DIAG_SPIKE_COMPUTE = 1, /* its compute was slow */
+    DIAG_SPIKE_STARVED = 2, /* its threads waited for a CPU */
+};
+
 /* An L1 spike window and the rank that arrived latest in it. */
 void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, double peak_ns,
-                         double median_ns, uint32_t rank, double late_ns, bool compute);
+                         double median_ns, uint32_t rank, double late_ns, int why);
 
 /* A job regression: the L1 shift and what across the job confirms it. */
 void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,

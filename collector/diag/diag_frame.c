@@ -121,21 +121,26 @@ static int add_colls(struct diag_frame *f, struct diag_dict *d, const Argus__V1_
         f->colls = tmp;
         f->cap_colls = cap;
     }
+    uint16_t ord[DIAG_MAX_COLL_NAMES] = {0};
     for (size_t i = 0; i < s->n_collectives; i++) {
         const Argus__V1__Collective *c = s->collectives[i];
         int ni = dict_index(d->coll, &d->n_coll, DIAG_MAX_COLL_NAMES, c->name_id, &d->overflow);
-        if (ni < 0 || !c->gpu_start_unix_ns || !c->gpu_end_unix_ns)
+        uint64_t arrival = c->host_arrival_unix_ns ? c->host_arrival_unix_ns : c->gpu_start_unix_ns;
+        if (ni < 0 || !arrival)
             continue;
-        note_coll_stream(d, c->stream);
+        /* Host-only calls (no GPU times) still say who arrived last. */
+        bool gpu = c->gpu_start_unix_ns && c->gpu_end_unix_ns;
+        if (gpu)
+            note_coll_stream(d, c->stream);
         struct diag_coll *o = &f->colls[f->n_colls++];
         o->comm_id = c->comm_id;
         o->seq = c->seq;
-        o->arrival =
-            (int64_t)(c->host_arrival_unix_ns ? c->host_arrival_unix_ns : c->gpu_start_unix_ns);
-        o->start = (int64_t)c->gpu_start_unix_ns;
-        o->end = (int64_t)c->gpu_end_unix_ns;
+        o->arrival = (int64_t)arrival;
+        o->start = (int64_t)(gpu ? c->gpu_start_unix_ns : arrival);
+        o->end = gpu ? (int64_t)c->gpu_end_unix_ns : 0;
         o->rank = s->rank;
         o->name = (uint8_t)ni;
+        o->ord = ord[ni] < UINT16_MAX ? ord[ni]++ : UINT16_MAX;
     }
     return 0;
 }
@@ -181,6 +186,7 @@ int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
     }
     if (s->host) {
         r->off_cpu_ns = s->host->off_cpu_ns;
+        r->runq_ns = s->host->runq_ns;
         r->sync_wait_ns = s->host->sync_wait_ns;
     }
     add_kernels(r, dict, s);

@@ -49,7 +49,9 @@ struct diag_dict {
     uint64_t overflow; /* names that did not fit (counted, ignored) */
 };
 
-/* One collective call of one rank, times in UNIX ns (node clock). */
+/* One collective call of one rank, times in UNIX ns (node clock). A call
+ * without GPU times (CPU jobs, steps inferred from host calls) has start =
+ * arrival and end = 0 (unknown: it teaches the clock offsets nothing). */
 struct diag_coll {
     uint64_t comm_id;
     uint64_t seq;
@@ -57,6 +59,7 @@ struct diag_coll {
     int64_t start;
     int64_t end;
     uint32_t rank;
+    uint16_t ord; /* calls of this name before it in the rank's record */
     uint8_t name; /* index into diag_dict.coll */
 };
 
@@ -68,6 +71,7 @@ struct diag_rank_step {
     uint64_t phase_ns[DIAG_MAX_PHASES];
     uint64_t busy_ns;    /* kernel time on non-collective streams */
     uint64_t off_cpu_ns; /* host counters */
+    uint64_t runq_ns;
     uint64_t sync_wait_ns;
     uint32_t kernel_mask;
     float q[DIAG_MAX_KERNELS][DIAG_QGRID]; /* quantile functions, ns */

@@ -20,6 +20,8 @@ struct diag_l2_cand {
     double busy_ratio;     /* own kernel busy time / group median */
     double hz, hv, hm;     /* lateness */
     bool host_late;
+    double rz, rv, rm; /* run-queue time */
+    bool starved;
 };
 
 void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
@@ -38,6 +40,8 @@ void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
         l->o.host_late_frac = 0.05;
     if (l->o.offset_alpha <= 0 || l->o.offset_alpha > 1)
         l->o.offset_alpha = 0.1;
+    if (l->o.runq_ratio <= 1)
+        l->o.runq_ratio = 1.5;
     if (l->o.abs_floor_ns <= 0)
         l->o.abs_floor_ns = 20000;
     if (l->o.rel_floor <= 0)
@@ -91,7 +95,7 @@ static int reserve(struct diag_l2 *l, uint32_t cap)
     return err;
 }
 
-enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP };
+enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP, M_RUNQ };
 
 static double metric_get(const struct diag_l2 *l, const struct diag_frame *f, uint32_t r,
                          enum metric m, int idx)
@@ -107,6 +111,8 @@ static double metric_get(const struct diag_l2 *l, const struct diag_frame *f, ui
         return l->cm.late[r];
     case M_STEP:
         return (double)f->ranks[r].duration_ns;
+    case M_RUNQ:
+        return (double)f->ranks[r].runq_ns;
     }
     return 0;
 }
@@ -210,6 +216,15 @@ static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const stru
         c->hv = l->vals[i];
         c->hm = med;
         c->host_late = c->hz > l->o.z && l->vals[i] - med > l->o.host_late_frac * step_med;
+    }
+    k = metric_stats(l, f, mem, n, M_RUNQ, 0, &med, &mad);
+    for (uint32_t i = 0; k >= 4 && i < k; i++) {
+        struct diag_l2_cand *c = &l->cand[l->who[i]];
+        c->rz = diag_stats_robust_z(l->vals[i], med, mad);
+        c->rv = l->vals[i];
+        c->rm = med;
+        c->starved = c->rz > l->o.z && l->vals[i] > med * l->o.runq_ratio &&
+                     l->vals[i] - med > l->o.host_late_frac * step_med;
     }
 }
 
@@ -324,20 +339,26 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         /* Without kernels, a rank that spent the phase's excess waiting for
          * peers inside collectives is a victim, not the culprit. */
         bool waited = !c->busy_known && !c->pexpert && l->cm.wait[r] > 0.5 * (c->pv - c->pm);
-        if (c->pi >= 0 && !waited && (c->busy_hi || !c->busy_known || c->pexpert)) {
+        bool slow = c->pi >= 0 && !waited && (c->busy_hi || !c->busy_known || c->pexpert);
+        /* Slow or late while waiting for a CPU, its own kernels not slow: a
+         * CPU-starved host, not slow compute. */
+        bool starved = c->starved && !c->busy_hi && (slow || c->host_late);
+        if (slow && !starved) {
             flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
                      c->pexpert ? FLAG_EXPERT : 0);
             fl[DIAG_CAUSE_COMPUTE].aux = c->busy_known && !c->pexpert ? c->busy_ratio : 0;
-        } else if (c->pi >= 0)
+        } else if (c->pi >= 0 && !starved)
             res->waiting++;
         if (c->li >= 0)
             flag_set(flags, r, DIAG_CAUSE_LINK, DIAG_WHERE_COLL, c->li, c->lv, c->lm, c->lz,
                      c->lexpert ? FLAG_EXPERT : 0);
         bool linked = flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_LINK].set;
-        if (c->host_late && c->pi < 0 && !linked) {
+        if (starved)
+            flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_RUNQ, 0, c->rv, c->rm, c->rz, 0);
+        else if (c->host_late && c->pi < 0 && !linked)
             flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, 0);
+        if (fl[DIAG_CAUSE_HOST].set)
             fl[DIAG_CAUSE_HOST].aux = (double)f->ranks[r].off_cpu_ns;
-        }
     }
 }
 

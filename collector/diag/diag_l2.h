@@ -11,7 +11,11 @@
  *            a victim too (diag_pipeline settles waits between stages);
  *   LINK     transfer time is high against the group, or the whole group's
  *            transfer is high against the other groups of its stage;
- *   HOST     the rank arrives late while all its phases are normal.
+ *   HOST     the rank arrives late while all its phases are normal; or its
+ *            threads wait for a CPU (run-queue time high against the group)
+ *            while it arrives late or its compute phase is high and its own
+ *            GPU kernels are not (a CPU-starved host: quota, noisy
+ *            neighbour), where = DIAG_WHERE_RUNQ.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_L2_H
 #define ARGUS_COLLECTOR_DIAG_L2_H
@@ -32,6 +36,8 @@ struct diag_l2_options {
     double group_ratio;    /* group transfer / median of its stage's groups (1.5) */
     double host_late_frac; /* lateness above this fraction of the step (0.05) */
     double offset_alpha;   /* clock offset EWMA weight per step, after a running mean (0.1) */
+    double runq_ratio;     /* CPU-starved: run queue / group median above this (1.5), excess
+                            * over host_late_frac of the step */
     double abs_floor_ns;   /* MAD floor in ns (20,000) */
     double rel_floor;      /* MAD floor relative to the median (0.01) */
 };

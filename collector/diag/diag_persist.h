@@ -20,10 +20,11 @@ enum diag_cause_index {
 
 /* Where a finding points. */
 enum diag_where_kind {
-    DIAG_WHERE_PHASE = 0,  /* index into diag_dict.phase */
-    DIAG_WHERE_KERNEL = 1, /* index into diag_dict.kernel */
-    DIAG_WHERE_COLL = 2,   /* index into diag_dict.coll */
-    DIAG_WHERE_ARRIVAL = 3 /* late host arrival at collective index */
+    DIAG_WHERE_PHASE = 0,   /* index into diag_dict.phase */
+    DIAG_WHERE_KERNEL = 1,  /* index into diag_dict.kernel */
+    DIAG_WHERE_COLL = 2,    /* index into diag_dict.coll */
+    DIAG_WHERE_ARRIVAL = 3, /* late host arrival at collective index */
+    DIAG_WHERE_RUNQ = 4     /* threads waiting for a CPU (run-queue time) */
 };
 
 /* One finding of one rank in one step. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +116,10 @@ int diag_report_summarize(Argus__V1__Report *r)
     char buf[512];
     size_t off = 0;
 
-    off += (size_t)snprintf(buf, sizeof(buf), "steps %" PRIu64 "-%" PRIu64 ": %zu suspect%s",
-                            r->from_step, r->to_step, r->n_suspects, r->n_suspects == 1 ? "" : "s");
+    off +=
+        (size_t)snprintf(buf, sizeof(buf), "steps %" PRIu64 "-%" PRIu64 ": %zu %s%s%s",
+                         r->from_step, r->to_step, r->n_suspects, r->pages ? "suspect" : "finding",
+                         r->n_suspects == 1 ? "" : "s", r->pages ? "" : " (pages nobody)");
     for (size_t i = 0; i < r->n_suspects && i < 4 && off < sizeof(buf); i++) {
         const Argus__V1__Suspect *s = r->suspects[i];
         if (s->rank == DIAG_RANK_NONE)
@@ -177,4 +180,13 @@ int diag_suspect_pages(const Argus__V1__Suspect *s)
     return s->cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE ||
            s->cause == ARGUS__V1__CAUSE__CAUSE_LINK || s->cause == ARGUS__V1__CAUSE__CAUSE_HOST ||
            s->cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
+}
+
+void diag_report_mark_pages(Argus__V1__Report *r)
+{
+    r->pages = false;
+    for (size_t i = 0; i < r->n_suspects; i++) {
+        r->suspects[i]->pages = diag_suspect_pages(r->suspects[i]) != 0;
+        r->pages = r->pages || r->suspects[i]->pages;
+    }
 }

@@ -28,7 +28,9 @@ Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, ui
 /* Append s to r (r takes it; on -ENOMEM s is freed). */
 int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s);
 
-/* Set the one-line summary from the suspects. 0 or -ENOMEM. */
+/* Set the one-line summary from the suspects ("N suspects", or "N findings
+ * (pages nobody)" when r->pages is false: call diag_report_mark_pages
+ * first). 0 or -ENOMEM. */
 int diag_report_summarize(Argus__V1__Report *r);
 
 /* Free a suspect built here (not one owned by a report). NULL is fine. */
@@ -44,5 +46,9 @@ const char *diag_fmt_ns(char *buf, size_t len, double ns);
  * that persisted. L1 spikes, data skew and job regressions are findings for
  * the report page, not pages about a rank. */
 int diag_suspect_pages(const Argus__V1__Suspect *s);
+
+/* Set every suspect's pages flag (diag_suspect_pages) and the report's (any
+ * suspect pages). */
+void diag_report_mark_pages(Argus__V1__Report *r);
 
 #endif

@@ -95,3 +95,15 @@ print(min(len(v) for v in per.values()), max(len(v) for v in per.values()), len(
 PY
 }
 APORT=$(free_port)
+
+# wait_every "description" timeout_s interval_s command...: like wait_for,
+# polling every interval_s, for checks that cost a query or a process each
+# (the delivery tests poll from several cases at once on a loaded machine).
+wait_every() {
+    local what=$1 timeout=$2 interval=$3; shift 3
+    local end=$((SECONDS + timeout))
+    until "$@" >/dev/null 2>&1; do
+        ((SECONDS < end)) || fail "timed out after ${timeout}s waiting for $what"
+        sleep "$interval"
+    done
+}

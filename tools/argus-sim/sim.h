@@ -27,7 +27,8 @@ struct sim_config {
     bool verify;
     bool pregen; /* seal every batch before the clock starts (benchmarks) */
     char *agent_prefix;
-    char *record;       /* write the records to this file instead of sending */
+    char *record;       /* write the records to this file instead of sending (record.h) */
+    bool record_split;  /* one record file per node: record.node<i> */
     char *scenario;     /* "" = plain records (gen.h); else a fault scenario (scenario.h) */
     uint64_t onset;     /* first faulty step */
     double severity;    /* slowdown factor of the fault, 0 = the scenario's default */
@@ -68,10 +69,6 @@ int sim_run(const struct sim_config *c, struct sim_result *out);
 /* Query the collector and check every (rank, step) is stored exactly once
  * with the content that was sent. Prints findings; returns 0 when all good. */
 int sim_verify(const struct sim_config *c);
-
-/* Write what a run with these options would send as a records file
- * (agent/sources/records.h) for the agent's record replay. Returns 0 or -errno. */
-int sim_record(const struct sim_config *c);
 
 /* The job start time used in records (deterministic). */
 uint64_t sim_base_unix_ns(const struct sim_config *c);

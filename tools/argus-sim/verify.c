@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/sources/records.h"
-#include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
 #include "tools/argus-sim/delivery.h"
@@ -118,38 +116,4 @@ int sim_verify(const struct sim_config *c)
     rpc_channel_free(ch);
     free(offsets);
     return bad || mismatched || seen != c->ranks * c->steps;
-}
-
-int sim_record(const struct sim_config *c)
-{
-    struct gen_layout layout = {(uint32_t)c->ranks, (uint32_t)c->ranks_per_node, (uint32_t)c->tp,
-                                (uint32_t)c->pp};
-    FILE *f = fopen(c->record, "we");
-    struct gen_step g;
-    int r = 0;
-
-    if (!f)
-        return -errno;
-    for (unsigned i = 0; i < GEN_NAMES && r == 0; i++) {
-        Argus__V1__NameEntry e = ARGUS__V1__NAME_ENTRY__INIT;
-        e.job = c->job;
-        e.name = (char *)gen_name(i);
-        e.id = name_id(e.name);
-        r = records_write(f, RECORDS_NAME, &e.base);
-    }
-    for (uint32_t k = 0; k < c->ranks && r == 0; k++) {
-        Argus__V1__Resource res;
-        char node[32];
-        snprintf(node, sizeof(node), "node%05u", (unsigned)(k / c->ranks_per_node));
-        gen_resource(&res, &layout, c->job, k, node);
-        r = records_write(f, RECORDS_RESOURCE, &res.base);
-    }
-    for (uint64_t s = 0; s < c->steps && r == 0; s++)
-        for (uint32_t k = 0; k < c->ranks && r == 0; k++) {
-            gen_step(&g, c->seed, c->job, k, s, sim_base_unix_ns(c), c->step_ns);
-            r = records_write(f, RECORDS_STEP, &g.rec.base);
-        }
-    if (fclose(f) != 0 && r == 0)
-        r = -EIO;
-    return r;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tools/argusctl/heatmap.h"
+#include "tools/argusctl/stragglers.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/pbjson.h"
@@ -26,6 +27,7 @@ enum ctl_exit {
 struct ctl_config {
     char *collector;
     bool json;
+    bool all;
     uint64_t timeout;
     char *job;
     int64_t rank;
@@ -45,6 +47,8 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0,
             "collector gRPC address HOST:PORT"),
     CTL_OPT("json", CONFIG_BOOL, json, "false", 0, 0, "print JSON instead of tables"),
+    CTL_OPT("all", CONFIG_BOOL, all, "false", 0, 0,
+            "stragglers: every report, findings that page nobody too (--json: always all)"),
     CTL_OPT("timeout", CONFIG_DURATION, timeout, "10s", 0.001, 3600, "how long to wait"),
     CTL_OPT("job", CONFIG_STRING, job, "", 0, 0, "job id (steps, ranks, stragglers)"),
     CTL_OPT("rank", CONFIG_INT, rank, "-1", -1, 1e9, "only this rank (steps; -1: all)"),
@@ -66,7 +70,7 @@ static const struct config_table ctl_table = {
         "  jobs                              jobs the collector knows\n"
         "  steps --job J [--rank R] [--from S --to S]   step records\n"
         "  ranks --job J                     ranks of a job and where they run\n"
-        "  stragglers --job J                straggler reports of a job\n"
+        "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
         "  report ID                         one report\n"
         "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of step time\n"
         "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
@@ -242,37 +246,9 @@ static int ctl_ranks(struct ctl *c, const char *arg)
                     ctl_ranks_table, NULL);
 }
 
-static const char *ctl_enum(const ProtobufCEnumDescriptor *d, int v, size_t skip)
-{
-    const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
-
-    return e ? e->name + (strlen(e->name) > skip ? skip : 0) : "?";
-}
-
-static void ctl_print_report(const Argus__V1__Report *rep)
-{
-    char t[40];
-
-    printf("report %s  job %s  steps %" PRIu64 "-%" PRIu64 "  %s\n  %s\n", rep->id, rep->job,
-           rep->from_step, rep->to_step, ctl_time(rep->created_unix_ns, t, sizeof(t)),
-           rep->summary);
-    for (size_t i = 0; i < rep->n_suspects; i++) {
-        const Argus__V1__Suspect *s = rep->suspects[i];
-        printf("  rank %-6" PRIu32 " node %-16s gpu %-3" PRId32 " %-12s %-10s %-13s %s\n", s->rank,
-               s->node, s->gpu, ctl_enum(&argus__v1__level__descriptor, s->level, 6),
-               ctl_enum(&argus__v1__cause__descriptor, s->cause, 6), s->group, s->where);
-        printf("      %s (score %.2f)\n", s->evidence, s->score);
-    }
-}
-
 static void ctl_stragglers_table(struct ctl *c, const ProtobufCMessage *m)
 {
-    const Argus__V1__StragglersResponse *resp = (const Argus__V1__StragglersResponse *)m;
-
-    for (size_t i = 0; i < resp->n_reports; i++)
-        ctl_print_report(resp->reports[i]);
-    if (resp->n_reports == 0)
-        printf("no straggler reports for job %s\n", c->cfg.job);
+    stragglers_print(stdout, (const Argus__V1__StragglersResponse *)m, c->cfg.all, c->cfg.job);
 }
 
 static int ctl_stragglers(struct ctl *c, const char *arg)
@@ -299,7 +275,7 @@ static int ctl_report(struct ctl *c, const char *id)
     if (c->cfg.json)
         ctl_print_json(&resp->report->base, NULL, NULL);
     else
-        ctl_print_report(resp->report);
+        stragglers_print_report(stdout, resp->report, true);
     argus__v1__report_response__free_unpacked(resp, NULL);
     return CTL_OK;
 }

@@ -1,0 +1,77 @@
+"""A real PyTorch DDP job for the step-numbering tests
+(tests/integration/agent_torch_steps*.sh): CPU, gloo, one process per rank
+started as a launcher starts them (RANK, WORLD_SIZE, MASTER_ADDR/PORT in the
+exec environment), or, without RANK, torch.multiprocessing.spawn of WORLD
+ranks that each set them in their own os.environ; default
+DistributedDataParallel settings (so two bucket
+all-reduces per step for this model: the first bucket is capped at 1 MiB),
+no annotation. With ACCUM=2 each optimizer step is two micro-steps, the first
+under no_sync() (DDP's gradient accumulation: one set of all-reduces per
+step).
+
+Each rank writes its own per-step log as it goes, one line per optimizer
+step, with wall-clock times (time.time_ns(), what the agent's records use):
+
+    JOBSTEP rank=R step=I start_ns=UNIX end_ns=UNIX
+
+to $STEPS_LOG_DIR/rank.R, and its pid to $STEPS_LOG_DIR/pid.R first.
+"""
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+STEPS = int(os.environ.get("STEPS", "300"))
+ACCUM = int(os.environ.get("ACCUM", "1"))
+WIDTH = int(os.environ.get("WIDTH", "512"))
+
+
+def spawned(rank, world, port):
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    main()
+
+
+def main():
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    logdir = os.environ["STEPS_LOG_DIR"]
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+    with open(os.path.join(logdir, "pid.%d" % rank), "w") as f:
+        f.write(str(os.getpid()))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
+    model = torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Sequential(*layers, torch.nn.Linear(WIDTH, 10)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.001)
+    x = torch.randn(32, WIDTH)
+    y = torch.randint(0, 10, (32,))
+    log = open(os.path.join(logdir, "rank.%d" % rank), "w", buffering=1)
+    for i in range(STEPS):
+        t0 = time.time_ns()
+        opt.zero_grad()
+        for micro in range(ACCUM):
+            if micro < ACCUM - 1:
+                with model.no_sync():
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+            else:
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        log.write("JOBSTEP rank=%d step=%d start_ns=%d end_ns=%d\n"
+                  % (rank, i, t0, time.time_ns()))
+    log.close()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    if "RANK" in os.environ:
+        main()
+    else:
+        world = int(os.environ.get("WORLD", "4"))
+        mp.spawn(spawned, args=(world, int(os.environ["MASTER_PORT"])), nprocs=world, join=True)

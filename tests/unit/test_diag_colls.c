@@ -1,0 +1,161 @@
+/* Last arrival per collective: which rank arrived last at each matched call
+ * and how long after the first, with node clocks aligned from collective
+ * end times (a node whose clock is ahead is not "last"), and for host-only
+ * calls (CPU jobs, inferred steps) whose communicator ids are process-local
+ * handles: matched by order within the step. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "collector/diag/diag_colls.h"
+#include "collector/diag/diag_frame.h"
+
+enum { RANKS = 8, CALLS = 3 };
+#define MS 1000000LL
+#define T0 1800000000000000000LL
+
+struct rec {
+    Argus__V1__StepRecord s;
+    Argus__V1__Collective co[CALLS], *cop[CALLS];
+};
+
+/* Step k: each rank makes CALLS all-reduces, ready at 10 ms * (j + 1) plus
+ * late_ms[r]; they end together 1 ms after the last member is ready. skew_ms
+ * shifts a rank's whole clock; gpu: with GPU start/end times, else host
+ * arrival only (and a process-local communicator handle, own sequence). */
+static void build(struct rec *x, uint64_t k, const double *late_ms, const double *skew_ms, bool gpu)
+{
+    for (int r = 0; r < RANKS; r++) {
+        struct rec *e = &x[r];
+        int64_t sk = (int64_t)(skew_ms[r] * MS), base = T0 + (int64_t)k * 1000 * MS;
+        argus__v1__step_record__init(&e->s);
+        e->s.job = "j";
+        e->s.rank = (uint32_t)r;
+        e->s.step = k;
+        e->s.start_unix_ns = (uint64_t)(base + sk);
+        e->s.duration_ns = 100 * MS;
+        for (int j = 0; j < CALLS; j++) {
+            double last = 0;
+            for (int q = 0; q < RANKS; q++)
+                last = fmax(last, 10.0 * (j + 1) + late_ms[q]);
+            Argus__V1__Collective *c = &e->co[j];
+            argus__v1__collective__init(c);
+            c->name_id = 22;
+            int64_t ready = base + sk + (int64_t)((10.0 * (j + 1) + late_ms[r]) * MS);
+            c->host_arrival_unix_ns = (uint64_t)ready;
+            if (gpu) {
+                c->comm_id = 5;
+                c->seq = k * CALLS + (uint64_t)j;
+                c->stream = 13;
+                c->gpu_start_unix_ns = (uint64_t)ready + 20000;
+                c->gpu_end_unix_ns =
+                    (uint64_t)(base + sk + (int64_t)((last + 1) * MS)) + (uint64_t)r * 100;
+            } else {
+                c->comm_id = 0x7f0000001000ULL + (uint64_t)r * 0x10000; /* a pointer */
+                c->seq = (uint64_t)r * 1000 + k * CALLS + (uint64_t)j;
+            }
+            e->cop[j] = c;
+        }
+        e->s.collectives = e->cop;
+        e->s.n_collectives = CALLS;
+    }
+}
+
+static void run_step(struct diag_colls *c, uint64_t k, const double *late, const double *skew,
+                     bool gpu)
+{
+    struct rec x[RANKS];
+    struct diag_frame f = {0};
+    struct diag_dict d = {0};
+
+    assert_int_equal(diag_frame_reserve(&f, RANKS), 0);
+    diag_frame_reset(&f, k, 0);
+    build(x, k, late, skew, gpu);
+    for (int r = 0; r < RANKS; r++)
+        assert_int_equal(diag_frame_add_record(&f, &d, &x[r].s), 0);
+    assert_int_equal(f.n_colls, RANKS * CALLS); /* host-only calls are kept */
+    assert_int_equal(diag_colls_run(c, &f, RANKS), 0);
+    diag_frame_free(&f);
+}
+
+/* Node B (ranks 4-7) runs 50 ms ahead: raw, every one of its calls looks
+ * last. Rank 1 (node A) is really 7 ms late at every call. */
+static void test_last_arrival_with_clock_offsets(void **state)
+{
+    double late[RANKS] = {0}, skew[RANKS] = {0};
+    struct diag_colls c;
+
+    for (int r = 4; r < RANKS; r++)
+        skew[r] = 50;
+    late[1] = 7;
+    diag_colls_init(&c, 0.1);
+    for (uint64_t k = 0; k < 5; k++)
+        run_step(&c, k, late, skew, true);
+    assert_float_equal(diag_colls_offset(&c, 5) - diag_colls_offset(&c, 0), 50e6, 50e3);
+    assert_int_equal(c.last[1], CALLS);
+    assert_int_equal(c.part[1], CALLS);
+    assert_float_equal(c.chance[1], (double)CALLS / RANKS, 1e-9);
+    assert_float_equal(c.gap[1], 7e6, 0.05e6);
+    for (int r = 0; r < RANKS; r++)
+        if (r != 1)
+            assert_int_equal(c.last[r], 0);
+    diag_colls_free(&c);
+}
+
+/* Host arrival only, process-local communicator handles, own sequence
+ * numbers: nothing matches by (comm, seq), everything by order. */
+static void test_host_only_calls_matched_by_order(void **state)
+{
+    double late[RANKS] = {0}, skew[RANKS] = {0};
+    struct diag_colls c;
+
+    late[6] = 300;
+    late[2] = 40; /* also late, but never last */
+    diag_colls_init(&c, 0.1);
+    run_step(&c, 0, late, skew, false);
+    assert_int_equal(c.last[6], CALLS);
+    assert_int_equal(c.part[6], CALLS);
+    assert_float_equal(c.gap[6], 300e6, 1e3);
+    assert_int_equal(c.last[2], 0);
+    assert_true(c.late[6] > 200e6);         /* lateness now covers host-only calls */
+    assert_true(c.wait[0] > CALLS * 299e6); /* and so does waiting */
+    for (int r = 0; r < RANKS; r++)
+        assert_float_equal(c.transfer[(size_t)r * DIAG_MAX_COLL_NAMES], 0, 0); /* no end */
+    diag_colls_free(&c);
+}
+
+/* Host-only calls learn no offsets, but are compared with those learnt from
+ * timed calls: after GPU steps, node B's host-only calls are not last. */
+static void test_host_only_calls_use_learnt_offsets(void **state)
+{
+    double late[RANKS] = {0}, skew[RANKS] = {0};
+    struct diag_colls c;
+
+    for (int r = 4; r < RANKS; r++)
+        skew[r] = 50;
+    diag_colls_init(&c, 0.1);
+    for (uint64_t k = 0; k < 5; k++)
+        run_step(&c, k, late, skew, true);
+    late[3] = 9;
+    run_step(&c, 5, late, skew, false);
+    assert_int_equal(c.last[3], CALLS);
+    assert_float_equal(c.gap[3], 9e6, 0.05e6);
+    assert_float_equal(diag_colls_offset(&c, 5) - diag_colls_offset(&c, 0), 50e6, 50e3);
+    diag_colls_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_last_arrival_with_clock_offsets),
+        cmocka_unit_test(test_host_only_calls_matched_by_order),
+        cmocka_unit_test(test_host_only_calls_use_learnt_offsets),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
