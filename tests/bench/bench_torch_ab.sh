@@ -15,7 +15,7 @@
 # Needs root (the agent's eBPF probes), python3-torch and BTF; says why and
 # exits 0 without them (make bench runs every script).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 BIN=${ARGUS_BUILD:-$PWD/build}/bin
 pairs=${BENCH_PAIRS:-8} steps=${BENCH_STEPS:-80} warm=10
 [[ $pairs =~ ^[0-9]+$ ]] && ((pairs >= 6)) || { echo "BENCH_PAIRS must be 6 or more, not '$pairs'" >&2; exit 2; }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A CPU quota on one process from outside it, through a cgroup (sourced by
 # tests/e2e/demo.sh and demo_torch.sh). cgroup v2 (cpu.max) where its cpu
 # controller is available, else the v1 cpu hierarchy (cpu.cfs_quota_us), as
@@ -66,8 +67,8 @@ cg_quota() {
 
 cg_remove() {
     [[ -n $CG_DIR && -d $CG_DIR ]] || return 0
-    local p i
-    for i in $(seq 50); do
+    local p
+    for _ in $(seq 50); do
         for p in $(cat "$CG_DIR/cgroup.procs" 2>/dev/null); do
             echo "$p" >"$CG_ROOT/cgroup.procs" 2>/dev/null || true
         done

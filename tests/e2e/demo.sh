@@ -7,7 +7,7 @@
 # forced torch demo that cannot run here fails instead. Exits 0 when argus
 # named the straggler.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 source tests/e2e/cgroup.sh
 mode=${ARGUS_DEMO:-auto}
 case $mode in

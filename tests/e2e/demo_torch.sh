@@ -165,7 +165,7 @@ while ((SECONDS < end)); do
     if ((SECONDS >= next)); then
         next=$((SECONDS + 10))
         last=$(ctl jobs | awk -v j="$JOB" '$1 == j {print $4}')
-        echo "   $(date +%T) +$(((($(date +%s%N) - t0) / 1000000000)))s: job at step $(job_steps "$SLOW"), argus at step ${last:-?}, $(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["reports"]))' "$work/reports.json" 2>/dev/null || echo 0) reports"
+        echo "   $(date +%T) +$((($(date +%s%N) - t0) / 1000000000))s: job at step $(job_steps "$SLOW"), argus at step ${last:-?}, $(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["reports"]))' "$work/reports.json" 2>/dev/null || echo 0) reports"
     fi
     sleep 1
 done
