@@ -3,8 +3,9 @@
 # no annotation) launched with torch.multiprocessing.spawn, each child setting
 # its rank in os.environ and no job variable, under the real agent (default
 # probes) and the real collector (default settings): a healthy job gets no
-# report at all. See tests/bpf/torch_detect_case.sh.
+# page, no SILENT, nothing persisted; its inferred steps are its own. See
+# tests/bpf/torch_detect_case.sh.
 source "$(dirname "$0")/lib.sh"
 source "$REPO/tests/bpf/torch_detect_case.sh"
 torch_detect_healthy spawn
-echo "torch detect ok: healthy job, mp.spawn launch, no report"
+echo "torch detect ok: healthy job, mp.spawn launch, nothing pages"
