@@ -16,7 +16,7 @@
 #
 # torch_detect_throttle LAUNCH: once the collector has diagnosed some steps of
 # every rank, one rank is slowed from outside by a cgroup CPU quota
-# (lib.sh cgroup_cpu_limit; a third of what it used, see torch_detect_quota); the first
+# (lib.sh cgroup_cpu_limit; half of what it used, see torch_detect_quota); the first
 # report that pages names that rank, cause CPU-starved host (CAUSE_HOST),
 # within 60 s of the throttle, and nothing pages about any other rank, before
 # or after (torch_detect_check.py throttle).
@@ -173,12 +173,14 @@ torch_detect_diagnostics() {
     tail -5 "$T/collector.log"
 }
 
-# torch_detect_quota PID: the CPU quota (us per 100 ms) that leaves PID a
-# third of the CPU time it got over the last 3 s, at most 15 ms (15%) and at
-# least 2 ms: a neighbour taking two thirds of its CPU, whatever the load of
-# the machine (4 ranks on 2 idle cores get 50% each; on a busy machine much
-# less, and a fixed 15% would not slow them at all). TORCH_DETECT_QUOTA
-# overrides it.
+# torch_detect_quota PID: the CPU quota (us per 100 ms) that leaves PID half
+# the CPU time it got over the last 3 s, at most 15 ms (15%) and at least
+# 3 ms: a neighbour taking half its CPU, whatever the load of the machine
+# (4 ranks on 2 idle cores get 50% each: 15% slows the rank 3x; on a busy
+# machine they get much less, and a fixed 15% would not slow them at all,
+# while a third of their share slows them 5x: 24 of those steps, what the
+# collector needs to page, take over a minute). TORCH_DETECT_QUOTA overrides
+# it.
 torch_detect_quota() {
     local pid=$1 hz a b q
     if [[ -n $TORCH_DETECT_QUOTA ]]; then
@@ -189,9 +191,9 @@ torch_detect_quota() {
     a=$(awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")
     sleep 3
     b=$(awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$pid/stat")
-    q=$(((b - a) * 100000 / hz / 3 / 3)) # us per 100 ms, a third of it
+    q=$(((b - a) * 100000 / hz / 3 / 2)) # us per 100 ms, half of it
     ((q > 15000)) && q=15000
-    ((q < 2000)) && q=2000
+    ((q < 3000)) && q=3000
     echo "$q"
 }
 
