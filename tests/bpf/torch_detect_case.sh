@@ -39,6 +39,11 @@ torch_detect_require() { # throttle?
         skip "/usr/bin/python3 cannot import torch (python3-torch)"
     if [[ ${1:-} == throttle ]]; then
         local why
+        # Not yet reliable: named in 3 of the last 5 runs on a loaded 2-core
+        # machine (run-queue time lands on the wrong steps; the per-step
+        # lateness rule misses a rank the window evidence shows). Issue 13.
+        [[ -n ${ARGUS_TORCH_THROTTLE:-} ]] ||
+            skip "throttle detection is not reliable yet (3 of 5 runs): set ARGUS_TORCH_THROTTLE=1 to run it"
         why=$(cgroup_cpu_parent) || skip "no cgroup CPU controller: $why"
     fi
 }
