@@ -69,9 +69,16 @@ static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint
     if (!call->wait && !call->tag)
         stepinfer_call(a->stepinfer, pid,
                        &(struct stepinfer_call){enter_ns, exit_ns, call->name_id, call->bytes,
-                                                call->comm, call->lib_seq});
+                                                call->comm, call->lib_seq, call->group,
+                                                call->done_ns});
     if (!discovery_find(a->discovery, pid))
         discovery_unidentified_call(a->discovery, pid);
+}
+
+static void agent_on_collective_done(void *ctx, uint32_t pid, uint64_t comm, int64_t lib_seq,
+                                     uint64_t done_ns)
+{
+    stepinfer_done(((struct agent *)ctx)->stepinfer, pid, comm, lib_seq, done_ns);
 }
 
 static void agent_on_comm_init(void *ctx, uint32_t pid, uint32_t rank, uint32_t size,
@@ -107,8 +114,10 @@ static void agent_start_probes(struct agent *a)
 {
     const char *list = a->cfg->probes;
 
-    a->collectives = (struct probe_collectives_config){
-        .on_call = agent_on_collective, .on_call_ctx = a, .on_comm_init = agent_on_comm_init};
+    a->collectives = (struct probe_collectives_config){.on_call = agent_on_collective,
+                                                       .on_call_ctx = a,
+                                                       .on_comm_init = agent_on_comm_init,
+                                                       .on_done = agent_on_collective_done};
     a->stacks = (struct probe_stacks_config){.frequency_hz = (uint32_t)a->cfg->stacks_hz,
                                              .cache_bytes = a->cfg->stacks_cache};
     if (agent_listed(list, "proc"))

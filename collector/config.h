@@ -24,6 +24,7 @@ struct collector_config {
     uint64_t max_names_per_job;
     uint64_t max_ranks;
     uint64_t diag_step_timeout;
+    uint64_t diag_job_idle;    /* ns */
     uint64_t diag_stream_hold; /* ns */
     uint64_t diag_silence;     /* ns */
     uint64_t diag_max_open_bytes;

@@ -32,6 +32,7 @@ struct diagnosis {
     size_t njobs;
     pthread_mutex_t stats_lock;
     struct diagnosis_stats stats;
+    struct diagnosis_stats retired; /* counters of the engines freed (under lock) */
 };
 
 struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o)
@@ -44,6 +45,8 @@ struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_opti
     d->o = *o;
     if (!d->o.max_jobs)
         d->o.max_jobs = 256;
+    if (!d->o.job_idle_ns)
+        d->o.job_idle_ns = 300 * NSEC_PER_SEC;
     pthread_mutex_init(&d->lock, NULL);
     pthread_mutex_init(&d->stats_lock, NULL);
     return d;
@@ -117,8 +120,11 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
     return j;
 }
 
-/* The job's entry, created when new; the least recently fed job is dropped
- * when max_jobs are live. */
+static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now);
+
+/* The job's entry, created when new, returned locked (d->lock is taken
+ * first, so a tick cannot free it between the lookup and the lock); the
+ * least recently fed job is retired when max_jobs are live. */
 static struct diagnosis_job *diagnosis_job(struct diagnosis *d, const char *job)
 {
     struct diagnosis_job *j = NULL;
@@ -134,8 +140,7 @@ static struct diagnosis_job *diagnosis_job(struct diagnosis *d, const char *job)
                 old = i;
         log_warn("diagnosis", "more than %u jobs: dropping the state of job %s", d->o.max_jobs,
                  d->jobs[old]->job);
-        diagnosis_job_free(d->jobs[old]);
-        d->jobs[old] = d->jobs[--d->njobs];
+        diagnosis_retire(d, old, clock_real_ns());
     }
     if (!j) {
         struct diagnosis_job **grown = realloc(d->jobs, (d->njobs + 1) * sizeof(*grown));
@@ -146,6 +151,8 @@ static struct diagnosis_job *diagnosis_job(struct diagnosis *d, const char *job)
                 d->jobs[d->njobs++] = j;
         }
     }
+    if (j)
+        pthread_mutex_lock(&j->lock);
     pthread_mutex_unlock(&d->lock);
     return j;
 }
@@ -213,7 +220,6 @@ void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t rec
         struct diagnosis_job *j = diagnosis_job(d, job);
         if (!j)
             continue;
-        pthread_mutex_lock(&j->lock);
         diagnosis_feed_job(d, j, b, recv_unix_ns);
         pthread_mutex_unlock(&j->lock);
     }
@@ -243,6 +249,45 @@ static void diagnosis_sum(struct diagnosis_stats *acc, const struct diag_engine_
         acc->close_ns_max = es->close_ns_max;
 }
 
+/* Add the counters of one (not its gauges) to acc. */
+static void diagnosis_add_counters(struct diagnosis_stats *acc, const struct diagnosis_stats *one)
+{
+    acc->records += one->records;
+    acc->steps_closed += one->steps_closed;
+    for (int r = 0; r < 5; r++)
+        acc->closed_by[r] += one->closed_by[r];
+    acc->late += one->late;
+    acc->amended += one->amended;
+    acc->dropped_horizon += one->dropped_horizon;
+    acc->dropped_memory += one->dropped_memory;
+    acc->silent_nodes += one->silent_nodes;
+    acc->silent_ranks += one->silent_ranks;
+    acc->close_ns_total += one->close_ns_total;
+    if (one->close_ns_max > acc->close_ns_max)
+        acc->close_ns_max = one->close_ns_max;
+}
+
+/* Retire job i (d->lock held): close its open steps, store what they
+ * report, keep its counters, free its state. A job fed again later starts
+ * a new engine (its start-up grace again, its history gone). */
+static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
+{
+    struct diagnosis_job *j = d->jobs[i];
+    struct diag_engine_stats es;
+    struct diagnosis_stats one = {0};
+
+    pthread_mutex_lock(&j->lock);
+    diag_engine_flush(j->engine, now > j->feed_lag_ns ? now - j->feed_lag_ns : now);
+    diagnosis_drain(d, j);
+    diag_engine_get_stats(j->engine, &es);
+    pthread_mutex_unlock(&j->lock);
+    diagnosis_sum(&one, &es);
+    diagnosis_add_counters(&d->retired, &one);
+    d->retired.jobs_retired++;
+    diagnosis_job_free(j);
+    d->jobs[i] = d->jobs[--d->njobs];
+}
+
 /* Tick one job (its lock held) at now less its feed lag. */
 static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uint64_t now,
                                struct diagnosis_stats *acc)
@@ -269,13 +314,23 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     struct diagnosis_stats acc = {0};
 
     pthread_mutex_lock(&d->lock);
-    for (size_t i = 0; i < d->njobs; i++) {
+    for (size_t i = 0; i < d->njobs;) {
         struct diagnosis_job *j = d->jobs[i];
+        if (now_unix_ns > j->last_fed_ns + d->o.job_idle_ns) {
+            log_info("diagnosis",
+                     "job %s: nothing received for %.0f s: its diagnosis state is freed", j->job,
+                     (double)(now_unix_ns - j->last_fed_ns) / 1e9);
+            diagnosis_retire(d, i, now_unix_ns);
+            continue; /* the last job moved into slot i */
+        }
         pthread_mutex_lock(&j->lock);
         diagnosis_tick_job(d, j, now_unix_ns, &acc);
         pthread_mutex_unlock(&j->lock);
+        i++;
     }
     acc.jobs = d->njobs;
+    diagnosis_add_counters(&acc, &d->retired);
+    acc.jobs_retired = d->retired.jobs_retired;
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_lock(&d->stats_lock);
     acc.reports = d->stats.reports;

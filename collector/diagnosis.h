@@ -22,7 +22,9 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint64_t max_open_bytes; /* per job */
     uint32_t late_horizon;
     uint32_t window, min_hits;
-    uint32_t max_jobs; /* engines at once; the least recently fed goes */
+    uint32_t max_jobs;    /* engines at once; the least recently fed goes */
+    uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
+                           * state freed (0: 5 minutes) */
 };
 
 struct diagnosis;
@@ -46,6 +48,7 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns);
 
 struct diagnosis_stats { /* summed over jobs (as of the last tick) */
     uint64_t jobs, records, steps_closed, reports, report_errors;
+    uint64_t jobs_retired;  /* engines freed: idle past job_idle, or over max_jobs */
     uint64_t closed_by[5];  /* enum diag_close_reason: complete, watermark, timeout,
                              * budget, flush */
     uint64_t late, amended; /* records of closed steps; those that amended them */

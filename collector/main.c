@@ -103,6 +103,7 @@ static int collector_start_diagnosis(struct collector *c)
         .silence_ns = c->cfg.diag_silence,
         .max_open_bytes = c->cfg.diag_max_open_bytes,
         .late_horizon = (uint32_t)c->cfg.diag_late_horizon,
+        .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
     };

@@ -88,6 +88,10 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
     if (m->diagq)
         diagq_get_stats(m->diagq, &qs);
     http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
+    http_buf_metric(b, "argus_diag_jobs_retired_total", "counter",
+                    "jobs whose diagnosis state was freed (idle past diag.job_idle, or over the "
+                    "job limit)",
+                    "", ds.jobs_retired);
     http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
                     ds.steps_closed);
     collector_diag_counter(b, "argus_diag_steps_closed_by_reason_total",

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "agent/probes/coll_ident.h"
 #include "agent/probes/probe_calls.h"
 #include "bpf/calls.h"
 #include "common/name_id.h"
@@ -25,6 +26,9 @@ enum layout {
     LAYOUT_INIT_PG,   /* c10d::ProcessGroup/Backend(this, rank, size): a process group is made */
     LAYOUT_INIT_NCCL, /* ncclCommInitRank(comm *, nranks, id (128 bytes: on the stack), rank) */
     LAYOUT_TAG,       /* ProcessGroupGloo::nextTag(this): returns collectiveCounter_++ */
+    LAYOUT_STORE,     /* c10d::PrefixStore(this, prefix, store): names the next group */
+    LAYOUT_WORK,      /* ProcessGroupGloo::AsyncWork(this, ...): a gloo call's work */
+    LAYOUT_DONE,      /* AsyncWork::finishWorkGloo(this): that work is done */
 };
 
 struct coll_func {
@@ -83,6 +87,12 @@ static const struct coll_func coll_funcs[] = {
     {"_ZN4c10d7BackendC2Eii", "c10d::Backend::Backend", LAYOUT_INIT_PG},
     {"ncclCommInitRank", "ncclCommInitRank", LAYOUT_INIT_NCCL},
     {"ncclCommInitRankConfig", "ncclCommInitRankConfig", LAYOUT_INIT_NCCL},
+    /* identity of a c10d group; end of a gloo call (agent/probes/coll_ident.h) */
+    {"_ZN4c10d11PrefixStoreC2E*", "c10d::PrefixStore::PrefixStore", LAYOUT_STORE},
+    {"_ZN4c10d16ProcessGroupGloo9AsyncWorkC2E*", "c10d::ProcessGroupGloo::AsyncWork::AsyncWork",
+     LAYOUT_WORK},
+    {"_ZN4c10d16ProcessGroupGloo9AsyncWork14finishWorkGlooEv",
+     "c10d::ProcessGroupGloo::AsyncWork::finishWorkGloo", LAYOUT_DONE},
 };
 #define NFUNCS (sizeof(coll_funcs) / sizeof(coll_funcs[0]))
 
@@ -107,7 +117,8 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
         [LAYOUT_REDUCE] = {2, 3, 6, 7},     [LAYOUT_P2P] = {1, 2, 4, 5},
         [LAYOUT_C10D] = {-1, -1, 1, -1},    [LAYOUT_WAIT] = {-1, -1, -1, -1},
         [LAYOUT_INIT_PG] = {-1, -1, 0, -1}, [LAYOUT_INIT_NCCL] = {-1, -1, 0, -1},
-        [LAYOUT_TAG] = {-1, -1, 0, -1},
+        [LAYOUT_TAG] = {-1, -1, 0, -1},     [LAYOUT_STORE] = {-1, -1, 0, -1},
+        [LAYOUT_WORK] = {-1, -1, 0, -1},    [LAYOUT_DONE] = {-1, -1, 0, -1},
     };
     const int8_t *ix;
 
@@ -131,8 +142,13 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     out->init = f->layout == LAYOUT_INIT_PG || f->layout == LAYOUT_INIT_NCCL;
     if (f->layout == LAYOUT_INIT_PG)
         out->init_rank = (uint32_t)r->args[1], out->init_size = (uint32_t)r->args[2];
-    if (f->layout == LAYOUT_INIT_NCCL)
+    if (f->layout == LAYOUT_INIT_NCCL) { /* the unique id's first 16 bytes: its stack slots */
         out->init_rank = (uint32_t)r->args[2], out->init_size = (uint32_t)r->args[1];
+        out->group = coll_ident_hash(&r->args[6], 2 * sizeof(r->args[6]), out->init_size);
+    }
+    out->store = f->layout == LAYOUT_STORE;
+    out->work = f->layout == LAYOUT_WORK;
+    out->done = f->layout == LAYOUT_DONE;
     return 0;
 }
 
@@ -174,6 +190,8 @@ struct collectives {
     size_t nheld;
     struct coll_tag tags[COLL_TAGS_MAX];
     uint64_t tags_matched;
+    struct coll_ident *ident;
+    uint64_t groups_named, ident_read_errors, works_done;
 };
 
 static void coll_observe(struct collectives *c, const struct coll_held *h)
@@ -209,6 +227,8 @@ static void coll_feed_observer(struct collectives *c, const struct argus_call_re
         if (i >= 0) {
             if (r->exit_ns > c->held[i].exit_ns)
                 c->held[i].exit_ns = r->exit_ns;
+            if (!c->held[i].call.done_ns) /* the wait returned: the collective is over */
+                c->held[i].call.done_ns = r->exit_ns;
             c->waits_matched++;
             coll_release(c, (size_t)i);
         }
@@ -284,6 +304,68 @@ static int64_t coll_take_tag(struct collectives *c, const struct argus_call_reco
     return seq;
 }
 
+/* A group's identity or a gloo work's end (coll_ident.h); no event. */
+static void coll_on_ident(struct collectives *c, const struct argus_call_record *r,
+                          const struct probe_collectives_call *call)
+{
+    char name[COLL_IDENT_NAME_MAX];
+    uint64_t handle, comm;
+    int64_t seq;
+
+    if (call->store) {
+        if (coll_ident_read_name(r->pid, call->comm, name, sizeof(name)) < 0)
+            c->ident_read_errors++;
+        else
+            coll_ident_store(c->ident, r->pid, r->tid, r->enter_ns, name);
+    } else if (call->work) {
+        coll_ident_work(c->ident, r->pid, r->tid, r->enter_ns, call->comm);
+    } else if (call->done &&
+               coll_ident_done(c->ident, r->pid, call->comm, r->enter_ns, &comm, &seq)) {
+        c->works_done++;
+        for (size_t i = 0; i < c->nheld; i++)
+            if (c->held[i].pid == r->pid && c->held[i].call.comm == comm &&
+                c->held[i].call.lib_seq == seq) {
+                c->held[i].call.done_ns = r->enter_ns;
+                return;
+            }
+        if (c->cfg.on_done && seq >= 0)
+            c->cfg.on_done(c->cfg.on_call_ctx, r->pid, comm, seq, r->enter_ns);
+    } else if (call->init && call->group) { /* NCCL: *comm holds the new handle now */
+        if (coll_ident_read(r->pid, call->comm, &handle, sizeof(handle)) < 0 || !handle)
+            c->ident_read_errors++;
+        else
+            coll_ident_bind(c->ident, r->pid, handle, call->group), c->groups_named++;
+    } else if (call->init) { /* c10d: named by the store made just before */
+        c->groups_named += coll_ident_group(c->ident, r->pid, r->tid, r->enter_ns, call->comm,
+                                            call->init_size) != 0;
+    }
+}
+
+/* Not a collective: a communicator's creation (a process learns its rank,
+ * the group its id), a gloo tag, a wait, a store or a work. Returns true
+ * when r was one of those (handled). */
+static bool coll_on_other(struct collectives *c, const struct argus_call_record *r,
+                          const struct probe_collectives_call *call)
+{
+    if (call->init) {
+        c->inits++;
+        coll_on_ident(c, r, call);
+        if (c->cfg.on_comm_init)
+            c->cfg.on_comm_init(c->cfg.on_call_ctx, r->pid, call->init_rank, call->init_size,
+                                call->name);
+    } else if (call->tag) { /* numbers the c10d call around it */
+        coll_keep_tag(c, r, call);
+    } else if (call->wait) { /* only ends the last c10d call */
+        if (c->cfg.on_call)
+            coll_feed_observer(c, r, call);
+    } else if (call->store || call->work || call->done) {
+        coll_on_ident(c, r, call);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static int coll_on_record(void *owner, const struct argus_call_record *r)
 {
     struct collectives *c = owner;
@@ -294,24 +376,15 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
         c->decode_errors++;
         return 0;
     }
-    if (call.init) { /* not a collective: a process learns its rank */
-        c->inits++;
-        if (c->cfg.on_comm_init)
-            c->cfg.on_comm_init(c->cfg.on_call_ctx, r->pid, call.init_rank, call.init_size,
-                                call.name);
+    if (coll_on_other(c, r, &call))
         return 0;
-    }
-    if (call.tag) { /* not a collective: numbers the c10d call around it */
-        coll_keep_tag(c, r, &call);
-        return 0;
-    }
-    if (call.wait) { /* not a collective: only ends the last c10d call */
-        if (c->cfg.on_call)
-            coll_feed_observer(c, r, &call);
-        return 0;
-    }
-    if (call.c10d)
+    if (call.c10d) {
         call.lib_seq = coll_take_tag(c, r, &call);
+        call.done_ns = coll_ident_call(c->ident, r->pid, r->tid, r->enter_ns, r->exit_ns, call.comm,
+                                       call.lib_seq);
+        c->works_done += call.done_ns != 0;
+    }
+    call.group = coll_ident_lookup(c->ident, r->pid, call.comm);
     if (!c->announced[r->cookie]) {
         c->sink->name(c->sink->ctx, call.name_id, call.name);
         c->announced[r->cookie] = true;
@@ -319,11 +392,13 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
     ev.pid = r->pid;
     ev.tid = r->tid;
     ev.ts_ns = r->enter_ns;
+    ev.flags = call.lib_seq >= 0 ? AGENT_EVENT_FLAG_SEQ_SHARED : 0;
     ev.collective.name_id = call.name_id;
     ev.collective.seq =
         call.lib_seq >= 0 ? (uint64_t)call.lib_seq : coll_next_seq(c, r->pid, call.comm);
     ev.collective.bytes = call.bytes;
-    ev.collective.comm_id = call.comm;
+    ev.collective.comm_id = call.group;
+    ev.collective.host_return_ns = call.done_ns;
     ev.collective.stream = (uint32_t)call.stream;
     c->sink->event(c->sink->ctx, &ev);
     if (c->cfg.on_call)
@@ -351,6 +426,9 @@ static void *coll_create(const void *config, char *why, size_t whylen)
         goto fail;
     if (config)
         c->cfg = *(const struct probe_collectives_config *)config;
+    c->ident = coll_ident_new();
+    if (!c->ident)
+        goto fail;
     for (size_t i = 0; i < NFUNCS; i++)
         c->funcs[i] = (struct probe_uprobe_func){coll_funcs[i].symbol, i};
     spec.funcs = c->funcs;
@@ -396,8 +474,10 @@ static int coll_track(void *state, uint32_t pid, const char *root, bool add)
 {
     struct collectives *c = state;
 
-    if (!add)
+    if (!add) {
         coll_forget(c, pid);
+        coll_ident_forget(c->ident, pid);
+    }
     return probe_calls_track(c->calls, pid, root, add);
 }
 
@@ -409,6 +489,11 @@ static size_t coll_metrics(void *state, char *buf, size_t len)
     n += probe_metric(buf + n, len - n, "collectives", "waits_matched_total", c->waits_matched);
     n += probe_metric(buf + n, len - n, "collectives", "tags_matched_total", c->tags_matched);
     n += probe_metric(buf + n, len - n, "collectives", "communicator_inits_total", c->inits);
+    n +=
+        probe_metric(buf + n, len - n, "collectives", "communicators_named_total", c->groups_named);
+    n += probe_metric(buf + n, len - n, "collectives", "works_done_total", c->works_done);
+    n += probe_metric(buf + n, len - n, "collectives", "memory_read_errors_total",
+                      c->ident_read_errors);
     return n +
            probe_metric(buf + n, len - n, "collectives", "decode_errors_total", c->decode_errors);
 }
@@ -422,6 +507,7 @@ static void coll_destroy(void *state)
     if (c->cfg.on_call)
         coll_flush_held(c, true);
     probe_calls_free(c->calls);
+    coll_ident_free(c->ident);
     free(c->seqs);
     free(c);
 }

@@ -16,7 +16,13 @@
  * counter, the same number on every rank for the same collective whenever
  * the agent attached. It gives no event either: the c10d call around it on
  * the same thread carries it as its sequence number (lib_seq); other calls
- * are numbered per (pid, communicator) from the first one the probe saw. */
+ * are numbered per (pid, communicator) from the first one the probe saw.
+ * Events carry the communicator's id shared by its members (comm_id: see
+ * agent/probes/coll_ident.h, from the c10d::PrefixStore made before a c10d
+ * group, or the ncclUniqueId given to ncclCommInitRank) and, for gloo, the
+ * host end of the collective (AsyncWork constructor and finishWorkGloo),
+ * which reads the traced process's memory (process_vm_readv: CAP_SYS_PTRACE)
+ * for the store's prefix and the new ncclComm_t. */
 #ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
 #define ARGUS_AGENT_PROBE_COLLECTIVES_H
 
@@ -45,6 +51,9 @@ struct probe_collectives_config {
      * dispatching thread, with on_call_ctx. name is static. Every creation
      * is reported: the world group's comes first (torch makes it first). */
     void (*on_comm_init)(void *ctx, uint32_t pid, uint32_t rank, uint32_t size, const char *name);
+    /* Optional: the c10d gloo call (comm, lib_seq) of pid, already given to
+     * on_call, finished at done_ns (its host end: see done_ns below). */
+    void (*on_done)(void *ctx, uint32_t pid, uint64_t comm, int64_t lib_seq, uint64_t done_ns);
 };
 
 /* One decoded call. name points to a static string. */
@@ -65,6 +74,17 @@ struct probe_collectives_call {
     /* The library's own sequence number of this call in its group (gloo's
      * tag), -1 when the library gave none (NCCL, gloo send/recv). */
     int64_t lib_seq;
+    /* The communicator's id shared by all its members (coll_ident.h), 0
+     * when unknown (the probe did not see it made). For a communicator's
+     * creation: its id (NCCL: from the unique id; c10d: filled by the probe). */
+    uint64_t group;
+    /* The host end of the collective, 0 when unknown: gloo's work finished
+     * (AsyncWork::finishWorkGloo) or its Work::wait returned. Never the
+     * return of an asynchronous enqueue (NCCL, c10d). */
+    uint64_t done_ns;
+    bool store; /* c10d::PrefixStore made (comm: the store object): names the next group */
+    bool work;  /* gloo AsyncWork made (comm: the work object), inside a c10d call */
+    bool done;  /* gloo AsyncWork::finishWorkGloo (comm: the work object) */
 };
 
 /* Decode a raw record (pure: no I/O). Returns 0, or -EINVAL for an unknown

@@ -73,6 +73,7 @@ struct agent_event {
             uint64_t comm_id;
             uint64_t gpu_start_ns; /* 0 when unknown */
             uint64_t gpu_end_ns;
+            uint64_t host_return_ns; /* the call's end on the host (done/waited), 0 unknown */
             uint32_t stream;
         } collective;
         struct {
@@ -97,6 +98,7 @@ struct agent_event {
 /* agent_event.flags */
 #define AGENT_EVENT_FLAG_SAMPLED (1u << 0) /* STEP (NVTX): this step's kernels were traced */
 #define AGENT_EVENT_FLAG_GPU (1u << 1)     /* PHASE: GPU time projected from NVTX, not host time */
+#define AGENT_EVENT_FLAG_SEQ_SHARED (1u << 2) /* COLLECTIVE: seq is the library's (all members) */
 
 /* Where a source delivers. Both callbacks run on the agent's main thread and
  * must not be called from another thread. */

@@ -206,8 +206,12 @@ static void assembler_add_collective(struct assembler *a, struct assembler_rank 
         c->gpu_start_unix_ns = clock_mono_to_real(ev->collective.gpu_start_ns, a->o.mono_to_real);
     if (ev->collective.gpu_end_ns)
         c->gpu_end_unix_ns = clock_mono_to_real(ev->collective.gpu_end_ns, a->o.mono_to_real);
+    if (ev->collective.host_return_ns)
+        c->host_return_unix_ns =
+            clock_mono_to_real(ev->collective.host_return_ns, a->o.mono_to_real);
     c->stream = ev->collective.stream;
     c->comm_id = ev->collective.comm_id;
+    c->seq_local = !(ev->flags & AGENT_EVENT_FLAG_SEQ_SHARED) || !c->comm_id;
 }
 
 static void assembler_counter(struct assembler_rank *r, uint32_t counter, uint64_t v)

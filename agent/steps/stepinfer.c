@@ -29,9 +29,12 @@ struct stepinfer_comm {
 
 /* What the window holds besides the stepdetect_call of each call. */
 struct stepinfer_entry {
-    uint64_t seq; /* g: the call's sequence number in its group */
-    uint64_t comm_id;
-    uint32_t comm; /* index into the rank's comms */
+    uint64_t seq;     /* g: the call's sequence number in its group */
+    uint64_t comm_id; /* the process-local handle */
+    uint32_t comm;    /* index into the rank's comms */
+    bool shared;      /* g is the library's */
+    uint64_t group;   /* the id shared by the group's members, 0 unknown */
+    uint64_t done_ns; /* host end, 0 unknown */
 };
 
 /* How a locked rank's steps are cut and numbered (see stepinfer.h). */
@@ -273,8 +276,22 @@ void stepinfer_call(struct stepinfer *si, uint32_t pid, const struct stepinfer_c
     memmove(r->calls + at + 1, r->calls + at, (r->n - at) * sizeof(*r->calls));
     memmove(r->entries + at + 1, r->entries + at, (r->n - at) * sizeof(*r->entries));
     r->calls[at] = (struct stepdetect_call){c->enter_ns, c->exit_ns, c->name_id, c->bytes};
-    r->entries[at] = (struct stepinfer_entry){(uint64_t)comm->last_seq, c->comm, ci};
+    r->entries[at] = (struct stepinfer_entry){(uint64_t)comm->last_seq, c->comm,  ci,
+                                              c->lib_seq >= 0,          c->group, c->done_ns};
     r->n++;
+}
+
+void stepinfer_done(struct stepinfer *si, uint32_t pid, uint64_t comm, int64_t lib_seq,
+                    uint64_t done_ns)
+{
+    struct stepinfer_rank *r = stepinfer_find(si, pid, NULL);
+
+    for (size_t i = r ? r->n : 0; lib_seq >= 0 && i-- > 0;)
+        if (r->entries[i].shared && r->entries[i].comm_id == comm &&
+            r->entries[i].seq == (uint64_t)lib_seq) {
+            r->entries[i].done_ns = done_ns;
+            return;
+        }
 }
 
 static int stepinfer_cmp_u64(const void *a, const void *b)
@@ -476,10 +493,13 @@ static size_t stepinfer_collectives(struct stepinfer *si, const struct stepinfer
 
         argus__v1__collective__init(x);
         x->seq = r->entries[i].seq;
-        x->comm_id = r->entries[i].comm_id;
+        x->comm_id = r->entries[i].group;
+        x->seq_local = !r->entries[i].shared || !r->entries[i].group;
         x->name_id = r->calls[i].name_id;
         x->bytes = r->calls[i].bytes;
         x->host_arrival_unix_ns = clock_mono_to_real(r->calls[i].ts_ns, si->mono_to_real);
+        if (r->entries[i].done_ns)
+            x->host_return_unix_ns = clock_mono_to_real(r->entries[i].done_ns, si->mono_to_real);
         si->coll_ptrs[nc++] = x;
     }
     return nc;

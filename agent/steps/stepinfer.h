@@ -45,9 +45,10 @@
  * number) and never goes back.
  *
  * Each emitted step is a StepRecord with source INFERRED, phases "compute"
- * and "collectives", the step's collective calls (seq = g, comm_id) and the
- * host counters gathered since the previous emitted step, handed to the same
- * callback as the assembler's steps. A rank that shows explicit steps (the
+ * and "collectives", the step's collective calls (seq = g, comm_id = the
+ * group's shared id, seq_local unless g is the library's and that id is
+ * known; host_return from done_ns) and the host counters gathered since the previous emitted step,
+ * handed to the same callback as the assembler's steps. A rank that shows explicit steps (the
  * assembler says so) is left alone. Single-threaded (the main loop). */
 #ifndef ARGUS_AGENT_STEPINFER_H
 #define ARGUS_AGENT_STEPINFER_H
@@ -64,9 +65,11 @@ struct stepinfer_call {
     uint64_t enter_ns; /* host arrival */
     uint64_t exit_ns;  /* host return (or the end of its wait), 0 when unknown */
     uint64_t name_id;
-    uint64_t bytes;  /* 0 when unknown */
-    uint64_t comm;   /* communicator / process group (an id within the process), 0 unknown */
-    int64_t lib_seq; /* the library's own sequence number of the call in comm, -1 unknown */
+    uint64_t bytes;   /* 0 when unknown */
+    uint64_t comm;    /* communicator / process group (an id within the process), 0 unknown */
+    int64_t lib_seq;  /* the library's own sequence number of the call in comm, -1 unknown */
+    uint64_t group;   /* the communicator's id shared by its members, 0 unknown */
+    uint64_t done_ns; /* the collective's host end (library done, wait returned), 0 unknown */
 };
 
 struct stepinfer;
@@ -88,6 +91,12 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush);
  * its rank's when it is tracked: a rank found from its communicator
  * (torch.multiprocessing.spawn) keeps its first steps. */
 void stepinfer_call(struct stepinfer *si, uint32_t pid, const struct stepinfer_call *call);
+
+/* The call (comm, lib_seq) of pid, given earlier, ended at done_ns (its
+ * host end, known only after it was given). Ignored when the call is no
+ * longer in the window or its step was emitted. */
+void stepinfer_done(struct stepinfer *si, uint32_t pid, uint64_t comm, int64_t lib_seq,
+                    uint64_t done_ns);
 
 /* Add to a host counter (enum agent_counter) of the rank's next inferred
  * step. */

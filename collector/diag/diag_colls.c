@@ -51,14 +51,17 @@ static uint32_t table_slot(struct diag_colls *l, uint64_t comm, uint8_t name, ui
     return (uint32_t)h;
 }
 
-/* Put every collective call of f in the table keyed by (comm, name, seq);
- * the calls that match nobody that way go by (name, ordinal). */
+/* Put every collective call of f in the table keyed by (comm, name, seq),
+ * or (comm, name, ordinal) when its seq is local (counted by each agent from
+ * when it attached: equal numbers need not be the same call); the calls that
+ * match nobody go by (name, ordinal). */
 static void table_build(struct diag_colls *l, const struct diag_frame *f)
 {
     memset(l->table, 0, l->table_cap * sizeof(*l->table));
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
-        l->slot_of[i] = table_slot(l, c->comm_id, c->name, c->seq, false);
+        l->slot_of[i] = c->local ? table_slot(l, c->comm_id, c->name, c->ord, true)
+                                 : table_slot(l, c->comm_id, c->name, c->seq, false);
         l->table[l->slot_of[i]].count++;
     }
     for (size_t i = 0; i < f->n_colls; i++) {

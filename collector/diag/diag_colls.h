@@ -1,26 +1,23 @@
 /* Collective calls matched across ranks, with clocks aligned (DESIGN.md
  * section 7, L2).
  *
- * Calls are matched by (communicator, name, sequence number). A call that
- * matches nobody that way (a communicator id that is a process-local handle,
- * or none, with sequence numbers of each rank's own) is matched by order
- * instead: (name, its ordinal among the rank's calls of that name in the
- * step), which is the same real call on every rank once steps are numbered
- * alike. Every node has its own clock, but a collective ends at nearly the
- * same instant on all its members, so per-rank clock offsets are estimated
- * from the end times (weighted Jacobi rounds over the communicator graph,
- * blended over steps) and removed before arrivals are compared; calls
- * without an end time (host-only) are compared with the offsets learnt from
- * the others (none: 0). Per rank and closed step:
- *   late     worst call: own start (or host arrival, whichever is later)
- *            minus the members' mean; the culprit of a wait arrives last and
- *            its collective looks shortest,
- *   wait     total time spent waiting inside collectives for the last member,
- *   transfer per collective name, mean over calls of own end minus the last
- *            member's start: the part that is not waiting (calls with an
- *            end time only),
- *   part     matched calls the rank took part in, last: those it arrived at
- *            last (GPU start, or host arrival without GPU times; aligned
+ * Calls are matched by (communicator, name, sequence number), or, when
+ * the sequence number is local (Collective.seq_local: counted by each agent
+ * from when it attached, NCCL), by (communicator, name, ordinal: the call's
+ * place among the rank's calls of that name in the step). A call that
+ * matches nobody that way (a communicator id that is a process-local handle
+ * from an old agent, or none) is matched by (name, ordinal). Ordinals name
+ * the same real call on every rank once steps are numbered alike. Every node has its own clock, but
+ * a collective ends at nearly the same instant on all its members, so per-rank clock offsets are
+ * estimated from the end times (GPU end, else the host end: gloo's work done or a wait's return;
+ * weighted Jacobi rounds over the communicator graph, blended over steps) and removed before
+ * arrivals are compared; calls without an end time are compared with the offsets learnt from the
+ * others (none: 0). Per rank and closed step: late     worst call: own start (or host arrival,
+ * whichever is later) minus the members' mean; the culprit of a wait arrives last and its
+ * collective looks shortest, wait     total time spent waiting inside collectives for the last
+ * member, transfer per collective name, mean over calls of own end minus the last member's start:
+ * the part that is not waiting (calls with an end time only), part     matched calls the rank took
+ * part in, last: those it arrived at last (GPU start, or host arrival without GPU times; aligned
  *            clocks), chance: the number it would be last at by chance (sum
  *            of 1/members), gap: the median of last minus first arrival over
  *            the calls it was last at.

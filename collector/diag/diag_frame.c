@@ -137,7 +137,8 @@ static int add_colls(struct diag_frame *f, struct diag_dict *d, const Argus__V1_
         o->seq = c->seq;
         o->arrival = (int64_t)arrival;
         o->start = (int64_t)(gpu ? c->gpu_start_unix_ns : arrival);
-        o->end = gpu ? (int64_t)c->gpu_end_unix_ns : 0;
+        o->end = (int64_t)(gpu ? c->gpu_end_unix_ns : c->host_return_unix_ns);
+        o->local = c->seq_local;
         o->rank = s->rank;
         o->name = (uint8_t)ni;
         o->ord = ord[ni] < UINT16_MAX ? ord[ni]++ : UINT16_MAX;

@@ -51,10 +51,13 @@ struct diag_dict {
 
 /* One collective call of one rank, times in UNIX ns (node clock). A call
  * without GPU times (CPU jobs, steps inferred from host calls) has start =
- * arrival and end = 0 (unknown: it teaches the clock offsets nothing). */
+ * arrival and end = its host end (the library finished it or its wait
+ * returned: the same instant on every member, so it teaches the clock
+ * offsets), or 0 when unknown (it teaches them nothing). */
 struct diag_coll {
     uint64_t comm_id;
     uint64_t seq;
+    bool local; /* (comm, seq) need not be the same call on every member: match by order */
     int64_t arrival;
     int64_t start;
     int64_t end;

@@ -72,3 +72,15 @@ EXPORT ncclResult_t ncclGroupEnd(void)
     BODY;
     return 0;
 }
+
+/* 128 bytes passed by value (on the stack); the communicator is 0xc0ffee. */
+typedef struct {
+    char internal[128];
+} ncclUniqueId;
+
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    BODY;
+    *comm = (ncclComm_t)0xc0ffee;
+    return 0;
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Each probe loads and attaches here and sees what tests/bpf/workload did:
-# collectives (stand-in libnccl and the real libnccl.so.2), sync, sched (a
+# collectives (stand-in libnccl and the real libnccl.so.2; the communicator id
+# from ncclCommInitRank's unique id), sync, sched (a
 # known sleep within 10%), stacks (a known busy function), marker, net (SYN
 # retransmits), io (O_DIRECT writes) and proc (exec/exit of a child).
 set -u
@@ -11,10 +12,16 @@ out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 BPF_FAILED=0
 field_total() { sed -n 's/.*total_ns=\([0-9]*\).*/\1/p' "$1"; }
 
-bpf_run collectives "$out" calls
-bpf_check "collectives: 3 ncclAllReduce of 4096 bytes, seq 0-2" \
-    "[[ \$(grep -c 'seq=[012] bytes=4096 comm=0xc0ffee stream=0x5555' $out/drv.out) == 3 ]]"
-bpf_check "collectives: ncclReduce 8th-arg stream decoded" "grep -q 'seq=5 bytes=80 comm=0xc0ffee stream=0x5555' $out/drv.out"
+ARGUS_SEEN=$out/drv.out bpf_run collectives "$out" calls
+# the communicator id every member shares: FNV-1a of the first 16 bytes of
+# the ncclUniqueId the workload gave ncclCommInitRank (7i + 1) and its size 4
+comm=$(/usr/bin/python3 -c 'h = 0xcbf29ce484222325
+for b in bytes((7 * i + 1) & 255 for i in range(16)) + (4).to_bytes(4, "little"):
+    h = ((h ^ b) * 0x100000001b3) & (2**64 - 1)
+print("0x%x" % h)')
+bpf_check "collectives: 3 ncclAllReduce of 4096 bytes, seq 0-2, communicator $comm (not the handle)" \
+    "[[ \$(grep -c 'seq=[012] bytes=4096 comm=$comm stream=0x5555' $out/drv.out) == 3 ]]"
+bpf_check "collectives: ncclReduce 8th-arg stream decoded" "grep -q 'seq=5 bytes=80 comm=$comm stream=0x5555' $out/drv.out"
 bpf_check "collectives: ncclSend/ncclRecv bytes" "grep -q 'seq=6 bytes=256' $out/drv.out && grep -q 'seq=7 bytes=32' $out/drv.out"
 
 bpf_run sync "$out" calls

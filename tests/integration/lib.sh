@@ -107,3 +107,68 @@ wait_every() {
         sleep "$interval"
     done
 }
+
+# CPU quotas through cgroups, to slow a process from outside (the way a noisy
+# neighbour or a container limit does). cgroup v2 with the cpu controller
+# (cpu.max), else the v1 cpu hierarchy (cpu.cfs_quota_us). A test that makes
+# groups removes them on exit with cgroup_remove_all (after its processes are
+# killed): call it from its own EXIT trap.
+CGROUPS=()
+
+# cgroup_cpu_parent: prints "v2 DIR" or "v1 DIR", the directory a CPU-limited
+# group can be made under; prints why not and returns 1 when there is none.
+cgroup_cpu_parent() {
+    local v2=/sys/fs/cgroup v1
+    if [[ -r $v2/cgroup.controllers ]] && grep -qw cpu "$v2/cgroup.controllers"; then
+        if ! grep -qw cpu "$v2/cgroup.subtree_control" && ! echo +cpu >"$v2/cgroup.subtree_control"; then
+            echo "cannot enable the cpu controller in $v2/cgroup.subtree_control"
+            return 1
+        fi
+        echo "v2 $v2"
+        return 0
+    fi
+    for v1 in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct; do
+        [[ -w $v1/cpu.cfs_quota_us || -w $v1/cgroup.procs ]] && { echo "v1 $v1"; return 0; }
+    done
+    echo "no cgroup v2 cpu controller and no v1 cpu hierarchy under /sys/fs/cgroup"
+    return 1
+}
+
+# cgroup_cpu_limit NAME QUOTA_US PERIOD_US PID: makes the group NAME (unique
+# per test: the test's pid is appended), gives it QUOTA_US of CPU time every
+# PERIOD_US and moves PID, every thread of it, in. Sets CGROUP_DIR to the
+# group's directory; returns 1 with the reason on stderr when that fails.
+# Not in $(...): the group must be remembered for cgroup_remove_all.
+cgroup_cpu_limit() {
+    local name=$1 quota=$2 period=$3 pid=$4 where kind parent dir
+    where=$(cgroup_cpu_parent) || { echo "$where" >&2; return 1; }
+    read -r kind parent <<<"$where"
+    dir=$parent/argus-test-$name-$$
+    mkdir "$dir" || return 1
+    CGROUPS+=("$dir")
+    if [[ $kind == v2 ]]; then
+        echo "$quota $period" >"$dir/cpu.max" || return 1
+    else
+        echo "$period" >"$dir/cpu.cfs_period_us" && echo "$quota" >"$dir/cpu.cfs_quota_us" || return 1
+    fi
+    echo "$pid" >"$dir/cgroup.procs" || return 1
+    grep -qx "$pid" "$dir/cgroup.procs" || { echo "pid $pid not in $dir" >&2; return 1; }
+    CGROUP_DIR=$dir
+}
+
+# cgroup_remove_all: kills what is left in the test's groups (only processes
+# the test started can be there) and removes the groups (waits up to 10 s for
+# them to empty).
+cgroup_remove_all() {
+    local dir p end
+    for dir in "${CGROUPS[@]}"; do
+        end=$((SECONDS + 10))
+        # a killed task can hold the group a moment after it left cgroup.procs
+        while [[ -d $dir ]] && ! rmdir "$dir" 2>/dev/null && ((SECONDS < end)); do
+            while read -r p; do kill -9 "$p" 2>/dev/null; done <"$dir/cgroup.procs"
+            sleep 0.1
+        done
+        [[ ! -d $dir ]] || echo "could not remove cgroup $dir" >&2
+    done
+    CGROUPS=()
+}

@@ -2,7 +2,9 @@
  * and how long after the first, with node clocks aligned from collective
  * end times (a node whose clock is ahead is not "last"), and for host-only
  * calls (CPU jobs, inferred steps) whose communicator ids are process-local
- * handles: matched by order within the step. */
+ * handles: matched by order within the step; host-only calls with their end
+ * (gloo's work done) teach the offsets; sequence numbers counted by each
+ * agent are matched by order. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,11 +27,19 @@ struct rec {
     Argus__V1__Collective co[CALLS], *cop[CALLS];
 };
 
+/* How build() describes the calls. */
+enum mode {
+    HOST,     /* host arrival only, a process-local communicator handle, own sequence (old agent) */
+    GPU,      /* GPU start and end times */
+    HOST_END, /* host arrival and end (gloo's work done), shared group id, the library's seq */
+    COUNTED,  /* HOST_END with sequence numbers each agent counted from a different start */
+};
+
 /* Step k: each rank makes CALLS all-reduces, ready at 10 ms * (j + 1) plus
  * late_ms[r]; they end together 1 ms after the last member is ready. skew_ms
- * shifts a rank's whole clock; gpu: with GPU start/end times, else host
- * arrival only (and a process-local communicator handle, own sequence). */
-static void build(struct rec *x, uint64_t k, const double *late_ms, const double *skew_ms, bool gpu)
+ * shifts a rank's whole clock. */
+static void build(struct rec *x, uint64_t k, const double *late_ms, const double *skew_ms,
+                  enum mode mode)
 {
     for (int r = 0; r < RANKS; r++) {
         struct rec *e = &x[r];
@@ -48,14 +58,19 @@ static void build(struct rec *x, uint64_t k, const double *late_ms, const double
             argus__v1__collective__init(c);
             c->name_id = 22;
             int64_t ready = base + sk + (int64_t)((10.0 * (j + 1) + late_ms[r]) * MS);
+            int64_t end = base + sk + (int64_t)((last + 1) * MS) + r * 100;
             c->host_arrival_unix_ns = (uint64_t)ready;
-            if (gpu) {
+            if (mode == HOST_END || mode == COUNTED) {
+                c->comm_id = 0x1d0f2a3b4c5d6e7fULL; /* the same on every member */
+                c->seq = k * CALLS + (uint64_t)j + (mode == COUNTED ? (uint64_t)r % 2 : 0);
+                c->seq_local = mode == COUNTED;
+                c->host_return_unix_ns = (uint64_t)end;
+            } else if (mode == GPU) {
                 c->comm_id = 5;
                 c->seq = k * CALLS + (uint64_t)j;
                 c->stream = 13;
                 c->gpu_start_unix_ns = (uint64_t)ready + 20000;
-                c->gpu_end_unix_ns =
-                    (uint64_t)(base + sk + (int64_t)((last + 1) * MS)) + (uint64_t)r * 100;
+                c->gpu_end_unix_ns = (uint64_t)end;
             } else {
                 c->comm_id = 0x7f0000001000ULL + (uint64_t)r * 0x10000; /* a pointer */
                 c->seq = (uint64_t)r * 1000 + k * CALLS + (uint64_t)j;
@@ -68,7 +83,7 @@ static void build(struct rec *x, uint64_t k, const double *late_ms, const double
 }
 
 static void run_step(struct diag_colls *c, uint64_t k, const double *late, const double *skew,
-                     bool gpu)
+                     enum mode gpu)
 {
     struct rec x[RANKS];
     struct diag_frame f = {0};
@@ -96,7 +111,7 @@ static void test_last_arrival_with_clock_offsets(void **state)
     late[1] = 7;
     diag_colls_init(&c, 0.1);
     for (uint64_t k = 0; k < 5; k++)
-        run_step(&c, k, late, skew, true);
+        run_step(&c, k, late, skew, GPU);
     assert_float_equal(diag_colls_offset(&c, 5) - diag_colls_offset(&c, 0), 50e6, 50e3);
     assert_int_equal(c.last[1], CALLS);
     assert_int_equal(c.part[1], CALLS);
@@ -118,7 +133,7 @@ static void test_host_only_calls_matched_by_order(void **state)
     late[6] = 300;
     late[2] = 40; /* also late, but never last */
     diag_colls_init(&c, 0.1);
-    run_step(&c, 0, late, skew, false);
+    run_step(&c, 0, late, skew, HOST);
     assert_int_equal(c.last[6], CALLS);
     assert_int_equal(c.part[6], CALLS);
     assert_float_equal(c.gap[6], 300e6, 1e3);
@@ -141,12 +156,68 @@ static void test_host_only_calls_use_learnt_offsets(void **state)
         skew[r] = 50;
     diag_colls_init(&c, 0.1);
     for (uint64_t k = 0; k < 5; k++)
-        run_step(&c, k, late, skew, true);
+        run_step(&c, k, late, skew, GPU);
     late[3] = 9;
-    run_step(&c, 5, late, skew, false);
+    run_step(&c, 5, late, skew, HOST);
     assert_int_equal(c.last[3], CALLS);
     assert_float_equal(c.gap[3], 9e6, 0.05e6);
     assert_float_equal(diag_colls_offset(&c, 5) - diag_colls_offset(&c, 0), 50e6, 50e3);
+    diag_colls_free(&c);
+}
+
+/* Two nodes, node B (ranks 4-7) 50 ms ahead, host-only calls (a CPU gloo
+ * job) with their host end, the group's shared id and gloo's sequence
+ * numbers: the offset is learnt from the ends alone; rank 0, 0.3 ms behind
+ * everyone, is last at every call, and node B's offset makes none of its
+ * ranks last. Without the ends (an old agent) node B looks last. */
+static void test_host_ends_teach_offsets(void **state)
+{
+    double late[RANKS] = {0.3, 0, 0.1, 0.2, 0, 0.1, 0.2, 0}, skew[RANKS] = {0};
+    struct diag_colls c;
+
+    for (int r = 4; r < RANKS; r++)
+        skew[r] = 50;
+    diag_colls_init(&c, 0.1);
+    for (uint64_t k = 0; k < 5; k++)
+        run_step(&c, k, late, skew, HOST_END);
+    assert_float_equal(diag_colls_offset(&c, 5) - diag_colls_offset(&c, 0), 50e6, 50e3);
+    assert_float_equal(diag_colls_offset(&c, 2) - diag_colls_offset(&c, 1), 0, 50e3);
+    assert_int_equal(c.last[0], CALLS);
+    assert_int_equal(c.part[0], CALLS);
+    assert_float_equal(c.gap[0], 0.3e6, 0.05e6);
+    for (int r = 1; r < RANKS; r++)
+        assert_int_equal(c.last[r], 0);
+    late[6] = 40; /* rank 6 of node B is really late now */
+    run_step(&c, 5, late, skew, HOST_END);
+    assert_int_equal(c.last[6], CALLS);
+    assert_float_equal(c.gap[6], 40e6, 0.1e6);
+    diag_colls_free(&c);
+
+    late[6] = 0.2;
+    diag_colls_init(&c, 0.1);
+    run_step(&c, 0, late, skew, HOST);
+    for (int r = 0; r < 4; r++) /* no end, no offset: node B's clock makes it last */
+        assert_int_equal(c.last[r], 0);
+    diag_colls_free(&c);
+}
+
+/* Sequence numbers counted by each agent (seq_local) from different starts
+ * (odd ranks one ahead): equal numbers are different calls, so they are
+ * matched by their order within the communicator, and rank 5, 20 ms late,
+ * is last at every call (matched by seq it would be at none: each number
+ * would pair different calls). */
+static void test_local_seqs_matched_by_order(void **state)
+{
+    double late[RANKS] = {0}, skew[RANKS] = {0};
+    struct diag_colls c;
+
+    late[5] = 20;
+    diag_colls_init(&c, 0.1);
+    run_step(&c, 0, late, skew, COUNTED);
+    assert_int_equal(c.last[5], CALLS);
+    assert_int_equal(c.part[5], CALLS);
+    assert_float_equal(c.chance[5], (double)CALLS / RANKS, 1e-9);
+    assert_float_equal(c.gap[5], 20e6, 0.05e6);
     diag_colls_free(&c);
 }
 
@@ -156,6 +227,8 @@ int main(void)
         cmocka_unit_test(test_last_arrival_with_clock_offsets),
         cmocka_unit_test(test_host_only_calls_matched_by_order),
         cmocka_unit_test(test_host_only_calls_use_learnt_offsets),
+        cmocka_unit_test(test_host_ends_teach_offsets),
+        cmocka_unit_test(test_local_seqs_matched_by_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "agent/probes/coll_ident.h"
 #include "agent/probes/probe_collectives.h"
 #include "agent/probes/probe_common.h"
 #include "agent/probes/probe_marker.h"
@@ -51,6 +52,59 @@ static void test_collectives_c10d(void **state)
     assert_int_equal(c.bytes, 0);
     assert_true(c.c10d);
     assert_false(c.wait);
+}
+
+/* The cookie of a collectives function by its name. */
+static uint64_t collectives_cookie(const char *name)
+{
+    struct argus_call_record r = {0};
+    struct probe_collectives_call c;
+
+    for (r.cookie = 0; probe_collectives_decode(&r, &c) == 0; r.cookie++)
+        if (!strcmp(c.name, name))
+            return r.cookie;
+    fail_msg("no collectives function %s", name);
+    return 0;
+}
+
+/* ncclCommInitRank(comm *, nranks, id (on the stack: args 6 and 7 hold its
+ * first 16 bytes), rank): every member's id bytes give the same group id;
+ * the c10d identity and end functions are flagged, their object in comm. */
+static void test_collectives_identity(void **state)
+{
+    struct argus_call_record r = {
+        .cookie = collectives_cookie("ncclCommInitRank"),
+        .args = {0x7ffd00, 4, 2, 0, 0, 0, 0x1122334455667788ULL, 0x99aabbccddeeff00ULL}};
+    struct probe_collectives_call c;
+    uint64_t group;
+
+    (void)state;
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.init);
+    assert_int_equal(c.init_rank, 2);
+    assert_int_equal(c.init_size, 4);
+    assert_true(c.group == coll_ident_hash(&r.args[6], 16, 4));
+    group = c.group;
+    r.args[2] = 3; /* another member */
+    r.args[0] = 0x7ffe80;
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.group == group);
+    r.args[7] ^= 1; /* another communicator */
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.group != group);
+    r = (struct argus_call_record){.cookie = collectives_cookie("c10d::PrefixStore::PrefixStore"),
+                                   .args = {0x5550000, 0x7ffd00}};
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.store && !c.work && !c.done && !c.init && !c.c10d);
+    assert_int_equal(c.comm, 0x5550000);
+    r.cookie = collectives_cookie("c10d::ProcessGroupGloo::AsyncWork::AsyncWork");
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.work && !c.store && !c.done);
+    r.cookie = collectives_cookie("c10d::ProcessGroupGloo::AsyncWork::finishWorkGloo");
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.done && !c.work);
+    assert_int_equal(c.comm, 0x5550000);
+    assert_int_equal(c.done_ns, 0); /* filled by the probe, not the decoder */
 }
 
 static void test_collectives_dtypes(void **state)
@@ -224,11 +278,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_allreduce), cmocka_unit_test(test_collectives_dtypes),
-        cmocka_unit_test(test_collectives_c10d),      cmocka_unit_test(test_sync_decode),
-        cmocka_unit_test(test_marker_decode),         cmocka_unit_test(test_proc_decode),
-        cmocka_unit_test(test_sched_decode),          cmocka_unit_test(test_counter_decode),
-        cmocka_unit_test(test_stacks_aggregate),      cmocka_unit_test(test_lib_matches),
-        cmocka_unit_test(test_supported_checks),      cmocka_unit_test(test_report_drops),
+        cmocka_unit_test(test_collectives_c10d),      cmocka_unit_test(test_collectives_identity),
+        cmocka_unit_test(test_sync_decode),           cmocka_unit_test(test_marker_decode),
+        cmocka_unit_test(test_proc_decode),           cmocka_unit_test(test_sched_decode),
+        cmocka_unit_test(test_counter_decode),        cmocka_unit_test(test_stacks_aggregate),
+        cmocka_unit_test(test_lib_matches),           cmocka_unit_test(test_supported_checks),
+        cmocka_unit_test(test_report_drops),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

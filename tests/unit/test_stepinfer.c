@@ -56,6 +56,10 @@ static struct fed calls[MAX_CALLS];
 static size_t ncalls;
 static struct out outs[MAX_OUT];
 static size_t nouts;
+/* test_shared_ids_and_ends: the group id every call must carry, and the
+ * calls checked (their end is 30 or 35 us after their arrival) */
+static uint64_t want_group;
+static size_t ends_checked;
 static struct truth truth;
 
 static uint64_t rnd(uint64_t *s)
@@ -81,7 +85,7 @@ static uint64_t jitter(const struct sim *s, uint64_t *seed)
 static void add_op(uint32_t pid, uint64_t at, int64_t seq, uint64_t comm, uint64_t op)
 {
     assert_true(ncalls < MAX_CALLS);
-    calls[ncalls++] = (struct fed){pid, {at, at + 40000, op, 0, comm, seq}};
+    calls[ncalls++] = (struct fed){pid, {at, at + 40000, op, 0, comm, seq, 0, 0}};
 }
 
 static void add_call(uint32_t pid, uint64_t at, int64_t seq, uint64_t comm)
@@ -155,6 +159,14 @@ static void on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *st)
     assert_int_equal(st->phases[0]->duration_ns + st->phases[1]->duration_ns, st->duration_ns);
     outs[nouts++] =
         (struct out){pid, st->step, st->start_unix_ns, st->duration_ns, st->n_collectives};
+    for (size_t i = 0; want_group && i < st->n_collectives; i++) {
+        const Argus__V1__Collective *c = st->collectives[i];
+        uint64_t end = c->host_return_unix_ns - c->host_arrival_unix_ns;
+        assert_int_equal(c->comm_id, want_group);
+        assert_false(c->seq_local);
+        assert_true(end == 30000 || end == 35000);
+        ends_checked++;
+    }
 }
 
 /* Feed the calls as a live agent would: a tick every simulated second. */
@@ -416,7 +428,7 @@ static void test_calls_before_track(void **state)
                     .setup = 6,
                     .seed = 37};
     struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
-    struct stepinfer_call c = {1000, 2000, ALLREDUCE, 0, 1, 5};
+    struct stepinfer_call c = {1000, 2000, ALLREDUCE, 0, 1, 5, 0, 0};
 
     (void)state;
     sim_run(&s);
@@ -512,10 +524,48 @@ static void test_pattern_change(void **state)
     }
 }
 
+/* Calls carry the group's shared id, the library's numbers (not seq_local) and
+ * their host end, given with the call or afterwards (stepinfer_done: a gloo
+ * work that finished after its call was seen). */
+static void test_shared_ids_and_ends(void **state)
+{
+    struct sim s = {.ranks = 2,
+                    .steps = 40,
+                    .buckets = 2,
+                    .accum = 1,
+                    .period_ns = 100 * MS,
+                    .lib_seq = true,
+                    .setup = 4};
+    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+
+    (void)state;
+    sim_run(&s);
+    want_group = 0x5eed;
+    ends_checked = 0;
+    for (int r = 0; r < s.ranks; r++)
+        assert_int_equal(stepinfer_track(si, 100 + (uint32_t)r, "job", (uint32_t)r), 0);
+    for (size_t i = 0; i < ncalls; i++) {
+        struct stepinfer_call *c = &calls[i].c;
+        c->group = want_group;
+        c->done_ns = i % 2 ? 0 : c->enter_ns + 30000;
+        stepinfer_call(si, calls[i].pid, c);
+        if (i % 2)
+            stepinfer_done(si, calls[i].pid, c->comm, c->lib_seq, c->enter_ns + 35000);
+        if (i % 50 == 49)
+            stepinfer_tick(si, NULL, NULL);
+    }
+    stepinfer_tick(si, NULL, NULL);
+    stepinfer_done(si, 999, 0xa, 1, 1); /* an unknown process: ignored */
+    stepinfer_free(si);
+    want_group = 0;
+    assert_true(nouts >= 60);
+    assert_true(ends_checked >= 2 * nouts);
+}
+
 static void test_bad_input(void **state)
 {
     struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
-    struct stepinfer_call c = {1000, 2000, 7, 0, 1, 5};
+    struct stepinfer_call c = {1000, 2000, 7, 0, 1, 5, 0, 0};
     struct stepinfer_stats st;
 
     (void)state;
@@ -553,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_calls_before_track),
         cmocka_unit_test(test_counted_sequence_from_start),
         cmocka_unit_test(test_pattern_change),
+        cmocka_unit_test(test_shared_ids_and_ends),
         cmocka_unit_test(test_bad_input),
     };
 

@@ -106,6 +106,13 @@ static void random_rest(uint64_t *rng, struct arena *a, Argus__V1__StepRecord *s
         c->seq = value(rng);
         c->name_id = value(rng);
         c->bytes = value(rng);
+        c->host_arrival_unix_ns = value(rng);
+        c->gpu_start_unix_ns = value(rng);
+        c->gpu_end_unix_ns = value(rng);
+        c->stream = (uint32_t)value(rng);
+        c->comm_id = value(rng);
+        c->host_return_unix_ns = value(rng);
+        c->seq_local = rng_next(rng) % 2;
         s->collectives[i] = c;
     }
     s->sampled = rng_next(rng) % 2;
@@ -156,6 +163,43 @@ static void test_random_records(void **state)
 
 /* Unknown fields (a newer sender's record replayed) in a cluster, a group
  * or the record itself: still the same bytes. */
+/* A collective's host end, shared communicator id and seq_local, packed by
+ * the agent's encoder, come back from protobuf-c's decoder (the
+ * collector's) as they were. */
+static void test_collective_round_trip(void **state)
+{
+    Argus__V1__StepRecord s = ARGUS__V1__STEP_RECORD__INIT, *back;
+    Argus__V1__Collective c[2], *cp[2] = {&c[0], &c[1]};
+    uint8_t buf[256];
+    size_t n;
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        argus__v1__collective__init(&c[i]);
+        c[i].seq = 41 + (uint64_t)i;
+        c[i].comm_id = 0x1d0f2a3b4c5d6e7fULL;
+        c[i].host_arrival_unix_ns = 1800000000000000000ULL + (uint64_t)i;
+        c[i].host_return_unix_ns = 1800000000000900000ULL + (uint64_t)i;
+        c[i].seq_local = i == 1;
+    }
+    s.job = "j";
+    s.n_collectives = 2;
+    s.collectives = cp;
+    n = wire_steps_record_size(&s);
+    assert_true(n <= sizeof(buf));
+    assert_int_equal(wire_steps_record_pack(&s, buf), n);
+    back = argus__v1__step_record__unpack(NULL, n, buf);
+    assert_non_null(back);
+    assert_int_equal(back->n_collectives, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(back->collectives[i]->seq, 41 + i);
+        assert_int_equal(back->collectives[i]->comm_id, 0x1d0f2a3b4c5d6e7fULL);
+        assert_int_equal(back->collectives[i]->host_return_unix_ns, c[i].host_return_unix_ns);
+        assert_int_equal(back->collectives[i]->seq_local, i == 1);
+    }
+    argus__v1__step_record__free_unpacked(back, NULL);
+}
+
 static void test_unknown_fields(void **state)
 {
     /* rank=5; KernelGroup{name_id=1, Cluster{count=3, field 15=7}, field 9=2};
@@ -462,9 +506,10 @@ static void test_decode_malformed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_records),   cmocka_unit_test(test_unknown_fields),
-        cmocka_unit_test(test_field_numbers),    cmocka_unit_test(test_decode_random_batches),
-        cmocka_unit_test(test_decode_truncated), cmocka_unit_test(test_decode_malformed),
+        cmocka_unit_test(test_random_records),        cmocka_unit_test(test_collective_round_trip),
+        cmocka_unit_test(test_unknown_fields),        cmocka_unit_test(test_field_numbers),
+        cmocka_unit_test(test_decode_random_batches), cmocka_unit_test(test_decode_truncated),
+        cmocka_unit_test(test_decode_malformed),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

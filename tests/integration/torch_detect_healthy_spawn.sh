@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Detection on a real PyTorch gloo DDP job (4 ranks, CPU, default DDP buckets,
+# no annotation) launched with torch.multiprocessing.spawn, each child setting
+# its rank in os.environ and no job variable, under the real agent (default
+# probes) and the real collector (default settings): a healthy job gets no
+# page, no SILENT, nothing persisted; its inferred steps are its own. See
+# tests/bpf/torch_detect_case.sh.
+source "$(dirname "$0")/lib.sh"
+source "$REPO/tests/bpf/torch_detect_case.sh"
+torch_detect_healthy spawn
+echo "torch detect ok: healthy job, mp.spawn launch, nothing pages"

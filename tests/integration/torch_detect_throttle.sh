@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Detection on a real PyTorch gloo DDP job (4 ranks, CPU, default DDP buckets,
+# no annotation) launched torchrun-style (RANK, WORLD_SIZE and the run id at
+# exec), under the real agent (default probes) and the real collector (default
+# settings): one rank slowed from outside by a cgroup CPU quota is named,
+# cause CPU-starved host, within 60 s of the throttle, and nobody else pages.
+# See tests/bpf/torch_detect_case.sh.
+source "$(dirname "$0")/lib.sh"
+source "$REPO/tests/bpf/torch_detect_case.sh"
+torch_detect_throttle exec
+echo "torch detect ok: CPU-throttled rank named, torchrun-style launch"
