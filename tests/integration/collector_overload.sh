@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Overload degrades honestly. Diagnosis is made slow (ARGUS_TEST_DIAG_DELAY_MS:
 # the diagnosis worker sleeps that long per batch) and argus-sim is not:
+# Lockstep delivery: one batch per agent per step, so the counts below are
+# exact (realistic delivery batches by age).
 #  1. acks still flow: the sim ends with every batch acked while diagnosis
 #     still has most of them queued, which could not be if an ack waited on
 #     diagnosis; the lag is in /metrics and logged once, and once diagnosis
@@ -14,7 +16,7 @@ export ARGUS_TEST_DIAG_DELAY_MS=100
 start_collector "$T/store" --diag.lag_warn 1s
 # 32 ranks on 4 agents, 40 steps of one batch each: 160 batches in about 2 s,
 # 16 s of diagnosis
-"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job ov --ranks 32 --steps 40 --rate 20 \
+"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job ov --ranks 32 --steps 40 --rate 20 --delivery lockstep \
     >"$T/sim.json" || fail "sim did not complete: $(cat "$T/sim.json")"
 queued=$(metric "$HPORT" argus_diag_queue_batches)
 lag=$(curl -s "127.0.0.1:$HPORT/metrics" | awk '$1 == "argus_diag_lag_seconds{job=\"ov\"}" {print $2}')
@@ -50,7 +52,7 @@ CPORT=$(free_port)
 HPORT=$(free_port)
 export ARGUS_TEST_DIAG_DELAY_MS=200
 start_collector "$T/store2" --diag.queue_bytes 1MiB
-"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job ov2 --ranks 32 --steps 40 --rate 20 \
+"$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job ov2 --ranks 32 --steps 40 --rate 20 --delivery lockstep \
     >"$T/sim2.json" || fail "sim did not complete against a full queue: $(cat "$T/sim2.json")"
 [[ $(json_get "$T/sim2.json" batches_acked) == 160 ]] || fail "not every batch acked (full queue)"
 read -r _ _ total _ <<<"$(check_job ov2 32)" || fail "stored records of job ov2"
