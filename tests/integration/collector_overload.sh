@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # Overload degrades honestly. Diagnosis is made slow (ARGUS_TEST_DIAG_DELAY_MS:
 # the diagnosis worker sleeps that long per batch) and argus-sim is not:
-# Lockstep delivery: one batch per agent per step, so the counts below are
-# exact (realistic delivery batches by age).
 #  1. acks still flow: the sim ends with every batch acked while diagnosis
 #     still has most of them queued, which could not be if an ack waited on
 #     diagnosis; the lag is in /metrics and logged once, and once diagnosis
@@ -10,6 +8,8 @@
 #     clock offset is exported (near zero: same machine);
 #  2. with a queue too small to hold the backlog, batches are still stored
 #     and acked, and the ones diagnosis could not take are counted.
+# Lockstep delivery: one batch per agent per step, so the counts below are
+# exact (realistic delivery batches by age).
 source "$(dirname "$0")/lib.sh"
 
 export ARGUS_TEST_DIAG_DELAY_MS=100
