@@ -15,6 +15,10 @@ step, with wall-clock times (time.time_ns(), what the agent's records use):
     JOBSTEP rank=R step=I start_ns=UNIX end_ns=UNIX
 
 to $STEPS_LOG_DIR/rank.R, and its pid to $STEPS_LOG_DIR/pid.R first.
+
+STOP_FILE (tests/bpf/torch_detect_job.py): once it exists and holds a step
+number N, every rank stops before step N (ranks in lockstep through the
+all-reduces stop at the same step); STEPS stays a bound.
 """
 import os
 import time
@@ -26,12 +30,22 @@ import torch.multiprocessing as mp
 STEPS = int(os.environ.get("STEPS", "300"))
 ACCUM = int(os.environ.get("ACCUM", "1"))
 WIDTH = int(os.environ.get("WIDTH", "512"))
+STOP_FILE = os.environ.get("STOP_FILE", "")
 
 
 def spawned(rank, world, port):
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
     main()
+
+
+def stop_step():
+    """The step to stop before, once the stop file says it."""
+    try:
+        with open(STOP_FILE) as f:
+            return int(f.read().strip() or STEPS)
+    except (OSError, ValueError):
+        return None
 
 
 def main():
@@ -52,7 +66,9 @@ def main():
     x = torch.randn(32, WIDTH)
     y = torch.randint(0, 10, (32,))
     log = open(os.path.join(logdir, "rank.%d" % rank), "w", buffering=1)
-    for i in range(STEPS):
+    last = STEPS
+    i = 0
+    while i < last:
         t0 = time.time_ns()
         opt.zero_grad()
         for micro in range(ACCUM):
@@ -64,14 +80,24 @@ def main():
         opt.step()
         log.write("JOBSTEP rank=%d step=%d start_ns=%d end_ns=%d\n"
                   % (rank, i, t0, time.time_ns()))
+        i += 1
+        if STOP_FILE and last == STEPS and os.path.exists(STOP_FILE):
+            n = stop_step()
+            if n is not None:
+                last = min(STEPS, max(n, i))
     log.close()
     dist.barrier()
     dist.destroy_process_group()
 
 
-if __name__ == "__main__":
+def run():
+    """One rank (RANK at exec), or an mp.spawn parent of WORLD ranks."""
     if "RANK" in os.environ:
         main()
     else:
         world = int(os.environ.get("WORLD", "4"))
         mp.spawn(spawned, args=(world, int(os.environ["MASTER_PORT"])), nprocs=world, join=True)
+
+
+if __name__ == "__main__":
+    run()

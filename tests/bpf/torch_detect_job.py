@@ -21,72 +21,13 @@ $STEPS_LOG_DIR/rank.R (wall-clock ns, what the agent's records use):
     JOBSTEP rank=R step=I start_ns=UNIX end_ns=UNIX
 """
 import os
-import time
+import sys
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
+os.environ.setdefault("STEPS", "100000")
+os.environ.setdefault("WIDTH", "384")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-STEPS = int(os.environ.get("STEPS", "100000"))
-WIDTH = int(os.environ.get("WIDTH", "384"))
-STOP_FILE = os.environ.get("STOP_FILE", "")
-
-
-def spawned(rank, world, port):
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
-    main()
-
-
-def stop_step():
-    """The step to stop before, once the stop file says it."""
-    try:
-        with open(STOP_FILE) as f:
-            return int(f.read().strip() or STEPS)
-    except (OSError, ValueError):
-        return None
-
-
-def main():
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    logdir = os.environ["STEPS_LOG_DIR"]
-    torch.set_num_threads(1)
-    torch.set_num_interop_threads(1)
-    with open(os.path.join(logdir, "pid.%d" % rank), "w") as f:
-        f.write(str(os.getpid()))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(4):
-        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
-    model = torch.nn.parallel.DistributedDataParallel(
-        torch.nn.Sequential(*layers, torch.nn.Linear(WIDTH, 10)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.001)
-    x = torch.randn(32, WIDTH)
-    y = torch.randint(0, 10, (32,))
-    log = open(os.path.join(logdir, "rank.%d" % rank), "w", buffering=1)
-    last = STEPS
-    i = 0
-    while i < last:
-        t0 = time.time_ns()
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-        log.write("JOBSTEP rank=%d step=%d start_ns=%d end_ns=%d\n"
-                  % (rank, i, t0, time.time_ns()))
-        i += 1
-        if STOP_FILE and last == STEPS and os.path.exists(STOP_FILE):
-            n = stop_step()
-            if n is not None:
-                last = min(STEPS, max(n, i))
-    log.close()
-    dist.barrier()
-    dist.destroy_process_group()
-
+import torch_ddp_steps_job as job  # noqa: E402 (after its settings)
 
 if __name__ == "__main__":
-    if "RANK" in os.environ:
-        main()
-    else:
-        world = int(os.environ.get("WORLD", "4"))
-        mp.spawn(spawned, args=(world, int(os.environ["MASTER_PORT"])), nprocs=world, join=True)
+    job.run()
