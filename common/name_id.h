@@ -7,14 +7,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-static inline uint64_t name_id_n(const char *name, size_t len)
+#define NAME_ID_BASIS 0xcbf29ce484222325ULL /* FNV-1a offset basis */
+
+/* FNV-1a of len bytes at p, continuing from h (NAME_ID_BASIS to start). */
+static inline uint64_t name_id_update(uint64_t h, const void *p, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    const unsigned char *b = p;
 
     for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)name[i];
+        h ^= b[i];
         h *= 0x100000001b3ULL;
     }
+    return h;
+}
+
+static inline uint64_t name_id_n(const char *name, size_t len)
+{
+    uint64_t h = name_id_update(NAME_ID_BASIS, name, len);
+
     return h ? h : 1;
 }
 

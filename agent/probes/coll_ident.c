@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "common/name_id.h"
+
 #define COLL_IDENT_THREADS 64   /* per-thread slots (tid % 64) */
 #define COLL_IDENT_GROUPS 256   /* (pid, handle) -> id */
 #define COLL_IDENT_WORKS 512    /* works waiting for their call or their finish */
@@ -57,13 +59,9 @@ void coll_ident_free(struct coll_ident *ci)
 
 uint64_t coll_ident_hash(const void *identity, size_t len, uint32_t size)
 {
-    const uint8_t *p = identity;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint8_t le[4] = {size & 0xff, (size >> 8) & 0xff, (size >> 16) & 0xff, size >> 24};
+    uint64_t h = name_id_update(name_id_update(NAME_ID_BASIS, identity, len), le, sizeof(le));
 
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    for (int i = 0; i < 4; i++)
-        h = (h ^ ((size >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
     return h ? h : 1;
 }
 
