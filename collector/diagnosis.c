@@ -230,25 +230,6 @@ void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
     diagnosis_feed(ctx, b, clock_real_ns());
 }
 
-static void diagnosis_sum(struct diagnosis_stats *acc, const struct diag_engine_stats *es)
-{
-    acc->records += es->records;
-    acc->steps_closed += es->steps_closed;
-    for (int r = 0; r < DIAG_CLOSE_N && r < 5; r++)
-        acc->closed_by[r] += es->steps_closed_by[r];
-    acc->late += es->late;
-    acc->amended += es->amended;
-    acc->dropped_horizon += es->dropped_horizon;
-    acc->dropped_memory += es->dropped_memory;
-    acc->silent_nodes += es->silent_nodes;
-    acc->silent_ranks += es->silent_ranks;
-    acc->open_steps += es->open_steps;
-    acc->open_bytes += es->open_bytes;
-    acc->close_ns_total += es->close_ns_total;
-    if (es->close_ns_max > acc->close_ns_max)
-        acc->close_ns_max = es->close_ns_max;
-}
-
 /* Add the counters of one (not its gauges) to acc. */
 static void diagnosis_add_counters(struct diagnosis_stats *acc, const struct diagnosis_stats *one)
 {
@@ -267,6 +248,39 @@ static void diagnosis_add_counters(struct diagnosis_stats *acc, const struct dia
         acc->close_ns_max = one->close_ns_max;
 }
 
+/* One engine's stats in the collector's terms. */
+static struct diagnosis_stats diagnosis_of_engine(const struct diag_engine_stats *es)
+{
+    struct diagnosis_stats one = {
+        .records = es->records,
+        .steps_closed = es->steps_closed,
+        .late = es->late,
+        .amended = es->amended,
+        .dropped_horizon = es->dropped_horizon,
+        .dropped_memory = es->dropped_memory,
+        .silent_nodes = es->silent_nodes,
+        .silent_ranks = es->silent_ranks,
+        .open_steps = es->open_steps,
+        .open_bytes = es->open_bytes,
+        .close_ns_total = es->close_ns_total,
+        .close_ns_max = es->close_ns_max,
+    };
+
+    for (int r = 0; r < DIAG_CLOSE_N && r < 5; r++)
+        one.closed_by[r] = es->steps_closed_by[r];
+    return one;
+}
+
+/* Add one engine's counters and gauges to acc. */
+static void diagnosis_sum(struct diagnosis_stats *acc, const struct diag_engine_stats *es)
+{
+    struct diagnosis_stats one = diagnosis_of_engine(es);
+
+    diagnosis_add_counters(acc, &one);
+    acc->open_steps += one.open_steps;
+    acc->open_bytes += one.open_bytes;
+}
+
 /* Retire job i (d->lock held): close its open steps, store what they
  * report, keep its counters, free its state. A job fed again later starts
  * a new engine (its start-up grace again, its history gone). */
@@ -274,14 +288,14 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
 {
     struct diagnosis_job *j = d->jobs[i];
     struct diag_engine_stats es;
-    struct diagnosis_stats one = {0};
+    struct diagnosis_stats one;
 
     pthread_mutex_lock(&j->lock);
     diag_engine_flush(j->engine, now > j->feed_lag_ns ? now - j->feed_lag_ns : now);
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
     pthread_mutex_unlock(&j->lock);
-    diagnosis_sum(&one, &es);
+    one = diagnosis_of_engine(&es);
     diagnosis_add_counters(&d->retired, &one);
     d->retired.jobs_retired++;
     diagnosis_job_free(j);

@@ -120,27 +120,35 @@ static int index_has_before(struct store *s, int cf, uint64_t below)
     return rc < 0 ? rc : found;
 }
 
+/* Put one received-index entry in wb: key minute + the job of node j, value
+ * the step range [min, max]. 0 or -ENOMEM. */
+static int received_put(struct store *s, rocksdb_writebatch_t *wb, uint64_t minute,
+                        const struct kv_node *j, uint64_t min, uint64_t max)
+{
+    uint8_t *key = malloc(8 + j->klen), v[16];
+
+    if (!key)
+        return -ENOMEM;
+    store_put_be64(key, minute);
+    memcpy(key + 8, j->key, j->klen);
+    store_put_be64(v, min);
+    store_put_be64(v + 8, max);
+    rocksdb_writebatch_put_cf(wb, s->cf[CF_RECEIVED], (char *)key, 8 + j->klen, (char *)v,
+                              sizeof(v));
+    free(key);
+    return 0;
+}
+
 /* The steps of job o (its old received range) that a later replay of lower
  * steps (n) keeps stay indexed: one entry in the last old minute, looked at
  * again by the next pass. It goes after retire_index in the same WriteBatch. */
 static int carry_forward(struct retention *r, const struct kv_node *o, const struct kv_node *n,
                          uint64_t cut)
 {
-    uint8_t *key, v[16];
-
     if (!n || n->v.range.min > o->v.range.max)
         return 0;
-    key = malloc(8 + o->klen);
-    if (!key)
-        return -ENOMEM;
-    store_put_be64(key, cut - STORE_RECEIVED_BUCKET_SEC);
-    memcpy(key + 8, o->key, o->klen);
-    store_put_be64(v, n->v.range.min);
-    store_put_be64(v + 8, o->v.range.max);
-    rocksdb_writebatch_put_cf(r->wb, r->s->cf[CF_RECEIVED], (char *)key, 8 + o->klen, (char *)v,
-                              sizeof(v));
-    free(key);
-    return 0;
+    return received_put(r->s, r->wb, cut - STORE_RECEIVED_BUCKET_SEC, o, n->v.range.min,
+                        o->v.range.max);
 }
 
 /* Steps received in minutes that ended before cutoff_sec, found through the
@@ -275,23 +283,13 @@ struct received_build {
 /* Write the aggregated minute and start the next one. */
 static void received_flush(struct received_build *b)
 {
-    uint8_t v[16];
-
     for (size_t i = 0; i < b->jobs.n; i++) {
         struct kv_node *n = b->jobs.items[i];
-        uint8_t *key = malloc(8 + n->klen);
 
-        if (!key) {
+        if (received_put(b->s, b->wb, b->minute, n, n->v.range.min, n->v.range.max) < 0) {
             b->rc = -ENOMEM;
             break;
         }
-        store_put_be64(key, b->minute);
-        memcpy(key + 8, n->key, n->klen);
-        store_put_be64(v, n->v.range.min);
-        store_put_be64(v + 8, n->v.range.max);
-        rocksdb_writebatch_put_cf(b->wb, b->s->cf[CF_RECEIVED], (char *)key, 8 + n->klen, (char *)v,
-                                  sizeof(v));
-        free(key);
     }
     store_time_agg_free(&b->jobs);
     b->jobs = (struct time_agg){0};
