@@ -15,13 +15,9 @@
 #include "tools/argus-sim/sim_plan.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
-    {                                                                                              \
-        key, type, offsetof(struct sim_config, field), def, lo, hi, help, NULL                     \
-    }
+    CONFIG_OPTION(struct sim_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 #define OPT_ENUM(key, field, def, names, help)                                                     \
-    {                                                                                              \
-        key, CONFIG_ENUM, offsetof(struct sim_config, field), def, 0, 0, help, names               \
-    }
+    CONFIG_OPTION(struct sim_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL, false)
 
 static const struct config_name sim_delivery_names[] = {
     {"lockstep", DELIVERY_LOCKSTEP},

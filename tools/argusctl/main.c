@@ -39,9 +39,7 @@ struct ctl_config {
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
-    {                                                                                              \
-        key, type, offsetof(struct ctl_config, field), def, lo, hi, help, NULL                     \
-    }
+    CONFIG_OPTION(struct ctl_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 
 static const struct config_option ctl_options[] = {
     CTL_OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0,
