@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/config_man.h"
 #include "common/log.h"
 #include "tools/argus-sim/record.h"
 #include "tools/argus-sim/scenario.h"
@@ -163,9 +164,11 @@ int main(int argc, char **argv)
         config_free(&sim_table, &c);
         return 2;
     }
-    if (res.help || res.print) {
+    if (res.help || res.print || res.man) {
         if (res.help)
             config_usage(&sim_table, stdout);
+        else if (res.man)
+            config_man(&sim_table, stdout);
         else
             config_print(&sim_table, &c, stdout);
         config_free(&sim_table, &c);
