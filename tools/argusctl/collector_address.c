@@ -16,7 +16,7 @@ struct address_file {
 
 static const struct config_option address_file_options[] = {
     CONFIG_OPTION(struct address_file, "collector", CONFIG_STRING, collector, "", 0, 0,
-                  "collector gRPC address HOST:PORT", NULL, NULL, false),
+                  "collector gRPC address HOST:PORT", NULL, config_check_grpc_target, false),
 };
 
 static const struct config_table address_file_table = {
@@ -56,7 +56,7 @@ static int address_from_file(const char *path, struct collector_address *a, char
     } else if (f.collector && *f.collector) {
         snprintf(a->address, sizeof(a->address), "%s", f.collector);
         snprintf(a->source, sizeof(a->source), "%s", path);
-        r = address_check(a->address, path, err, errlen) < 0 ? -EINVAL : 1;
+        r = 1; /* checked by the table, with the file and line */
     }
     free(f.collector);
     return r;
