@@ -5,32 +5,22 @@
  * ctl_commands (its --help and man page lines come from there). */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/argusctl/collector_address.h"
+#include "tools/argusctl/ctl_exit.h"
+#include "tools/argusctl/follow.h"
 #include "tools/argusctl/heatmap.h"
 #include "tools/argusctl/stragglers.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/config_man.h"
-#include "common/name_id.h"
 #include "common/pbjson.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
-#include "common/u64set.h"
 #include "proto/argus.pb-c.h"
-
-enum ctl_exit {
-    CTL_OK = 0,
-    CTL_NOT_FOUND = 1,
-    CTL_USAGE = 2,
-    CTL_UNREACHABLE = 3,
-    CTL_ERROR = 4,
-};
 
 struct ctl_config {
     char *collector;
@@ -101,6 +91,7 @@ struct ctl {
     struct collector_address addr;
     struct stragglers_filter filter;
     uint64_t since_ns; /* --since, 0: none */
+    bool quiet;        /* ctl_call says nothing (--follow while it waits) */
     struct rpc_channel *ch;
 };
 
@@ -112,6 +103,11 @@ static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *r
     int status, r = rpc_call(c->ch, method, req, type, c->cfg.timeout / NSEC_PER_MSEC, resp,
                              &status, msg, sizeof(msg));
 
+    if (c->quiet && (r < 0 || status != RPC_OK))
+        return r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED
+                   ? CTL_UNREACHABLE
+               : status == RPC_NOT_FOUND ? CTL_NOT_FOUND
+                                         : CTL_ERROR;
     if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
         fprintf(stderr, "argusctl: collector %s (from %s) unreachable: %s\n", c->addr.address,
                 c->addr.source, msg[0] ? msg : "timed out");
@@ -301,89 +297,30 @@ static int ctl_stragglers_get(struct ctl *c, uint64_t from_ns, Argus__V1__Stragg
     return CTL_OK;
 }
 
-static volatile sig_atomic_t ctl_interrupted;
-
-static void ctl_on_interrupt(int sig)
+/* follow_ops of stragglers --follow. */
+static int ctl_follow_fetch(void *ctx, uint64_t from_ns, Argus__V1__StragglersResponse **raw,
+                            Argus__V1__StragglersResponse **view)
 {
-    ctl_interrupted = 1;
+    return ctl_stragglers_get(ctx, from_ns, raw, view);
 }
 
-/* How far back each --follow poll asks again, so that a report stored a
- * little after a later one, or stamped by a clock a little behind ours, is
- * not missed; reports already printed are known by their id. */
-#define CTL_FOLLOW_OVERLAP_NS (120 * NSEC_PER_SEC)
-
-/* Print the reports of view not in seen (adding them): JSON lines, or the
- * text of those that page (--all: every one). Returns the newest creation
- * time among them, or newest when none is newer. */
-static uint64_t ctl_follow_print(struct ctl *c, const Argus__V1__StragglersResponse *view,
-                                 struct u64set *seen, bool quiet, uint64_t newest)
+static void ctl_follow_report(void *ctx, const Argus__V1__Report *rep)
 {
-    for (size_t i = 0; i < view->n_reports; i++) {
-        const Argus__V1__Report *rep = view->reports[i];
-        if (u64set_add(seen, name_id(rep->id) | 1) == 0)
-            continue;
-        if (rep->created_unix_ns > newest)
-            newest = rep->created_unix_ns;
-        if (quiet)
-            continue;
-        if (c->cfg.json)
-            ctl_print_json_line(&rep->base);
-        else if (c->cfg.all || rep->pages)
-            stragglers_print_report(stdout, rep, c->cfg.all);
-    }
-    fflush(stdout);
-    return newest;
+    struct ctl *c = ctx;
+
+    if (c->cfg.json)
+        ctl_print_json_line(&rep->base);
+    else if (c->cfg.all || rep->pages)
+        stragglers_print_report(stdout, rep, c->cfg.all);
 }
 
-/* Sleep ns unless interrupted first. */
-static void ctl_follow_sleep(uint64_t ns)
+static void ctl_follow_quiet(void *ctx, bool quiet)
 {
-    struct timespec ts = {(time_t)(ns / NSEC_PER_SEC), (long)(ns % NSEC_PER_SEC)};
-
-    if (!ctl_interrupted)
-        nanosleep(&ts, NULL); /* EINTR on SIGINT/SIGTERM ends it early */
+    ((struct ctl *)ctx)->quiet = quiet;
 }
 
-/* stragglers --follow: poll by creation time until SIGINT or SIGTERM. The
- * first poll only notes what exists (without --since) or prints it (with).
- * A collector that stops answering is waited for after a message; one that
- * never answered is an error. */
-static int ctl_follow(struct ctl *c)
-{
-    struct sigaction sa = {.sa_handler = ctl_on_interrupt};
-    struct u64set seen = {0};
-    uint64_t newest = c->since_ns ? c->since_ns : clock_real_ns(), from = newest;
-    bool first = true, down = false;
-    int r = CTL_OK;
-
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    while (!ctl_interrupted) {
-        Argus__V1__StragglersResponse *raw, *view;
-        if (!first)
-            from = newest > CTL_FOLLOW_OVERLAP_NS ? newest - CTL_FOLLOW_OVERLAP_NS : 0;
-        else if (!c->since_ns)
-            from = from > CTL_FOLLOW_OVERLAP_NS ? from - CTL_FOLLOW_OVERLAP_NS : 0;
-        r = ctl_stragglers_get(c, from, &raw, &view);
-        if (r == CTL_UNREACHABLE && !first) {
-            if (!down)
-                fprintf(stderr, "argusctl: waiting for the collector to answer again\n");
-            down = true;
-        } else if (r) {
-            break;
-        } else {
-            down = false;
-            newest = ctl_follow_print(c, view, &seen, first && !c->since_ns, newest);
-            stragglers_view_free(view);
-            argus__v1__stragglers_response__free_unpacked(raw, NULL);
-            first = false;
-        }
-        ctl_follow_sleep(c->cfg.poll);
-    }
-    u64set_clear(&seen);
-    return ctl_interrupted ? CTL_OK : r;
-}
+static const struct follow_ops ctl_follow_ops = {ctl_follow_fetch, ctl_follow_report,
+                                                 ctl_follow_quiet};
 
 static int ctl_stragglers(struct ctl *c, const char *arg)
 {
@@ -391,7 +328,7 @@ static int ctl_stragglers(struct ctl *c, const char *arg)
     int r;
 
     if (c->cfg.follow)
-        return ctl_follow(c);
+        return follow_run(&ctl_follow_ops, c, c->since_ns, c->cfg.poll);
     r = ctl_stragglers_get(c, c->since_ns, &raw, &view);
     if (r)
         return r;
