@@ -122,39 +122,48 @@ static const struct config_option agent_options[] = {
         "steps per replayed rank (0: forever)"),
 };
 
-/* Rules between keys: what the agent would otherwise clamp or ignore. */
+/* Rules between keys: what the agent would otherwise clamp or ignore. Each
+ * message starts with where the first key was set. */
 static int agent_check(const void *cfg, struct config_result *res)
 {
     const struct agent_config *c = cfg;
+    const struct config_table *t = &agent_config_table;
     int n = res->nerrors;
+    char w[300];
 
+#define WHERE(key) config_where(t, res, key, w, sizeof(w))
     if (c->cupti_sample_k > c->cupti_sample_n)
-        config_error(res, "cupti.sample_k = %llu is above cupti.sample_n = %llu: k of every n",
-                     (unsigned long long)c->cupti_sample_k, (unsigned long long)c->cupti_sample_n);
+        config_error(res, "%s: cupti.sample_k = %llu is above cupti.sample_n = %llu: k of every n",
+                     WHERE("cupti.sample_k"), (unsigned long long)c->cupti_sample_k,
+                     (unsigned long long)c->cupti_sample_n);
     if (c->cupti_sample_mode == CUPTI_SAMPLE_ALWAYS &&
         (c->cupti_sample_k != 1 || c->cupti_sample_n != 1))
         config_error(res,
-                     "cupti.sample_k/sample_n = %llu/%llu would be ignored under "
+                     "%s: cupti.sample_k/sample_n = %llu/%llu would be ignored under "
                      "cupti.sample_mode = always (set sample_mode to steps or time, or k and n "
                      "to 1)",
+                     WHERE(c->cupti_sample_k != 1 ? "cupti.sample_k" : "cupti.sample_n"),
                      (unsigned long long)c->cupti_sample_k, (unsigned long long)c->cupti_sample_n);
     if (c->spool_segment > c->spool_cap / 4)
         config_error(res,
-                     "spool.segment = %llu bytes is above spool.cap / 4 = %llu bytes (the spool "
-                     "would shrink it): lower spool.segment or raise spool.cap",
-                     (unsigned long long)c->spool_segment, (unsigned long long)(c->spool_cap / 4));
+                     "%s: spool.segment = %llu bytes is above spool.cap / 4 = %llu bytes (the "
+                     "spool would shrink it): lower spool.segment or raise spool.cap",
+                     WHERE("spool.segment"), (unsigned long long)c->spool_segment,
+                     (unsigned long long)(c->spool_cap / 4));
     if (c->collector_backoff_min > c->collector_backoff_max)
         config_error(res,
-                     "collector.backoff_min = %llums is above collector.backoff_max = %llums "
+                     "%s: collector.backoff_min = %llums is above collector.backoff_max = %llums "
                      "(the cap would never apply)",
+                     WHERE("collector.backoff_min"),
                      (unsigned long long)(c->collector_backoff_min / 1000000),
                      (unsigned long long)(c->collector_backoff_max / 1000000));
     if (c->replay_world && c->replay_world < c->replay_rank_base + c->replay_ranks)
         config_error(res,
-                     "replay.world = %llu is below replay.rank_base + replay.ranks = %llu (ranks "
-                     "outside the world; 0: computed)",
-                     (unsigned long long)c->replay_world,
+                     "%s: replay.world = %llu is below replay.rank_base + replay.ranks = %llu "
+                     "(ranks outside the world; 0: computed)",
+                     WHERE("replay.world"), (unsigned long long)c->replay_world,
                      (unsigned long long)(c->replay_rank_base + c->replay_ranks));
+#undef WHERE
     return res->nerrors - n;
 }
 

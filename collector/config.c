@@ -79,19 +79,26 @@ static const struct config_option collector_options[] = {
 static int collector_check(const void *cfg, struct config_result *res)
 {
     const struct collector_config *c = cfg;
+    const struct config_table *t = &collector_config_table;
     int n = res->nerrors;
+    char a[300], b[300];
 
     if (c->diag_min_hits > c->diag_window)
         config_error(res,
-                     "diag.min_hits = %llu is above diag.window = %llu: a suspect cannot be "
-                     "flagged in more steps than the window holds (diagnosis would use %llu)",
+                     "%s: diag.min_hits = %llu is above diag.window = %llu (%s): a suspect "
+                     "cannot be flagged in more steps than the window holds (diagnosis would "
+                     "use %llu)",
+                     config_where(t, res, "diag.min_hits", a, sizeof(a)),
                      (unsigned long long)c->diag_min_hits, (unsigned long long)c->diag_window,
+                     config_where(t, res, "diag.window", b, sizeof(b)),
                      (unsigned long long)(c->diag_window * 3 / 5));
     if (c->max_frame > c->max_raw)
         config_error(res,
-                     "ingest.max_frame = %llu bytes is above ingest.max_raw = %llu bytes: an "
-                     "uncompressed frame over max_raw is refused anyway",
-                     (unsigned long long)c->max_frame, (unsigned long long)c->max_raw);
+                     "%s: ingest.max_frame = %llu bytes is above ingest.max_raw = %llu bytes "
+                     "(%s): an uncompressed frame over max_raw is refused anyway",
+                     config_where(t, res, "ingest.max_frame", a, sizeof(a)),
+                     (unsigned long long)c->max_frame, (unsigned long long)c->max_raw,
+                     config_where(t, res, "ingest.max_raw", b, sizeof(b)));
     return res->nerrors - n;
 }
 

@@ -58,6 +58,32 @@ int config_set(const struct config_table *t, void *cfg, const char *key, const c
     return r;
 }
 
+/* Note that o was set at line (-1: by a flag). */
+static void config_note_origin(const struct config_table *t, struct config_result *res,
+                               const struct config_option *o, int line)
+{
+    size_t i = (size_t)(o - t->options);
+
+    if (i < CONFIG_MAX_OPTIONS)
+        res->origin[i] = line;
+}
+
+const char *config_where(const struct config_table *t, const struct config_result *res,
+                         const char *key, char *buf, size_t len)
+{
+    const struct config_option *o = config_find(t, key);
+    size_t i = o ? (size_t)(o - t->options) : CONFIG_MAX_OPTIONS;
+    int line = i < CONFIG_MAX_OPTIONS ? res->origin[i] : 0;
+
+    if (line > 0 && res->path)
+        snprintf(buf, len, "%s:%d", res->path, line);
+    else if (line < 0)
+        snprintf(buf, len, "--%s", key);
+    else
+        snprintf(buf, len, "default");
+    return buf;
+}
+
 void config_error(struct config_result *res, const char *fmt, ...)
 {
     size_t off = strlen(res->error);
@@ -119,7 +145,8 @@ static int config_split_line(char *line, const char *section, char *fullkey, siz
 
 /* One line of a config file: a section header (into section) or a key. */
 static int config_file_line(const struct config_table *t, void *cfg, char *s, char *section,
-                            size_t seclen, bool *seen, char *msg, size_t msglen)
+                            size_t seclen, bool *seen, const struct config_option **set, char *msg,
+                            size_t msglen)
 {
     char key[256], *value;
     int r;
@@ -146,6 +173,7 @@ static int config_file_line(const struct config_table *t, void *cfg, char *s, ch
     r = config_set(t, cfg, key, value, msg, msglen);
     if (o)
         seen[o - t->options] = true;
+    *set = r == 0 ? o : NULL;
     return r;
 }
 
@@ -167,9 +195,13 @@ int config_read_file(const struct config_table *t, void *cfg, const char *path,
         lineno++;
         if (!*s || *s == '#' || *s == ';')
             continue;
-        if (config_file_line(t, cfg, s, section, sizeof(section), seen, msg, sizeof(msg)) < 0) {
+        const struct config_option *set = NULL;
+        if (config_file_line(t, cfg, s, section, sizeof(section), seen, &set, msg, sizeof(msg)) <
+            0) {
             config_error(res, "%s:%d: %s", path, lineno, msg);
             r = -EINVAL;
+        } else if (set) {
+            config_note_origin(t, res, set, lineno);
         }
     }
 out:
@@ -266,6 +298,7 @@ static int config_apply_flag(const struct config_table *t, void *cfg, int argc, 
         config_error(res, "--%s", msg);
         return -EINVAL;
     }
+    config_note_origin(t, res, o, -1);
     return 0;
 }
 

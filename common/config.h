@@ -107,6 +107,7 @@ struct config_table {
 };
 
 #define CONFIG_MAX_POSITIONAL 16
+#define CONFIG_MAX_OPTIONS 256 /* options whose origin config_where can tell */
 
 struct config_result {
     char error[2048]; /* set when config_load fails: one error per line */
@@ -118,6 +119,7 @@ struct config_result {
     const char *path; /* config file read, or NULL */
     int npositional;
     char *positional[CONFIG_MAX_POSITIONAL]; /* pointers into argv */
+    int origin[CONFIG_MAX_OPTIONS]; /* per option: 0 default, -1 flag, else the file's line */
 };
 
 /* Fill cfg (zeroed by the caller) with defaults, then the config file
@@ -135,6 +137,11 @@ int config_load(const struct config_table *t, void *cfg, int argc, char **argv,
  * format that shares a table (argusctl.conf). */
 int config_read_file(const struct config_table *t, void *cfg, const char *path,
                      struct config_result *res);
+
+/* Where the value of key came from, for a table check's message: "FILE:LINE",
+ * "--key" or "default". Returns buf (len bytes). */
+const char *config_where(const struct config_table *t, const struct config_result *res,
+                         const char *key, char *buf, size_t len);
 
 /* Add one line to res->error (printf format) and count it. */
 void config_error(struct config_result *res, const char *fmt, ...)

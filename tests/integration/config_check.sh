@@ -23,7 +23,7 @@ for mode in --check-config --print-config; do
     [[ $rc == 2 ]] || fail "collector $mode: rc $rc: $out"
     for want in "collector.conf:2: log.level: 'trace' is not error, warn, info or debug" \
         "collector.conf:4: grpc.listen: 'garbage' is not an address to listen on" \
-        "diag.min_hits = 50 is above diag.window = 40"; do
+        "collector.conf:9: diag.min_hits = 50 is above diag.window = 40 ($T/collector.conf:8)"; do
         [[ $out == *"$want"* ]] || fail "collector $mode does not say: $want; got: $out"
     done
 done
@@ -39,7 +39,7 @@ out=$("$BIN/argus-agent" --config "$T/agent.conf" --check-config --spool.segment
 [[ $rc == 2 ]] || fail "agent --check-config: rc $rc: $out"
 for want in "agent.conf:2: probes.enable: unknown 'bogus'" \
     "agent.conf:4: cupti.sample_mode: 'bogus' is not always, steps or time" \
-    "spool.segment = 1073741824 bytes is above spool.cap / 4"; do
+    "--spool.segment: spool.segment = 1073741824 bytes is above spool.cap / 4"; do
     [[ $out == *"$want"* ]] || fail "agent --check-config does not say: $want; got: $out"
 done
 out=$("$BIN/argus-agent" --config /dev/null --check-config --collector.address nowhere 2>&1); rc=$?
@@ -66,7 +66,7 @@ printf '[log]\nlevel = debug\n[diag]\nmin_hits = 64\n' >"$T/run.conf"
 kill -HUP "$COLLECTOR_PID"
 wait_for "the refused reload" 20 grep -q "reload rejected, keeping the running config" \
     "$T/collector.log"
-grep -q "reload rejected, keeping the running config: diag.min_hits = 64 is above diag.window = 40" \
+grep -qF "reload rejected, keeping the running config: $T/run.conf:4: diag.min_hits = 64 is above diag.window = 40 (default)" \
     "$T/collector.log" || fail "the refusal does not say why: $(grep rejected "$T/collector.log")"
 ctl --timeout 5s jobs >/dev/null || fail "collector stopped answering after a refused reload"
 # the running config is still the first one: the same change is named again

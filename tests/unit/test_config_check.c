@@ -55,13 +55,17 @@ static const struct config_option options[] = {
                   config_log_levels, NULL, true),
 };
 
+static const struct config_table table;
+
 static int check_lo_hi(const void *cfg, struct config_result *res)
 {
     const struct check_config *c = cfg;
+    char a[128], b[128];
 
     if (c->lo > c->hi) {
-        config_error(res, "box.lo = %llu is above box.hi = %llu", (unsigned long long)c->lo,
-                     (unsigned long long)c->hi);
+        config_error(res, "%s: box.lo = %llu is above box.hi = %llu (%s)",
+                     config_where(&table, res, "box.lo", a, sizeof(a)), (unsigned long long)c->lo,
+                     (unsigned long long)c->hi, config_where(&table, res, "box.hi", b, sizeof(b)));
         return 1;
     }
     return 0;
@@ -183,7 +187,8 @@ static void test_every_error_with_file_and_line(void **state)
     assert_non_null(strstr(res.error, want));
     assert_non_null(strstr(res.error, "\n--net.http: 'nope' is not an IPv4 HOST:PORT"));
     assert_non_null(strstr(res.error, "\n--log.level: 'trace' is not error, warn, info or debug"));
-    assert_non_null(strstr(res.error, "\nbox.lo = 50 is above box.hi = 5"));
+    snprintf(want, sizeof(want), "\n%s:5: box.lo = 50 is above box.hi = 5 (%s:6)", path, path);
+    assert_non_null(strstr(res.error, want));
     assert_string_equal(strchr(config_errors_oneline(&res), '\n') ? "newline" : "", "");
     config_free(&table, &c);
 }
@@ -205,6 +210,7 @@ static void test_meta_flags(void **state)
     char *bad[] = {"t", "--check-config", "--box.lo=20"};
     assert_int_equal(load(&c, &res, 3, bad), -EINVAL);
     assert_true(res.check);
+    assert_string_equal(res.error, "--box.lo: box.lo = 20 is above box.hi = 10 (default)");
     config_free(&table, &c);
 }
 
