@@ -317,7 +317,6 @@ static int agent_start_http(struct agent *a)
     return 0;
 }
 
-/* Checks the table cannot express. Logs and returns -EINVAL on the first. */
 struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 {
     struct agent *a;

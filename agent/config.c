@@ -1,5 +1,6 @@
 #include "agent/config.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -31,6 +32,35 @@ static int agent_check_probes(const struct config_option *o, const void *field, 
                               size_t errlen)
 {
     return config_check_list(o, *(char *const *)field, agent_probe_names, err, errlen);
+}
+
+/* discovery.deny and discovery.watch: what discovery can hold. */
+static int agent_check_comms(const struct config_option *o, const void *field, char *err,
+                             size_t errlen)
+{
+    char slots[DISCOVERY_DENY_MAX][DISCOVERY_COMM_MAX];
+    size_t n;
+
+    if (environ_split_list(*(char *const *)field, &slots[0][0], DISCOVERY_COMM_MAX,
+                           DISCOVERY_DENY_MAX, &n) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: at most %d names of at most %d characters each", o->key,
+             DISCOVERY_DENY_MAX, DISCOVERY_COMM_MAX - 1);
+    return -EINVAL;
+}
+
+/* discovery.job_vars: what the environment parser can hold. */
+static int agent_check_job_vars(const struct config_option *o, const void *field, char *err,
+                                size_t errlen)
+{
+    struct discovery_options d = {.job_vars = *(char *const *)field};
+    struct environ_config c;
+
+    if (environ_config_init(&c, &d) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: at most %d variable names of at most %d characters each", o->key,
+             DISCOVERY_VARS_MAX, DISCOVERY_VAR_NAME_MAX - 1);
+    return -EINVAL;
 }
 
 static const struct config_name spool_fsync_names[] = {
@@ -77,14 +107,15 @@ static const struct config_option agent_options[] = {
         "seal a batch when its oldest step is this old"),
     OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7701",
               "/metrics and /healthz address HOST:PORT (empty: off)", config_check_http_listen),
-    OPT("discovery.job_vars", CONFIG_STRING, discovery_job_vars, DISCOVERY_DEFAULT_JOB_VARS, 0, 0,
-        "environment variables naming the job; the first one set wins"),
-    OPT("discovery.deny", CONFIG_STRING, discovery_deny, DISCOVERY_DEFAULT_DENY, 0, 0,
-        "comm or exe names never counted as ranks"),
-    OPT("discovery.watch", CONFIG_STRING, discovery_watch, DISCOVERY_DEFAULT_WATCH, 0, 0,
-        "comm or exe name prefixes whose processes, without a rank variable at exec, get their "
-        "rank from the communicator they create (collectives probe; processes in a job always "
-        "do; empty: only those)"),
+    OPT_CHECK("discovery.job_vars", CONFIG_STRING, discovery_job_vars, DISCOVERY_DEFAULT_JOB_VARS,
+              "environment variables naming the job; the first one set wins", agent_check_job_vars),
+    OPT_CHECK("discovery.deny", CONFIG_STRING, discovery_deny, DISCOVERY_DEFAULT_DENY,
+              "comm or exe names never counted as ranks", agent_check_comms),
+    OPT_CHECK("discovery.watch", CONFIG_STRING, discovery_watch, DISCOVERY_DEFAULT_WATCH,
+              "comm or exe name prefixes whose processes, without a rank variable at exec, get "
+              "their rank from the communicator they create (collectives probe; processes in a "
+              "job always do; empty: only those)",
+              agent_check_comms),
     OPT("discovery.scan_interval", CONFIG_DURATION, discovery_scan_interval, "5s", 0.01, 3600,
         "full /proc rescan period"),
     OPT_CHECK("probes.enable", CONFIG_STRING, probes,

@@ -310,6 +310,9 @@ static void test_daemons_refuse_what_they_adjusted(void **state)
         {"--replay.world=2", "replay.world = 2 is below replay.rank_base + replay.ranks = 3"},
         {"--collector.address=garbage", "collector.address: 'garbage' is not an address"},
         {"--http.listen=nope", "http.listen: 'nope' is not an IPv4 HOST:PORT"},
+        {"--discovery.deny=python,a_name_of_sixteen", "discovery.deny: at most 32 names"},
+        {"--discovery.watch=a_name_of_sixteen", "discovery.watch: at most 32 names"},
+        {"--discovery.job_vars=A,B,C,D,E,F,G,H,I", "discovery.job_vars: at most 8 variable"},
     };
     static const char *const collector_cases[][2] = {
         {"--diag.min_hits=50", "diag.min_hits = 50 is above diag.window = 40"},
