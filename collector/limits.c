@@ -69,7 +69,7 @@ void limits_default_options(struct limits_options *o)
         .max_jobs_per_batch = 16,
         .job_memory = 4ULL << 30,
         .job_idle_ns = 300ULL * 1000000000ULL,
-        .cost = {.job = 64 * 1024, .rank = 24 * 1024, .name = 96},
+        .cost = {.job = 32 * 1024, .rank = 24 * 1024, .name = 96},
     };
 }
 

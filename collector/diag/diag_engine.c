@@ -97,7 +97,7 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
         return -ERANGE;
     if (rank < e->cap)
         return 0;
-    uint32_t cap = e->cap ? e->cap : 64;
+    uint32_t cap = e->cap ? e->cap : 4;
     while (cap <= rank)
         cap *= 2;
     /* A rank inside the declared world needs no doubling slack past it (at
