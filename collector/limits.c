@@ -46,10 +46,10 @@ struct limits_pending {
     struct limits_job *known; /* NULL: a new job */
     uint32_t span;            /* highest rank in the batch + 1 (0 none) */
     bool has_step;
-    uint64_t lo, hi;            /* its steps in the batch */
-    struct u64set new_names;    /* ids the job does not have yet */
-    uint64_t new_name_bytes;    /* their lengths */
-    uint64_t charge;            /* bytes it would add */
+    uint64_t lo, hi;         /* its steps in the batch */
+    struct u64set new_names; /* ids the job does not have yet */
+    uint64_t new_name_bytes; /* their lengths */
+    uint64_t charge;         /* bytes it would add */
 };
 
 struct limits_batch {
@@ -76,7 +76,7 @@ void limits_default_options(struct limits_options *o)
 const char *limits_kind_name(enum limits_kind k)
 {
     static const char *const names[LIMITS_KIND_COUNT] = {
-        "jobs",     "ranks_per_job", "names_per_job",   "names_total",
+        "jobs",     "ranks_per_job", "names_per_job",  "names_total",
         "step_max", "step_jump",     "jobs_per_batch", "job_memory",
     };
     return k < LIMITS_KIND_COUNT ? names[k] : "?";
@@ -211,8 +211,7 @@ static void limits_sweep(struct limits *l, uint64_t now_ns)
 
 /* Count a refusal of kind and write its sentence. Returns status. */
 static int limits_refuse(struct limits *l, enum limits_kind kind, int status, char *err,
-                         size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+                         size_t errlen, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 static int limits_refuse(struct limits *l, enum limits_kind kind, int status, char *err,
                          size_t errlen, const char *fmt, ...)
@@ -260,8 +259,8 @@ static int limits_rank(struct limits *l, struct limits_pending *p, uint32_t rank
 {
     if (rank >= l->o.max_ranks_per_job)
         return REFUSE(LIMITS_RANKS_PER_JOB, TRANSPORT_INVALID_ARGUMENT,
-                      "rank %" PRIu32 " of job %s is over limits.max_ranks_per_job (ranks 0-%" PRIu32
-                      ")",
+                      "rank %" PRIu32
+                      " of job %s is over limits.max_ranks_per_job (ranks 0-%" PRIu32 ")",
                       rank, p->job, l->o.max_ranks_per_job - 1);
     if (rank + 1 > p->span)
         p->span = rank + 1;

@@ -110,17 +110,31 @@ static int flood_args(struct flood *f, int argc, char **argv)
     };
     int c;
 
-    *f = (struct flood){.collector = "127.0.0.1:7700", .prefix = "flood-", .agent = "flood",
-                        .jobs = 1, .epoch = 1};
+    *f = (struct flood){
+        .collector = "127.0.0.1:7700", .prefix = "flood-", .agent = "flood", .jobs = 1, .epoch = 1};
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': f->collector = optarg; break;
-        case 'n': f->jobs = strtoull(optarg, NULL, 10); break;
-        case 'w': f->world = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'r': f->rank = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'p': f->prefix = optarg; break;
-        case 'a': f->agent = optarg; break;
-        case 'e': f->epoch = strtoull(optarg, NULL, 10); break;
+        case 'c':
+            f->collector = optarg;
+            break;
+        case 'n':
+            f->jobs = strtoull(optarg, NULL, 10);
+            break;
+        case 'w':
+            f->world = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'r':
+            f->rank = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'p':
+            f->prefix = optarg;
+            break;
+        case 'a':
+            f->agent = optarg;
+            break;
+        case 'e':
+            f->epoch = strtoull(optarg, NULL, 10);
+            break;
         default:
             fprintf(stderr, "usage: limits_flood --collector HOST:PORT --jobs N [--world W] "
                             "[--rank R] [--prefix P] [--agent A] [--epoch E]\n");
