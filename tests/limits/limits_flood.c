@@ -7,7 +7,7 @@
  * message.
  *
  *   limits_flood --collector 127.0.0.1:7700 --jobs 10000 [--world 65536]
- *                [--rank 0] [--prefix flood-] [--agent flood] [--epoch 1]
+ *                [--rank 0] [--prefix flood-] [--agent flood] [--epoch 1] [--step 1]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,7 +23,7 @@
 
 struct flood {
     const char *collector, *prefix, *agent;
-    uint64_t jobs, epoch;
+    uint64_t jobs, epoch, step;
     uint32_t world, rank;
     uint64_t sent, acked, refused[17];
     char last[256];
@@ -44,7 +44,7 @@ static void *flood_frame(const struct flood *f, uint64_t i, size_t *len)
     res.world_size = f->world;
     res.node = (char *)f->agent;
     res.gpu = -1;
-    s.step = 1;
+    s.step = f->step;
     s.duration_ns = 1000000;
     b.agent_id = (char *)f->agent;
     b.epoch = f->epoch;
@@ -105,13 +105,18 @@ static int flood_one(struct flood *f, struct rpc_channel *ch, struct rpc_stream 
 static int flood_args(struct flood *f, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"collector", 1, 0, 'c'}, {"jobs", 1, 0, 'n'},  {"world", 1, 0, 'w'}, {"rank", 1, 0, 'r'},
-        {"prefix", 1, 0, 'p'},    {"agent", 1, 0, 'a'}, {"epoch", 1, 0, 'e'}, {0, 0, 0, 0},
+        {"collector", 1, 0, 'c'}, {"jobs", 1, 0, 'n'},   {"world", 1, 0, 'w'},
+        {"rank", 1, 0, 'r'},      {"prefix", 1, 0, 'p'}, {"agent", 1, 0, 'a'},
+        {"epoch", 1, 0, 'e'},     {"step", 1, 0, 's'},   {0, 0, 0, 0},
     };
     int c;
 
-    *f = (struct flood){
-        .collector = "127.0.0.1:7700", .prefix = "flood-", .agent = "flood", .jobs = 1, .epoch = 1};
+    *f = (struct flood){.collector = "127.0.0.1:7700",
+                        .prefix = "flood-",
+                        .agent = "flood",
+                        .jobs = 1,
+                        .epoch = 1,
+                        .step = 1};
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
@@ -135,9 +140,12 @@ static int flood_args(struct flood *f, int argc, char **argv)
         case 'e':
             f->epoch = strtoull(optarg, NULL, 10);
             break;
+        case 's':
+            f->step = strtoull(optarg, NULL, 10);
+            break;
         default:
             fprintf(stderr, "usage: limits_flood --collector HOST:PORT --jobs N [--world W] "
-                            "[--rank R] [--prefix P] [--agent A] [--epoch E]\n");
+                            "[--rank R] [--prefix P] [--agent A] [--epoch E] [--step S]\n");
             return -EINVAL;
         }
     }
