@@ -201,59 +201,63 @@ double heatmap_max_ratio(const struct heatmap *h, uint32_t first, uint32_t last,
     return worst;
 }
 
-/* One timed interval of a collective, [*a, *b), false when untimed. */
-static bool heatmap_coll_span(const Argus__V1__Collective *c, uint64_t *a, uint64_t *b)
-{
-    if (c->gpu_start_unix_ns && c->gpu_end_unix_ns > c->gpu_start_unix_ns) {
-        *a = c->gpu_start_unix_ns;
-        *b = c->gpu_end_unix_ns;
-        return true;
-    }
-    if (c->host_arrival_unix_ns && c->host_return_unix_ns > c->host_arrival_unix_ns) {
-        *a = c->host_arrival_unix_ns;
-        *b = c->host_return_unix_ns;
-        return true;
-    }
-    return false;
-}
-
-struct heatmap_span {
-    uint64_t a, b;
-};
-
 static int heatmap_cmp_span(const void *x, const void *y)
 {
     const struct heatmap_span *p = x, *q = y;
     return p->a < q->a ? -1 : p->a > q->a;
 }
 
-uint64_t heatmap_own_ns(const Argus__V1__StepRecord *s)
+uint64_t heatmap_own_spans(uint64_t start, uint64_t duration, struct heatmap_span *sp, size_t n)
 {
-    struct heatmap_span stack[64], *sp = stack;
-    uint64_t lo = s->start_unix_ns, hi = lo + s->duration_ns, inside = 0, end = lo;
-    size_t n = 0;
+    uint64_t hi = start + duration, inside = 0, end = start;
+    size_t k = 0;
 
-    if (s->n_collectives > 64 && !(sp = malloc(s->n_collectives * sizeof(*sp))))
-        return s->duration_ns;
-    for (size_t i = 0; i < s->n_collectives; i++) {
-        uint64_t a, b;
-        if (!heatmap_coll_span(s->collectives[i], &a, &b))
-            continue;
-        sp[n].a = a < lo ? lo : a;
-        sp[n].b = b > hi ? hi : b;
-        if (sp[n].a < sp[n].b)
-            n++;
+    for (size_t i = 0; i < n; i++) { /* clip to the step, drop the empty */
+        uint64_t a = sp[i].a < start ? start : sp[i].a, b = sp[i].b > hi ? hi : sp[i].b;
+        if (a < b)
+            sp[k++] = (struct heatmap_span){a, b};
     }
-    qsort(sp, n, sizeof(*sp), heatmap_cmp_span);
-    for (size_t i = 0; i < n; i++) { /* the union: overlapping calls count once */
+    qsort(sp, k, sizeof(*sp), heatmap_cmp_span);
+    for (size_t i = 0; i < k; i++) { /* the union: overlapping calls count once */
         uint64_t a = sp[i].a > end ? sp[i].a : end;
         if (sp[i].b > a)
             inside += sp[i].b - a;
         end = sp[i].b > end ? sp[i].b : end;
     }
+    return duration > inside ? duration - inside : 1;
+}
+
+bool heatmap_coll_span(uint64_t gpu_start, uint64_t gpu_end, uint64_t host_arrival,
+                       uint64_t host_return, struct heatmap_span *out)
+{
+    if (gpu_start && gpu_end > gpu_start) {
+        *out = (struct heatmap_span){gpu_start, gpu_end};
+        return true;
+    }
+    if (host_arrival && host_return > host_arrival) {
+        *out = (struct heatmap_span){host_arrival, host_return};
+        return true;
+    }
+    return false;
+}
+
+uint64_t heatmap_own_ns(const Argus__V1__StepRecord *s)
+{
+    struct heatmap_span stack[64], *sp = stack;
+    uint64_t own;
+    size_t n = 0;
+
+    if (s->n_collectives > 64 && !(sp = malloc(s->n_collectives * sizeof(*sp))))
+        return s->duration_ns;
+    for (size_t i = 0; i < s->n_collectives; i++) {
+        const Argus__V1__Collective *c = s->collectives[i];
+        n += heatmap_coll_span(c->gpu_start_unix_ns, c->gpu_end_unix_ns, c->host_arrival_unix_ns,
+                               c->host_return_unix_ns, &sp[n]);
+    }
+    own = heatmap_own_spans(s->start_unix_ns, s->duration_ns, sp, n);
     if (sp != stack)
         free(sp);
-    return s->duration_ns > inside ? s->duration_ns - inside : 1;
+    return own;
 }
 
 static bool heatmap_same_node(const struct heatmap *h, uint32_t a, uint32_t b)

@@ -75,6 +75,18 @@ int heatmap_add_resource(struct heatmap *h, const Argus__V1__Resource *res);
  * unless heatmap_set_onset gave one. Returns 0 or a negative errno. */
 int heatmap_add_report(struct heatmap *h, const Argus__V1__Report *rep);
 
+/* The pieces of heatmap_own_ns, for decoders of packed records
+ * (common/heatmap_wire.h): a collective's interval, GPU start to end, else
+ * host arrival to return (false: untimed); and the step's duration less the
+ * union of n intervals clipped to [start, start + duration) (sp is
+ * reordered). Never 0 for a record: at least 1. */
+struct heatmap_span {
+    uint64_t a, b;
+};
+bool heatmap_coll_span(uint64_t gpu_start, uint64_t gpu_end, uint64_t host_arrival,
+                       uint64_t host_return, struct heatmap_span *out);
+uint64_t heatmap_own_spans(uint64_t start, uint64_t duration, struct heatmap_span *sp, size_t n);
+
 /* The rows of the drawing. With nranks <= max_rows one row per rank; else
  * one per node (a run of consecutive ranks on the same node), and when
  * there are still more than max_rows, runs of nodes per row. */

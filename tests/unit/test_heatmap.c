@@ -15,6 +15,7 @@
 
 #include "common/heatmap.h"
 #include "common/heatmap_svg.h"
+#include "common/heatmap_wire.h"
 
 #define MS 1000000ull
 
@@ -104,6 +105,45 @@ static void test_own_time(void **state)
     s.collectives = cp;
     s.n_collectives = 4;
     assert_int_equal(heatmap_own_ns(&s), 100 - 30 - 10);
+}
+
+/* The packed-bytes reader gives what heatmap_own_ns gives on the unpacked
+ * record, skipping kernels and phases; broken bytes are an error. */
+static void test_wire(void **state)
+{
+    Argus__V1__StepRecord s = ARGUS__V1__STEP_RECORD__INIT;
+    Argus__V1__Collective c[70], *cp[70];
+    Argus__V1__Phase ph = ARGUS__V1__PHASE__INIT, *php = &ph;
+    Argus__V1__Cluster cl = ARGUS__V1__CLUSTER__INIT, *clp = &cl;
+    Argus__V1__KernelGroup kg = ARGUS__V1__KERNEL_GROUP__INIT, *kgp = &kg;
+    struct heatmap_wire_cell cell;
+
+    for (int i = 0; i < 70; i++) { /* more than the decoder's stack holds */
+        argus__v1__collective__init(&c[i]);
+        c[i].name_id = 0xfeedULL << 40;
+        c[i].gpu_start_unix_ns = 5000 + 40 * i;
+        c[i].gpu_end_unix_ns = 5000 + 40 * i + (i % 3 ? 20 : 0); /* every third untimed */
+        c[i].host_arrival_unix_ns = c[i].gpu_start_unix_ns - 5;
+        c[i].host_return_unix_ns = i % 3 ? 0 : c[i].host_arrival_unix_ns + 10;
+        cp[i] = &c[i];
+    }
+    s.job = "j", s.rank = 77, s.step = 123456789, s.start_unix_ns = 4000, s.duration_ns = 4000;
+    s.collectives = cp, s.n_collectives = 70;
+    ph.name_id = 9, ph.duration_ns = 100, s.phases = &php, s.n_phases = 1;
+    cl.count = 3, kg.clusters = &clp, kg.n_clusters = 1, s.kernels = &kgp, s.n_kernels = 1;
+    size_t len = argus__v1__step_record__get_packed_size(&s);
+    uint8_t *buf = malloc(len);
+    argus__v1__step_record__pack(&s, buf);
+    assert_int_equal(heatmap_wire_cell(buf, len, &cell), 0);
+    assert_int_equal(cell.rank, 77);
+    assert_int_equal(cell.step, 123456789);
+    assert_int_equal(cell.duration_ns, 4000);
+    assert_int_equal(cell.own_ns, heatmap_own_ns(&s));
+    assert_true(cell.own_ns < 4000 - 46 * 20);
+    assert_int_equal(heatmap_wire_cell(buf, len - 1, &cell), -EBADMSG); /* cut inside a field */
+    buf[0] = 0x07;                                                      /* wire type 7 */
+    assert_int_equal(heatmap_wire_cell(buf, len, &cell), -EBADMSG);
+    free(buf);
 }
 
 /* Own time: the culprit alone is red, the TP peers that wait for it are
@@ -223,9 +263,9 @@ static void test_per_rank_svg(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_own_time),     cmocka_unit_test(test_culprit_not_peers),
-        cmocka_unit_test(test_groups),       cmocka_unit_test(test_aggregate),
-        cmocka_unit_test(test_per_rank_svg),
+        cmocka_unit_test(test_own_time),          cmocka_unit_test(test_wire),
+        cmocka_unit_test(test_culprit_not_peers), cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_aggregate),         cmocka_unit_test(test_per_rank_svg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
