@@ -11,6 +11,7 @@
 #include "collector/web/web_html.h"
 #include "common/heatmap.h"
 #include "common/heatmap_svg.h"
+#include "common/heatmap_wire.h"
 
 #define WEB_MAX_REPORTS 50 /* newest shown */
 
@@ -181,12 +182,10 @@ static int web_fill_rank(void *ctx, const void *value, size_t len)
 static int web_fill_step(void *ctx, const void *value, size_t len)
 {
     struct web_fill *f = ctx;
-    Argus__V1__StepRecord *s = argus__v1__step_record__unpack(NULL, len, value);
+    struct heatmap_wire_cell cell;
 
-    if (s) {
-        heatmap_set(f->h, s->rank, s->step, heatmap_own_ns(s));
-        argus__v1__step_record__free_unpacked(s, NULL);
-    }
+    if (heatmap_wire_cell(value, len, &cell) == 0) /* unreadable records are left grey */
+        heatmap_set(f->h, cell.rank, cell.step, cell.own_ns);
     return 0;
 }
 

@@ -17,6 +17,8 @@
 #include "common/rpc_paths.h"
 #include "proto/argus.pb-c.h"
 
+#define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
+
 enum ctl_exit {
     CTL_OK = 0,
     CTL_NOT_FOUND = 1,
@@ -306,15 +308,6 @@ static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
     return r;
 }
 
-/* The cell value of one record: its own time (the step less its time
- * inside collectives), or its step time when asked. */
-static uint64_t ctl_cell(struct ctl *c, const Argus__V1__StepRecord *s)
-{
-    if (strcmp(c->cfg.metric, "step") == 0)
-        return s->duration_ns;
-    return heatmap_own_ns(s);
-}
-
 /* Nodes and peer groups (ranks) and the suspects that page (stragglers). */
 static int ctl_heatmap_context(struct ctl *c, struct heatmap *h)
 {
@@ -342,29 +335,36 @@ static int ctl_heatmap_context(struct ctl *c, struct heatmap *h)
     return CTL_OK;
 }
 
-/* Fill h with steps [from, to] of every rank, a page of steps at a time. */
+/* Fill h with the cells of steps [from, to], computed by the collector
+ * (Heatmap), about CTL_HEATMAP_CELLS a call. */
 static int ctl_heatmap_fill(struct ctl *c, struct heatmap *h, uint32_t world, uint64_t from,
                             uint64_t to)
 {
-    uint64_t per = 50000 / (world ? world : 1);
+    uint64_t per = CTL_HEATMAP_CELLS / (world ? world : 1);
 
-    if (per == 0)
-        per = 1;
-    for (uint64_t lo = from; lo <= to; lo += per) {
-        Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
-        Argus__V1__StepsResponse *resp;
+    per = per ? per : 1;
+    for (uint64_t lo = from; lo <= to;) {
+        Argus__V1__HeatmapRequest req = ARGUS__V1__HEATMAP_REQUEST__INIT;
+        Argus__V1__HeatmapResponse *resp;
         req.job = c->cfg.job;
-        req.rank = -1;
         req.from_step = lo;
-        req.to_step = lo + per - 1 < to ? lo + per - 1 : to;
-        req.limit = 100000;
-        int r = ctl_call(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
+        req.to_step = to - lo >= per ? lo + per - 1 : to;
+        req.step_time = strcmp(c->cfg.metric, "step") == 0;
+        int r = ctl_call(c, RPC_QUERY_HEATMAP, &req.base, &argus__v1__heatmap_response__descriptor,
                          (ProtobufCMessage **)&resp);
         if (r)
             return r;
-        for (size_t i = 0; i < resp->n_steps; i++)
-            heatmap_set(h, resp->steps[i]->rank, resp->steps[i]->step, ctl_cell(c, resp->steps[i]));
-        argus__v1__steps_response__free_unpacked(resp, NULL);
+        size_t n = resp->n_ranks < resp->n_steps ? resp->n_ranks : resp->n_steps;
+        n = n < resp->n_values_ns ? n : resp->n_values_ns;
+        for (size_t i = 0; i < n; i++)
+            heatmap_set(h, resp->ranks[i], resp->steps[i], resp->values_ns[i]);
+        /* truncated: again from the last step it reached (cells are set, not added) */
+        uint64_t next =
+            resp->truncated && n && resp->steps[n - 1] > lo ? resp->steps[n - 1] : req.to_step + 1;
+        argus__v1__heatmap_response__free_unpacked(resp, NULL);
+        if (next <= lo)
+            break; /* to_step was UINT64_MAX */
+        lo = next;
     }
     return CTL_OK;
 }
