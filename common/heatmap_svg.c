@@ -167,8 +167,8 @@ static void svg_cells(const struct svg *g, const float *vals, double y, double h
         int level = svg_level(vals[c]);
         uint64_t e = c + 1;
         float worst = vals[c];
-        while (e < g->ncols && svg_level(vals[e]) == level)
-            worst = vals[e] > worst ? vals[e] : worst, e++;
+        for (; e < g->ncols && svg_level(vals[e]) == level; e++)
+            worst = vals[e] > worst ? vals[e] : worst;
         if (level != 0) {
             fprintf(g->out,
                     "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\">"
