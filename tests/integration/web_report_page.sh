@@ -59,6 +59,7 @@ grep -q '<script' "$T/evil.html" && fail "hostile job page carries the name unes
 
 curl -sf -o "$T/rank.html" "$URL/rank/$culprit/cs" || fail "GET the culprit's rank page failed"
 [[ $(grep -c '^<tr><td class="num">' "$T/rank.html") -ge 50 ]] || fail "rank page lists too few steps"
+grep -q "<svg class=\"chart\"" "$T/rank.html" || fail "rank page has no chart"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/job/no-such-job")
 [[ $code == 404 ]] || fail "an unknown job answered $code, not 404"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/rank/x/cs")
