@@ -232,7 +232,9 @@ static void svg_row_axes(const struct svg *g)
         }
         if (!r->node_start || !*heatmap_node(g->h, r->first))
             continue;
-        if (i > 0 && nodes <= 400)
+        /* every boundary while rows are tall enough to see between them, else
+         * those of the labelled nodes */
+        if (i > 0 && (g->ch >= 4 || k % nstride == 0))
             fprintf(g->out,
                     "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#555555\" "
                     "stroke-width=\"0.6\"/>\n",
