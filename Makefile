@@ -42,7 +42,7 @@ DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
 	libsystemd-dev libmicrohttpd-dev libjson-c-dev python3-torch iproute2 procps curl bc \
-	prometheus
+	prometheus chromium
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -Wformat=2 -Wno-format-truncation -Wvla -Wimplicit-fallthrough

@@ -6,7 +6,7 @@
  *                diagnosis.c, the adapter that feeds diag/ (the pure engine)
  *                and stores its reports: acks never wait on diagnosis
  *   query.c      argusctl's requests -> store/ reads
- *   metrics.c    /metrics and /healthz
+ *   metrics.c    /metrics and /healthz; the report page (web/) on the same port
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -186,8 +186,8 @@ static int collector_start_http(struct collector *c)
         log_error("main", "http.listen: %s", err);
         return -EADDRINUSE;
     }
-    log_info("main", "HTTP /metrics and /healthz on %s (port %d)", c->cfg.http_listen,
-             http_port(c->http));
+    log_info("main", "HTTP /metrics, /healthz and the report page / on %s (port %d)",
+             c->cfg.http_listen, http_port(c->http));
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
+#include "collector/web/web.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
 struct collector_series {
@@ -288,7 +289,9 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
             http_buf_printf(&b, "ok\n");
         resp->status = st.failing ? 503 : 200;
     } else {
-        resp->status = 404;
+        /* a page of the report (collector/web/), or not found */
+        if (!web_handle(m->store, path, resp))
+            resp->status = 404;
         return;
     }
     if (b.failed)
