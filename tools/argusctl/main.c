@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tools/argusctl/stragglers.h"
+#include "tools/argusctl/trace.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/heatmap.h"
@@ -73,6 +74,7 @@ static const struct config_table ctl_table = {
              "  steps --job J [--rank R] [--from S --to S]   step records\n"
              "  ranks --job J                     ranks of a job and where they run\n"
              "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
+             "  trace ID [--rank R] [-o FILE]     a report's captured spans as Perfetto JSON\n"
              "  report ID                         one report\n"
              "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of own time "
              "vs peers\n"
@@ -283,6 +285,24 @@ static int ctl_report(struct ctl *c, const char *id)
     return CTL_OK;
 }
 
+/* The report's drill-down windows as Chrome-trace JSON (-o FILE, --rank R). */
+static int ctl_trace(struct ctl *c, const char *id)
+{
+    Argus__V1__TraceRequest req = ARGUS__V1__TRACE_REQUEST__INIT;
+    Argus__V1__TraceResponse *resp;
+    int r;
+
+    req.report_id = (char *)id;
+    req.rank = c->cfg.rank;
+    r = ctl_call(c, RPC_QUERY_TRACE, &req.base, &argus__v1__trace_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    r = trace_write(resp, id, c->cfg.output) < 0 ? CTL_USAGE : CTL_OK;
+    argus__v1__trace_response__free_unpacked(resp, NULL);
+    return r;
+}
+
 /* The job's JobInfo (world size, last step), or an exit code. */
 static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
 {
@@ -439,6 +459,7 @@ static const struct {
     {"jobs", ctl_jobs, false, false},    {"steps", ctl_steps, true, false},
     {"ranks", ctl_ranks, true, false},   {"stragglers", ctl_stragglers, true, false},
     {"report", ctl_report, false, true}, {"heatmap", ctl_heatmap, true, false},
+    {"trace", ctl_trace, false, true},
 };
 
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
