@@ -80,7 +80,8 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
     http_buf_metric(b, "argus_agent_loop_wakeups_total", "counter", "turns of the main loop", "",
                     s->loop_turns);
     http_buf_metric(b, "argus_agent_span_ring_bytes", "gauge",
-                    "bytes of raw spans kept for drill-down (spans.ring_bytes)", "", s->spans_bytes);
+                    "bytes of raw spans kept for drill-down (spans.ring_bytes)", "",
+                    s->spans_bytes);
     http_buf_metric(b, "argus_agent_spans_dropped_total", "counter",
                     "raw spans dropped from the rings, by reason", "reason=\"age\"",
                     s->spans_dropped_age);

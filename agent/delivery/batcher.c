@@ -218,8 +218,7 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     uint8_t *raw;
     int r;
 
-    if (!b->nsteps && !b->ntraces && !names_unsent_resources(b->names) &&
-        !batcher_drops_dirty(b))
+    if (!b->nsteps && !b->ntraces && !names_unsent_resources(b->names) && !batcher_drops_dirty(b))
         return -ENODATA;
     b->drops_sealed = b->drops ? drops_version(b->drops) : 0;
     b->last_seal_ns = clock_mono_ns();

@@ -8,7 +8,7 @@
 #include "agent/spans/spanring.h"
 
 #define SPANS_MAX_RINGS 256 /* processes with a ring; more are not kept */
-#define SPANS_RECENT 64      /* answered requests remembered (SPANS_REPEAT_NS) */
+#define SPANS_RECENT 64     /* answered requests remembered (SPANS_REPEAT_NS) */
 
 struct spans_answered {
     uint64_t key, at_ns; /* FNV-1a of report id, job and rank; when answered */
@@ -274,7 +274,8 @@ static bool spans_repeated(struct spans *s, const Argus__V1__CaptureRequest *req
     h = spans_fnv(h, req->job, strlen(req->job) + 1);
     h = spans_fnv(h, &req->rank, sizeof(req->rank));
     for (size_t i = 0; i < SPANS_RECENT; i++)
-        if (s->recent[i].key == h && s->recent[i].at_ns && now - s->recent[i].at_ns < SPANS_REPEAT_NS)
+        if (s->recent[i].key == h && s->recent[i].at_ns &&
+            now - s->recent[i].at_ns < SPANS_REPEAT_NS)
             return true;
     s->recent[s->next_recent++ % SPANS_RECENT] = (struct spans_answered){h, now};
     return false;

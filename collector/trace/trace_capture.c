@@ -65,8 +65,12 @@ static void trace_remove(struct trace_capture *t, size_t i)
 static int trace_queue(struct trace_capture *t, const char *id, const char *job, uint32_t rank,
                        uint64_t from_ns, uint64_t to_ns)
 {
-    struct trace_request r = {.report_id = strdup(id), .job = strdup(job), .rank = rank,
-                              .from_ns = from_ns, .to_ns = to_ns, .queued_ns = clock_mono_ns()};
+    struct trace_request r = {.report_id = strdup(id),
+                              .job = strdup(job),
+                              .rank = rank,
+                              .from_ns = from_ns,
+                              .to_ns = to_ns,
+                              .queued_ns = clock_mono_ns()};
     int rc = -ENOMEM;
 
     pthread_mutex_lock(&t->lock);
@@ -192,8 +196,8 @@ void trace_capture_report(void *ctx, const Argus__V1__Report *r)
     store_scan_ranks(t->store, r->job, trace_pick_peer, &peer);
     if (peer.peer >= 0)
         trace_queue_rank(t, r, (uint32_t)peer.peer, from, &first);
-    log_info("trace", "report %s: drill-down captures queued for steps %" PRIu64 "-%" PRIu64,
-             r->id, from, r->to_step);
+    log_info("trace", "report %s: drill-down captures queued for steps %" PRIu64 "-%" PRIu64, r->id,
+             from, r->to_step);
 }
 
 /* Does batch b carry steps or the resource of (job, rank)? */

@@ -83,7 +83,8 @@ static void trace_json_span(struct trace_json *t, uint32_t rank, const Argus__V1
     }
     e = trace_json_event(name, ph[kind], rank, tid, s->start_unix_ns, s->duration_ns);
     json_object_object_add(e, "cat", json_object_new_string(trace_json_cat[kind]));
-    if (kind == ARGUS__V1__SPAN_KIND__SPAN_COUNTER || kind == ARGUS__V1__SPAN_KIND__SPAN_COLLECTIVE) {
+    if (kind == ARGUS__V1__SPAN_KIND__SPAN_COUNTER ||
+        kind == ARGUS__V1__SPAN_KIND__SPAN_COLLECTIVE) {
         json_object *args = json_object_new_object();
         json_object_object_add(args, kind == ARGUS__V1__SPAN_KIND__SPAN_COUNTER ? "value" : "bytes",
                                json_object_new_int64((int64_t)s->value));
@@ -109,8 +110,7 @@ static int trace_json_step(void *ctx, const void *value, size_t len)
     if (s->start_unix_ns <= c->w->to_unix_ns &&
         s->start_unix_ns + s->duration_ns >= c->w->from_unix_ns) {
         snprintf(name, sizeof(name), "ProfilerStep#%" PRIu64, s->step);
-        json_object *e =
-            trace_json_event(name, "X", s->rank, 0, s->start_unix_ns, s->duration_ns);
+        json_object *e = trace_json_event(name, "X", s->rank, 0, s->start_unix_ns, s->duration_ns);
         json_object_object_add(e, "cat", json_object_new_string("step"));
         json_object_array_add(c->t->events, e);
     }

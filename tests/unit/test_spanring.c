@@ -68,9 +68,8 @@ static void test_window_across_chunks(void **state)
     /* [1000 ms, 2100 ms] after the 1 s base: spans 1000..2100 inclusive (the
      * span starting 0.5 ms before from overlaps from by its end: 999 ends at
      * 999.5, so not) */
-    assert_int_equal(spanring_window(r, NSEC_PER_SEC + 1000 * MS, NSEC_PER_SEC + 2100 * MS,
-                                     count_span, &g),
-                     0);
+    assert_int_equal(
+        spanring_window(r, NSEC_PER_SEC + 1000 * MS, NSEC_PER_SEC + 2100 * MS, count_span, &g), 0);
     assert_int_equal(g.n, 1101);
     assert_int_equal(g.first, NSEC_PER_SEC + 1000 * MS);
     assert_int_equal(g.last, NSEC_PER_SEC + 2100 * MS);
@@ -233,10 +232,8 @@ static void test_spans_cap_and_capture(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_window_across_chunks),
-        cmocka_unit_test(test_age_drops_oldest),
-        cmocka_unit_test(test_corrupt_chunk_refused),
-        cmocka_unit_test(test_drop_oldest_for_cap),
+        cmocka_unit_test(test_window_across_chunks),  cmocka_unit_test(test_age_drops_oldest),
+        cmocka_unit_test(test_corrupt_chunk_refused), cmocka_unit_test(test_drop_oldest_for_cap),
         cmocka_unit_test(test_spans_cap_and_capture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
