@@ -21,6 +21,7 @@
 #include "agent/delivery/names.h"
 #include "agent/delivery/spool.h"
 #include "agent/discovery/discovery.h"
+#include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "agent/steps/stepinfer.h"
@@ -47,6 +48,7 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
         return;
     }
     stepinfer_track(a->stepinfer, r->pid, r->job, r->rank);
+    spans_track(a->spans, r->pid, r->job, r->rank);
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
     agent_track_all(a, r->pid, root, true);
@@ -102,6 +104,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
 {
     struct agent *a = ctx;
 
+    spans_event(a->spans, ev);
     switch (ev->kind) {
     case AGENT_EVENT_RANK:
         agent_rank(a, ev->rank.resource, "/");
@@ -228,6 +231,28 @@ static void agent_on_ack(void *ctx, uint64_t seq)
     names_ack(a->names, seq);
 }
 
+/* The collector asks for the raw spans of a rank in a window (a suspect's
+ * drill-down): the answer goes out in the next batch. */
+static void agent_on_capture(void *ctx, const Argus__V1__CaptureRequest *req)
+{
+    struct agent *a = ctx;
+    uint8_t *packed = NULL;
+    size_t len = 0;
+    int r = spans_capture(a->spans, req, clock_mono_ns(), &packed, &len);
+
+    if (r == -EALREADY)
+        return;
+    if (r == 0)
+        r = batcher_add_trace(a->batcher, packed, len);
+    if (r == 0)
+        log_info("agent", "capture of report %s: rank %u of job %s, %zu bytes of spans",
+                 req->report_id, req->rank, req->job, len);
+    else
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent", "capture of report %s lost: %s",
+                        req->report_id, strerror(-r));
+    free(packed);
+}
+
 /* --- setup ------------------------------------------------------------------ */
 
 static int agent_open_spool(struct agent *a)
@@ -275,7 +300,9 @@ static int agent_build_pipeline(struct agent *a)
                                   c->collector_backoff_max,
                                   agent_on_ack,
                                   a,
-                                  .eager = true};
+                                  .eager = true,
+                                  .on_capture = agent_on_capture,
+                                  .on_capture_ctx = a};
     struct discovery_options dopt = {.node = a->node,
                                      .job_vars = c->discovery_job_vars,
                                      .deny_comms = c->discovery_deny,
@@ -287,9 +314,14 @@ static int agent_build_pipeline(struct agent *a)
     a->assembler = assembler_new(&ao, agent_on_step, a);
     a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
     a->discovery = discovery_new(&dopt);
+    a->spans = spans_new(&(struct spans_options){.ring_bytes = c->spans_ring_bytes,
+                                                 .keep_ns = c->spans_keep,
+                                                 .chunk_ns = NSEC_PER_SEC,
+                                                 .capture_max = c->spans_capture_max,
+                                                 .mono_to_real = ao.mono_to_real});
     a->frames = stepframes_new(&(struct stepframes_options){
         .mono_to_real = ao.mono_to_real, .names = a->names, .emit = agent_emit_step, .ctx = a});
-    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames)
+    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
@@ -415,6 +447,7 @@ static void agent_tick(struct agent *a, uint64_t now)
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
+    spans_tick(a->spans, now);
     if (batcher_due(a->batcher, now))
         agent_seal(a);
     exporter_poll(a->exporter, now);
@@ -546,6 +579,7 @@ void agent_teardown(struct agent *a)
     assembler_free(a->assembler);
     stepinfer_free(a->stepinfer);
     batcher_free(a->batcher);
+    spans_free(a->spans);
     drops_free(a->drops);
     names_free(a->names);
     discovery_free(a->discovery);

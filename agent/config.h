@@ -19,6 +19,7 @@ struct agent_config {
     int spool_fsync; /* enum spool_fsync */
     uint64_t spool_fsync_interval;
     uint64_t batch_max_steps, batch_max_bytes, batch_max_age;
+    uint64_t spans_ring_bytes, spans_keep, spans_capture_max;
     char *http_listen;
     char *discovery_job_vars, *discovery_deny, *discovery_watch;
     uint64_t discovery_scan_interval;

@@ -171,6 +171,8 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
         if (store_put_report(d->store, r, err, sizeof(err)) < 0) {
             errors++;
             log_error("diagnosis", "report %s of job %s not stored: %s", r->id, r->job, err);
+        } else if (r->pages && d->o.on_report) {
+            d->o.on_report(d->o.on_report_ctx, r);
         }
         log_warn("diagnosis", "report %s job %s steps %" PRIu64 "-%" PRIu64 ": %s", r->id, r->job,
                  r->from_step, r->to_step, r->summary);

@@ -12,6 +12,7 @@
 #include "collector/diagq.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
+#include "collector/trace/trace_capture.h"
 #include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
@@ -33,6 +34,7 @@ struct ingest {
     struct diagq *diagq;
     struct stream_clock *clock;
     struct limits *admission;
+    struct trace_capture *traces; /* may be NULL */
     atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
     atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
 };
@@ -289,14 +291,18 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
 
     ack.epoch = b->epoch;
     ack.seq = b->seq;
+    if (s->in->traces)
+        trace_capture_ack(s->in->traces, b, &ack);
     reply->len = argus__v1__ack__get_packed_size(&ack);
     reply->data = malloc(reply->len ? reply->len : 1);
+    if (reply->data)
+        argus__v1__ack__pack(&ack, reply->data);
+    trace_capture_ack_done(&ack);
     if (!reply->data) {
         reply->status = TRANSPORT_INTERNAL;
         snprintf(reply->message, sizeof(reply->message), "out of memory");
         return;
     }
-    argus__v1__ack__pack(&ack, reply->data);
     atomic_fetch_add(&s->in->acks, 1);
 }
 
@@ -432,6 +438,8 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         atomic_fetch_add(&s->in->rank_steps, b->n_steps);
         if (b->n_drops)
             ingest_record_drops(s->in, b);
+        if (b->n_traces && s->in->traces)
+            trace_capture_ingest(s->in->traces, b);
         if (s->in->diagq) {
             diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena),
                        ingest_arena_release, *arena);
@@ -484,6 +492,11 @@ const struct transport_stream_ops ingest_stream_ops = {
     .message = ingest_message,
     .close = ingest_close,
 };
+
+void ingest_set_traces(struct ingest *in, struct trace_capture *traces)
+{
+    in->traces = traces;
+}
 
 struct limits *ingest_admission(struct ingest *in)
 {

@@ -47,6 +47,12 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
                           struct diagq *diagq, struct stream_clock *clock);
 void ingest_free(struct ingest *in);
 
+/* Drill-down captures (collector/trace/trace_capture.h): acks carry its
+ * capture requests, durable batches' Batch.traces go to it. Not owned; set
+ * before streams open. */
+struct trace_capture;
+void ingest_set_traces(struct ingest *in, struct trace_capture *traces);
+
 /* The stream handler to register with transport_add_stream (ctx = ingest). */
 extern const struct transport_stream_ops ingest_stream_ops;
 

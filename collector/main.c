@@ -27,6 +27,7 @@
 #include "common/daemon.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "collector/trace/trace_capture.h"
 #include "common/rpc_paths.h"
 
 struct collector {
@@ -36,6 +37,7 @@ struct collector {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct trace_capture *traces; /* drill-down captures (collector/trace/) */
     struct transport_server *transport;
     struct http_server *http;
     struct collector_metrics_ctx metrics;
@@ -121,7 +123,10 @@ static int collector_start_diagnosis(struct collector *c)
 
     if (r < 0)
         return r;
-    c->diagnosis = diagnosis_new(c->store, &dopt);
+    c->traces = trace_capture_new(c->store);
+    dopt.on_report = trace_capture_report;
+    dopt.on_report_ctx = c->traces;
+    c->diagnosis = c->traces ? diagnosis_new(c->store, &dopt) : NULL;
     c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
     c->clock = stream_clock_new(&copt);
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
@@ -158,6 +163,8 @@ static int collector_start_grpc(struct collector *c)
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
     collector_admission_limits(c, &limits.admit);
     c->ingest = ingest_new(c->store, &limits, c->diagq, c->clock);
+    if (c->ingest)
+        ingest_set_traces(c->ingest, c->traces);
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
         return -ENOMEM;
@@ -179,8 +186,8 @@ static int collector_start_http(struct collector *c)
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest,    c->store, c->transport,
-                                                c->diagnosis, c->diagq, c->clock};
+    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis,
+                                                c->diagq,  c->clock, c->traces};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -247,6 +254,7 @@ static void collector_teardown(struct collector *c)
     ingest_free(c->ingest);
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
+    trace_capture_free(c->traces);
     stream_clock_free(c->clock);
     store_close(c->store);
     if (c->sigfd >= 0)

@@ -11,6 +11,8 @@
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
+#include "collector/trace/trace_capture.h"
+#include "collector/trace/trace_json.h"
 #include "collector/web/web.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
@@ -217,6 +219,25 @@ static void collector_metrics_limits(struct limits *l, struct http_buf *b)
                     ls.jobs_forgotten);
 }
 
+/* The drill-down captures (collector/trace/). */
+static void collector_metrics_traces(struct trace_capture *t, struct http_buf *b)
+{
+    struct trace_capture_stats s;
+
+    if (!t)
+        return;
+    trace_capture_get_stats(t, &s);
+    http_buf_metric(b, "argus_trace_captures_total", "counter",
+                    "drill-down capture requests, by outcome", "outcome=\"requested\"",
+                    s.requested);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"received\"", s.received);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"failed\"", s.failed);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"refused\"", s.refused);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"store_error\"", s.store_errors);
+    http_buf_metric(b, "argus_trace_captures_pending", "gauge",
+                    "capture requests waiting for their agent's answer", "", s.pending);
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -227,6 +248,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     ingest_get_stats(m->ingest, &in);
     store_get_stats(m->store, &st);
     transport_get_stats(m->transport, &ts);
+    collector_metrics_traces(m->traces, b);
     http_buf_metric(b, "argus_ingest_batches_total", "counter", "batches written", "", in.batches);
     http_buf_metric(b, "argus_ingest_duplicate_batches_total", "counter",
                     "replayed batches acked without writing", "", in.duplicates);
@@ -290,7 +312,7 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
         resp->status = st.failing ? 503 : 200;
     } else {
         /* a page of the report (collector/web/), or not found */
-        if (!web_handle(m->store, path, resp))
+        if (!trace_json_http(m->store, path, resp) && !web_handle(m->store, path, resp))
             resp->status = 404;
         return;
     }

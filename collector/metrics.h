@@ -18,6 +18,7 @@ struct collector_metrics_ctx {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct trace_capture *traces; /* may be NULL */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

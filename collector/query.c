@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "collector/store/store.h"
+#include "collector/trace/trace_json.h"
 #include "common/heatmap_wire.h"
 #include "common/rpc_paths.h"
 #include "common/u64set.h"
@@ -355,6 +356,36 @@ static void query_heatmap(void *ctx, const void *data, size_t len, struct transp
     argus__v1__heatmap_request__free_unpacked(req, NULL);
 }
 
+/* The captured windows of a report as Chrome-trace JSON (trace_json.h). */
+static void query_trace(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__TraceRequest *req = argus__v1__trace_request__unpack(NULL, len, data);
+    Argus__V1__TraceResponse resp = ARGUS__V1__TRACE_RESPONSE__INIT;
+    char *json = NULL, err[320];
+    uint32_t windows = 0;
+    size_t n = 0;
+    int r;
+
+    if (!req || !req->report_id || !*req->report_id) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a TraceRequest with a report id");
+    } else {
+        r = trace_json_export(ctx, req->report_id, req->rank, &json, &n, &windows, err,
+                              sizeof(err));
+        if (r < 0) {
+            query_fail(reply, r == -ENOENT ? TRANSPORT_NOT_FOUND : TRANSPORT_UNAVAILABLE, "%s",
+                       err);
+        } else {
+            resp.chrome_json.data = (uint8_t *)json;
+            resp.chrome_json.len = n;
+            resp.windows = windows;
+            query_reply(reply, &resp.base);
+        }
+    }
+    free(json);
+    if (req)
+        argus__v1__trace_request__free_unpacked(req, NULL);
+}
+
 int query_register(struct transport_server *t, struct store *store)
 {
     int r = 0;
@@ -365,5 +396,6 @@ int query_register(struct transport_server *t, struct store *store)
     r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers, store);
     r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report, store);
     r |= transport_add_unary(t, RPC_QUERY_HEATMAP, query_heatmap, store);
+    r |= transport_add_unary(t, RPC_QUERY_TRACE, query_trace, store);
     return r ? -EINVAL : 0;
 }

@@ -135,6 +135,8 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
         e->stats.last_ack_ns = now;
         e->backoff_ns = 0;
     }
+    for (size_t i = 0; e->o.on_capture && i < ack->n_captures; i++)
+        e->o.on_capture(e->o.on_capture_ctx, ack->captures[i]);
     argus__v1__ack__free_unpacked(ack, NULL);
 }
 

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/argus.pb-c.h"
+
 struct spool;
 struct drops;
 
@@ -25,6 +27,10 @@ struct drops;
  * it: every batch with a seq <= seq is at the collector. */
 typedef void (*exporter_ack_fn)(void *ctx, uint64_t seq);
 
+/* Told of each capture request an ack carries (Ack.captures); req is valid
+ * during the call. */
+typedef void (*exporter_capture_fn)(void *ctx, const Argus__V1__CaptureRequest *req);
+
 struct exporter_options {
     const char *collector;   /* HOST:PORT, copied */
     uint64_t keepalive_ns;   /* must match the collector's */
@@ -34,6 +40,8 @@ struct exporter_options {
     void *on_ack_ctx;
     bool eager; /* keep a stream up with nothing to send (the agent: it says at start
                  * whether it reaches the collector); else connect when records wait */
+    exporter_capture_fn on_capture; /* may be NULL */
+    void *on_capture_ctx;
 };
 
 struct exporter;

@@ -13,6 +13,7 @@
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/follow.h"
 #include "tools/argusctl/stragglers.h"
+#include "tools/argusctl/trace.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/config_man.h"
@@ -364,6 +365,24 @@ static int ctl_report(struct ctl *c, const char *id)
     return CTL_OK;
 }
 
+/* The report's drill-down windows as Chrome-trace JSON (-o FILE, --rank R). */
+static int ctl_trace(struct ctl *c, const char *id)
+{
+    Argus__V1__TraceRequest req = ARGUS__V1__TRACE_REQUEST__INIT;
+    Argus__V1__TraceResponse *resp;
+    int r;
+
+    req.report_id = (char *)id;
+    req.rank = c->cfg.rank;
+    r = ctl_call(c, RPC_QUERY_TRACE, &req.base, &argus__v1__trace_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    r = trace_write(resp, id, c->cfg.output) < 0 ? CTL_USAGE : CTL_OK;
+    argus__v1__trace_response__free_unpacked(resp, NULL);
+    return r;
+}
+
 /* The job's JobInfo (world size, last step), or an exit code. */
 static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
 {
@@ -532,6 +551,10 @@ static const struct ctl_command {
      ctl_heatmap,
      true,
      false},
+    {{"trace", "ID [--rank R] [-o FILE]", "a report's captured spans as Perfetto JSON"},
+     ctl_trace,
+     false,
+     true},
 };
 
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
