@@ -26,6 +26,7 @@
 #include "agent/steps/stepinfer.h"
 #include "common/daemon.h"
 #include "common/http.h"
+#include "common/tls.h"
 #include "common/name_id.h"
 
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
@@ -261,6 +262,27 @@ static int agent_open_spool(struct agent *a)
     return 0;
 }
 
+/* The exporter's channel: mTLS from tls.*, or plaintext when asked for. */
+static int agent_load_tls(const struct agent_config *c, struct tls_pem *pem, bool *use)
+{
+    struct tls_files f = {c->tls_ca, c->tls_cert, c->tls_key};
+    char err[512];
+    int r = tls_choose(c->grpc_plaintext, &f, "grpc.plaintext = true",
+                       "tls.ca, tls.cert and tls.key", err, sizeof(err));
+
+    *use = r == 1;
+    if (r == 1)
+        r = tls_pem_load(&f, pem, err, sizeof(err));
+    if (r < 0)
+        log_error("agent", "%s", err);
+    else if (c->grpc_plaintext)
+        log_warn("agent",
+                 "grpc.plaintext = true: batches go to %s unencrypted and "
+                 "unauthenticated",
+                 c->collector_address);
+    return r < 0 ? r : 0;
+}
+
 static int agent_build_pipeline(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
@@ -293,10 +315,18 @@ static int agent_build_pipeline(struct agent *a)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
-    if (agent_open_spool(a) < 0)
+    struct tls_pem pem = {0};
+    bool tls;
+    if (agent_load_tls(c, &pem, &tls) < 0)
+        return -EINVAL;
+    eo.tls = tls ? &pem : NULL;
+    if (agent_open_spool(a) < 0) {
+        tls_pem_free(&pem);
         return -EIO;
+    }
     agent_load_drops(a);
     a->exporter = exporter_new(&eo, a->spool, a->drops);
+    tls_pem_free(&pem); /* the channel keeps its own copy */
     return a->exporter ? 0 : -ENOMEM;
 }
 

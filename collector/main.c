@@ -28,6 +28,7 @@
 #include "common/http.h"
 #include "common/log.h"
 #include "common/rpc_paths.h"
+#include "common/tls.h"
 
 struct collector {
     struct collector_config cfg;
@@ -125,6 +126,25 @@ static int collector_start_diagnosis(struct collector *c)
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
 }
 
+/* mTLS unless grpc.plaintext is set explicitly; both is a mistake. */
+static int collector_check_tls(const struct collector_config *cfg, struct tls_files *tls)
+{
+    char err[512];
+    int r;
+
+    *tls = (struct tls_files){cfg->tls_ca, cfg->tls_cert, cfg->tls_key};
+    r = tls_choose(cfg->grpc_plaintext, tls, "grpc.plaintext = true",
+                   "tls.ca, tls.cert and tls.key", err, sizeof(err));
+    if (r < 0)
+        log_error("main", "%s", err);
+    else if (r == 0)
+        log_warn("main",
+                 "grpc.plaintext = true: gRPC on %s has no TLS and no authentication; "
+                 "anyone who reaches it can write any agent's data and read every job",
+                 cfg->grpc_listen);
+    return r < 0 ? r : 0;
+}
+
 static int collector_start_grpc(struct collector *c)
 {
     struct ingest_limits limits;
@@ -135,7 +155,12 @@ static int collector_start_grpc(struct collector *c)
         .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
     };
 
+    int r = collector_check_tls(&c->cfg, &to.tls);
+
+    if (r < 0)
+        return r;
     ingest_default_limits(&limits);
+    limits.max_seq_jump = c->cfg.max_seq_jump;
     limits.max_frame = c->cfg.max_frame;
     limits.max_raw = c->cfg.max_raw;
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
@@ -150,10 +175,12 @@ static int collector_start_grpc(struct collector *c)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
-        log_error("main", "cannot listen on grpc.listen %s", c->cfg.grpc_listen);
+        log_error("main", "cannot listen on grpc.listen %s%s", c->cfg.grpc_listen,
+                  c->port == -EINVAL ? " (TLS files not usable, see above)" : "");
         return c->port;
     }
-    log_info("main", "gRPC listening on %s (port %d)", c->cfg.grpc_listen, c->port);
+    log_info("main", "gRPC listening on %s (port %d, %s)", c->cfg.grpc_listen, c->port,
+             c->cfg.grpc_plaintext ? "plaintext" : "mTLS");
     return 0;
 }
 
@@ -175,18 +202,22 @@ static int collector_start_http(struct collector *c)
     return 0;
 }
 
-/* SIGHUP: load and validate the config again; only log.level applies live. */
+/* SIGHUP: load and validate the config again; only log.level applies live,
+ * and the TLS files are read again at the next connection. */
 static void collector_reload(struct collector *c, int argc, char **argv)
 {
     struct collector_config fresh = {0};
     struct config_result res;
 
     daemon_notify("RELOADING=1");
+    transport_reload_certs(c->transport);
     if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
         log_error("main", "reload rejected, keeping the running config: %s", res.error);
     } else {
         log_set_level((enum log_level)fresh.log_level);
-        log_info("main", "reloaded: log.level=%s (other keys apply at restart)",
+        log_info("main",
+                 "reloaded: log.level=%s, TLS files at the next connection (other keys "
+                 "apply at restart)",
                  log_level_name((enum log_level)fresh.log_level));
     }
     config_free(&collector_config_table, &fresh);

@@ -10,6 +10,7 @@
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
+#include "common/clock.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
 struct collector_series {
@@ -190,6 +191,19 @@ static void collector_metrics_clock(struct stream_clock *c, struct http_buf *b)
     stream_clock_foreach(c, collector_clock, &each);
 }
 
+/* Seconds until the loaded TLS certificates expire (negative: expired). */
+static void collector_metrics_tls(struct transport_server *t, struct http_buf *b)
+{
+    int64_t cert, ca, now = (int64_t)(clock_real_ns() / NSEC_PER_SEC);
+
+    if (transport_cert_expiry(t, &cert, &ca) < 0)
+        return;
+    http_buf_metric(b, "argus_tls_cert_expiry_seconds", "gauge",
+                    "seconds until the loaded certificate expires (tls.cert: server, tls.ca: ca)",
+                    "role=\"server\"", (double)(cert - now));
+    http_buf_sample(b, "argus_tls_cert_expiry_seconds", "role=\"ca\"", (double)(ca - now));
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -231,6 +245,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    collector_metrics_tls(m->transport, b);
     collector_diag_metrics(m, b);
     if (m->diagq)
         collector_metrics_diagq(m->diagq, b);

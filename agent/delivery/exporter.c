@@ -35,7 +35,8 @@ struct exporter *exporter_new(const struct exporter_options *o, struct spool *sp
                               struct drops *drops)
 {
     struct exporter *e = calloc(1, sizeof(*e));
-    struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC};
+    struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC,
+                                     .tls = o->tls};
 
     if (!e)
         return NULL;

@@ -32,8 +32,9 @@ struct exporter_options {
     uint64_t backoff_max_ns; /* cap of the exponential backoff */
     exporter_ack_fn on_ack;  /* may be NULL */
     void *on_ack_ctx;
-    bool eager; /* keep a stream up with nothing to send (the agent: it says at start
-                 * whether it reaches the collector); else connect when records wait */
+    const struct tls_pem *tls; /* mTLS credentials (common/tls.h), copied; NULL: plaintext */
+    bool eager;                /* keep a stream up with nothing to send (the agent: it says at start
+                                * whether it reaches the collector); else connect when records wait */
 };
 
 struct exporter;
