@@ -64,7 +64,7 @@ struct transport_call {
     int cancelled;   /* RECV_CLOSE_ON_SERVER output */
     int outstanding; /* batches in flight */
     void *stream;    /* stream handler state */
-    bool opened, send_busy, finishing, status_started;
+    bool opened, send_busy, finishing, status_started, metadata_sent;
     void *pending; /* newest reply waiting for the send slot */
     size_t pending_len;
     int final_status;
@@ -169,16 +169,20 @@ static grpc_byte_buffer *transport_wrap(void *data, size_t len)
 
 static void transport_send_status(struct transport_call *c)
 {
-    grpc_op op = {0};
+    grpc_op ops[2] = {{0}};
+    size_t n = 0;
 
     c->status_started = true;
     c->status_details = grpc_slice_from_copied_string(c->final_message);
     c->have_details = true;
-    op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    op.data.send_status_from_server.status = (grpc_status_code)c->final_status;
-    op.data.send_status_from_server.status_details =
+    if (!c->metadata_sent) /* a stream refused at open: gRPC waits for these otherwise */
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    c->metadata_sent = true;
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)c->final_status;
+    ops[n++].data.send_status_from_server.status_details =
         c->final_status == TRANSPORT_OK ? NULL : &c->status_details;
-    transport_start_batch(c, &op, 1, &c->t_status);
+    transport_start_batch(c, ops, n, &c->t_status);
 }
 
 /* End the stream with a status once the send slot is free. */
@@ -221,6 +225,7 @@ static void transport_post_recv(struct transport_call *c, bool with_metadata)
 
     if (with_metadata)
         ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    c->metadata_sent = true;
     ops[n].op = GRPC_OP_RECV_MESSAGE;
     ops[n++].data.recv_message.recv_message = &c->payload;
     transport_start_batch(c, ops, n, &c->t_recv);
