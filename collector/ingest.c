@@ -327,7 +327,10 @@ static void *ingest_open(void *ctx, const struct transport_peer *peer,
     struct ingest_stream *s;
 
     if (!transport_peer_may(peer, TLS_ROLE_AGENT, RPC_INGEST_PUSH, reply)) {
+        static struct log_ratelimit rl = {.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
         atomic_fetch_add(&in->rejects[INGEST_REJECT_IDENTITY], 1);
+        log_ratelimited(&rl, LOG_LEVEL_WARN, "ingest", "refused stream from %s: %s", peer->address,
+                        reply->message);
         return NULL;
     }
     s = calloc(1, sizeof(*s));
