@@ -465,12 +465,31 @@ static void agent_tick(struct agent *a, uint64_t now)
     agent_publish(a, now);
 }
 
+/* SIGHUP under mTLS: read the certificate files again and reconnect with
+ * them; a set that does not load keeps the running one. */
+static void agent_reload_tls(struct agent *a)
+{
+    struct tls_pem pem = {0};
+    bool tls;
+
+    if (a->cfg->grpc_plaintext || agent_load_tls(a->cfg, &pem, &tls) < 0) {
+        if (!a->cfg->grpc_plaintext)
+            log_error("agent", "TLS files not reloaded, the running ones stay in use");
+        return;
+    }
+    if (exporter_set_tls(a->exporter, &pem, clock_mono_ns()) == 0)
+        log_info("agent", "TLS files reloaded (%s); reconnecting to the collector",
+                 a->cfg->tls_cert);
+    tls_pem_free(&pem);
+}
+
 static void agent_reload(struct agent *a)
 {
     struct agent_config fresh = {0};
     struct config_result res;
 
     daemon_notify("RELOADING=1");
+    agent_reload_tls(a);
     if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0 ||
         agent_validate(&fresh) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
@@ -481,8 +500,8 @@ static void agent_reload(struct agent *a)
         const char *mode =
             config_enum_name(&agent_config_table, "cupti.sample_mode", fresh.cupti_sample_mode);
         log_info("agent",
-                 "reloaded: log.level=%s, cupti sampling %s %llu/%llu (other keys apply "
-                 "at restart)",
+                 "reloaded: log.level=%s, cupti sampling %s %llu/%llu, TLS files (other keys "
+                 "apply at restart)",
                  log_level_name((enum log_level)fresh.log_level), mode,
                  (unsigned long long)fresh.cupti_sample_k,
                  (unsigned long long)fresh.cupti_sample_n);

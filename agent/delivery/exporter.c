@@ -98,6 +98,22 @@ static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
     exporter_backoff(e, now_ns);
 }
 
+int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now_ns)
+{
+    struct rpc_channel_options co = {.keepalive_ms = e->o.keepalive_ns / NSEC_PER_MSEC, .tls = tls};
+    struct rpc_channel *ch = rpc_channel_new(e->collector, &co);
+
+    if (!ch)
+        return -ENOMEM;
+    if (e->st)
+        exporter_disconnect(e, now_ns);
+    rpc_channel_free(e->ch);
+    e->ch = ch;
+    e->reconnect_ns = now_ns; /* at once (counted as a reconnect) */
+    e->backoff_ns = 0;
+    return 0;
+}
+
 /* The collector refused the oldest unacked batch for what it is: drop it. */
 static void exporter_reject_head(struct exporter *e)
 {

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct tls_pem;
+
 struct spool;
 struct drops;
 
@@ -45,6 +47,12 @@ struct exporter;
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
                               struct drops *drops);
 void exporter_free(struct exporter *e);
+
+/* New credentials (rotated certificate files; NULL: plaintext): a new
+ * channel replaces the old one and the stream reconnects at the next poll
+ * (unacked batches are sent again; the collector drops what it has). Returns
+ * 0, or -ENOMEM with the old channel kept. */
+int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now_ns);
 
 /* Do what can be done now without blocking: connect when due, handle
  * completed sends and acks, start the next send. now_ns is monotonic. */

@@ -6,7 +6,8 @@
 # collector logs why); node-a's certificate writing node-b's data, a query
 # certificate pushing and an agent certificate querying are each refused with
 # PERMISSION_DENIED; rotation (files replaced + SIGHUP) takes effect at the
-# next connection without a restart, and a broken set keeps the previous one.
+# next connection without a restart (collector: at the next handshake; agent:
+# it reconnects), and a broken set keeps the previous one.
 source "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || skip "no openssl to make the test PKI"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
@@ -15,7 +16,8 @@ PKI=$REPO/deploy/pki/make-pki.sh
 P=$T/pki L=$T/live
 "$PKI" "$P" --collector collector --agent node-a --query ops --expired-agent node-x >/dev/null
 "$PKI" "$T/other" --agent node-a --query ops >/dev/null # a CA the collector does not trust
-mkdir -p "$L" && cp "$P"/ca.crt "$P"/collector.crt "$P"/collector.key "$L/"
+mkdir -p "$L" "$T/alive" && cp "$P"/ca.crt "$P"/collector.crt "$P"/collector.key "$L/"
+cp "$P"/ca.crt "$P"/agent-node-a.crt "$P"/agent-node-a.key "$T/alive/"
 
 # qctl DIR CERT ARGS...: argusctl with DIR/CERT.{crt,key}, trusting DIR's CA
 qctl() {
@@ -66,7 +68,8 @@ agent() { # NAME NODE CERTDIR CERT JOB
         --replay.job "$5" --batch.max_age 200ms >>"$T/agent.$1.log" 2>&1 &
     PIDS+=($!)
 }
-agent good node-a "$P" agent-node-a tls-a
+agent good node-a "$T/alive" agent-node-a tls-a
+GOOD_PID=${PIDS[-1]}
 agent spoof node-b "$P" agent-node-a tls-b
 agent query ops "$P" query-ops tls-q
 wait_for "node-a's ranks to be stored" 30 bash -c \
@@ -87,7 +90,7 @@ e=$(expiry server)
 (($(expiry ca) > 729 * 86400)) || fail "CA expiry $(expiry ca) s"
 
 # rotation: a new CA and server certificate (30 days) replace the files, SIGHUP
-"$PKI" "$T/new" --days 30 --collector collector --query ops >/dev/null
+"$PKI" "$T/new" --days 30 --collector collector --agent node-a --query ops >/dev/null
 for f in ca.crt collector.crt collector.key; do cp "$T/new/$f" "$L/$f.tmp" && mv "$L/$f.tmp" "$L/$f"; done
 kill -HUP "$COLLECTOR_PID"
 wait_for "the new CA to be trusted" 15 qctl "$T/new" query-ops jobs
@@ -96,6 +99,24 @@ kill -0 "$COLLECTOR_PID" || fail "the collector is gone"
 e=$(expiry server)
 ((e > 29 * 86400 && e <= 30 * 86400)) || fail "server expiry after rotation: $e s"
 log "rotated without a restart (pid $COLLECTOR_PID), expiry now $e s"
+
+# the agent rotates too: new files + SIGHUP, it reconnects with them (its old
+# certificate's CA is no longer trusted, so only the new set can deliver)
+steps() { qctl "$T/new" query-ops --json jobs | /usr/bin/python3 -c \
+    'import json,sys; print(sum(j.get("rank_steps", 0) for j in json.load(sys.stdin)["jobs"] if j["job"] == "tls-a"))'; }
+# first SIGHUP with the old files: the agent really reconnects, and fails
+n=$(grep -c "status 14" "$T/agent.good.log")
+kill -HUP "$GOOD_PID"
+wait_for "the agent's reconnect with its old certificate to fail" 20 \
+    bash -c "(( \$(grep -c 'status 14' $T/agent.good.log) > $n ))"
+for f in ca.crt agent-node-a.crt agent-node-a.key; do cp "$T/new/$f" "$T/alive/$f.tmp" && mv "$T/alive/$f.tmp" "$T/alive/$f"; done
+kill -HUP "$GOOD_PID"
+wait_for "the agent to reload its files" 10 bash -c "(( \$(grep -c 'TLS files reloaded' $T/agent.good.log) == 2 ))"
+before=$(steps)
+wait_for "node-a's records to keep arriving after its rotation" 30 bash -c \
+    "$(declare -f qctl steps); CPORT=$CPORT BIN=$BIN T=$T; (( \$(steps) >= $before + 20 ))"
+kill -0 "$GOOD_PID" || fail "the agent is gone"
+log "agent rotated: records kept arriving ($before, then $(steps))"
 
 # a broken set (key of another certificate) is refused; the previous one stays
 cp "$P/collector.key" "$L/collector.key.tmp" && mv "$L/collector.key.tmp" "$L/collector.key"
