@@ -244,10 +244,10 @@ bool transport_peer_may(const struct transport_peer *peer, unsigned role, const 
     return false;
 }
 
-/* Who is calling (see struct transport_peer); identity points into ident,
- * address is gRPC's string, freed by the caller with gpr_free. */
-static void transport_peer_of(struct transport_call *c, struct transport_peer *p, char *ident,
-                              size_t len)
+/* Who is calling (see struct transport_peer); identity points into ident.
+ * Returns gRPC's peer string (the caller gpr_frees it; NULL is fine). */
+static char *transport_peer_of(struct transport_call *c, struct transport_peer *p, char *ident,
+                               size_t len)
 {
     char *addr = grpc_call_get_peer(c->call);
 
@@ -256,12 +256,7 @@ static void transport_peer_of(struct transport_call *c, struct transport_peer *p
         transport_tls_peer(c->call, ident, len, &p->roles);
         p->identity = ident;
     }
-}
-
-static void transport_peer_done(struct transport_peer *p)
-{
-    if (strcmp(p->address, "?") != 0)
-        gpr_free((char *)p->address);
+    return addr;
 }
 
 static void transport_stream_new(struct transport_call *c)
@@ -274,9 +269,9 @@ static void transport_stream_new(struct transport_call *c)
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     op.data.recv_close_on_server.cancelled = &c->cancelled;
     transport_start_batch(c, &op, 1, &c->t_close);
-    transport_peer_of(c, &peer, ident, sizeof(ident));
+    char *addr = transport_peer_of(c, &peer, ident, sizeof(ident));
     c->stream = c->m->ops->open(c->m->ctx, &peer, &reply);
-    transport_peer_done(&peer);
+    gpr_free(addr);
     if (!c->stream) {
         if (reply.status == TRANSPORT_OK)
             transport_finish(c, TRANSPORT_UNAVAILABLE, "collector is not accepting streams");
@@ -338,9 +333,9 @@ static void transport_unary_new(struct transport_call *c)
 
     grpc_slice s = transport_read_all(c->payload);
     atomic_fetch_add(&c->w->t->unary_calls, 1);
-    transport_peer_of(c, &peer, ident, sizeof(ident));
+    char *addr = transport_peer_of(c, &peer, ident, sizeof(ident));
     c->m->unary(c->m->ctx, &peer, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), &reply);
-    transport_peer_done(&peer);
+    gpr_free(addr);
     grpc_slice_unref(s);
     grpc_byte_buffer_destroy(c->payload);
     c->payload = NULL;
