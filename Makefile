@@ -4,6 +4,7 @@
 #   make test       install deps, build, run every test (unit, ASan+UBSan, integration)
 #   make demo       install deps, build, run the end-to-end demo
 #   make bench      benchmarks          make fuzz      fuzz targets (FUZZ_SECONDS each)
+#   make fuzz-build the fuzz targets (clang libFuzzer, ASan+UBSan) without running them
 #   make deps       install the Debian packages below (idempotent)
 #   make format-check / format / clean
 #
@@ -41,7 +42,7 @@ DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
 	libsystemd-dev libmicrohttpd-dev libjson-c-dev libssl-dev openssl python3-torch iproute2 procps curl bc \
-	prometheus
+	prometheus chromium
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -Wformat=2 -Wno-format-truncation -Wvla -Wimplicit-fallthrough
@@ -203,10 +204,12 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
+	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)tests/run.sh
 
 check: all
 	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
+	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)tests/run.sh
 
 demo: deps
@@ -225,13 +228,22 @@ bench-detect: all
 	$(Q)tests/bench/detect.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-build/fuzz/%: tests/fuzz/%.c $(PROTO_H)
-	$(call msg,FUZZ,$@)
-	$(Q)$(MAKE) --no-print-directory CC=clang SAN=fuzzer-no-link,address,undefined B=build/fuzzobj $(LIB_COMMON:$(B)/%=build/fuzzobj/%)
-	$(Q)mkdir -p $(@D) && clang -std=gnu11 -g -O1 -I. -I$(GEN) -fsanitize=fuzzer,address,undefined \
-		$< build/fuzzobj/lib/libargus_common.a -lprotobuf-c -llz4 -lm -o $@
+# Fuzz targets link fuzzer-instrumented (clang, ASan+UBSan) builds of our
+# libraries, made by one sub-make into build/fuzzobj before any target links.
+FUZZ_LIBS := $(addprefix build/fuzzobj/lib/,libargus_agent.a libargus_collector.a libargus_common.a)
+.PHONY: fuzz-libs fuzz-build
+fuzz-libs: $(GEN_HEADERS)
+	$(Q)$(MAKE) -s --no-print-directory CC=clang SAN=fuzzer-no-link,address,undefined B=build/fuzzobj $(FUZZ_LIBS)
 
-fuzz: $(FUZZ_BINS)
+fuzz-build: fuzz-libs
+	$(Q)$(MAKE) -s --no-print-directory $(FUZZ_BINS)
+
+build/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D) && clang -std=gnu11 -D_GNU_SOURCE -g -O1 -I. -I$(GEN) \
+		-fsanitize=fuzzer,address,undefined $< $(FUZZ_LIBS) $(SYS_LIBS) -o $@
+
+fuzz: fuzz-build
 	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 FORMAT_FILES = $(shell git ls-files -co --exclude-standard '*.c' '*.h' 2>/dev/null)

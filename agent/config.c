@@ -86,6 +86,9 @@ static const struct config_option agent_options[] = {
         "accept CUPTI rings from libargus-cupti.so in training processes"),
     OPT("cupti.socket", CONFIG_STRING, cupti_socket, "/run/argus/cupti.sock", 0, 0,
         "unix socket the injection library says hello on (ARGUS_AGENT_SOCKET in the job)"),
+    OPT("cupti.socket_group", CONFIG_STRING, cupti_socket_group, "", 0, 0,
+        "group of the socket (mode 0660: the agent and this group; name or gid; empty: the "
+        "agent's group); training users must be in it"),
     OPT_ENUM("cupti.sample_mode", cupti_sample_mode, "always", cupti_sample_names,
              "kernel tracing: always, steps (k of every n steps) or time (k ms of every n ms)"),
     OPT("cupti.sample_k", CONFIG_UINT, cupti_sample_k, "1", 1, 1e9, "k of the duty cycle"),

@@ -7,15 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/argusctl/heatmap.h"
 #include "tools/argusctl/stragglers.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/heatmap.h"
+#include "common/heatmap_svg.h"
 #include "common/pbjson.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
 #include "common/tls.h"
 #include "proto/argus.pb-c.h"
+
+#define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
 
 enum ctl_exit {
     CTL_OK = 0,
@@ -69,22 +72,22 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("output", CONFIG_STRING, output, "heatmap.svg", 0, 0,
             "file the heatmap is written to (-o)"),
     CTL_OPT("metric", CONFIG_STRING, metric, "compute", 0, 0,
-            "heatmap cell value: compute (phases outside collectives) or step (step time)"),
+            "heatmap cell value: compute (step time less time inside collectives) or step"),
 };
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
     .summary = "query an argus collector",
-    .usage =
-        "Usage: argusctl [OPTIONS] COMMAND\n"
-        "Commands:\n"
-        "  jobs                              jobs the collector knows\n"
-        "  steps --job J [--rank R] [--from S --to S]   step records\n"
-        "  ranks --job J                     ranks of a job and where they run\n"
-        "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
-        "  report ID                         one report\n"
-        "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of step time\n"
-        "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
+    .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
+             "Commands:\n"
+             "  jobs                              jobs the collector knows\n"
+             "  steps --job J [--rank R] [--from S --to S]   step records\n"
+             "  ranks --job J                     ranks of a job and where they run\n"
+             "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
+             "  report ID                         one report\n"
+             "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of own time "
+             "vs peers\n"
+             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
     .positional = true,
@@ -316,59 +319,82 @@ static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
     return r;
 }
 
-/* A phase named like a collective (its time is mostly waiting for others). */
-static bool ctl_is_collective(const char *name)
+/* Nodes and peer groups (ranks) and the suspects that page (stragglers). */
+static int ctl_heatmap_context(struct ctl *c, struct heatmap *h)
 {
-    static const char *const words[] = {
-        "allreduce",     "all_reduce", "allgather",  "all_gather", "reduce_scatter",
-        "reducescatter", "alltoall",   "all_to_all", "nccl",       "broadcast",
-        "send",          "recv",       "barrier",    "comm"};
+    Argus__V1__RanksRequest rq = ARGUS__V1__RANKS_REQUEST__INIT;
+    Argus__V1__StragglersRequest sq = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    Argus__V1__RanksResponse *ranks;
+    Argus__V1__StragglersResponse *reps;
+    int r;
 
-    for (size_t i = 0; name && i < sizeof(words) / sizeof(words[0]); i++)
-        if (strcasestr(name, words[i]))
-            return true;
-    return false;
+    rq.job = sq.job = c->cfg.job;
+    r = ctl_call(c, RPC_QUERY_RANKS, &rq.base, &argus__v1__ranks_response__descriptor,
+                 (ProtobufCMessage **)&ranks);
+    if (r)
+        return r;
+    for (size_t i = 0; i < ranks->n_ranks; i++)
+        heatmap_add_resource(h, ranks->ranks[i]);
+    argus__v1__ranks_response__free_unpacked(ranks, NULL);
+    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &sq.base, &argus__v1__stragglers_response__descriptor,
+                 (ProtobufCMessage **)&reps);
+    if (r)
+        return r;
+    for (size_t i = 0; i < reps->n_reports; i++)
+        heatmap_add_report(h, reps->reports[i]);
+    argus__v1__stragglers_response__free_unpacked(reps, NULL);
+    return CTL_OK;
 }
 
-/* The cell value of one record: its compute time (phases that are not
- * collectives), or its step time when asked or when it has no phases. */
-static uint64_t ctl_cell(struct ctl *c, const Argus__V1__StepsResponse *resp,
-                         const Argus__V1__StepRecord *s)
-{
-    uint64_t compute = 0;
-
-    if (strcmp(c->cfg.metric, "step") == 0 || s->n_phases == 0)
-        return s->duration_ns;
-    for (size_t p = 0; p < s->n_phases; p++)
-        if (!ctl_is_collective(ctl_resolve((void *)resp, s->phases[p]->name_id)))
-            compute += s->phases[p]->duration_ns;
-    return compute ? compute : s->duration_ns;
-}
-
-/* Fill h with steps [from, to] of every rank, a page of steps at a time. */
+/* Fill h with the cells of steps [from, to], computed by the collector
+ * (Heatmap), about CTL_HEATMAP_CELLS a call. */
 static int ctl_heatmap_fill(struct ctl *c, struct heatmap *h, uint32_t world, uint64_t from,
                             uint64_t to)
 {
-    uint64_t per = 50000 / (world ? world : 1);
+    uint64_t per = CTL_HEATMAP_CELLS / (world ? world : 1);
 
-    if (per == 0)
-        per = 1;
-    for (uint64_t lo = from; lo <= to; lo += per) {
-        Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
-        Argus__V1__StepsResponse *resp;
+    per = per ? per : 1;
+    for (uint64_t lo = from; lo <= to;) {
+        Argus__V1__HeatmapRequest req = ARGUS__V1__HEATMAP_REQUEST__INIT;
+        Argus__V1__HeatmapResponse *resp;
         req.job = c->cfg.job;
-        req.rank = -1;
         req.from_step = lo;
-        req.to_step = lo + per - 1 < to ? lo + per - 1 : to;
-        req.limit = 100000;
-        int r = ctl_call(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
+        req.to_step = to - lo >= per ? lo + per - 1 : to;
+        req.step_time = strcmp(c->cfg.metric, "step") == 0;
+        int r = ctl_call(c, RPC_QUERY_HEATMAP, &req.base, &argus__v1__heatmap_response__descriptor,
                          (ProtobufCMessage **)&resp);
         if (r)
             return r;
-        for (size_t i = 0; i < resp->n_steps; i++)
-            heatmap_set(h, resp->steps[i]->rank, resp->steps[i]->step,
-                        ctl_cell(c, resp, resp->steps[i]));
-        argus__v1__steps_response__free_unpacked(resp, NULL);
+        size_t n = resp->n_ranks < resp->n_steps ? resp->n_ranks : resp->n_steps;
+        n = n < resp->n_values_ns ? n : resp->n_values_ns;
+        for (size_t i = 0; i < n; i++)
+            heatmap_set(h, resp->ranks[i], resp->steps[i], resp->values_ns[i]);
+        /* truncated: again from the last step it reached (cells are set, not added) */
+        uint64_t next =
+            resp->truncated && n && resp->steps[n - 1] > lo ? resp->steps[n - 1] : req.to_step + 1;
+        argus__v1__heatmap_response__free_unpacked(resp, NULL);
+        if (next <= lo)
+            break; /* to_step was UINT64_MAX */
+        lo = next;
+    }
+    return CTL_OK;
+}
+
+/* The SVG into --output. */
+static int ctl_heatmap_write(struct ctl *c, const struct heatmap *h, const char *title)
+{
+    struct heatmap_svg_options so = {.title = title, .max_rows = 256, .max_cols = 400};
+    FILE *f = fopen(c->cfg.output, "we");
+    int w;
+
+    if (!f) {
+        fprintf(stderr, "argusctl: %s: %s\n", c->cfg.output, strerror(errno));
+        return CTL_ERROR;
+    }
+    w = heatmap_write_svg(h, &so, f);
+    if (fclose(f) != 0 || w < 0) {
+        fprintf(stderr, "argusctl: writing %s failed\n", c->cfg.output);
+        return CTL_ERROR;
     }
     return CTL_OK;
 }
@@ -398,21 +424,19 @@ static int ctl_heatmap(struct ctl *c, const char *arg)
                 (unsigned long long)(to - from + 1));
         return CTL_USAGE;
     }
-    r = ctl_heatmap_fill(c, h, world, from, to);
-    FILE *f = r ? NULL : fopen(c->cfg.output, "we");
-    if (!r && !f) {
-        fprintf(stderr, "argusctl: %s: %s\n", c->cfg.output, strerror(errno));
+    r = ctl_heatmap_context(c, h);
+    if (!r)
+        r = ctl_heatmap_fill(c, h, world, from, to);
+    if (!r && heatmap_finish(h) < 0)
         r = CTL_ERROR;
-    }
     snprintf(title, sizeof(title), "job %s: %s time of %u ranks, steps %llu-%llu", c->cfg.job,
-             c->cfg.metric, world, (unsigned long long)from, (unsigned long long)to);
-    if (f && (heatmap_write_svg(h, title, 512, 400, f) < 0 || fclose(f) != 0)) {
-        fprintf(stderr, "argusctl: writing %s failed\n", c->cfg.output);
-        r = CTL_ERROR;
-    } else if (f) {
+             strcmp(c->cfg.metric, "step") == 0 ? "step" : "own", world, (unsigned long long)from,
+             (unsigned long long)to);
+    if (!r)
+        r = ctl_heatmap_write(c, h, title);
+    if (!r)
         printf("heatmap of job %s (%u ranks x %llu steps) written to %s\n", c->cfg.job, world,
                (unsigned long long)(to - from + 1), c->cfg.output);
-    }
     heatmap_free(h);
     return r;
 }
