@@ -218,8 +218,10 @@ static int collector_start_http(struct collector *c)
     return 0;
 }
 
-/* SIGHUP: load and validate the config again; only log.level applies live,
- * and the TLS files are read again at the next connection. */
+/* SIGHUP: load and validate the config again; log each changed key and
+ * whether it applied (only log.level applies live;
+ * the TLS files are read again at the next connection). An invalid config is
+ * refused whole and the running one kept. */
 static void collector_reload(struct collector *c, int argc, char **argv)
 {
     struct collector_config fresh = {0};
@@ -228,13 +230,11 @@ static void collector_reload(struct collector *c, int argc, char **argv)
     daemon_notify("RELOADING=1");
     transport_reload_certs(c->transport);
     if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
-        log_error("main", "reload rejected, keeping the running config: %s", res.error);
+        log_error("main", "reload rejected, keeping the running config: %s",
+                  config_errors_oneline(&res));
     } else {
-        log_set_level((enum log_level)fresh.log_level);
-        log_info("main",
-                 "reloaded: log.level=%s, TLS files at the next connection (other keys "
-                 "apply at restart)",
-                 log_level_name((enum log_level)fresh.log_level));
+        config_apply_changes(&collector_config_table, &c->cfg, &fresh);
+        log_set_level((enum log_level)c->cfg.log_level);
     }
     config_free(&collector_config_table, &fresh);
     daemon_notify("READY=1");

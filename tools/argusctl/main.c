@@ -1,15 +1,21 @@
 /* argusctl: query an argus collector. Human tables by default, --json for
  * scripts. Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable,
- * 4 other errors reported by the collector. */
+ * 4 other errors reported by the collector. The collector's address:
+ * tools/argusctl/collector_address.h. A command is one line of
+ * ctl_commands (its --help and man page lines come from there). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/argusctl/collector_address.h"
+#include "tools/argusctl/ctl_exit.h"
+#include "tools/argusctl/follow.h"
 #include "tools/argusctl/stragglers.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/config_man.h"
 #include "common/heatmap.h"
 #include "common/heatmap_svg.h"
 #include "common/pbjson.h"
@@ -19,14 +25,6 @@
 #include "proto/argus.pb-c.h"
 
 #define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
-
-enum ctl_exit {
-    CTL_OK = 0,
-    CTL_NOT_FOUND = 1,
-    CTL_USAGE = 2,
-    CTL_UNREACHABLE = 3,
-    CTL_ERROR = 4,
-};
 
 struct ctl_config {
     char *collector;
@@ -42,16 +40,21 @@ struct ctl_config {
     char *metric;
     bool plaintext;
     char *tls_ca, *tls_cert, *tls_key;
+    bool follow;
+    uint64_t poll;
+    char *cause;
+    char *node;
+    char *since;
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
-    {                                                                                              \
-        key, type, offsetof(struct ctl_config, field), def, lo, hi, help, NULL                     \
-    }
+    CONFIG_OPTION(struct ctl_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 
 static const struct config_option ctl_options[] = {
-    CTL_OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0,
-            "collector gRPC address HOST:PORT"),
+    CTL_OPT("collector", CONFIG_STRING, collector, "", 0, 0,
+            "collector gRPC address HOST:PORT (else $ARGUSCTL_COLLECTOR, else 'collector = "
+            "HOST:PORT' in ~/.config/argus/argusctl.conf or /etc/argus/argusctl.conf, else "
+            "127.0.0.1:7700)"),
     CTL_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
             "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
     CTL_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0,
@@ -73,20 +76,24 @@ static const struct config_option ctl_options[] = {
             "file the heatmap is written to (-o)"),
     CTL_OPT("metric", CONFIG_STRING, metric, "compute", 0, 0,
             "heatmap cell value: compute (step time less time inside collectives) or step"),
+    CTL_OPT("follow", CONFIG_BOOL, follow, "false", 0, 0,
+            "stragglers: print new reports as they arrive until interrupted (--json: one "
+            "object per line)"),
+    CTL_OPT("poll", CONFIG_DURATION, poll, "1s", 0.01, 3600,
+            "stragglers --follow: how often to ask the collector"),
+    CTL_OPT("cause", CONFIG_STRING, cause, "", 0, 0,
+            "stragglers: only suspects of these causes (comma-separated: compute, link, host, "
+            "data_skew, silent, job_regression, unknown)"),
+    CTL_OPT("node", CONFIG_STRING, node, "", 0, 0, "stragglers: only suspects on this node"),
+    CTL_OPT("since", CONFIG_STRING, since, "", 0, 0,
+            "stragglers: only reports created since then: a duration back from now (10m, 2h) "
+            "or an RFC 3339 time (2026-12-03T12:00:00Z)"),
 };
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
     .summary = "query an argus collector",
     .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
-             "Commands:\n"
-             "  jobs                              jobs the collector knows\n"
-             "  steps --job J [--rank R] [--from S --to S]   step records\n"
-             "  ranks --job J                     ranks of a job and where they run\n"
-             "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
-             "  report ID                         one report\n"
-             "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of own time "
-             "vs peers\n"
              "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
@@ -95,6 +102,10 @@ static const struct config_table ctl_table = {
 
 struct ctl {
     struct ctl_config cfg;
+    struct collector_address addr;
+    struct stragglers_filter filter;
+    uint64_t since_ns; /* --since, 0: none */
+    bool quiet;        /* ctl_call says nothing (--follow while it waits) */
     struct rpc_channel *ch;
 };
 
@@ -106,9 +117,16 @@ static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *r
     int status, r = rpc_call(c->ch, method, req, type, c->cfg.timeout / NSEC_PER_MSEC, resp,
                              &status, msg, sizeof(msg));
 
+    if (c->quiet && (r < 0 || status != RPC_OK))
+        return r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED
+                   ? CTL_UNREACHABLE
+               : status == RPC_NOT_FOUND ? CTL_NOT_FOUND
+                                         : CTL_ERROR;
     if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
-        fprintf(stderr, "argusctl: collector %s unreachable: %s\n", c->cfg.collector,
-                msg[0] ? msg : "timed out");
+        fprintf(stderr, "argusctl: collector %s (from %s) unreachable: %s\n", c->addr.address,
+                c->addr.source, msg[0] ? msg : "timed out");
+        if (c->addr.fallback)
+            fprintf(stderr, "argusctl: %s\n", collector_address_hint());
         return CTL_UNREACHABLE;
     }
     if (r < 0 || status != RPC_OK) {
@@ -126,6 +144,16 @@ static void ctl_print_json(const ProtobufCMessage *m, pbjson_resolve_fn resolve,
 
     puts(json_object_to_json_string_ext(o,
                                         JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+/* m as one line of JSON (for --follow --json). */
+static void ctl_print_json_line(const ProtobufCMessage *m)
+{
+    struct json_object *o = pbjson_from_message(m, NULL, NULL);
+
+    puts(
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
 }
 
@@ -260,18 +288,71 @@ static int ctl_ranks(struct ctl *c, const char *arg)
                     ctl_ranks_table, NULL);
 }
 
-static void ctl_stragglers_table(struct ctl *c, const ProtobufCMessage *m)
+/* One Stragglers call for reports created since from_ns: *raw is the reply
+ * (protobuf-c frees it), *view its filtered view (stragglers_view_free). */
+static int ctl_stragglers_get(struct ctl *c, uint64_t from_ns, Argus__V1__StragglersResponse **raw,
+                              Argus__V1__StragglersResponse **view)
 {
-    stragglers_print(stdout, (const Argus__V1__StragglersResponse *)m, c->cfg.all, c->cfg.job);
+    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    int r;
+
+    req.job = c->cfg.job;
+    req.from_unix_ns = from_ns;
+    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
+                 (ProtobufCMessage **)raw);
+    if (r)
+        return r;
+    *view = stragglers_view(*raw, &c->filter);
+    if (!*view) {
+        argus__v1__stragglers_response__free_unpacked(*raw, NULL);
+        fprintf(stderr, "argusctl: out of memory\n");
+        return CTL_ERROR;
+    }
+    return CTL_OK;
 }
+
+/* follow_ops of stragglers --follow. */
+static int ctl_follow_fetch(void *ctx, uint64_t from_ns, Argus__V1__StragglersResponse **raw,
+                            Argus__V1__StragglersResponse **view)
+{
+    return ctl_stragglers_get(ctx, from_ns, raw, view);
+}
+
+static void ctl_follow_report(void *ctx, const Argus__V1__Report *rep)
+{
+    struct ctl *c = ctx;
+
+    if (c->cfg.json)
+        ctl_print_json_line(&rep->base);
+    else if (c->cfg.all || rep->pages)
+        stragglers_print_report(stdout, rep, c->cfg.all);
+}
+
+static void ctl_follow_quiet(void *ctx, bool quiet)
+{
+    ((struct ctl *)ctx)->quiet = quiet;
+}
+
+static const struct follow_ops ctl_follow_ops = {ctl_follow_fetch, ctl_follow_report,
+                                                 ctl_follow_quiet};
 
 static int ctl_stragglers(struct ctl *c, const char *arg)
 {
-    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    Argus__V1__StragglersResponse *raw, *view;
+    int r;
 
-    req.job = c->cfg.job;
-    return ctl_show(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
-                    ctl_stragglers_table, NULL);
+    if (c->cfg.follow)
+        return follow_run(&ctl_follow_ops, c, c->since_ns, c->cfg.poll);
+    r = ctl_stragglers_get(c, c->since_ns, &raw, &view);
+    if (r)
+        return r;
+    if (c->cfg.json)
+        ctl_print_json(&view->base, NULL, NULL);
+    else
+        stragglers_print(stdout, view, c->cfg.all, c->cfg.job);
+    stragglers_view_free(view);
+    argus__v1__stragglers_response__free_unpacked(raw, NULL);
+    return CTL_OK;
 }
 
 /* The report alone, not its response wrapper, in both forms. */
@@ -441,35 +522,50 @@ static int ctl_heatmap(struct ctl *c, const char *arg)
     return r;
 }
 
-static const struct {
-    const char *name;
+/* The commands: one line each. --help and --man list them from here. */
+static const struct ctl_command {
+    struct config_command doc; /* name, arguments, one line of help */
     int (*run)(struct ctl *c, const char *arg);
     bool needs_job; /* --job J */
     bool takes_arg; /* one positional argument (report ID) */
 } ctl_commands[] = {
-    {"jobs", ctl_jobs, false, false},    {"steps", ctl_steps, true, false},
-    {"ranks", ctl_ranks, true, false},   {"stragglers", ctl_stragglers, true, false},
-    {"report", ctl_report, false, true}, {"heatmap", ctl_heatmap, true, false},
+    {{"jobs", NULL, "jobs the collector knows"}, ctl_jobs, false, false},
+    {{"steps", "--job J [--rank R] [--from S --to S]", "step records"}, ctl_steps, true, false},
+    {{"ranks", "--job J", "ranks of a job and where they run"}, ctl_ranks, true, false},
+    {{"stragglers", "--job J [--all] [--follow] [--cause C] [--node N] [--since T]",
+      "reports that page (--all: findings too), new ones as they arrive with --follow"},
+     ctl_stragglers,
+     true,
+     false},
+    {{"report", "ID", "one report"}, ctl_report, false, true},
+    {{"heatmap", "--job J [-o FILE.svg] [--from S --to S]",
+      "rank x step heatmap of own time vs peers"},
+     ctl_heatmap,
+     true,
+     false},
 };
+
+#define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
 {
-    for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
-        if (strcmp(argv[0], ctl_commands[i].name) != 0)
+    for (size_t i = 0; i < CTL_NCOMMANDS; i++) {
+        const struct ctl_command *cmd = &ctl_commands[i];
+        if (strcmp(argv[0], cmd->doc.name) != 0)
             continue;
-        if (ctl_commands[i].takes_arg && argc != 2) {
-            fprintf(stderr, "argusctl: usage: argusctl %s ID\n", argv[0]);
+        if (cmd->takes_arg && argc != 2) {
+            fprintf(stderr, "argusctl: usage: argusctl %s %s\n", argv[0], cmd->doc.args);
             return CTL_USAGE;
         }
-        if (!ctl_commands[i].takes_arg && argc != 1) {
+        if (!cmd->takes_arg && argc != 1) {
             fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
             return CTL_USAGE;
         }
-        if (ctl_commands[i].needs_job && !*c->cfg.job) {
+        if (cmd->needs_job && !*c->cfg.job) {
             fprintf(stderr, "argusctl: %s needs --job J\n", argv[0]);
             return CTL_USAGE;
         }
-        return ctl_commands[i].run(c, argc > 1 ? argv[1] : NULL);
+        return cmd->run(c, argc > 1 ? argv[1] : NULL);
     }
     fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", argv[0]);
     return CTL_USAGE;
@@ -487,9 +583,9 @@ static void ctl_env(char **opt, const char *var)
     *opt = copy;
 }
 
-/* The channel to the collector: mTLS from tls.* (or ARGUS_TLS_*), plaintext
- * only when asked for. NULL with the reason printed. */
-static struct rpc_channel *ctl_channel(struct ctl_config *cfg)
+/* The channel to address: mTLS from tls.* (or ARGUS_TLS_*), plaintext only
+ * when asked for. NULL with the reason printed. */
+static struct rpc_channel *ctl_channel(struct ctl_config *cfg, const char *address)
 {
     const char *env = getenv("ARGUS_GRPC_PLAINTEXT");
     struct tls_files f;
@@ -512,36 +608,83 @@ static struct rpc_channel *ctl_channel(struct ctl_config *cfg)
     if (r < 0)
         fprintf(stderr, "argusctl: %s\n", err);
     else
-        ch = rpc_channel_new(cfg->collector, &o);
+        ch = rpc_channel_new(address, &o);
     tls_pem_free(&pem);
     return ch;
 }
 
+/* The filters (--cause, --node, --since) and the collector's address.
+ * Returns 0 or CTL_USAGE after saying what is wrong. */
+static int ctl_prepare(struct ctl *c)
+{
+    char err[512], user[512];
+
+    if (stragglers_parse_causes(c->cfg.cause, &c->filter, err, sizeof(err)) < 0) {
+        fprintf(stderr, "argusctl: %s\n", err);
+        return CTL_USAGE;
+    }
+    c->filter.node = c->cfg.node;
+    if (*c->cfg.since && stragglers_parse_since(c->cfg.since, clock_real_ns(), &c->since_ns) < 0) {
+        fprintf(stderr,
+                "argusctl: --since: '%s' is neither a duration (10m, 2h, 7d) nor an RFC 3339 "
+                "time (2026-12-03T12:00:00Z)\n",
+                c->cfg.since);
+        return CTL_USAGE;
+    }
+    if (collector_address_resolve(c->cfg.collector, getenv(COLLECTOR_ADDRESS_ENV),
+                                  collector_address_user_file(user, sizeof(user)),
+                                  COLLECTOR_ADDRESS_SYSTEM_FILE, &c->addr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "argusctl: %s\n", err);
+        return CTL_USAGE;
+    }
+    return 0;
+}
+
+/* --help, --man, --print-config, or no command: print and return the exit
+ * code; -1 when there is a command to run. */
+static int ctl_meta(const struct config_table *t, struct ctl *c, const struct config_result *res)
+{
+    if (res->man)
+        config_man(t, stdout);
+    else if (res->print)
+        config_print(t, &c->cfg, stdout);
+    else if (res->check && ctl_prepare(c) != 0)
+        return CTL_USAGE;
+    else if (res->check)
+        printf("ok: collector %s (from %s)\n", c->addr.address, c->addr.source);
+    else if (res->help || res->npositional == 0)
+        config_usage(t, res->help ? stdout : stderr);
+    else
+        return -1;
+    return res->help || res->print || res->man || res->check ? CTL_OK : CTL_USAGE;
+}
+
 int main(int argc, char **argv)
 {
+    struct config_command docs[CTL_NCOMMANDS];
+    struct config_table table = ctl_table;
     struct ctl c = {0};
     struct config_result res;
     int r;
 
+    for (size_t i = 0; i < CTL_NCOMMANDS; i++)
+        docs[i] = ctl_commands[i].doc;
+    table.commands = docs;
+    table.ncommands = CTL_NCOMMANDS;
     for (int i = 1; i < argc; i++) /* -o FILE is --output FILE */
         if (strcmp(argv[i], "-o") == 0)
             argv[i] = "--output";
-    if (config_load(&ctl_table, &c.cfg, argc, argv, &res) < 0) {
-        fprintf(stderr, "argusctl: %s\n", res.error);
-        config_free(&ctl_table, &c.cfg);
+    if (config_load(&table, &c.cfg, argc, argv, &res) < 0) {
+        fprintf(stderr, "argusctl: %s\n", config_errors_oneline(&res));
+        config_free(&table, &c.cfg);
         return CTL_USAGE;
     }
-    if (res.help || res.print || res.npositional == 0) {
-        if (res.print)
-            config_print(&ctl_table, &c.cfg, stdout);
-        else
-            config_usage(&ctl_table, res.help ? stdout : stderr);
-        config_free(&ctl_table, &c.cfg);
-        return res.help || res.print ? CTL_OK : CTL_USAGE;
+    r = ctl_meta(&table, &c, &res);
+    if (r < 0 && (r = ctl_prepare(&c)) == 0) {
+        c.ch = ctl_channel(&c.cfg, c.addr.address);
+        r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_USAGE;
     }
-    c.ch = ctl_channel(&c.cfg);
-    r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_USAGE;
     rpc_channel_free(c.ch);
-    config_free(&ctl_table, &c.cfg);
+    config_free(&table, &c.cfg);
     return r;
 }
