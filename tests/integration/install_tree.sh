@@ -7,7 +7,7 @@
 # library. PREFIX=/usr/local moves all of it, units and argus.py included.
 source "$(dirname "$0")/lib.sh"
 command -v man >/dev/null && command -v groff >/dev/null || skip "man and groff not installed (make deps)"
-[[ -z ${ARGUS_BUILD:-} ]] || skip "ARGUS_BUILD is set: make install uses build/"
+[[ -z ${ARGUS_BUILD:-} || ${ARGUS_BUILD} -ef $REPO/build ]] || skip "ARGUS_BUILD is $ARGUS_BUILD, not build/: make install installs build/"
 
 D=$T/root
 make -C "$REPO" --no-print-directory install DESTDIR="$D" >"$T/install.log" 2>&1 ||
