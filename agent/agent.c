@@ -27,6 +27,7 @@
 #include "agent/steps/stepinfer.h"
 #include "common/daemon.h"
 #include "common/http.h"
+#include "common/tls.h"
 #include "common/name_id.h"
 
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
@@ -286,6 +287,27 @@ static int agent_open_spool(struct agent *a)
     return 0;
 }
 
+/* The exporter's channel: mTLS from tls.*, or plaintext when asked for. */
+static int agent_load_tls(const struct agent_config *c, struct tls_pem *pem, bool *use)
+{
+    struct tls_files f = {c->tls_ca, c->tls_cert, c->tls_key};
+    char err[512];
+    int r = tls_choose(c->grpc_plaintext, &f, "grpc.plaintext = true",
+                       "tls.ca, tls.cert and tls.key", err, sizeof(err));
+
+    *use = r == 1;
+    if (r == 1)
+        r = tls_pem_load(&f, pem, err, sizeof(err));
+    if (r < 0)
+        log_error("agent", "%s", err);
+    else if (c->grpc_plaintext)
+        log_warn("agent",
+                 "grpc.plaintext = true: batches go to %s unencrypted and "
+                 "unauthenticated",
+                 c->collector_address);
+    return r < 0 ? r : 0;
+}
+
 static int agent_build_pipeline(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
@@ -325,10 +347,18 @@ static int agent_build_pipeline(struct agent *a)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
-    if (agent_open_spool(a) < 0)
+    struct tls_pem pem = {0};
+    bool tls;
+    if (agent_load_tls(c, &pem, &tls) < 0)
+        return -EINVAL;
+    eo.tls = tls ? &pem : NULL;
+    if (agent_open_spool(a) < 0) {
+        tls_pem_free(&pem);
         return -EIO;
+    }
     agent_load_drops(a);
     a->exporter = exporter_new(&eo, a->spool, a->drops);
+    tls_pem_free(&pem); /* the channel keeps its own copy */
     return a->exporter ? 0 : -ENOMEM;
 }
 
@@ -455,6 +485,24 @@ static void agent_tick(struct agent *a, uint64_t now)
     agent_publish(a, now);
 }
 
+/* SIGHUP under mTLS: read the certificate files again and reconnect with
+ * them; a set that does not load keeps the running one. */
+static void agent_reload_tls(struct agent *a)
+{
+    struct tls_pem pem = {0};
+    bool tls;
+
+    if (a->cfg->grpc_plaintext || agent_load_tls(a->cfg, &pem, &tls) < 0) {
+        if (!a->cfg->grpc_plaintext)
+            log_error("agent", "TLS files not reloaded, the running ones stay in use");
+        return;
+    }
+    if (exporter_set_tls(a->exporter, &pem, clock_mono_ns()) == 0)
+        log_info("agent", "TLS files reloaded (%s); reconnecting to the collector",
+                 a->cfg->tls_cert);
+    tls_pem_free(&pem);
+}
+
 /* SIGHUP: load and validate the config again (the checks of a start); log
  * each changed key and whether it applied: log.level and the CUPTI sampling
  * apply live, the rest at the next restart. An invalid config is refused
@@ -465,6 +513,7 @@ static void agent_reload(struct agent *a)
     struct config_result res;
 
     daemon_notify("RELOADING=1");
+    agent_reload_tls(a);
     if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
                   config_errors_oneline(&res));

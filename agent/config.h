@@ -13,6 +13,8 @@ struct agent_config {
     char *agent_id;  /* "" = node name */
     char *collector_address;
     uint64_t collector_keepalive;
+    bool grpc_plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
     uint64_t collector_backoff_min, collector_backoff_max;
     char *spool_dir;
     uint64_t spool_cap, spool_segment;

@@ -12,6 +12,9 @@ struct collector_config {
     char *grpc_listen;
     uint64_t grpc_workers;
     uint64_t grpc_keepalive; /* ns */
+    bool grpc_plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
+    uint64_t max_seq_jump;
     char *http_listen;
     char *store_dir;
     bool store_sync;

@@ -17,6 +17,7 @@
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"
+#include "common/rpc_paths.h"
 #include "common/wire_steps.h"
 
 struct ingest_drop {
@@ -42,6 +43,8 @@ struct ingest {
 struct ingest_stream {
     struct ingest *in;
     char peer[64];
+    bool authenticated;              /* mTLS: identity is the certificate's */
+    char identity[TLS_MAX_IDENTITY]; /* every batch must be this agent and node */
 };
 
 void ingest_default_limits(struct ingest_limits *l)
@@ -56,14 +59,15 @@ void ingest_default_limits(struct ingest_limits *l)
         .max_resources_per_batch = 4096,
         .max_groups_per_step = 4096,
         .max_clusters_per_group = 64,
+        .max_seq_jump = 1000000,
     };
     limits_default_options(&l->admit);
 }
 
 const char *ingest_reject_name(enum ingest_reject r)
 {
-    static const char *const names[] = {"frame_size", "frame_invalid", "batch_invalid", "limits",
-                                        "store_error"};
+    static const char *const names[] = {"frame_size",  "frame_invalid", "batch_invalid", "limits",
+                                        "store_error", "identity",      "seq_jump"};
     return r < INGEST_REJECT_COUNT ? names[r] : "?";
 }
 
@@ -253,14 +257,28 @@ void ingest_free(struct ingest *in)
     free(in);
 }
 
-static void *ingest_open(void *ctx, const char *peer)
+static void *ingest_open(void *ctx, const struct transport_peer *peer,
+                         struct transport_reply *reply)
 {
-    struct ingest_stream *s = calloc(1, sizeof(*s));
+    struct ingest *in = ctx;
+    struct ingest_stream *s;
 
+    if (!transport_peer_may(peer, TLS_ROLE_AGENT, RPC_INGEST_PUSH, reply)) {
+        static struct log_ratelimit rl = {.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
+        atomic_fetch_add(&in->rejects[INGEST_REJECT_IDENTITY], 1);
+        log_ratelimited(&rl, LOG_LEVEL_WARN, "ingest", "refused stream from %s: %s", peer->address,
+                        reply->message);
+        return NULL;
+    }
+    s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    s->in = ctx;
-    snprintf(s->peer, sizeof(s->peer), "%s", peer);
+    s->in = in;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer->address);
+    if (peer->identity) {
+        s->authenticated = true;
+        snprintf(s->identity, sizeof(s->identity), "%s", peer->identity);
+    }
     atomic_fetch_add(&s->in->streams, 1);
     return s;
 }
@@ -402,6 +420,34 @@ static void ingest_observe_clock(struct ingest *in, const Argus__V1__Batch *b, u
                  off / 1e9);
 }
 
+/* mTLS: b must be the stream's certificate's agent and node. Plaintext: its
+ * seq must not jump more than max_seq_jump above the stored high-water mark. */
+static int ingest_check_identity(struct ingest_stream *s, const Argus__V1__Batch *b,
+                                 enum ingest_reject *why, char *err, size_t errlen)
+{
+    uint64_t high = 0;
+
+    *why = INGEST_REJECT_IDENTITY;
+    if (s->authenticated && strcmp(b->agent_id, s->identity) != 0)
+        REJECT(TRANSPORT_PERMISSION_DENIED,
+               "the certificate of '%s' may not write batches of agent '%.128s'", s->identity,
+               b->agent_id);
+    for (size_t i = 0; s->authenticated && i < b->n_resources; i++)
+        if (*b->resources[i]->node && strcmp(b->resources[i]->node, s->identity) != 0)
+            REJECT(TRANSPORT_PERMISSION_DENIED,
+                   "the certificate of '%s' may not write resources of node '%.128s' (job %.128s)",
+                   s->identity, b->resources[i]->node, b->resources[i]->job);
+    *why = INGEST_REJECT_SEQ_JUMP;
+    if (!s->authenticated && s->in->limits.max_seq_jump &&
+        store_high_water(s->in->store, b->agent_id, b->epoch, &high) == 0 && high &&
+        b->seq > high && b->seq - high > s->in->limits.max_seq_jump)
+        REJECT(TRANSPORT_FAILED_PRECONDITION,
+               "seq %" PRIu64 " of agent %.128s epoch %" PRIu64 " is more than %" PRIu64
+               " above the last stored seq %" PRIu64 " (ingest.max_seq_jump)",
+               b->seq, b->agent_id, b->epoch, s->in->limits.max_seq_jump, high);
+    return TRANSPORT_OK;
+}
+
 /* Validate, store and ack b (unpacked into *arena, from raw). A stored batch
  * goes to diagnosis through the queue, which takes the arena: *arena is NULL
  * then. */
@@ -410,8 +456,13 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
                          struct transport_reply *reply)
 {
     char err[256], msg[320];
+    enum ingest_reject why;
     int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
 
+    if (r == TRANSPORT_OK && (r = ingest_check_identity(s, b, &why, err, sizeof(err))) != 0) {
+        ingest_reject(s, why, r, reply, err);
+        return;
+    }
     if (r == TRANSPORT_OK)
         r = limits_admit(s->in->admission, b, recv, err, sizeof(err));
     if (r != TRANSPORT_OK) {

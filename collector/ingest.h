@@ -7,7 +7,17 @@
  * never waits) -> ack. A replayed batch is acked without writing twice. Bad input ends the stream
  * with INVALID_ARGUMENT or RESOURCE_EXHAUSTED and a message that says what was wrong; a store error
  * ends it with UNAVAILABLE and nothing is acked, so the agent keeps the batch and retries after
- * reconnecting. */
+ * reconnecting.
+ *
+ * Identity. Under mTLS a stream needs a certificate with the agent role
+ * (OU=agent), and every batch on it must name the certificate's identity as
+ * its agent id and as the node of each resource (else PERMISSION_DENIED
+ * naming both): the dedup high-water mark, keyed by agent id, is then keyed
+ * by the authenticated identity and no client can move another's. In
+ * plaintext anyone may claim any agent id; there a batch whose seq jumps more
+ * than max_seq_jump above the stored high-water mark of its (agent, epoch)
+ * is refused (FAILED_PRECONDITION, counted as seq_jump), so a spoofed
+ * seq = 2^64-1 cannot silence an agent (README: residual risk). */
 #ifndef ARGUS_COLLECTOR_INGEST_H
 #define ARGUS_COLLECTOR_INGEST_H
 
@@ -30,6 +40,7 @@ struct ingest_limits {
     size_t max_resources_per_batch;
     size_t max_groups_per_step; /* kernel groups, phases, collectives each */
     size_t max_clusters_per_group;
+    uint64_t max_seq_jump;       /* plaintext only: seq above the high-water mark; 0 = no bound */
     struct limits_options admit; /* per job and per collector (limits.h) */
 };
 
@@ -73,6 +84,8 @@ enum ingest_reject {
     INGEST_REJECT_BATCH_INVALID,
     INGEST_REJECT_LIMITS,
     INGEST_REJECT_STORE_ERROR,
+    INGEST_REJECT_IDENTITY, /* mTLS: the batch names another node, or no agent role */
+    INGEST_REJECT_SEQ_JUMP, /* plaintext: seq far above the high-water mark */
     INGEST_REJECT_COUNT,
 };
 const char *ingest_reject_name(enum ingest_reject r);

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "collector/trace/trace_capture.h"
 #include "common/rpc_paths.h"
+#include "common/tls.h"
 
 struct collector {
     struct collector_config cfg;
@@ -132,6 +133,25 @@ static int collector_start_diagnosis(struct collector *c)
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
 }
 
+/* mTLS unless grpc.plaintext is set explicitly; both is a mistake. */
+static int collector_check_tls(const struct collector_config *cfg, struct tls_files *tls)
+{
+    char err[512];
+    int r;
+
+    *tls = (struct tls_files){cfg->tls_ca, cfg->tls_cert, cfg->tls_key};
+    r = tls_choose(cfg->grpc_plaintext, tls, "grpc.plaintext = true",
+                   "tls.ca, tls.cert and tls.key", err, sizeof(err));
+    if (r < 0)
+        log_error("main", "%s", err);
+    else if (r == 0)
+        log_warn("main",
+                 "grpc.plaintext = true: gRPC on %s has no TLS and no authentication; "
+                 "anyone who reaches it can write any agent's data and read every job",
+                 cfg->grpc_listen);
+    return r < 0 ? r : 0;
+}
+
 /* The limits.* keys (collector/limits.h); jobs are forgotten when diagnosis
  * forgets them. */
 static void collector_admission_limits(const struct collector *c, struct limits_options *o)
@@ -157,7 +177,12 @@ static int collector_start_grpc(struct collector *c)
         .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
     };
 
+    int r = collector_check_tls(&c->cfg, &to.tls);
+
+    if (r < 0)
+        return r;
     ingest_default_limits(&limits);
+    limits.max_seq_jump = c->cfg.max_seq_jump;
     limits.max_frame = c->cfg.max_frame;
     limits.max_raw = c->cfg.max_raw;
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
@@ -173,10 +198,12 @@ static int collector_start_grpc(struct collector *c)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
-        log_error("main", "cannot listen on grpc.listen %s", c->cfg.grpc_listen);
+        log_error("main", "cannot listen on grpc.listen %s%s", c->cfg.grpc_listen,
+                  c->port == -EINVAL ? " (TLS files not usable, see above)" : "");
         return c->port;
     }
-    log_info("main", "gRPC listening on %s (port %d)", c->cfg.grpc_listen, c->port);
+    log_info("main", "gRPC listening on %s (port %d, %s)", c->cfg.grpc_listen, c->port,
+             c->cfg.grpc_plaintext ? "plaintext" : "mTLS");
     return 0;
 }
 
@@ -199,7 +226,8 @@ static int collector_start_http(struct collector *c)
 }
 
 /* SIGHUP: load and validate the config again; log each changed key and
- * whether it applied (only log.level applies live). An invalid config is
+ * whether it applied (only log.level applies live;
+ * the TLS files are read again at the next connection). An invalid config is
  * refused whole and the running one kept. */
 static void collector_reload(struct collector *c, int argc, char **argv)
 {
@@ -207,6 +235,7 @@ static void collector_reload(struct collector *c, int argc, char **argv)
     struct config_result res;
 
     daemon_notify("RELOADING=1");
+    transport_reload_certs(c->transport);
     if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
         log_error("main", "reload rejected, keeping the running config: %s",
                   config_errors_oneline(&res));

@@ -13,6 +13,7 @@
 #include "collector/transport.h"
 #include "collector/trace/trace_capture.h"
 #include "collector/trace/trace_json.h"
+#include "common/clock.h"
 #include "collector/web/web.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
@@ -194,6 +195,19 @@ static void collector_metrics_clock(struct stream_clock *c, struct http_buf *b)
     stream_clock_foreach(c, collector_clock, &each);
 }
 
+/* Seconds until the loaded TLS certificates expire (negative: expired). */
+static void collector_metrics_tls(struct transport_server *t, struct http_buf *b)
+{
+    int64_t cert, ca, now = (int64_t)(clock_real_ns() / NSEC_PER_SEC);
+
+    if (transport_cert_expiry(t, &cert, &ca) < 0)
+        return;
+    http_buf_metric(b, "argus_tls_cert_expiry_seconds", "gauge",
+                    "seconds until the loaded certificate expires (tls.cert: server, tls.ca: ca)",
+                    "role=\"server\"", (double)(cert - now));
+    http_buf_sample(b, "argus_tls_cert_expiry_seconds", "role=\"ca\"", (double)(ca - now));
+}
+
 /* The admission limits (limits.*): refusals by limit, the memory budget. */
 static void collector_metrics_limits(struct limits *l, struct http_buf *b)
 {
@@ -280,6 +294,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    collector_metrics_tls(m->transport, b);
     collector_metrics_limits(ingest_admission(m->ingest), b);
     collector_diag_metrics(m, b);
     if (m->diagq)

@@ -386,16 +386,34 @@ static void query_trace(void *ctx, const void *data, size_t len, struct transpor
         argus__v1__trace_request__free_unpacked(req, NULL);
 }
 
+/* The transport_unary_fn of handler fn: callers need the query role (a
+ * certificate with OU=query; in plaintext anyone). */
+#define QUERY_AUTHORIZED(fn, path)                                                                 \
+    static void fn##_authorized(void *ctx, const struct transport_peer *peer, const void *data,    \
+                                size_t len, struct transport_reply *reply)                         \
+    {                                                                                              \
+        if (transport_peer_may(peer, TLS_ROLE_QUERY, path, reply))                                 \
+            fn(ctx, data, len, reply);                                                             \
+    }
+
+QUERY_AUTHORIZED(query_jobs, RPC_QUERY_JOBS)
+QUERY_AUTHORIZED(query_steps, RPC_QUERY_STEPS)
+QUERY_AUTHORIZED(query_ranks, RPC_QUERY_RANKS)
+QUERY_AUTHORIZED(query_stragglers, RPC_QUERY_STRAGGLERS)
+QUERY_AUTHORIZED(query_report, RPC_QUERY_REPORT)
+QUERY_AUTHORIZED(query_heatmap, RPC_QUERY_HEATMAP)
+QUERY_AUTHORIZED(query_trace, RPC_QUERY_TRACE)
+
 int query_register(struct transport_server *t, struct store *store)
 {
     int r = 0;
 
-    r |= transport_add_unary(t, RPC_QUERY_JOBS, query_jobs, store);
-    r |= transport_add_unary(t, RPC_QUERY_STEPS, query_steps, store);
-    r |= transport_add_unary(t, RPC_QUERY_RANKS, query_ranks, store);
-    r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers, store);
-    r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report, store);
-    r |= transport_add_unary(t, RPC_QUERY_HEATMAP, query_heatmap, store);
-    r |= transport_add_unary(t, RPC_QUERY_TRACE, query_trace, store);
+    r |= transport_add_unary(t, RPC_QUERY_JOBS, query_jobs_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_STEPS, query_steps_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_RANKS, query_ranks_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_HEATMAP, query_heatmap_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_TRACE, query_trace_authorized, store);
     return r ? -EINVAL : 0;
 }

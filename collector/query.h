@@ -1,7 +1,9 @@
 /* Query: the unary handlers of the /argus.v1.Query methods over the store. Requests
  * and replies are the argus.v1 *Request / *Response messages. Errors: a
  * malformed request is INVALID_ARGUMENT, an unknown job or report NOT_FOUND,
- * a store failure UNAVAILABLE; each with a message that says which. */
+ * a store failure UNAVAILABLE; each with a message that says which. Under
+ * mTLS a caller whose certificate lacks the query role (OU=query) gets
+ * PERMISSION_DENIED. */
 #ifndef ARGUS_COLLECTOR_QUERY_H
 #define ARGUS_COLLECTOR_QUERY_H
 

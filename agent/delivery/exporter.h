@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "proto/argus.pb-c.h"
+struct tls_pem;
 
 struct spool;
 struct drops;
@@ -42,6 +43,7 @@ struct exporter_options {
                  * whether it reaches the collector); else connect when records wait */
     exporter_capture_fn on_capture; /* may be NULL */
     void *on_capture_ctx;
+    const struct tls_pem *tls; /* mTLS credentials (common/tls.h), copied; NULL: plaintext */
 };
 
 struct exporter;
@@ -52,6 +54,12 @@ struct exporter;
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
                               struct drops *drops);
 void exporter_free(struct exporter *e);
+
+/* New credentials (rotated certificate files; NULL: plaintext): a new
+ * channel replaces the old one and the stream reconnects at the next poll
+ * (unacked batches are sent again; the collector drops what it has). Returns
+ * 0, or -ENOMEM with the old channel kept. */
+int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now_ns);
 
 /* Do what can be done now without blocking: connect when due, handle
  * completed sends and acks, start the next send. now_ns is monotonic. */

@@ -8,13 +8,14 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=${ARGUS_BUILD:-$REPO/build}
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the bench's collector is plaintext on loopback
 BIN=${1:-$B/bin/argus-collector}
 shift || true
 FLOOD=$B/tests/limits/limits_flood
 [[ -x $BIN && -x $FLOOD ]] || { echo "build first: make all"; exit 1; }
 D=$(mktemp -d /tmp/argus-bench-limits.XXXXXX)
 P=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$BIN" "$@" --grpc.listen "127.0.0.1:$P" --http.listen "" --store.dir "$D/store" >"$D/log" 2>&1 &
+"$BIN" "$@" --grpc.listen "127.0.0.1:$P" --grpc.plaintext true --http.listen "" --store.dir "$D/store" >"$D/log" 2>&1 &
 C=$!
 trap 'kill $C 2>/dev/null; wait; rm -rf "$D"' EXIT
 for _ in $(seq 100); do "$B/bin/argusctl" --collector "127.0.0.1:$P" --timeout 1s jobs \

@@ -23,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/e2e/cgroup.sh
 BIN=${ARGUS_BUILD:-build}/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the demo's collector is plaintext on loopback
 SLOW=${DEMO_RANK:-2}
 QUOTA=${DEMO_QUOTA:-auto}
 WARMUP=${DEMO_WARMUP:-40}
@@ -97,12 +98,12 @@ wait_until() {
 }
 
 echo "== argus demo on a real PyTorch job (4 ranks, CPU, gloo, DDP, no annotation)"
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --http.listen "127.0.0.1:$hport" \
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$hport" \
     --store.dir "$work/store" >"$work/collector.log" 2>&1 &
 daemons+=($!)
 wait_until 30 "the collector" ctl --timeout 1s jobs
 echo "   collector on 127.0.0.1:$cport (default settings; log $work/collector.log)"
-"$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --http.listen "127.0.0.1:$aport" \
+"$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
     --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" >"$work/agent.log" 2>&1 &
 daemons+=($!)
 wait_until 60 "the agent's /healthz" curl -sf "127.0.0.1:$aport/healthz"

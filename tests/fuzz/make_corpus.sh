@@ -32,7 +32,7 @@ done
 head -c 12000 "$T/straggler" >"$C/fuzz_records/straggler-cut"
 
 # a real agent replaying the straggler records into a spool (no collector)
-"$B/argus-agent" --collector.address 127.0.0.1:1 --spool.dir "$T/spool" --spool.segment 16KiB \
+"$B/argus-agent" --collector.address 127.0.0.1:1 --grpc.plaintext true --spool.dir "$T/spool" --spool.segment 16KiB \
     --http.listen 127.0.0.1:0 --node.name seednode --cupti.socket "$T/cupti.sock" \
     --probes.enable "" --replay.records "$T/straggler" --replay.rate 50 --batch.max_age 50ms \
     >"$T/agent.log" 2>&1 &

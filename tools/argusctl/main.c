@@ -22,6 +22,7 @@
 #include "common/pbjson.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
+#include "common/tls.h"
 #include "proto/argus.pb-c.h"
 
 #define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
@@ -38,6 +39,8 @@ struct ctl_config {
     uint64_t limit;
     char *output;
     char *metric;
+    bool plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
     bool follow;
     uint64_t poll;
     char *cause;
@@ -53,6 +56,14 @@ static const struct config_option ctl_options[] = {
             "collector gRPC address HOST:PORT (else $ARGUSCTL_COLLECTOR, else 'collector = "
             "HOST:PORT' in ~/.config/argus/argusctl.conf or /etc/argus/argusctl.conf, else "
             "127.0.0.1:7700)"),
+    CTL_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
+            "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
+    CTL_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0,
+            "CA of the collector's certificate (PEM; env ARGUS_TLS_CA)"),
+    CTL_OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
+            "our certificate, OU=query (PEM; env ARGUS_TLS_CERT)"),
+    CTL_OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0,
+            "its private key (PEM; env ARGUS_TLS_KEY)"),
     CTL_OPT("json", CONFIG_BOOL, json, "false", 0, 0, "print JSON instead of tables"),
     CTL_OPT("all", CONFIG_BOOL, all, "false", 0, 0,
             "stragglers: every report, findings that page nobody too (--json: always all)"),
@@ -583,6 +594,48 @@ static int ctl_dispatch(struct ctl *c, int argc, char **argv)
     return CTL_USAGE;
 }
 
+/* An unset string option takes the environment variable's value. */
+static void ctl_env(char **opt, const char *var)
+{
+    const char *v = getenv(var);
+    char *copy;
+
+    if (**opt || !v || !*v || !(copy = strdup(v)))
+        return;
+    free(*opt);
+    *opt = copy;
+}
+
+/* The channel to address: mTLS from tls.* (or ARGUS_TLS_*), plaintext only
+ * when asked for. NULL with the reason printed. */
+static struct rpc_channel *ctl_channel(struct ctl_config *cfg, const char *address)
+{
+    const char *env = getenv("ARGUS_GRPC_PLAINTEXT");
+    struct tls_files f;
+    struct tls_pem pem = {0};
+    struct rpc_channel_options o = {0};
+    struct rpc_channel *ch = NULL;
+    char err[512];
+    int r;
+
+    ctl_env(&cfg->tls_ca, "ARGUS_TLS_CA");
+    ctl_env(&cfg->tls_cert, "ARGUS_TLS_CERT");
+    ctl_env(&cfg->tls_key, "ARGUS_TLS_KEY");
+    f = (struct tls_files){cfg->tls_ca, cfg->tls_cert, cfg->tls_key};
+    if (!cfg->plaintext && !tls_files_set(&f) && env && strcmp(env, "true") == 0)
+        cfg->plaintext = true;
+    r = tls_choose(cfg->plaintext, &f, "--grpc.plaintext", "--tls.ca, --tls.cert and --tls.key",
+                   err, sizeof(err));
+    if (r == 1 && (r = tls_pem_load(&f, &pem, err, sizeof(err))) == 0)
+        o.tls = &pem;
+    if (r < 0)
+        fprintf(stderr, "argusctl: %s\n", err);
+    else
+        ch = rpc_channel_new(address, &o);
+    tls_pem_free(&pem);
+    return ch;
+}
+
 /* The filters (--cause, --node, --since) and the collector's address.
  * Returns 0 or CTL_USAGE after saying what is wrong. */
 static int ctl_prepare(struct ctl *c)
@@ -651,8 +704,8 @@ int main(int argc, char **argv)
     }
     r = ctl_meta(&table, &c, &res);
     if (r < 0 && (r = ctl_prepare(&c)) == 0) {
-        c.ch = rpc_channel_new(c.addr.address, NULL);
-        r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_ERROR;
+        c.ch = ctl_channel(&c.cfg, c.addr.address);
+        r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_USAGE;
     }
     rpc_channel_free(c.ch);
     config_free(&table, &c.cfg);
