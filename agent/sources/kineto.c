@@ -457,7 +457,8 @@ static int read_document(struct parse *p)
             r = read_events(p);
         else if (!strcmp(j->str, "distributedInfo"))
             r = read_distributed_info(p);
-        else if (!strcmp(j->str, "baseTimeNanoseconds") && (r = kineto_event_read_int(j, &base, NULL)) == 0)
+        else if (!strcmp(j->str, "baseTimeNanoseconds") &&
+                 (r = kineto_event_read_int(j, &base, NULL)) == 0)
             p->t->base_ns = base > 0 ? (uint64_t)base : 0;
         else if (strcmp(j->str, "baseTimeNanoseconds") != 0)
             r = kjson_skip(j);
@@ -467,7 +468,8 @@ static int read_document(struct parse *p)
     if (r < 0)
         return r;
     if ((c = kjson_peek(j)) >= 0)
-        return kjson_fail(j, -EBADMSG, "not JSON: '%c' after the end of the document at byte %" PRIu64,
+        return kjson_fail(j, -EBADMSG,
+                          "not JSON: '%c' after the end of the document at byte %" PRIu64,
                           c >= 0x20 && c < 0x7f ? c : '?', kjson_offset(j));
     if (j->error)
         return j->error;

@@ -73,9 +73,9 @@ struct kineto_trace {
     char **names;       /* distinct kernel names, first-seen order */
     uint64_t *name_ids; /* name_id() of each name (common/name_id.h) */
     size_t n_names;
-    int32_t rank;       /* distributedInfo.rank, -1 when absent */
-    int32_t world_size; /* distributedInfo.world_size, -1 when absent */
-    size_t skipped;     /* kernel events without a usable name, ts or dur */
+    int32_t rank;                          /* distributedInfo.rank, -1 when absent */
+    int32_t world_size;                    /* distributedInfo.world_size, -1 when absent */
+    size_t skipped;                        /* kernel events without a usable name, ts or dur */
     struct kineto_annotation *annotations; /* phase annotations in file order */
     size_t n_annotations;
     char **phase_names; /* distinct phase names ("forward"), first-seen order */

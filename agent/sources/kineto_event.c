@@ -160,4 +160,3 @@ int kineto_event_read(struct kjson *j, struct kineto_event *ev)
     }
     return r;
 }
-

@@ -13,7 +13,8 @@
 /* One traceEvents entry, the fields the reader looks at. */
 struct kineto_event {
     char ph[4], cat[32];
-    char *name; /* caller's buffer of max_string + 1 bytes: head of the name (max_name_len + 1 bytes), NUL-terminated */
+    char *name; /* caller's buffer of max_string + 1 bytes: head of the name (max_name_len + 1
+                   bytes), NUL-terminated */
     size_t name_len;
     bool has_name, has_ph, has_cat, has_ts, has_dur, ts_ok, dur_ok, has_args;
     uint64_t ts_ns, dur_ns;

@@ -86,6 +86,7 @@ int kjson_number(struct kjson *j);
 int kjson_skip(struct kjson *j);
 
 /* Record an error at the current offset (first one wins); returns code. */
-int kjson_fail(struct kjson *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int kjson_fail(struct kjson *j, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif
