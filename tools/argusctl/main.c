@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/argusctl/compare.h"
 #include "tools/argusctl/heatmap.h"
+#include "tools/argusctl/import.h"
 #include "tools/argusctl/stragglers.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -73,6 +75,9 @@ static const struct config_table ctl_table = {
         "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
         "  report ID                         one report\n"
         "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of step time\n"
+        "  import-kineto FILE... --job J [--rank R]   PyTorch profiler traces into the collector\n"
+        "  compare --job A --job B | --job A --steps X-Y --vs-steps Z-W [--json]   two runs side "
+        "by side\n"
         "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
@@ -446,6 +451,9 @@ int main(int argc, char **argv)
     struct config_result res;
     int r;
 
+    for (int i = 1; i < argc; i++) /* commands with their own flags */
+        if (!strcmp(argv[i], "import-kineto") || !strcmp(argv[i], "compare"))
+            return (argv[i][0] == 'i' ? import_kineto_main : compare_main)(argc, argv);
     for (int i = 1; i < argc; i++) /* -o FILE is --output FILE */
         if (strcmp(argv[i], "-o") == 0)
             argv[i] = "--output";
