@@ -413,16 +413,22 @@ static int import_prepare(struct import_file *f, int index, int nfiles)
 static void import_print(const struct import_file *f)
 {
     const struct kineto_trace *t = f->t;
+    size_t shown = 0;
 
     printf("%s: rank %" PRIu32 "/%" PRIu32 ", %zu step%s", f->path, f->rank, f->world, t->n_steps,
            t->n_steps == 1 ? "" : "s");
     if (t->n_steps)
         printf(" (%" PRIu64 "-%" PRIu64 ")", t->steps[0].number, t->steps[t->n_steps - 1].number);
     printf(", %zu kernels, ", t->n_spans);
-    if (t->n_phase_names == 0)
+    for (size_t i = 0; i < t->n_phase_names; i++) { /* the phases some step carries */
+        size_t k = 0;
+        while (k < t->n_annotations && !(t->annotations[k].name == i && t->annotations[k].top))
+            k++;
+        if (k < t->n_annotations)
+            printf("%s%s", shown++ ? " " : "phases: ", t->phase_names[i]);
+    }
+    if (!shown)
         printf("no phase annotations in this trace (steps carry no phases)");
-    for (size_t i = 0; i < t->n_phase_names; i++)
-        printf("%s%s", i ? " " : "phases: ", t->phase_names[i]);
     printf(" -> job %s\n", f->cfg->job);
 }
 
