@@ -249,20 +249,40 @@ static void import_batch_free(Argus__V1__Batch *b)
         import_record_free(b->steps[i]);
 }
 
-/* Wait for the next event of the stream that is not NONE, up to the
- * deadline. */
-static int import_wait(struct rpc_stream *st, uint64_t deadline, struct rpc_stream_event *ev)
+/* The Push stream of one file and the highest seq the collector acked. */
+struct import_stream {
+    struct rpc_stream *st;
+    uint64_t epoch, acked;
+};
+
+/* Wait for the next event that is not NONE, up to the deadline; an ack on
+ * the way is recorded whatever the caller waits for. */
+static int import_wait(struct import_stream *is, uint64_t deadline, struct rpc_stream_event *ev)
 {
     while (clock_mono_ns() < deadline) {
-        rpc_stream_poll(st, 200, ev);
+        rpc_stream_poll(is->st, 200, ev);
+        if (ev->kind == RPC_STREAM_MESSAGE) {
+            Argus__V1__Ack *ack = argus__v1__ack__unpack(NULL, ev->len, ev->data);
+            if (ack && ack->epoch == is->epoch && ack->seq > is->acked)
+                is->acked = ack->seq;
+            if (ack)
+                argus__v1__ack__free_unpacked(ack, NULL);
+        }
         if (ev->kind != RPC_STREAM_NONE)
             return 0;
     }
     return -ETIMEDOUT;
 }
 
+static int import_closed(const struct import_file *f, const struct rpc_stream_event *ev)
+{
+    fprintf(stderr, "argusctl: %s: the collector refused the import: %s\n", f->path,
+            ev->message[0] ? ev->message : "stream closed");
+    return -EPIPE;
+}
+
 /* Send one packed batch and wait until it is written. */
-static int import_send(struct import_file *f, struct rpc_stream *st, Argus__V1__Batch *b,
+static int import_send(struct import_file *f, struct import_stream *is, Argus__V1__Batch *b,
                        uint64_t deadline)
 {
     struct rpc_stream_event ev;
@@ -277,44 +297,32 @@ static int import_send(struct import_file *f, struct rpc_stream *st, Argus__V1__
     r = frame_encode(raw, len, FRAME_CODEC_LZ4, &frame, &flen);
     free(raw);
     if (r == 0)
-        r = rpc_stream_send(st, frame, flen);
+        r = rpc_stream_send(is->st, frame, flen);
     free(frame);
     while (r == 0) {
-        if ((r = import_wait(st, deadline, &ev)) < 0)
+        if ((r = import_wait(is, deadline, &ev)) < 0)
             break;
         if (ev.kind == RPC_STREAM_SENT)
             return 0;
-        if (ev.kind == RPC_STREAM_CLOSED) {
-            fprintf(stderr, "argusctl: %s: the collector closed the stream: %s\n", f->path,
-                    ev.message[0] ? ev.message : "no reason given");
-            return -EPIPE;
-        }
+        if (ev.kind == RPC_STREAM_CLOSED)
+            return import_closed(f, &ev);
     }
     return r;
 }
 
-/* Wait for the ack of (epoch, seq). */
-static int import_ack(struct import_file *f, struct rpc_stream *st, uint64_t epoch, uint64_t seq,
+/* Wait for the ack of seq. */
+static int import_ack(struct import_file *f, struct import_stream *is, uint64_t seq,
                       uint64_t deadline)
 {
     struct rpc_stream_event ev;
 
-    while (import_wait(st, deadline, &ev) == 0) {
-        if (ev.kind == RPC_STREAM_CLOSED) {
-            fprintf(stderr, "argusctl: %s: the collector refused the import: %s\n", f->path,
-                    ev.message[0] ? ev.message : "stream closed");
-            return -EPIPE;
-        }
-        if (ev.kind != RPC_STREAM_MESSAGE)
-            continue;
-        Argus__V1__Ack *ack = argus__v1__ack__unpack(NULL, ev.len, ev.data);
-        bool done = ack && ack->epoch == epoch && ack->seq >= seq;
-        if (ack)
-            argus__v1__ack__free_unpacked(ack, NULL);
-        if (done)
-            return 0;
+    while (is->acked < seq) {
+        if (import_wait(is, deadline, &ev) < 0)
+            return -ETIMEDOUT;
+        if (ev.kind == RPC_STREAM_CLOSED && is->acked < seq)
+            return import_closed(f, &ev);
     }
-    return -ETIMEDOUT;
+    return 0;
 }
 
 /* The rank's Resource, sent with the first batch. */
@@ -333,13 +341,12 @@ static void import_resource(const struct import_file *f, Argus__V1__Resource *re
 static int import_push(struct import_file *f, struct rpc_channel *ch)
 {
     const struct kineto_trace *t = f->t;
-    uint64_t epoch = clock_real_ns(), seq = 0;
-    uint64_t deadline = clock_mono_ns() + f->cfg->timeout;
+    uint64_t seq = 0, deadline = clock_mono_ns() + f->cfg->timeout;
     struct summarizer *sum = summarizer_new(NULL);
-    struct rpc_stream *st = rpc_stream_open(ch, RPC_INGEST_PUSH, false);
+    struct import_stream is = {rpc_stream_open(ch, RPC_INGEST_PUSH, false), clock_real_ns(), 0};
     Argus__V1__StepRecord recs[IMPORT_STEPS_PER_BATCH], *recp[IMPORT_STEPS_PER_BATCH];
     Argus__V1__Resource res, *resp = &res;
-    int r = sum && st ? 0 : -ENOMEM;
+    int r = sum && is.st ? 0 : -ENOMEM;
 
     import_resource(f, &res);
     for (size_t from = 0; r == 0 && (from < t->n_steps || seq == 0);
@@ -349,7 +356,7 @@ static int import_push(struct import_file *f, struct rpc_channel *ch)
         Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
 
         b.agent_id = f->agent_id;
-        b.epoch = epoch;
+        b.epoch = is.epoch;
         b.seq = ++seq;
         b.created_unix_ns = clock_real_ns();
         b.steps = recp;
@@ -365,14 +372,14 @@ static int import_push(struct import_file *f, struct rpc_channel *ch)
         if (r == 0)
             r = import_batch_names(f, &b, from, to);
         if (r == 0)
-            r = import_send(f, st, &b, deadline);
+            r = import_send(f, &is, &b, deadline);
         import_batch_free(&b);
     }
     if (r == 0)
-        r = import_ack(f, st, epoch, seq, deadline);
+        r = import_ack(f, &is, seq, deadline);
     if (r == 0)
-        rpc_stream_close_send(st);
-    rpc_stream_free(st);
+        rpc_stream_close_send(is.st);
+    rpc_stream_free(is.st);
     summarizer_free(sum);
     return r;
 }
