@@ -419,10 +419,14 @@ static void print_row(const struct row *r)
 
 static void compare_print(struct compare *c, struct row **by_impact)
 {
-    printf("A: job %s steps %" PRIu64 "-%s%" PRIu64 " (%" PRIu64 " records)\n", c->job[0],
-           c->from[0], c->to[0] ? "" : "end ", c->to[0], c->records[0]);
-    printf("B: job %s steps %" PRIu64 "-%s%" PRIu64 " (%" PRIu64 " records)\n", c->job[1],
-           c->from[1], c->to[1] ? "" : "end ", c->to[1], c->records[1]);
+    for (int s = 0; s < 2; s++) {
+        printf("%c: job %s steps ", s ? 'B' : 'A', c->job[s]);
+        if (c->to[s])
+            printf("%" PRIu64 "-%" PRIu64, c->from[s], c->to[s]);
+        else
+            printf("all");
+        printf(" (%" PRIu64 " records)\n", c->records[s]);
+    }
     printf("%-6s %-40s %7s %9s %9s %9s | %7s %9s %9s %9s | %9s %10s\n", "KIND", "NAME", "A.COUNT",
            "A.P50ms", "A.P90ms", "A.MEANms", "B.COUNT", "B.P50ms", "B.P90ms", "B.MEANms", "W1ms",
            "IMPACTms");
