@@ -93,7 +93,7 @@ LIB_COLLECTOR := $(B)/lib/libargus_collector.a
 OUR_LIBS      := $(LIB_AGENT) $(LIB_COLLECTOR) $(LIB_COMMON)
 
 # What each tool links besides its own objects (tools/NAME/*.c).
-TOOL_DEPS_argusctl  := $(LIB_COMMON)
+TOOL_DEPS_argusctl  := $(LIB_AGENT) $(LIB_COMMON)
 TOOL_DEPS_argus-sim := $(LIB_AGENT) $(LIB_COMMON)
 # A tool's objects other than its main.c, for tests (e.g. the heatmap, the
 # simulator's scenario generator).
