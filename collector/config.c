@@ -70,11 +70,11 @@ static const struct config_option collector_options[] = {
     OPT("remote_write.url", CONFIG_STRING, remote_write_url, "", 0, 0,
         "push the per-job series to this Prometheus remote write 1.0 endpoint "
         "(http[s]://HOST:PORT/api/v1/write; empty: off)"),
-    OPT("remote_write.interval", CONFIG_DURATION, remote_write_interval, "15s", 1, 3600,
+    OPT("remote_write.interval", CONFIG_DURATION, remote_write_interval, "15s", 0.1, 3600,
         "how often the per-job series are collected and sent"),
     OPT("remote_write.timeout", CONFIG_DURATION, remote_write_timeout, "10s", 0.1, 300,
         "give up on one POST after this long (it is retried)"),
-    OPT("remote_write.queue_bytes", CONFIG_SIZE, remote_write_queue_bytes, "16MiB", 65536,
+    OPT("remote_write.queue_bytes", CONFIG_SIZE, remote_write_queue_bytes, "16MiB", 4096,
         4.0 * 1073741824,
         "compressed requests waiting while the endpoint is down; over it the oldest are dropped "
         "(counted)"),

@@ -291,9 +291,9 @@ int main(int argc, char **argv)
     if (r == 0)
         r = collector_start_diagnosis(&c);
     if (r == 0)
-        r = collector_start_grpc(&c);
-    if (r == 0)
         r = collector_start_remote_write(&c);
+    if (r == 0)
+        r = collector_start_grpc(&c);
     if (r == 0)
         r = collector_start_http(&c);
     if (r == 0) {
