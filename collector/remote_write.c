@@ -192,6 +192,10 @@ static void remote_write_collect(struct remote_write *w)
     struct remote_write_request *r = calloc(1, sizeof(*r));
     int err = r ? w->collect(w->ctx, &s) : -ENOMEM;
 
+    if (!err && !s.n) { /* no job: nothing to send */
+        free(r);
+        return;
+    }
     err = err < 0 ? err
                   : remote_write_encode(&s, (int64_t)(clock_real_ns() / NSEC_PER_MSEC), &r->data,
                                         &r->len);
