@@ -8,20 +8,13 @@
 
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_report.h"
+#include "collector/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strmap.h"
 
-#define DIAGNOSIS_RECENT_MAX 64     /* recent suspects kept per job */
 #define DIAGNOSIS_DEFAULT_WINDOW 40 /* diag_engine.h's default persistence window */
-
-struct diagnosis_recent { /* a suspect of a recent report */
-    uint32_t rank;        /* DIAG_RANK_NONE: a node or the job */
-    int cause;            /* Argus__V1__Cause */
-    double score;
-    uint64_t to_step; /* end of the report's window */
-};
 
 struct diagnosis_job {
     char *job;
@@ -33,8 +26,7 @@ struct diagnosis_job {
     uint64_t feed_lag_ns;               /* wall clock - receive time of the last batch fed */
     struct diagnosis_job_lag lag;       /* as of the last tick */
     struct diagnosis_job_series series; /* steps and lag as of the last tick */
-    struct diagnosis_recent recent[DIAGNOSIS_RECENT_MAX]; /* suspects by (rank, cause) */
-    size_t n_recent;
+    struct recent_suspects recent;      /* of its reports */
 };
 
 struct diagnosis {
@@ -170,33 +162,6 @@ static struct diagnosis_job *diagnosis_job(struct diagnosis *d, const char *job)
     return j;
 }
 
-/* Remember one suspect of a report of j (its lock held): the entry of the
- * same (rank, cause) is refreshed, else a free slot or the oldest is taken. */
-static void diagnosis_note_suspect(struct diagnosis_job *j, const Argus__V1__Suspect *s,
-                                   uint64_t to_step)
-{
-    struct diagnosis_recent *slot = NULL;
-
-    for (size_t i = 0; i < j->n_recent && !slot; i++)
-        if (j->recent[i].rank == s->rank && j->recent[i].cause == (int)s->cause)
-            slot = &j->recent[i];
-    if (!slot && j->n_recent < DIAGNOSIS_RECENT_MAX)
-        slot = &j->recent[j->n_recent++];
-    if (!slot) { /* full: the oldest goes */
-        slot = &j->recent[0];
-        for (size_t i = 1; i < j->n_recent; i++)
-            if (j->recent[i].to_step < slot->to_step)
-                slot = &j->recent[i];
-    }
-    *slot = (struct diagnosis_recent){s->rank, (int)s->cause, s->score, to_step};
-}
-
-static void diagnosis_note_report(struct diagnosis_job *j, const Argus__V1__Report *r)
-{
-    for (size_t i = 0; i < r->n_suspects; i++)
-        diagnosis_note_suspect(j, r->suspects[i], r->to_step);
-}
-
 /* Store and log the reports of j (its lock held). */
 static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
 {
@@ -213,7 +178,7 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
         }
         log_warn("diagnosis", "report %s job %s steps %" PRIu64 "-%" PRIu64 ": %s", r->id, r->job,
                  r->from_step, r->to_step, r->summary);
-        diagnosis_note_report(j, r);
+        recent_suspects_note(&j->recent, r);
         diag_report_free(reps[i]);
     }
     free(reps);
@@ -414,33 +379,13 @@ void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx)
     pthread_mutex_unlock(&d->lock);
 }
 
-static bool diagnosis_rank_cause(int cause)
-{
-    return cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE || cause == ARGUS__V1__CAUSE__CAUSE_LINK ||
-           cause == ARGUS__V1__CAUSE__CAUSE_HOST || cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
-}
-
 /* j's summary (its lock held): the tick's numbers plus its recent suspects. */
 static struct diagnosis_job_series diagnosis_series_of(const struct diagnosis_job *j,
                                                        uint32_t window)
 {
     struct diagnosis_job_series s = j->series;
-    uint64_t horizon = 2 * (uint64_t)window;
 
-    for (size_t i = 0; i < j->n_recent; i++) {
-        const struct diagnosis_recent *r = &j->recent[i];
-        if (s.has_step && r->to_step + horizon < s.step)
-            continue; /* recovered: not reported for two windows */
-        if (r->cause >= 0 && r->cause < DIAGNOSIS_CAUSES)
-            s.suspects[r->cause]++;
-        if (r->rank == DIAG_RANK_NONE || !diagnosis_rank_cause(r->cause))
-            continue;
-        if (!s.has_top || r->score > s.top_score) {
-            s.has_top = true;
-            s.top_rank = r->rank;
-            s.top_score = r->score;
-        }
-    }
+    recent_suspects_summarize(&j->recent, window, &s);
     return s;
 }
 
