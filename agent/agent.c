@@ -317,23 +317,10 @@ static int agent_start_http(struct agent *a)
     return 0;
 }
 
-/* Checks the table cannot express. Logs and returns -EINVAL on the first. */
-static int agent_validate(const struct agent_config *c)
-{
-    if (c->cupti_sample_k > c->cupti_sample_n) {
-        log_error("agent", "cupti.sample_k (%llu) must not exceed cupti.sample_n (%llu)",
-                  (unsigned long long)c->cupti_sample_k, (unsigned long long)c->cupti_sample_n);
-        return -EINVAL;
-    }
-    return 0;
-}
-
 struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 {
     struct agent *a;
 
-    if (agent_validate(cfg) < 0)
-        return NULL;
     a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
@@ -435,27 +422,23 @@ static void agent_tick(struct agent *a, uint64_t now)
     agent_publish(a, now);
 }
 
+/* SIGHUP: load and validate the config again (the checks of a start); log
+ * each changed key and whether it applied: log.level and the CUPTI sampling
+ * apply live, the rest at the next restart. An invalid config is refused
+ * whole and the running one kept. */
 static void agent_reload(struct agent *a)
 {
     struct agent_config fresh = {0};
     struct config_result res;
 
     daemon_notify("RELOADING=1");
-    if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0 ||
-        agent_validate(&fresh) < 0) {
+    if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
-                  res.error[0] ? res.error : "see the error above");
+                  config_errors_oneline(&res));
     } else {
-        log_set_level((enum log_level)fresh.log_level);
-        agent_apply_sampling(a, &fresh);
-        const char *mode =
-            config_enum_name(&agent_config_table, "cupti.sample_mode", fresh.cupti_sample_mode);
-        log_info("agent",
-                 "reloaded: log.level=%s, cupti sampling %s %llu/%llu (other keys apply "
-                 "at restart)",
-                 log_level_name((enum log_level)fresh.log_level), mode,
-                 (unsigned long long)fresh.cupti_sample_k,
-                 (unsigned long long)fresh.cupti_sample_n);
+        config_apply_changes(&agent_config_table, a->cfg, &fresh);
+        log_set_level((enum log_level)a->cfg->log_level);
+        agent_apply_sampling(a, a->cfg);
     }
     config_free(&agent_config_table, &fresh);
     daemon_notify("READY=1");

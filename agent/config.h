@@ -29,6 +29,7 @@ struct agent_config {
     uint64_t stacks_hz, stacks_cache;
     bool cupti_enable;
     char *cupti_socket;
+    char *cupti_socket_group;
     int cupti_sample_mode; /* enum cupti_sample_mode */
     uint64_t cupti_sample_k, cupti_sample_n;
 };

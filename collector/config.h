@@ -21,8 +21,11 @@ struct collector_config {
     uint64_t max_frame; /* bytes */
     uint64_t max_raw;
     uint64_t max_names_per_batch;
-    uint64_t max_names_per_job;
-    uint64_t max_ranks;
+    uint64_t limits_max_jobs, limits_max_ranks_per_job;
+    uint64_t limits_max_names_per_job, limits_max_names_total;
+    uint64_t limits_max_step, limits_max_step_jump;
+    uint64_t limits_max_jobs_per_batch;
+    uint64_t limits_job_memory; /* bytes */
     uint64_t diag_step_timeout;
     uint64_t diag_job_idle;    /* ns */
     uint64_t diag_stream_hold; /* ns */

@@ -113,6 +113,7 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
     o.silence_ns = d->o.silence_ns;
     o.max_open_bytes = d->o.max_open_bytes;
     o.late_horizon = d->o.late_horizon;
+    o.max_ranks = d->o.max_ranks;
     o.window = d->o.window;
     o.min_hits = d->o.min_hits;
     o.name = diagnosis_name;

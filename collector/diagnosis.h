@@ -24,6 +24,7 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint32_t late_horizon;
     uint32_t window, min_hits;
     uint32_t max_jobs;    /* engines at once; the least recently fed goes */
+    uint32_t max_ranks;   /* per job: rank numbers below it (0: the engine's 65,536) */
     uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
                            * state freed (0: 5 minutes) */
 };

@@ -16,14 +16,7 @@
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"
-#include "common/u64set.h"
 #include "common/wire_steps.h"
-
-/* The name ids seen per job, to enforce max_names_per_job exactly. */
-struct ingest_job_names {
-    char *job;
-    struct u64set ids;
-};
 
 struct ingest_drop {
     char *agent, *reason, *job;
@@ -39,9 +32,7 @@ struct ingest {
     struct ingest_limits limits;
     struct diagq *diagq;
     struct stream_clock *clock;
-    pthread_mutex_t names_lock;
-    struct ingest_job_names *jobs;
-    size_t njobs;
+    struct limits *admission;
     atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
     atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
 };
@@ -59,13 +50,12 @@ void ingest_default_limits(struct ingest_limits *l)
         .max_id_len = 128,
         .max_name_len = 4096,
         .max_names_per_batch = 65536,
-        .max_names_per_job = 1000000,
         .max_steps_per_batch = 65536,
         .max_resources_per_batch = 4096,
-        .max_ranks = 1u << 20,
         .max_groups_per_step = 4096,
         .max_clusters_per_group = 64,
     };
+    limits_default_options(&l->admit);
 }
 
 const char *ingest_reject_name(enum ingest_reject r)
@@ -100,11 +90,6 @@ static int ingest_validate_resource(const Argus__V1__Resource *r, const struct i
     if (!ingest_valid_id(r->job, l->max_id_len))
         REJECT(TRANSPORT_INVALID_ARGUMENT, "resource has an invalid job id (1-%zu printable bytes)",
                l->max_id_len);
-    if (r->rank >= l->max_ranks || r->world_size > l->max_ranks)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "resource rank %" PRIu32 " / world size %" PRIu32
-               " of job %s is over the limit of %" PRIu32 " ranks",
-               r->rank, r->world_size, r->job, l->max_ranks);
     if (r->world_size && r->rank >= r->world_size)
         REJECT(TRANSPORT_INVALID_ARGUMENT,
                "resource rank %" PRIu32 " is not below world size %" PRIu32 " (job %s)", r->rank,
@@ -123,11 +108,6 @@ static int ingest_validate_step(const Argus__V1__StepRecord *s, const struct ing
                "step record has an invalid job id (1-%zu printable "
                "bytes)",
                l->max_id_len);
-    if (s->rank >= l->max_ranks)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "step record rank %" PRIu32 " of job %s is over the "
-               "limit of %" PRIu32 " ranks",
-               s->rank, s->job, l->max_ranks);
     if (s->n_phases > l->max_groups_per_step || s->n_kernels > l->max_groups_per_step ||
         s->n_collectives > l->max_groups_per_step)
         REJECT(TRANSPORT_RESOURCE_EXHAUSTED,
@@ -195,51 +175,7 @@ int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, ch
     return ingest_validate_names(b, l, err, errlen);
 }
 
-/* --- names per job ----------------------------------------------------------- */
-
-static struct ingest_job_names *ingest_job(struct ingest *in, const char *job)
-{
-    for (size_t i = 0; i < in->njobs; i++)
-        if (strcmp(in->jobs[i].job, job) == 0)
-            return &in->jobs[i];
-    struct ingest_job_names *grown = realloc(in->jobs, (in->njobs + 1) * sizeof(*grown));
-    if (!grown)
-        return NULL;
-    in->jobs = grown;
-    struct ingest_job_names *j = &in->jobs[in->njobs];
-    *j = (struct ingest_job_names){.job = strdup(job)};
-    if (!j->job)
-        return NULL;
-    in->njobs++;
-    return j;
-}
-
-/* Admit the batch's names against max_names_per_job; records new ids. */
-static int ingest_admit_names(struct ingest *in, const Argus__V1__Batch *b, char *err,
-                              size_t errlen)
-{
-    int r = TRANSPORT_OK;
-
-    pthread_mutex_lock(&in->names_lock);
-    for (size_t i = 0; i < b->n_names && r == TRANSPORT_OK; i++) {
-        struct ingest_job_names *j = ingest_job(in, b->names[i]->job);
-        if (!j) {
-            r = TRANSPORT_INTERNAL;
-            snprintf(err, errlen, "out of memory");
-        } else if (!u64set_has(&j->ids, b->names[i]->id)) {
-            if (j->ids.count >= in->limits.max_names_per_job) {
-                r = TRANSPORT_RESOURCE_EXHAUSTED;
-                snprintf(err, errlen, "job %s already has %zu names; limit %zu", j->job,
-                         j->ids.count, in->limits.max_names_per_job);
-            } else if (u64set_add(&j->ids, b->names[i]->id) < 0) {
-                r = TRANSPORT_INTERNAL;
-                snprintf(err, errlen, "out of memory");
-            }
-        }
-    }
-    pthread_mutex_unlock(&in->names_lock);
-    return r;
-}
+/* --- drop counters ----------------------------------------------------------- */
 
 /* Remember the newest value of each reported drop counter. */
 static void ingest_record_drops(struct ingest *in, const Argus__V1__Batch *b)
@@ -291,7 +227,11 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
     in->limits = *limits;
     in->diagq = diagq;
     in->clock = clock;
-    pthread_mutex_init(&in->names_lock, NULL);
+    in->admission = limits_new(&limits->admit);
+    if (!in->admission) {
+        free(in);
+        return NULL;
+    }
     pthread_mutex_init(&in->drops_lock, NULL);
     return in;
 }
@@ -300,18 +240,13 @@ void ingest_free(struct ingest *in)
 {
     if (!in)
         return;
-    for (size_t i = 0; i < in->njobs; i++) {
-        free(in->jobs[i].job);
-        u64set_clear(&in->jobs[i].ids);
-    }
-    free(in->jobs);
+    limits_free(in->admission);
     for (size_t i = 0; i < in->ndrops; i++) {
         free(in->drops[i].agent);
         free(in->drops[i].reason);
         free(in->drops[i].job);
     }
     free(in->drops);
-    pthread_mutex_destroy(&in->names_lock);
     pthread_mutex_destroy(&in->drops_lock);
     free(in);
 }
@@ -472,7 +407,7 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
     int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
 
     if (r == TRANSPORT_OK)
-        r = ingest_admit_names(s->in, b, err, sizeof(err));
+        r = limits_admit(s->in->admission, b, recv, err, sizeof(err));
     if (r != TRANSPORT_OK) {
         ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
         return;
@@ -549,6 +484,11 @@ const struct transport_stream_ops ingest_stream_ops = {
     .message = ingest_message,
     .close = ingest_close,
 };
+
+struct limits *ingest_admission(struct ingest *in)
+{
+    return in->admission;
+}
 
 void ingest_get_stats(struct ingest *in, struct ingest_stats *out)
 {

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/limits.h"
 #include "collector/transport.h"
 #include "proto/argus.pb-c.h"
 
@@ -25,12 +26,11 @@ struct ingest_limits {
     size_t max_id_len;   /* job, agent id, node, gpu uuid */
     size_t max_name_len; /* one dictionary name */
     size_t max_names_per_batch;
-    size_t max_names_per_job;
     size_t max_steps_per_batch;
     size_t max_resources_per_batch;
-    uint32_t max_ranks;         /* rank and world size must be below this */
     size_t max_groups_per_step; /* kernel groups, phases, collectives each */
     size_t max_clusters_per_group;
+    struct limits_options admit; /* per job and per collector (limits.h) */
 };
 
 /* Defaults used by the collector's config table. */
@@ -50,7 +50,11 @@ void ingest_free(struct ingest *in);
 /* The stream handler to register with transport_add_stream (ctx = ingest). */
 extern const struct transport_stream_ops ingest_stream_ops;
 
-/* Check a decoded batch against limits. Returns TRANSPORT_OK, or
+/* The admission limits (for /metrics); valid while in lives. */
+struct limits *ingest_admission(struct ingest *in);
+
+/* Check a decoded batch against the per-batch limits (sizes, strings, name
+ * ids; not those of limits.h, which need the collector's state). Returns TRANSPORT_OK, or
  * TRANSPORT_INVALID_ARGUMENT / TRANSPORT_RESOURCE_EXHAUSTED with a sentence in
  * err. Pure: no store access. */
 int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, char *err,

@@ -6,8 +6,9 @@
  *                diagnosis.c, the adapter that feeds diag/ (the pure engine)
  *                and stores its reports: acks never wait on diagnosis
  *   query.c      argusctl's requests -> store/ reads
- *   metrics.c    /metrics and /healthz; series.c the per-job series in it,
- *                which remote_write.c also pushes (remote_write.url)
+ *   metrics.c    /metrics and /healthz; the report page (web/) on the same port;
+ *                series.c the per-job series in /metrics, which
+ *                remote_write.c also pushes (remote_write.url)
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -110,6 +111,8 @@ static int collector_start_diagnosis(struct collector *c)
         .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
+        .max_jobs = (uint32_t)c->cfg.limits_max_jobs,
+        .max_ranks = (uint32_t)c->cfg.limits_max_ranks_per_job,
     };
     struct diagq_options qopt = {
         .max_bytes = c->cfg.diag_queue_bytes,
@@ -129,6 +132,21 @@ static int collector_start_diagnosis(struct collector *c)
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
 }
 
+/* The limits.* keys (collector/limits.h); jobs are forgotten when diagnosis
+ * forgets them. */
+static void collector_admission_limits(const struct collector *c, struct limits_options *o)
+{
+    o->max_jobs = (uint32_t)c->cfg.limits_max_jobs;
+    o->max_ranks_per_job = (uint32_t)c->cfg.limits_max_ranks_per_job;
+    o->max_names_per_job = c->cfg.limits_max_names_per_job;
+    o->max_names_total = c->cfg.limits_max_names_total;
+    o->max_step = c->cfg.limits_max_step;
+    o->max_step_jump = c->cfg.limits_max_step_jump;
+    o->max_jobs_per_batch = (uint32_t)c->cfg.limits_max_jobs_per_batch;
+    o->job_memory = c->cfg.limits_job_memory;
+    o->job_idle_ns = c->cfg.diag_job_idle;
+}
+
 static int collector_start_grpc(struct collector *c)
 {
     struct ingest_limits limits;
@@ -143,8 +161,7 @@ static int collector_start_grpc(struct collector *c)
     limits.max_frame = c->cfg.max_frame;
     limits.max_raw = c->cfg.max_raw;
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
-    limits.max_names_per_job = c->cfg.max_names_per_job;
-    limits.max_ranks = (uint32_t)c->cfg.max_ranks;
+    collector_admission_limits(c, &limits.admit);
     c->ingest = ingest_new(c->store, &limits, c->diagq, c->clock);
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
@@ -206,12 +223,14 @@ static int collector_start_http(struct collector *c)
         log_error("main", "http.listen: %s", err);
         return -EADDRINUSE;
     }
-    log_info("main", "HTTP /metrics and /healthz on %s (port %d)", c->cfg.http_listen,
-             http_port(c->http));
+    log_info("main", "HTTP /metrics, /healthz and the report page / on %s (port %d)",
+             c->cfg.http_listen, http_port(c->http));
     return 0;
 }
 
-/* SIGHUP: load and validate the config again; only log.level applies live. */
+/* SIGHUP: load and validate the config again; log each changed key and
+ * whether it applied (only log.level applies live). An invalid config is
+ * refused whole and the running one kept. */
 static void collector_reload(struct collector *c, int argc, char **argv)
 {
     struct collector_config fresh = {0};
@@ -219,11 +238,11 @@ static void collector_reload(struct collector *c, int argc, char **argv)
 
     daemon_notify("RELOADING=1");
     if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
-        log_error("main", "reload rejected, keeping the running config: %s", res.error);
+        log_error("main", "reload rejected, keeping the running config: %s",
+                  config_errors_oneline(&res));
     } else {
-        log_set_level((enum log_level)fresh.log_level);
-        log_info("main", "reloaded: log.level=%s (other keys apply at restart)",
-                 log_level_name((enum log_level)fresh.log_level));
+        config_apply_changes(&collector_config_table, &c->cfg, &fresh);
+        log_set_level((enum log_level)c->cfg.log_level);
     }
     config_free(&collector_config_table, &fresh);
     daemon_notify("READY=1");

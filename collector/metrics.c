@@ -7,11 +7,13 @@
 #include "collector/diagnosis.h"
 #include "collector/diagq.h"
 #include "collector/ingest.h"
+#include "collector/limits.h"
 #include "collector/remote_write.h"
 #include "collector/series.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
+#include "collector/web/web.h"
 #include "common/procstat.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
@@ -231,6 +233,31 @@ static void collector_metrics_remote_write(struct remote_write *w, struct http_b
                     rs.last_success_unix);
 }
 
+/* The admission limits (limits.*): refusals by limit, the memory budget. */
+static void collector_metrics_limits(struct limits *l, struct http_buf *b)
+{
+    const char *names[LIMITS_KIND_COUNT];
+    struct limits_stats ls;
+
+    limits_get_stats(l, &ls);
+    for (int k = 0; k < LIMITS_KIND_COUNT; k++)
+        names[k] = limits_kind_name(k);
+    collector_diag_counter(b, "argus_limit_rejections_total",
+                           "batches refused by an admission limit (limits.*), by limit", "limit",
+                           names, ls.rejections, LIMITS_KIND_COUNT);
+    http_buf_metric(b, "argus_limit_jobs", "gauge", "jobs active (counted against limits.max_jobs)",
+                    "", ls.jobs);
+    http_buf_metric(b, "argus_limit_names", "gauge", "distinct names of the active jobs", "",
+                    ls.names);
+    http_buf_metric(b, "argus_limit_job_memory_bytes", "gauge",
+                    "per-job state charged against limits.job_memory", "", ls.memory);
+    http_buf_metric(b, "argus_limit_job_memory_limit_bytes", "gauge", "limits.job_memory", "",
+                    ls.memory_limit);
+    http_buf_metric(b, "argus_limit_jobs_forgotten_total", "counter",
+                    "jobs whose admission state was freed after diag.job_idle", "",
+                    ls.jobs_forgotten);
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -272,6 +299,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    collector_metrics_limits(ingest_admission(m->ingest), b);
     collector_diag_metrics(m, b);
     if (m->diagq)
         collector_metrics_diagq(m->diagq, b);
@@ -306,7 +334,9 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
             http_buf_printf(&b, "ok\n");
         resp->status = st.failing ? 503 : 200;
     } else {
-        resp->status = 404;
+        /* a page of the report (collector/web/), or not found */
+        if (!web_handle(m->store, path, resp))
+            resp->status = 404;
         return;
     }
     if (b.failed)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "collector/store/store.h"
+#include "common/heatmap_wire.h"
 #include "common/rpc_paths.h"
 #include "common/u64set.h"
 #include "proto/argus.pb-c.h"
@@ -286,6 +287,74 @@ out:
         argus__v1__report_request__free_unpacked(req, NULL);
 }
 
+/* The cells of a heatmap query, growing parallel arrays. */
+struct query_cells {
+    uint32_t *ranks;
+    uint64_t *steps, *values;
+    size_t n, cap;
+    bool step_time, truncated;
+};
+
+static int query_cell(void *ctx, const void *value, size_t len)
+{
+    struct query_cells *c = ctx;
+    struct heatmap_wire_cell cell;
+
+    if (c->n == QUERY_MAX_HEATMAP_CELLS) {
+        c->truncated = true;
+        return 1;
+    }
+    if (heatmap_wire_cell(value, len, &cell) < 0)
+        return 0; /* a record we cannot read is skipped, as in Steps */
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 4096;
+        uint32_t *r = realloc(c->ranks, cap * sizeof(*r));
+        if (r)
+            c->ranks = r;
+        uint64_t *s = r ? realloc(c->steps, cap * sizeof(*s)) : NULL;
+        if (s)
+            c->steps = s;
+        uint64_t *v = s ? realloc(c->values, cap * sizeof(*v)) : NULL;
+        if (!v)
+            return -ENOMEM;
+        c->values = v;
+        c->cap = cap;
+    }
+    c->ranks[c->n] = cell.rank;
+    c->steps[c->n] = cell.step;
+    c->values[c->n++] = c->step_time ? cell.duration_ns : cell.own_ns;
+    return 0;
+}
+
+static void query_heatmap(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__HeatmapRequest *req = argus__v1__heatmap_request__unpack(NULL, len, data);
+    Argus__V1__HeatmapResponse resp = ARGUS__V1__HEATMAP_RESPONSE__INIT;
+    struct query_cells c = {0};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a HeatmapRequest");
+        return;
+    }
+    c.step_time = req->step_time;
+    if (query_job_known(ctx, req->job, reply)) {
+        if (store_scan_steps(ctx, req->job, -1, req->from_step, req->to_step, query_cell, &c) < 0) {
+            query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+        } else {
+            resp.n_ranks = resp.n_steps = resp.n_values_ns = c.n;
+            resp.ranks = c.ranks;
+            resp.steps = c.steps;
+            resp.values_ns = c.values;
+            resp.truncated = c.truncated;
+            query_reply(reply, &resp.base);
+        }
+    }
+    free(c.ranks);
+    free(c.steps);
+    free(c.values);
+    argus__v1__heatmap_request__free_unpacked(req, NULL);
+}
+
 int query_register(struct transport_server *t, struct store *store)
 {
     int r = 0;
@@ -295,5 +364,6 @@ int query_register(struct transport_server *t, struct store *store)
     r |= transport_add_unary(t, RPC_QUERY_RANKS, query_ranks, store);
     r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers, store);
     r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report, store);
+    r |= transport_add_unary(t, RPC_QUERY_HEATMAP, query_heatmap, store);
     return r ? -EINVAL : 0;
 }

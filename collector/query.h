@@ -14,6 +14,7 @@ struct store;
 #define QUERY_DEFAULT_STEP_LIMIT 10000u
 #define QUERY_MAX_STEP_LIMIT 100000u
 #define QUERY_MAX_REPLY_BYTES (48u << 20) /* a steps reply stops (truncated) past this */
+#define QUERY_MAX_HEATMAP_CELLS 2000000u  /* a heatmap reply stops (truncated) past this */
 
 /* Register every Query method on t, serving from store (not owned). */
 int query_register(struct transport_server *t, struct store *store);
