@@ -4,8 +4,21 @@
 # sent; 5xx is retried (the same request again), 4xx is not (its samples
 # counted rejected); with the endpoint gone, the bounded queue drops the
 # oldest requests and counts their samples, and a refused connection is
-# retried, not fatal.
+# retried, not fatal. Bad remote_write settings are refused by
+# --check-config with what is wrong.
 source "$(dirname "$0")/lib.sh"
+
+bad() { # WANT FLAGS...: --check-config exits 2 naming WANT
+    local want=$1 out rc; shift
+    out=$("$BIN/argus-collector" --check-config "$@" 2>&1); rc=$?
+    [[ $rc == 2 && $out == *"$want"* ]] || fail "check-config $*: rc $rc: $out"
+}
+bad "'ftp://x/' is not an http:// or https:// URL" --remote_write.url ftp://x/
+bad "'http://' is not an http:// or https:// URL" --remote_write.url http://
+bad "remote_write.url is empty" --remote_write.bearer_token_file /etc/hostname
+bad "$T/none: No such file" --remote_write.url http://h/api/v1/write \
+    --remote_write.bearer_token_file "$T/none"
+bad "remote_write.queue_bytes" --remote_write.queue_bytes 10
 
 RW=$(free_port)
 echo "s3cret-token" >"$T/token"
