@@ -1,6 +1,10 @@
 #include "collector/config.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/config_value.h"
 
@@ -15,6 +19,25 @@
 #define OPT_ENUM_LIVE(key, field, def, names, help)                                                \
     CONFIG_OPTION(struct collector_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL,  \
                   true)
+
+/* remote_write.url: empty, or http(s):// and a host. */
+static int collector_check_remote_write_url(const struct config_option *o, const void *field,
+                                            char *err, size_t errlen)
+{
+    const char *url = *(char *const *)field;
+    const char *host = !url                               ? NULL
+                       : strncmp(url, "http://", 7) == 0  ? url + 7
+                       : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                          : NULL;
+
+    if (!url || !*url || (host && *host && *host != '/'))
+        return 0;
+    snprintf(err, errlen,
+             "%s: '%s' is not an http:// or https:// URL with a host (e.g. "
+             "http://prometheus:9090/api/v1/write; empty: off)",
+             o->key, url);
+    return -EINVAL;
+}
 
 static const struct config_option collector_options[] = {
     OPT_ENUM_LIVE("log.level", log_level, "info", config_log_levels, "error, warn, info or debug"),
@@ -99,7 +122,43 @@ static const struct config_option collector_options[] = {
         "not diagnosed (counted)"),
     OPT("diag.lag_warn", CONFIG_DURATION, diag_lag_warn, "30s", 0.1, 86400,
         "log once when diagnosis of a job falls this far behind what was received"),
+    OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
+              "push the per-job series to this Prometheus remote write 1.0 endpoint "
+              "(http[s]://HOST:PORT/api/v1/write; empty: off)",
+              collector_check_remote_write_url),
+    OPT("remote_write.interval", CONFIG_DURATION, remote_write_interval, "15s", 0.1, 3600,
+        "how often the per-job series are collected and sent"),
+    OPT("remote_write.timeout", CONFIG_DURATION, remote_write_timeout, "10s", 0.1, 300,
+        "give up on one POST after this long (it is retried)"),
+    OPT("remote_write.queue_bytes", CONFIG_SIZE, remote_write_queue_bytes, "16MiB", 4096,
+        4.0 * 1073741824,
+        "compressed requests waiting while the endpoint is down; over it the oldest are dropped "
+        "(counted)"),
+    OPT("remote_write.bearer_token_file", CONFIG_STRING, remote_write_bearer_token_file, "", 0, 0,
+        "send Authorization: Bearer with the token on this file's first line (empty: none)"),
 };
+
+/* The bearer token file is read at start: it must be readable, and it
+ * means nothing without remote_write.url. */
+static void collector_check_remote_write(const struct collector_config *c,
+                                         struct config_result *res)
+{
+    const struct config_table *t = &collector_config_table;
+    const char *file = c->remote_write_bearer_token_file;
+    char a[300];
+
+    if (!file || !*file)
+        return;
+    if (!c->remote_write_url || !*c->remote_write_url)
+        config_error(res,
+                     "%s: remote_write.bearer_token_file is set but remote_write.url is "
+                     "empty (remote write is off)",
+                     config_where(t, res, "remote_write.bearer_token_file", a, sizeof(a)));
+    else if (access(file, R_OK) < 0)
+        config_error(res, "%s: remote_write.bearer_token_file %s: %s",
+                     config_where(t, res, "remote_write.bearer_token_file", a, sizeof(a)), file,
+                     strerror(errno));
+}
 
 /* Rules between keys: what the collector would otherwise clamp or replace. */
 static int collector_check(const void *cfg, struct config_result *res)
@@ -125,6 +184,7 @@ static int collector_check(const void *cfg, struct config_result *res)
                      config_where(t, res, "ingest.max_frame", a, sizeof(a)),
                      (unsigned long long)c->max_frame, (unsigned long long)c->max_raw,
                      config_where(t, res, "ingest.max_raw", b, sizeof(b)));
+    collector_check_remote_write(c, res);
     return res->nerrors - n;
 }
 
