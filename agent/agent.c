@@ -120,7 +120,8 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         break;
     case AGENT_EVENT_COUNTER:
         if (!assembler_has_steps(a->assembler, ev->pid)) /* an unannotated rank */
-            stepinfer_counter(a->stepinfer, ev->pid, ev->counter.counter, ev->counter.value);
+            stepinfer_counter(a->stepinfer, ev->pid, ev->counter.counter, ev->counter.value,
+                              ev->ts_ns);
         assembler_event(a->assembler, ev);
         break;
     default:
