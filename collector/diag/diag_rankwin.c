@@ -247,9 +247,22 @@ static void flag_starved(const struct diag_rankwin *w, uint32_t r, const struct 
         memset(comp, 0, sizeof(*comp));
 }
 
+/* The earlier steps of the newest k at which rank r arrived last at half its
+ * calls or more, gap_frac of its step after the first, count for persistence
+ * too (p: the steps before this one): what the rule sees now was there. */
+static void backfill(const struct diag_rankwin *w, uint32_t r, uint32_t k,
+                     const struct diag_flag *fl, struct diag_persist *p)
+{
+    for (uint32_t age = 1; p && age < k; age++) {
+        const struct diag_rankwin_slot *s = slot_at(w, r, age);
+        if (s->present && s->part && 2 * s->last >= s->part && s->gap >= w->rule.gap_frac * s->step)
+            diag_persist_amend(p, r, DIAG_CAUSE_HOST, age - 1, fl);
+    }
+}
+
 /* The rule over one group's members; returns the ranks flagged. */
 static uint32_t flag_group(struct diag_rankwin *w, const uint32_t *mem, uint32_t nm, uint32_t k,
-                           struct diag_flag *flags, uint32_t n)
+                           struct diag_flag *flags, uint32_t n, struct diag_persist *p)
 {
     struct recent m;
     uint32_t present = 0, flagged = 0;
@@ -272,13 +285,14 @@ static uint32_t flag_group(struct diag_rankwin *w, const uint32_t *mem, uint32_t
         if (m.runq < w->rule.runq_ratio * med || m.runq - med < w->rule.gap_frac * m.step)
             continue;
         flag_starved(w, r, &m, med, mad, flags);
+        backfill(w, r, k, &flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_HOST], p);
         flagged++;
     }
     return flagged;
 }
 
 int diag_rankwin_flag(struct diag_rankwin *w, const struct diag_groups *g, struct diag_flag *flags,
-                      uint32_t n)
+                      uint32_t n, struct diag_persist *p)
 {
     uint32_t k = w->rule.recent < w->steps ? w->rule.recent : w->steps, flagged = 0;
 
@@ -287,7 +301,7 @@ int diag_rankwin_flag(struct diag_rankwin *w, const struct diag_groups *g, struc
         const uint32_t *mem = diag_groups_members(g, gi, &nm);
         if (scratch_reserve(w, nm))
             return -ENOMEM;
-        flagged += flag_group(w, mem, nm, k, flags, n);
+        flagged += flag_group(w, mem, nm, k, flags, n, p);
     }
     return (int)flagged;
 }

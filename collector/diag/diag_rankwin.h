@@ -101,10 +101,14 @@ int diag_rankwin_get(struct diag_rankwin *w, uint32_t rank, const uint32_t *memb
  * compute flag of that rank whose own kernels were not slow (no kernel
  * data, or at most rule.busy_ratio_ok of the group) is cleared: the
  * starvation made that phase long. Persistence (M of N) then pages as for
- * any per-step flag; slowness that moves from rank to rank never makes one
- * rank last at most calls. flags has room for ranks [0, n). Returns the
- * number of ranks flagged, or -ENOMEM. O(ranks * rule.recent). */
+ * any per-step flag; the earlier of those steps at which the rank arrived
+ * last at half its calls or more, by rule.gap_frac of its step, are set in
+ * p too (diag_persist_amend; p holds the steps before this one, NULL: not
+ * done), since the rule needs a few steps to see what was there from the
+ * first. Slowness that moves from rank to rank never makes one rank last
+ * at most calls. flags has room for ranks [0, n). Returns the number of
+ * ranks flagged, or -ENOMEM. O(ranks * rule.recent). */
 int diag_rankwin_flag(struct diag_rankwin *w, const struct diag_groups *g, struct diag_flag *flags,
-                      uint32_t n);
+                      uint32_t n, struct diag_persist *p);
 
 #endif

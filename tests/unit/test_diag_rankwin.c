@@ -38,6 +38,7 @@ struct fixture {
     uint32_t part[RANKS], last[RANKS];
     double chance[RANKS], gap[RANKS];
     struct diag_colls c;
+    struct diag_persist p; /* window 40, M = 24 */
 };
 
 static void setup_fixture(struct fixture *x)
@@ -52,6 +53,8 @@ static void setup_fixture(struct fixture *x)
     assert_int_equal(diag_frame_reserve(&x->f, RANKS), 0);
     diag_rankwin_init(&x->w, 40);
     assert_int_equal(diag_rankwin_reserve(&x->w, RANKS), 0);
+    diag_persist_init(&x->p, 40, 24);
+    assert_int_equal(diag_persist_reserve(&x->p, RANKS), 0);
     x->c.cap = RANKS;
     x->c.part = x->part;
     x->c.last = x->last;
@@ -61,6 +64,7 @@ static void setup_fixture(struct fixture *x)
 
 static void teardown_fixture(struct fixture *x)
 {
+    diag_persist_free(&x->p);
     diag_rankwin_free(&x->w);
     diag_frame_free(&x->f);
     diag_groups_free(&x->g);
@@ -97,7 +101,9 @@ static int step(struct fixture *x, uint64_t k, const struct step_in *s, double c
     }
     x->f.reported = RANKS;
     diag_rankwin_step(&x->w, &x->f, &x->c);
-    return diag_rankwin_flag(&x->w, &x->g, x->flags, RANKS);
+    int n = diag_rankwin_flag(&x->w, &x->g, x->flags, RANKS, &x->p);
+    diag_persist_step(&x->p, x->flags, RANKS);
+    return n;
 }
 
 static const struct diag_flag *host_flag(const struct fixture *x, int r)
@@ -147,6 +153,13 @@ static void test_starved_rank_flagged(void **state)
     }
     assert_int_equal(first, 13);
     assert_int_equal(flagged, STEPS - 13);
+    /* Persistence counts every starved step, the 3 before the rule saw it
+     * too (k = 10..12), none before: rank 2 pages (24 of 40) at step 33,
+     * not 36; nobody else ever has a host finding. */
+    assert_int_equal(diag_persist_hits(&x.p, 2, DIAG_CAUSE_HOST), STEPS - 10);
+    for (int r = 0; r < RANKS; r++)
+        if (r != 2)
+            assert_int_equal(diag_persist_hits(&x.p, (uint32_t)r, DIAG_CAUSE_HOST), 0);
     /* What the report reads back over the window. */
     uint32_t mem[RANKS] = {0, 1, 2, 3};
     struct diag_rank_evidence re;
@@ -189,6 +202,8 @@ static void test_rotating_not_flagged(void **state)
         assert_int_equal(step(&x, 2 * k, &s, -1), 0);
         s = (struct step_in){.last = -1, .gap_ms = 200, .runq_ms = {600, 80, 80, 80}};
         assert_int_equal(step(&x, 2 * k + 1, &s, -1), 0); /* split within a step */
+        for (uint32_t r = 0; r < RANKS; r++)
+            assert_int_equal(diag_persist_hits(&x.p, r, DIAG_CAUSE_HOST), 0);
     }
     teardown_fixture(&x);
 }
@@ -237,7 +252,7 @@ static void test_small_group(void **state)
         }
         x.part[2] = x.part[3] = x.last[2] = x.last[3] = 0;
         diag_rankwin_step(&x.w, &x.f, &x.c);
-        assert_int_equal(diag_rankwin_flag(&x.w, &x.g, x.flags, RANKS), 0);
+        assert_int_equal(diag_rankwin_flag(&x.w, &x.g, x.flags, RANKS, NULL), 0);
     }
     teardown_fixture(&x);
 }
