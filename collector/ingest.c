@@ -491,13 +491,15 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
             ingest_record_drops(s->in, b);
         if (b->n_traces && s->in->traces)
             trace_capture_ingest(s->in->traces, b);
-        if (s->in->diagq) {
-            diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena),
-                       ingest_arena_release, *arena);
-            *arena = NULL;
-        }
     }
+    /* the ack first: once pushed, the batch (and its arena) belongs to the
+     * diagnosis thread, which may free it at once */
     ingest_ack(s, b, reply);
+    if (r != STORE_INGEST_DUPLICATE && s->in->diagq) {
+        diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena),
+                   ingest_arena_release, *arena);
+        *arena = NULL;
+    }
 }
 
 static void ingest_message(void *stream, const void *data, size_t len,
