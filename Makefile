@@ -40,7 +40,7 @@ endif
 DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
-	libsystemd-dev libmicrohttpd-dev libjson-c-dev python3-torch iproute2 procps curl bc \
+	libsystemd-dev libmicrohttpd-dev libjson-c-dev libcurl4-openssl-dev python3-torch iproute2 procps curl bc \
 	prometheus
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -64,7 +64,7 @@ endif
 # Every binary links our static libraries (only referenced objects are pulled
 # in) and these shared ones (--as-needed drops what a binary does not use).
 SYS_LIBS := -lgrpc -lgpr -lprotobuf-c -llz4 -lrocksdb -lbpf -lelf -lz -lzstd \
-	-lsystemd -lmicrohttpd -ljson-c -lm -ldl
+	-lsystemd -lmicrohttpd -ljson-c -lcurl -lm -ldl
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
