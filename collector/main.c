@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/alerts/alerts.h"
 #include "collector/config.h"
 #include "collector/diagnosis.h"
 #include "collector/diagq.h"
@@ -33,6 +34,7 @@ struct collector {
     struct collector_config cfg;
     struct store *store;
     struct ingest *ingest;
+    struct alerts *alerts;
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
@@ -62,6 +64,32 @@ static int collector_open_store(struct collector *c)
     r = store_open(&so, &c->store, err, sizeof(err));
     if (r < 0)
         log_error("main", "cannot open the store in %s: %s", c->cfg.store_dir, err);
+    return r;
+}
+
+/* Alerts and their sinks (alerts.*), the queue of the last run resumed. */
+static int collector_start_alerts(struct collector *c)
+{
+    struct alerts_options o = {
+        .alertmanager = c->cfg.alerts_alertmanager,
+        .webhook = c->cfg.alerts_webhook,
+        .webhook_token_file = c->cfg.alerts_webhook_token_file,
+        .exec = c->cfg.alerts_exec,
+        .report_url = c->cfg.alerts_report_url,
+        .exec_timeout_ns = c->cfg.alerts_exec_timeout,
+        .http_timeout_ns = c->cfg.alerts_http_timeout,
+        .resend_ns = c->cfg.alerts_resend,
+        .backoff_max_ns = c->cfg.alerts_backoff_max,
+        .window = c->cfg.diag_window,
+        .resolve_after = c->cfg.alerts_resolve_after,
+        .job_idle_ns = c->cfg.diag_job_idle,
+        .rate_limit = (uint32_t)c->cfg.alerts_rate_limit,
+    };
+    char err[512];
+    int r = alerts_new(c->store, &o, &c->alerts, err, sizeof(err));
+
+    if (r < 0)
+        log_error("main", "alerts: %s", err);
     return r;
 }
 
@@ -106,6 +134,7 @@ static int collector_start_diagnosis(struct collector *c)
         .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
+        .alerts = c->alerts,
     };
     struct diagq_options qopt = {
         .max_bytes = c->cfg.diag_queue_bytes,
@@ -164,7 +193,8 @@ static int collector_start_http(struct collector *c)
     if (!*c->cfg.http_listen)
         return 0;
     c->metrics = (struct collector_metrics_ctx){c->ingest,    c->store, c->transport,
-                                                c->diagnosis, c->diagq, c->clock};
+                                                c->diagnosis, c->diagq, c->clock,
+                                                c->alerts};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -207,6 +237,7 @@ static void collector_run(struct collector *c, int argc, char **argv)
         if (watchdog)
             daemon_notify("WATCHDOG=1");
         diagnosis_tick(c->diagnosis, clock_real_ns());
+        alerts_tick(c->alerts, clock_real_ns());
         diagq_tick(c->diagq, now);
         if (now >= next_clock) {
             stream_clock_tick(c->clock, clock_real_ns());
@@ -229,6 +260,7 @@ static void collector_teardown(struct collector *c)
     ingest_free(c->ingest);
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
+    alerts_free(c->alerts); /* after diagnosis, which feeds it */
     stream_clock_free(c->clock);
     store_close(c->store);
     if (c->sigfd >= 0)
@@ -251,6 +283,8 @@ int main(int argc, char **argv)
     r = c.sigfd < 0 ? c.sigfd : 0;
     if (r == 0)
         r = collector_open_store(&c);
+    if (r == 0)
+        r = collector_start_alerts(&c);
     if (r == 0)
         r = collector_start_diagnosis(&c);
     if (r == 0)

@@ -4,6 +4,7 @@
 
 #include "common/http.h"
 
+struct alerts;
 struct diagnosis;
 struct diagq;
 struct ingest;
@@ -18,6 +19,7 @@ struct collector_metrics_ctx {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct alerts *alerts; /* NULL: no alert series */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */
