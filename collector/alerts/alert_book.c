@@ -260,7 +260,8 @@ static void alert_notify(struct alert_book *b, struct alert *a, const Argus__V1_
     a->report = NULL;
 }
 
-/* One suspect of report r of job j. 0 or -ENOMEM. */
+/* One suspect of report r of job j: its alert made or updated, marked to
+ * fire when the suspect pages. 0 or -ENOMEM. */
 static int alert_book_suspect(struct alert_book *b, struct alert_job *j,
                               const Argus__V1__Report *r, const Argus__V1__Suspect *s,
                               uint64_t now)
@@ -281,14 +282,27 @@ static int alert_book_suspect(struct alert_book *b, struct alert_job *j,
     } else {
         alert_update(a, r, s, now);
     }
-    if (s->pages && a->status == ALERT_PENDING && alert_rate_take(b, j, now)) {
-        a->status = ALERT_FIRING;
-        a->fired = true;
-        alert_freeze_labels(a);
-        a->firing_ns = now;
-        alert_notify(b, a, r);
-    }
+    a->pages_now |= s->pages;
     return 0;
+}
+
+/* Fire the alerts of report r's suspects that page (all its ranks in). */
+static void alert_book_fire(struct alert_book *b, struct alert_job *j,
+                            const Argus__V1__Report *r, uint64_t now)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct alert *a = b->alerts[i];
+        if (!a->pages_now)
+            continue;
+        a->pages_now = false;
+        if (a->status == ALERT_PENDING && alert_rate_take(b, j, now)) {
+            a->status = ALERT_FIRING;
+            a->fired = true;
+            a->firing_ns = now;
+            alert_freeze_labels(a);
+            alert_notify(b, a, r);
+        }
+    }
 }
 
 static void alert_resolve(struct alert_book *b, struct alert *a, uint64_t now)
@@ -315,9 +329,11 @@ int alert_book_observe(struct alert_book *b, const char *job, Argus__V1__Report 
     for (size_t i = 0; i < b->n; i++) /* named below: clean_steps back to 0 */
         if (b->alerts[i]->status != ALERT_RESOLVED && strcmp(b->alerts[i]->job, job) == 0)
             b->alerts[i]->clean_steps += delta;
-    for (size_t i = 0; i < n && rc == 0; i++)
+    for (size_t i = 0; i < n && rc == 0; i++) {
         for (size_t k = 0; k < reports[i]->n_suspects && rc == 0; k++)
             rc = alert_book_suspect(b, j, reports[i], reports[i]->suspects[k], now_ns);
+        alert_book_fire(b, j, reports[i], now_ns);
+    }
     for (size_t i = 0; i < b->n; i++) {
         struct alert *a = b->alerts[i];
         if (a->status != ALERT_RESOLVED && a->clean_steps >= b->o.clear_steps &&

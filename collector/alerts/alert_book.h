@@ -59,6 +59,7 @@ struct alert {
     char fired_ranks[160]; /* what Alertmanager knows it by, fixed when it */
     int32_t fired_gpu;     /* starts firing: ranks ("3,5"), GPU, level */
     int fired_level;
+    bool pages_now;       /* a suspect of the report being read pages */
     uint64_t clean_steps; /* closed steps of the job since a report named it */
     const Argus__V1__Report *report; /* the report that changed it, only during the
                                       * change callback (else NULL) */
