@@ -26,7 +26,8 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint32_t max_jobs;    /* engines at once; the least recently fed goes */
     uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
                            * state freed (0: 5 minutes) */
-    struct alerts *alerts; /* gets every job's reports and closed steps (NULL: none) */
+    /* gets every job's reports and closed steps (NULL: none) */
+    struct alerts *alerts;
 };
 
 struct diagnosis;

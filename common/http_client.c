@@ -39,8 +39,7 @@ static size_t http_client_write(char *data, size_t size, size_t n, void *ctx)
 }
 
 /* The header list of content_type and headers; NULL on ENOMEM. */
-static struct curl_slist *http_client_headers(const char *content_type,
-                                              const char *const *headers)
+static struct curl_slist *http_client_headers(const char *content_type, const char *const *headers)
 {
     struct curl_slist *list = NULL, *next;
     char ct[256];

@@ -13,8 +13,8 @@
 struct alert_job {
     char *job;
     uint64_t steps_closed;
-    uint64_t active_ns;                 /* last report or closed step */
-    uint64_t fired[ALERT_RATE_SLOTS];   /* firing start times, a ring */
+    uint64_t active_ns;               /* last report or closed step */
+    uint64_t fired[ALERT_RATE_SLOTS]; /* firing start times, a ring */
     uint32_t n_fired, next_fired;
 };
 
@@ -29,8 +29,7 @@ struct alert_book {
     uint64_t rate_limited;
 };
 
-struct alert_book *alert_book_new(const struct alert_book_options *o, alert_change_fn fn,
-                                  void *ctx)
+struct alert_book *alert_book_new(const struct alert_book_options *o, alert_change_fn fn, void *ctx)
 {
     struct alert_book *b = calloc(1, sizeof(*b));
 
@@ -76,8 +75,8 @@ bool alert_cause_alerts(int cause)
 
 const char *alert_cause_name(int cause)
 {
-    static const char *const names[] = {"unknown", "compute", "link",          "host",
-                                        "data_skew", "silent", "job_regression"};
+    static const char *const names[] = {"unknown",   "compute", "link",          "host",
+                                        "data_skew", "silent",  "job_regression"};
 
     return cause >= 0 && cause < 7 ? names[cause] : "unknown";
 }
@@ -262,9 +261,8 @@ static void alert_notify(struct alert_book *b, struct alert *a, const Argus__V1_
 
 /* One suspect of report r of job j: its alert made or updated, marked to
  * fire when the suspect pages. 0 or -ENOMEM. */
-static int alert_book_suspect(struct alert_book *b, struct alert_job *j,
-                              const Argus__V1__Report *r, const Argus__V1__Suspect *s,
-                              uint64_t now)
+static int alert_book_suspect(struct alert_book *b, struct alert_job *j, const Argus__V1__Report *r,
+                              const Argus__V1__Suspect *s, uint64_t now)
 {
     char subject[160];
     struct alert *a;
@@ -287,8 +285,8 @@ static int alert_book_suspect(struct alert_book *b, struct alert_job *j,
 }
 
 /* Fire the alerts of report r's suspects that page (all its ranks in). */
-static void alert_book_fire(struct alert_book *b, struct alert_job *j,
-                            const Argus__V1__Report *r, uint64_t now)
+static void alert_book_fire(struct alert_book *b, struct alert_job *j, const Argus__V1__Report *r,
+                            uint64_t now)
 {
     for (size_t i = 0; i < b->n; i++) {
         struct alert *a = b->alerts[i];

@@ -48,9 +48,9 @@ struct alert {
     int cause;         /* Argus__V1__Cause */
     int level;         /* Argus__V1__Level of the latest suspect */
     enum alert_status status;
-    bool fired;              /* was firing at some point (sinks hear of it) */
+    bool fired; /* was firing at some point (sinks hear of it) */
     char node[128], group[128], where[160];
-    int32_t gpu;             /* of the latest suspect, -1 when several ranks */
+    int32_t gpu; /* of the latest suspect, -1 when several ranks */
     uint32_t ranks[ALERT_MAX_RANKS];
     uint32_t n_ranks, more_ranks;
     double score;
@@ -59,18 +59,18 @@ struct alert {
     char fired_ranks[160]; /* what Alertmanager knows it by, fixed when it */
     int32_t fired_gpu;     /* starts firing: ranks ("3,5"), GPU, level */
     int fired_level;
-    bool pages_now;       /* a suspect of the report being read pages */
-    uint64_t clean_steps; /* closed steps of the job since a report named it */
+    bool pages_now;                  /* a suspect of the report being read pages */
+    uint64_t clean_steps;            /* closed steps of the job since a report named it */
     const Argus__V1__Report *report; /* the report that changed it, only during the
                                       * change callback (else NULL) */
 };
 
 struct alert_book_options {
-    uint64_t clear_steps;       /* resolve after this many closed steps unnamed (> 0) */
-    uint64_t job_idle_ns;       /* resolve a job's alerts when it sent nothing this long */
-    uint32_t rate_limit;        /* alerts a job may start firing per rate_window (0: none) */
+    uint64_t clear_steps; /* resolve after this many closed steps unnamed (> 0) */
+    uint64_t job_idle_ns; /* resolve a job's alerts when it sent nothing this long */
+    uint32_t rate_limit;  /* alerts a job may start firing per rate_window (0: none) */
     uint64_t rate_window_ns;
-    uint64_t keep_resolved_ns;  /* forget resolved alerts this long after (0: 1 day) */
+    uint64_t keep_resolved_ns; /* forget resolved alerts this long after (0: 1 day) */
 };
 
 /* Called for every status change (new pending, firing, resolved) and for

@@ -122,15 +122,15 @@ static void alert_ranks_from_json(struct json_object *o, struct alert *a)
     if (json_object_object_get_ex(o, "ranks", &ranks) &&
         json_object_is_type(ranks, json_type_array))
         for (size_t i = 0; i < json_object_array_length(ranks) && i < ALERT_MAX_RANKS; i++)
-            a->ranks[a->n_ranks++] = (uint32_t)json_object_get_int64(
-                json_object_array_get_idx(ranks, i));
+            a->ranks[a->n_ranks++] =
+                (uint32_t)json_object_get_int64(json_object_array_get_idx(ranks, i));
     a->more_ranks = (uint32_t)json_int(o, "more_ranks", 0);
     if (json_object_object_get_ex(o, "labels", &labels)) {
         snprintf(a->fired_ranks, sizeof(a->fired_ranks), "%s",
                  json_str(labels, "ranks") ? json_str(labels, "ranks") : "");
         a->fired_gpu = json_int(labels, "gpu", -1);
-        a->fired_level = alert_level_value(json_str(labels, "level") ? json_str(labels, "level")
-                                                                     : "");
+        a->fired_level =
+            alert_level_value(json_str(labels, "level") ? json_str(labels, "level") : "");
     }
 }
 
@@ -228,9 +228,8 @@ char *alert_event_json(const struct alert *a, const char *report_url)
         json_object_object_add(o, "alert", al);
         al = NULL;
         json_put_str(o, "report_url", report_url && *report_url && a->report_id[0] ? url : "");
-        json_object_object_add(o, "report",
-                               a->report ? pbjson_from_message(&a->report->base, NULL, NULL)
-                                         : NULL);
+        json_object_object_add(
+            o, "report", a->report ? pbjson_from_message(&a->report->base, NULL, NULL) : NULL);
         text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     }
     json_object_put(o);

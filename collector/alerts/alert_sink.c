@@ -21,8 +21,9 @@ extern char **environ;
 
 const char *alert_sink_kind_name(enum alert_sink_kind k)
 {
-    return k == ALERT_SINK_ALERTMANAGER ? "alertmanager" : k == ALERT_SINK_WEBHOOK ? "webhook"
-                                                                                   : "exec";
+    return k == ALERT_SINK_ALERTMANAGER ? "alertmanager"
+           : k == ALERT_SINK_WEBHOOK    ? "webhook"
+                                        : "exec";
 }
 
 /* POST body to url; 0 on a 2xx answer, else -EIO with err set. */
@@ -58,10 +59,8 @@ static int alert_sink_alertmanager(const struct alert_sink_target *t, const char
     if (rc < 0)
         snprintf(err, errlen, "an alert event that is not %s JSON", ALERT_SCHEMA);
     if (rc == 0) {
-        snprintf(url, sizeof(url), "%.*s/api/v2/alerts", (int)(tl && t->target[tl - 1] == '/'
-                                                                   ? tl - 1
-                                                                   : tl),
-                 t->target);
+        snprintf(url, sizeof(url), "%.*s/api/v2/alerts",
+                 (int)(tl && t->target[tl - 1] == '/' ? tl - 1 : tl), t->target);
         rc = alert_sink_post(url, NULL, json_object_to_json_string_ext(am, JSON_C_TO_STRING_PLAIN),
                              t->timeout_ns, err, errlen);
     }
@@ -87,8 +86,9 @@ static int alert_sink_webhook(const struct alert_sink_target *t, const char *eve
 static char **alert_sink_env(struct json_object *ev, char store[][600], size_t nstore)
 {
     static const char *const keys[][2] = {
-        {"ID", "id"},           {"JOB", "job"},         {"CAUSE", "cause"},
-        {"NODE", "node"},       {"LEVEL", "level"},     {"SUBJECT", "subject"},
+        {"ID", "id"},           {"JOB", "job"},
+        {"CAUSE", "cause"},     {"NODE", "node"},
+        {"LEVEL", "level"},     {"SUBJECT", "subject"},
         {"SUMMARY", "summary"}, {"REPORT_ID", "report_id"},
     };
     struct json_object *al = NULL, *v, *labels = NULL;
@@ -112,7 +112,7 @@ static char **alert_sink_env(struct json_object *ev, char store[][600], size_t n
              json_object_object_get_ex(ev, "status", &v) ? json_object_get_string(v) : "");
     snprintf(store[k++], 600, "ARGUS_ALERT_RANKS=%s",
              labels && json_object_object_get_ex(labels, "ranks", &v) ? json_object_get_string(v)
-                                                                     : "");
+                                                                      : "");
     snprintf(store[k++], 600, "ARGUS_ALERT_GPU=%s",
              al && json_object_object_get_ex(al, "gpu", &v) ? json_object_get_string(v) : "");
     snprintf(store[k++], 600, "ARGUS_ALERT_REPORT_URL=%s",
@@ -224,7 +224,9 @@ static int alert_sink_exec(const struct alert_sink_target *t, const char *event,
     else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         snprintf(err, errlen, "exec %s: %s %d", t->target,
                  status >= 0 && WIFSIGNALED(status) ? "killed by signal" : "exit status",
-                 status < 0 ? status : WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+                 status < 0            ? status
+                 : WIFSIGNALED(status) ? WTERMSIG(status)
+                                       : WEXITSTATUS(status));
     else
         return 0;
     return -EIO;
@@ -237,7 +239,7 @@ int alert_sink_deliver(const struct alert_sink_target *t, const char *const *eve
         return alert_sink_alertmanager(t, events, n, now_ns, err, errlen);
     for (size_t i = 0; i < n; i++) {
         int rc = t->kind == ALERT_SINK_WEBHOOK ? alert_sink_webhook(t, events[i], err, errlen)
-                                                : alert_sink_exec(t, events[i], err, errlen);
+                                               : alert_sink_exec(t, events[i], err, errlen);
         if (rc < 0)
             return rc;
     }

@@ -60,8 +60,7 @@ static void alerts_store_fail(struct alerts *a, const char *what, const char *er
 }
 
 /* Queue event text for sink k (a->lock held). */
-static void alerts_enqueue(struct alerts *a, struct alerts_sink *k, const char *event,
-                           uint64_t now)
+static void alerts_enqueue(struct alerts *a, struct alerts_sink *k, const char *event, uint64_t now)
 {
     size_t elen = strlen(event), klen = k->plen + 8;
     uint8_t *key = malloc(klen), *val = malloc(8 + elen);
@@ -102,9 +101,9 @@ static void alerts_put_state(struct alerts *a, const struct alert *al, bool forg
     } else {
         struct json_object *o = alert_to_json(al);
         const char *text = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
-        rc = text ? store_put_alert(a->store, key, strlen(key), text, strlen(text), err,
-                                    sizeof(err))
-                  : -ENOMEM;
+        rc = text
+                 ? store_put_alert(a->store, key, strlen(key), text, strlen(text), err, sizeof(err))
+                 : -ENOMEM;
         if (!text)
             snprintf(err, sizeof(err), "out of memory");
         json_object_put(o);
@@ -167,8 +166,7 @@ struct alerts_head {
     uint64_t queued_ns;
 };
 
-static int alerts_take_head(void *ctx, const void *key, size_t klen, const void *val,
-                            size_t vlen)
+static int alerts_take_head(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct alerts_head *h = ctx;
     uint64_t be;
@@ -359,8 +357,8 @@ static int alerts_add_sinks(struct alerts *a, enum alert_sink_kind kind, const c
             snprintf(err, errlen, "%s: '%s' is not an http:// or https:// URL", key, t);
             rc = -EINVAL;
         } else if (kind == ALERT_SINK_EXEC && (t[0] != '/' || access(t, X_OK) < 0)) {
-            snprintf(err, errlen, "%s: '%s' is not an absolute path to an executable file%s%s",
-                     key, t, t[0] == '/' ? ": " : "", t[0] == '/' ? strerror(errno) : "");
+            snprintf(err, errlen, "%s: '%s' is not an absolute path to an executable file%s%s", key,
+                     t, t[0] == '/' ? ": " : "", t[0] == '/' ? strerror(errno) : "");
             rc = -EINVAL;
         } else {
             k->owner = a;
@@ -479,8 +477,8 @@ static int alerts_load(struct alerts *a, char *err, size_t errlen)
     int rc = store_scan_alerts(a->store, NULL, 0, alerts_load_one, &l);
 
     for (size_t i = 0; i < l.n_orphans; i++) {
-        if (rc == 0 && store_delete_alert(a->store, l.orphans[i], l.orphan_len[i], e,
-                                          sizeof(e)) < 0)
+        if (rc == 0 &&
+            store_delete_alert(a->store, l.orphans[i], l.orphan_len[i], e, sizeof(e)) < 0)
             alerts_store_fail(a, "drop a queued alert", e);
         free(l.orphans[i]);
     }
@@ -607,8 +605,8 @@ void alerts_foreach_sink(struct alerts *a, alerts_sink_fn fn, void *ctx)
             .sent = k->sent,
             .failed = k->failed,
             .queued = k->queued,
-            .oldest_age_s = k->oldest_ns && now > k->oldest_ns ? (double)(now - k->oldest_ns) / 1e9
-                                                               : 0,
+            .oldest_age_s =
+                k->oldest_ns && now > k->oldest_ns ? (double)(now - k->oldest_ns) / 1e9 : 0,
         };
         fn(ctx, &st);
     }

@@ -31,9 +31,8 @@ static void alerts_sink_sample(void *ctx, const struct alerts_sink_stats *st)
     snprintf(labels, sizeof(labels), "sink=\"%s\",target=\"%s\"", st->kind,
              http_label_escape(e, sizeof(e), st->target));
     if (c->first)
-        http_buf_metric(c->b, alerts_sink_series[c->series][0],
-                        c->series < 2 ? "counter" : "gauge", alerts_sink_series[c->series][1],
-                        labels, v[c->series]);
+        http_buf_metric(c->b, alerts_sink_series[c->series][0], c->series < 2 ? "counter" : "gauge",
+                        alerts_sink_series[c->series][1], labels, v[c->series]);
     else
         http_buf_sample(c->b, alerts_sink_series[c->series][0], labels, v[c->series]);
     c->first = false;

@@ -77,8 +77,8 @@ int store_scan_alerts(struct store *s, const void *prefix, size_t plen, store_al
     }
     rc = store_read_begin(s);
     if (rc == 0) {
-        rc = store_scan_range(s, CF_ALERTS, prefix, plen, elen ? end : NULL, elen,
-                              store_alerts_one, &c);
+        rc = store_scan_range(s, CF_ALERTS, prefix, plen, elen ? end : NULL, elen, store_alerts_one,
+                              &c);
         store_read_end(s);
     }
     free(end);

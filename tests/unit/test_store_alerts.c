@@ -73,8 +73,10 @@ static void count_queued(void *ctx, const struct alerts_sink_stats *st)
 static void test_queue_survives(void **state)
 {
     struct fix *f = *state;
-    struct alerts_options o = {.webhook = "http://127.0.0.1:1/down", .window = 40,
-                               .resolve_after = 20, .backoff_max_ns = NSEC_PER_SEC,
+    struct alerts_options o = {.webhook = "http://127.0.0.1:1/down",
+                               .window = 40,
+                               .resolve_after = 20,
+                               .backoff_max_ns = NSEC_PER_SEC,
                                .http_timeout_ns = NSEC_PER_SEC};
     struct alerts *a = NULL;
     struct keys k = {0};
