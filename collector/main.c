@@ -192,9 +192,8 @@ static int collector_start_http(struct collector *c)
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest,    c->store, c->transport,
-                                                c->diagnosis, c->diagq, c->clock};
-    c->metrics.alerts = c->alerts;
+    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis,
+                                                c->diagq,  c->clock, c->alerts};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
