@@ -175,7 +175,8 @@ static int collector_start_grpc(struct collector *c)
     if (!c->ingest || !c->transport)
         return -ENOMEM;
     if (transport_add_stream(c->transport, RPC_INGEST_PUSH, &ingest_stream_ops, c->ingest) < 0 ||
-        query_register(c->transport, c->store) < 0)
+        query_register(c->transport, c->store) < 0 ||
+        query_register_alerts(c->transport, c->alerts) < 0)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {

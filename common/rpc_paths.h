@@ -9,5 +9,6 @@
 #define RPC_QUERY_RANKS "/argus.v1.Query/Ranks"
 #define RPC_QUERY_STRAGGLERS "/argus.v1.Query/Stragglers"
 #define RPC_QUERY_REPORT "/argus.v1.Query/Report"
+#define RPC_QUERY_ALERTS "/argus.v1.Query/Alerts"
 
 #endif

@@ -74,10 +74,17 @@ print("one alert:", l)
 PY
 [[ $(metric "$HPORT" 'argus_alerts_firing{job="cs-am",cause="compute"}') == 1 ]] ||
     fail "argus_alerts_firing for cs-am: $(curl -s "127.0.0.1:$HPORT/metrics" | grep alerts_firing)"
+ctl alerts >"$T/ctl.txt" || fail "argusctl alerts failed"
+grep -Eq "^FIRING +[0-9]+s +cs-am +COMPUTE +node:node[0-9]+ +$culprit " "$T/ctl.txt" ||
+    fail "argusctl alerts: $(cat "$T/ctl.txt")"
+ctl --json alerts --job cs-am | /usr/bin/python3 -c 'import json,sys
+a = json.load(sys.stdin)["alerts"]
+assert len(a) == 1 and a[0]["status"] == "ALERT_STATUS_FIRING", a' || fail "argusctl --json alerts"
 # the job has ended: diag.job_idle (8 s) later its alert is resolved; a
 # resolved alert (endsAt past) leaves Alertmanager's list
 wait_every "the alert resolved in Alertmanager" 90 0.5 bash -c "no_alert cs-am"
 grep -q "resolved: job cs-am" "$T/collector.log" || fail "no resolve logged: $(grep alerts "$T/collector.log")"
+ctl alerts --job cs-am | grep -Eq "^resolved +[0-9]+s +cs-am +COMPUTE" || fail "argusctl alerts: $(ctl alerts)"
 
 log "Alertmanager down while it fires, collector killed -9, both back: it arrives"
 kill -9 "$AM_PID"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/argusctl/alerts.h"
 #include "tools/argusctl/heatmap.h"
 #include "tools/argusctl/stragglers.h"
 #include "common/clock.h"
@@ -73,6 +74,7 @@ static const struct config_table ctl_table = {
         "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
         "  report ID                         one report\n"
         "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of step time\n"
+        "  alerts [--job J]                  alerts: firing, pending, resolved, with age\n"
         "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
@@ -260,6 +262,21 @@ static int ctl_stragglers(struct ctl *c, const char *arg)
                     ctl_stragglers_table, NULL);
 }
 
+static void ctl_alerts_table(struct ctl *c, const ProtobufCMessage *m)
+{
+    alerts_print(stdout, (const Argus__V1__AlertsResponse *)m, clock_real_ns(), c->cfg.job);
+}
+
+static int ctl_alerts(struct ctl *c, const char *arg)
+{
+    Argus__V1__AlertsRequest req = ARGUS__V1__ALERTS_REQUEST__INIT;
+
+    req.job = c->cfg.job;
+    req.include_resolved = true;
+    return ctl_show(c, RPC_QUERY_ALERTS, &req.base, &argus__v1__alerts_response__descriptor,
+                    ctl_alerts_table, NULL);
+}
+
 /* The report alone, not its response wrapper, in both forms. */
 static int ctl_report(struct ctl *c, const char *id)
 {
@@ -412,9 +429,10 @@ static const struct {
     bool needs_job; /* --job J */
     bool takes_arg; /* one positional argument (report ID) */
 } ctl_commands[] = {
-    {"jobs", ctl_jobs, false, false},    {"steps", ctl_steps, true, false},
-    {"ranks", ctl_ranks, true, false},   {"stragglers", ctl_stragglers, true, false},
-    {"report", ctl_report, false, true}, {"heatmap", ctl_heatmap, true, false},
+    {"jobs", ctl_jobs, false, false},     {"steps", ctl_steps, true, false},
+    {"ranks", ctl_ranks, true, false},    {"stragglers", ctl_stragglers, true, false},
+    {"report", ctl_report, false, true},  {"heatmap", ctl_heatmap, true, false},
+    {"alerts", ctl_alerts, false, false},
 };
 
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
