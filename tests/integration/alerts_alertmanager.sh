@@ -11,6 +11,10 @@ source "$(dirname "$0")/lib.sh"
 
 AM=$(command -v prometheus-alertmanager || command -v alertmanager || true)
 [[ -n $AM ]] || skip "no prometheus-alertmanager binary (apt-get install prometheus-alertmanager)"
+if command -v amtool >/dev/null; then
+    amtool check-config "$REPO/deploy/alertmanager/alertmanager.yml" >"$T/amtool.txt" 2>&1 ||
+        fail "the shipped Alertmanager route: $(cat "$T/amtool.txt")"
+fi
 AMPORT=$(free_port)
 cat >"$T/am.yml" <<'YML'
 route:
