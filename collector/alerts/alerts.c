@@ -204,6 +204,11 @@ static int alerts_send_head(struct alerts *a, struct alerts_sink *k)
         events[0] = h.event;
         rc = alert_sink_deliver(&k->t, events, 1, clock_real_ns(), err, sizeof(err));
     }
+    if (rc == -EINVAL) { /* never deliverable: dropped, not retried forever */
+        log_error("alerts", "%s %s: dropped a queued alert: %s", alert_sink_kind_name(k->t.kind),
+                  k->target, err);
+        store_delete_alert(a->store, h.key, h.klen, NULL, 0);
+    }
     if (rc == 0 && store_delete_alert(a->store, h.key, h.klen, err, sizeof(err)) < 0)
         rc = -EIO; /* sent, not deleted: sent again later (sinks see a repeat) */
     if (rc < 0)
@@ -303,8 +308,10 @@ static void alerts_sender_round(struct alerts *a, struct alerts_sink *k, uint64_
         if (k->enqueued == gen) {
             k->queued = 0;
             k->oldest_ns = 0;
-            alerts_wait_until(a, k->next_resend < now + NSEC_PER_SEC ? k->next_resend
-                                                                     : now + NSEC_PER_SEC);
+            uint64_t until = now + NSEC_PER_SEC; /* enqueue wakes it sooner */
+            if (k->t.kind == ALERT_SINK_ALERTMANAGER && k->next_resend < until)
+                until = k->next_resend;
+            alerts_wait_until(a, until);
         }
         return;
     }
