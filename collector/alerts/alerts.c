@@ -356,11 +356,11 @@ static int alerts_add_sinks(struct alerts *a, enum alert_sink_kind kind, const c
     for (char *t = copy ? strtok_r(copy, ", \t", &save) : NULL; t && rc == 0;
          t = strtok_r(NULL, ", \t", &save)) {
         struct alerts_sink *k = &a->sinks[a->n_sinks];
-        bool url = strncmp(t, "http://", 7) == 0 || strncmp(t, "https://", 8) == 0;
+        size_t scheme = strncmp(t, "http://", 7) == 0 ? 7 : strncmp(t, "https://", 8) == 0 ? 8 : 0;
         if (a->n_sinks == ALERTS_MAX_SINKS) {
             snprintf(err, errlen, "%s: more than %d sinks in all", key, ALERTS_MAX_SINKS);
             rc = -EINVAL;
-        } else if (kind != ALERT_SINK_EXEC && (!url || !t[url ? 8 : 0])) {
+        } else if (kind != ALERT_SINK_EXEC && (!scheme || !t[scheme])) {
             snprintf(err, errlen, "%s: '%s' is not an http:// or https:// URL", key, t);
             rc = -EINVAL;
         } else if (kind == ALERT_SINK_EXEC && (t[0] != '/' || access(t, X_OK) < 0)) {

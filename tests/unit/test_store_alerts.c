@@ -114,6 +114,9 @@ static void test_bad_settings(void **state)
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "alerts.alertmanager: 'localhost:9093' is not an http"));
     assert_null(a);
+    o.alertmanager = "http://a:9093,https://";
+    assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "'https://' is not an http"));
     o.alertmanager = "";
     o.exec = "relative/hook";
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
