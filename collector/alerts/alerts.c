@@ -575,6 +575,22 @@ int alerts_new(struct store *s, const struct alerts_options *o, struct alerts **
     return 0;
 }
 
+int alerts_check(const struct alerts_options *o, char *err, size_t errlen)
+{
+    struct alerts *a = calloc(1, sizeof(*a));
+    int rc = -ENOMEM;
+
+    if (a) {
+        pthread_mutex_init(&a->lock, NULL);
+        pthread_cond_init(&a->wake, NULL);
+        rc = alerts_configure(a, o, err, errlen);
+    }
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    alerts_free(a); /* no thread started: nothing to join */
+    return rc;
+}
+
 void alerts_free(struct alerts *a)
 {
     if (!a)

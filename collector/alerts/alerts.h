@@ -52,6 +52,10 @@ struct alerts;
 int alerts_new(struct store *s, const struct alerts_options *o, struct alerts **out, char *err,
                size_t errlen);
 
+/* What alerts_new checks of o, without a store or threads (a config check
+ * mode). 0, or -EINVAL/-ENOMEM with the sentence in err. */
+int alerts_check(const struct alerts_options *o, char *err, size_t errlen);
+
 /* Stop the senders (a delivery in flight finishes or times out) and free.
  * What is queued stays in the store. NULL is fine. */
 void alerts_free(struct alerts *a);

@@ -114,6 +114,7 @@ static void test_bad_settings(void **state)
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "alerts.alertmanager: 'localhost:9093' is not an http"));
     assert_null(a);
+    assert_int_equal(alerts_check(&o, err, sizeof(err)), -EINVAL);
     o.alertmanager = "http://a:9093,https://";
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "'https://' is not an http"));
@@ -128,6 +129,9 @@ static void test_bad_settings(void **state)
     o.webhook_token_file = "/nonexistent/token";
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "alerts.webhook_token_file: cannot read /nonexistent/token"));
+    o.webhook_token_file = "";
+    o.alertmanager = "http://a:9093, https://b:9093";
+    assert_int_equal(alerts_check(&o, err, sizeof(err)), 0);
 }
 
 int main(void)
