@@ -109,6 +109,7 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
     o.silence_ns = d->o.silence_ns;
     o.max_open_bytes = d->o.max_open_bytes;
     o.late_horizon = d->o.late_horizon;
+    o.max_ranks = d->o.max_ranks;
     o.window = d->o.window;
     o.min_hits = d->o.min_hits;
     o.name = diagnosis_name;
@@ -174,6 +175,8 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
         if (store_put_report(d->store, r, err, sizeof(err)) < 0) {
             errors++;
             log_error("diagnosis", "report %s of job %s not stored: %s", r->id, r->job, err);
+        } else if (r->pages && d->o.on_report) {
+            d->o.on_report(d->o.on_report_ctx, r);
         }
         log_warn("diagnosis", "report %s job %s steps %" PRIu64 "-%" PRIu64 ": %s", r->id, r->job,
                  r->from_step, r->to_step, r->summary);

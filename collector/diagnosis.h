@@ -24,10 +24,15 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint32_t late_horizon;
     uint32_t window, min_hits;
     uint32_t max_jobs;    /* engines at once; the least recently fed goes */
+    uint32_t max_ranks;   /* per job: rank numbers below it (0: the engine's 65,536) */
     uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
                            * state freed (0: 5 minutes) */
     /* gets every job's reports and closed steps (NULL: none) */
     struct alerts *alerts;
+    /* Told of each stored report that pages (the drill-down captures,
+     * collector/trace/); r is valid during the call. May be NULL. */
+    void (*on_report)(void *ctx, const Argus__V1__Report *r);
+    void *on_report_ctx;
 };
 
 struct diagnosis;

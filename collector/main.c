@@ -6,7 +6,7 @@
  *                diagnosis.c, the adapter that feeds diag/ (the pure engine)
  *                and stores its reports: acks never wait on diagnosis
  *   query.c      argusctl's requests -> store/ reads
- *   metrics.c    /metrics and /healthz
+ *   metrics.c    /metrics and /healthz; the report page (web/) on the same port
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -28,7 +28,9 @@
 #include "common/daemon.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "collector/trace/trace_capture.h"
 #include "common/rpc_paths.h"
+#include "common/tls.h"
 
 struct collector {
     struct collector_config cfg;
@@ -38,6 +40,7 @@ struct collector {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct trace_capture *traces; /* drill-down captures (collector/trace/) */
     struct transport_server *transport;
     struct http_server *http;
     struct collector_metrics_ctx metrics;
@@ -135,6 +138,8 @@ static int collector_start_diagnosis(struct collector *c)
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
         .alerts = c->alerts,
+        .max_jobs = (uint32_t)c->cfg.limits_max_jobs,
+        .max_ranks = (uint32_t)c->cfg.limits_max_ranks_per_job,
     };
     struct diagq_options qopt = {
         .max_bytes = c->cfg.diag_queue_bytes,
@@ -148,10 +153,47 @@ static int collector_start_diagnosis(struct collector *c)
 
     if (r < 0)
         return r;
-    c->diagnosis = diagnosis_new(c->store, &dopt);
+    c->traces = trace_capture_new(c->store);
+    dopt.on_report = trace_capture_report;
+    dopt.on_report_ctx = c->traces;
+    c->diagnosis = c->traces ? diagnosis_new(c->store, &dopt) : NULL;
     c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
     c->clock = stream_clock_new(&copt);
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
+}
+
+/* mTLS unless grpc.plaintext is set explicitly; both is a mistake. */
+static int collector_check_tls(const struct collector_config *cfg, struct tls_files *tls)
+{
+    char err[512];
+    int r;
+
+    *tls = (struct tls_files){cfg->tls_ca, cfg->tls_cert, cfg->tls_key};
+    r = tls_choose(cfg->grpc_plaintext, tls, "grpc.plaintext = true",
+                   "tls.ca, tls.cert and tls.key", err, sizeof(err));
+    if (r < 0)
+        log_error("main", "%s", err);
+    else if (r == 0)
+        log_warn("main",
+                 "grpc.plaintext = true: gRPC on %s has no TLS and no authentication; "
+                 "anyone who reaches it can write any agent's data and read every job",
+                 cfg->grpc_listen);
+    return r < 0 ? r : 0;
+}
+
+/* The limits.* keys (collector/limits.h); jobs are forgotten when diagnosis
+ * forgets them. */
+static void collector_admission_limits(const struct collector *c, struct limits_options *o)
+{
+    o->max_jobs = (uint32_t)c->cfg.limits_max_jobs;
+    o->max_ranks_per_job = (uint32_t)c->cfg.limits_max_ranks_per_job;
+    o->max_names_per_job = c->cfg.limits_max_names_per_job;
+    o->max_names_total = c->cfg.limits_max_names_total;
+    o->max_step = c->cfg.limits_max_step;
+    o->max_step_jump = c->cfg.limits_max_step_jump;
+    o->max_jobs_per_batch = (uint32_t)c->cfg.limits_max_jobs_per_batch;
+    o->job_memory = c->cfg.limits_job_memory;
+    o->job_idle_ns = c->cfg.diag_job_idle;
 }
 
 static int collector_start_grpc(struct collector *c)
@@ -164,13 +206,19 @@ static int collector_start_grpc(struct collector *c)
         .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
     };
 
+    int r = collector_check_tls(&c->cfg, &to.tls);
+
+    if (r < 0)
+        return r;
     ingest_default_limits(&limits);
+    limits.max_seq_jump = c->cfg.max_seq_jump;
     limits.max_frame = c->cfg.max_frame;
     limits.max_raw = c->cfg.max_raw;
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
-    limits.max_names_per_job = c->cfg.max_names_per_job;
-    limits.max_ranks = (uint32_t)c->cfg.max_ranks;
+    collector_admission_limits(c, &limits.admit);
     c->ingest = ingest_new(c->store, &limits, c->diagq, c->clock);
+    if (c->ingest)
+        ingest_set_traces(c->ingest, c->traces);
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
         return -ENOMEM;
@@ -180,10 +228,12 @@ static int collector_start_grpc(struct collector *c)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
-        log_error("main", "cannot listen on grpc.listen %s", c->cfg.grpc_listen);
+        log_error("main", "cannot listen on grpc.listen %s%s", c->cfg.grpc_listen,
+                  c->port == -EINVAL ? " (TLS files not usable, see above)" : "");
         return c->port;
     }
-    log_info("main", "gRPC listening on %s (port %d)", c->cfg.grpc_listen, c->port);
+    log_info("main", "gRPC listening on %s (port %d, %s)", c->cfg.grpc_listen, c->port,
+             c->cfg.grpc_plaintext ? "plaintext" : "mTLS");
     return 0;
 }
 
@@ -194,30 +244,34 @@ static int collector_start_http(struct collector *c)
     if (!*c->cfg.http_listen)
         return 0;
     c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis,
-                                                c->diagq,  c->clock, c->alerts};
+                                                c->diagq,  c->clock, c->alerts,    c->traces};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
         return -EADDRINUSE;
     }
-    log_info("main", "HTTP /metrics and /healthz on %s (port %d)", c->cfg.http_listen,
-             http_port(c->http));
+    log_info("main", "HTTP /metrics, /healthz and the report page / on %s (port %d)",
+             c->cfg.http_listen, http_port(c->http));
     return 0;
 }
 
-/* SIGHUP: load and validate the config again; only log.level applies live. */
+/* SIGHUP: load and validate the config again; log each changed key and
+ * whether it applied (only log.level applies live;
+ * the TLS files are read again at the next connection). An invalid config is
+ * refused whole and the running one kept. */
 static void collector_reload(struct collector *c, int argc, char **argv)
 {
     struct collector_config fresh = {0};
     struct config_result res;
 
     daemon_notify("RELOADING=1");
+    transport_reload_certs(c->transport);
     if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
-        log_error("main", "reload rejected, keeping the running config: %s", res.error);
+        log_error("main", "reload rejected, keeping the running config: %s",
+                  config_errors_oneline(&res));
     } else {
-        log_set_level((enum log_level)fresh.log_level);
-        log_info("main", "reloaded: log.level=%s (other keys apply at restart)",
-                 log_level_name((enum log_level)fresh.log_level));
+        config_apply_changes(&collector_config_table, &c->cfg, &fresh);
+        log_set_level((enum log_level)c->cfg.log_level);
     }
     config_free(&collector_config_table, &fresh);
     daemon_notify("READY=1");
@@ -261,6 +315,7 @@ static void collector_teardown(struct collector *c)
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
     alerts_free(c->alerts); /* after diagnosis, which feeds it */
+    trace_capture_free(c->traces);
     stream_clock_free(c->clock);
     store_close(c->store);
     if (c->sigfd >= 0)

@@ -19,7 +19,8 @@ struct collector_metrics_ctx {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
-    struct alerts *alerts; /* NULL: no alert series */
+    struct alerts *alerts;        /* NULL: no alert series */
+    struct trace_capture *traces; /* may be NULL */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */
