@@ -42,7 +42,7 @@ DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
 	libsystemd-dev libmicrohttpd-dev libjson-c-dev libssl-dev openssl python3-torch iproute2 procps curl bc \
-	prometheus chromium groff-base man-db libcurl4-openssl-dev
+	prometheus chromium groff-base man-db libsnappy-dev libcurl4-openssl-dev
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -Wformat=2 -Wno-format-truncation -Wvla -Wimplicit-fallthrough
@@ -65,7 +65,7 @@ endif
 # Every binary links our static libraries (only referenced objects are pulled
 # in) and these shared ones (--as-needed drops what a binary does not use).
 SYS_LIBS := -lgrpc -lgpr -lprotobuf-c -llz4 -lrocksdb -lbpf -lelf -lz -lzstd \
-	-lsystemd -lmicrohttpd -ljson-c -lcrypto -lcurl -lm -ldl
+	-lsystemd -lmicrohttpd -ljson-c -lcrypto -lm -ldl -lsnappy -lcurl
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -73,7 +73,9 @@ PROTO_C      := $(GEN)/proto/argus.pb-c.c
 PROTO_H      := $(GEN)/proto/argus.pb-c.h
 BPF_SRC      := $(wildcard bpf/*.bpf.c)
 BPF_SKELS    := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.skel.h,$(BPF_SRC))
-GEN_HEADERS  := $(PROTO_H) $(BPF_SKELS)
+RW_PROTO_H   := $(GEN)/proto/remote_write.pb-c.h
+BUILD_INFO   := $(GEN)/build_info.h
+GEN_HEADERS  := $(PROTO_H) $(RW_PROTO_H) $(BUILD_INFO) $(BPF_SKELS)
 
 # One static library per program part; each binary links its own part plus
 # common (a client links no server code, a daemon no other daemon's code).
@@ -93,7 +95,7 @@ LIB_COLLECTOR := $(B)/lib/libargus_collector.a
 OUR_LIBS      := $(LIB_AGENT) $(LIB_COLLECTOR) $(LIB_COMMON)
 
 # What each tool links besides its own objects (tools/NAME/*.c).
-TOOL_DEPS_argusctl  := $(LIB_COMMON)
+TOOL_DEPS_argusctl  := $(LIB_AGENT) $(LIB_COMMON)
 TOOL_DEPS_argus-sim := $(LIB_AGENT) $(LIB_COMMON)
 # A tool's objects other than its main.c, for tests (e.g. the heatmap, the
 # simulator's scenario generator).
@@ -107,14 +109,23 @@ ifneq ($(wildcard $(CUDA)/include/cupti.h),)
 CUPTI_LIB := $(B)/lib/libargus-cupti.so
 endif
 
-.PHONY: all deps test check unit-tests demo bench bench-detect fuzz format format-check clean install
+.PHONY: FORCE all deps test check unit-tests demo bench bench-detect fuzz format format-check clean install
 all: $(BINS) $(CUPTI_LIB) $(B)/tests/.built
 
 # --- generated code ---------------------------------------------------------
 
-$(PROTO_C) $(PROTO_H) &: proto/argus.proto
+$(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
 	$(call msg,PROTOC-C,$<)
 	$(Q)mkdir -p $(GEN)/proto && $(PROTOC_C) --proto_path=proto --c_out=$(GEN)/proto $<
+
+# argus_build_info's version and commit; rewritten only when they change.
+ARGUS_VERSION ?= 0.1.0
+ARGUS_COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(BUILD_INFO): FORCE
+	$(Q)mkdir -p $(@D) && printf '#define ARGUS_BUILD_VERSION "%s"\n#define ARGUS_BUILD_COMMIT "%s"\n' \
+		'$(ARGUS_VERSION)' '$(ARGUS_COMMIT)' >$@.tmp && \
+		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+FORCE:
 
 $(GEN)/vmlinux.h:
 	$(call msg,BTF,$@)
@@ -141,7 +152,7 @@ $(B)/obj/gen/%.o: $(GEN)/%.c
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(B)/obj/gen/proto/argus.pb-c.o
 $(LIB_AGENT): $(call obj,$(AGENT_SRC))
-$(LIB_COLLECTOR): $(call obj,$(COLLECTOR_SRC))
+$(LIB_COLLECTOR): $(call obj,$(COLLECTOR_SRC)) $(B)/obj/gen/proto/remote_write.pb-c.o
 $(B)/lib/libargus_test.a: $(call obj,$(TESTLIB_SRC))
 $(B)/lib/%.a:
 	$(call msg,AR,$@)

@@ -16,6 +16,7 @@
 #include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "common/clock.h"
+#include "common/procstat.h"
 
 static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
 {
@@ -184,6 +185,7 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     if (strcmp(path, "/metrics") == 0) {
         agent_metrics(&s, &b);
         source_metrics(text, &b);
+        procstat_metrics(&b, "argus-agent");
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         resp->status = 200;
     } else if (strcmp(path, "/healthz") == 0) {

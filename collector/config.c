@@ -1,7 +1,12 @@
 #include "collector/config.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "collector/alerts/alerts.h"
 #include "common/config_value.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
@@ -15,6 +20,46 @@
 #define OPT_ENUM_LIVE(key, field, def, names, help)                                                \
     CONFIG_OPTION(struct collector_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL,  \
                   true)
+
+/* remote_write.url: empty, or http(s):// and a host. */
+static int collector_check_remote_write_url(const struct config_option *o, const void *field,
+                                            char *err, size_t errlen)
+{
+    const char *url = *(char *const *)field;
+    const char *host = !url                               ? NULL
+                       : strncmp(url, "http://", 7) == 0  ? url + 7
+                       : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                          : NULL;
+
+    if (!url || !*url || (host && *host && *host != '/'))
+        return 0;
+    snprintf(err, errlen,
+             "%s: '%s' is not an http:// or https:// URL with a host (e.g. "
+             "http://prometheus:9090/api/v1/write; empty: off)",
+             o->key, url);
+    return -EINVAL;
+}
+
+/* alerts.alertmanager, .webhook, .exec, .webhook_token_file: what the
+ * collector checks at start (collector/alerts/alerts.h, alerts_check). */
+static int collector_check_alerts_sink(const struct config_option *o, const void *field, char *err,
+                                       size_t errlen)
+{
+    const char *v = *(char *const *)field;
+    struct alerts_options a = {0};
+
+    if (!v || !*v)
+        return 0;
+    if (strcmp(o->key, "alerts.alertmanager") == 0)
+        a.alertmanager = v;
+    else if (strcmp(o->key, "alerts.webhook") == 0)
+        a.webhook = v;
+    else if (strcmp(o->key, "alerts.exec") == 0)
+        a.exec = v;
+    else
+        a.webhook_token_file = v;
+    return alerts_check(&a, err, errlen) < 0 ? -EINVAL : 0;
+}
 
 static const struct config_option collector_options[] = {
     OPT_ENUM_LIVE("log.level", log_level, "info", config_log_levels, "error, warn, info or debug"),
@@ -99,14 +144,18 @@ static const struct config_option collector_options[] = {
         "not diagnosed (counted)"),
     OPT("diag.lag_warn", CONFIG_DURATION, diag_lag_warn, "30s", 0.1, 86400,
         "log once when diagnosis of a job falls this far behind what was received"),
-    OPT("alerts.alertmanager", CONFIG_STRING, alerts_alertmanager, "", 0, 0,
-        "Alertmanager base URLs, comma-separated (POST /api/v2/alerts; empty: none)"),
-    OPT("alerts.webhook", CONFIG_STRING, alerts_webhook, "", 0, 0,
-        "webhook URLs, comma-separated: each gets every alert change as argus.alert.v1 JSON"),
-    OPT("alerts.webhook_token_file", CONFIG_STRING, alerts_webhook_token_file, "", 0, 0,
-        "file holding the webhooks' bearer token (empty: no Authorization header)"),
-    OPT("alerts.exec", CONFIG_STRING, alerts_exec, "", 0, 0,
-        "absolute paths of hooks, comma-separated: run per alert change, the JSON on stdin"),
+    OPT_CHECK("alerts.alertmanager", CONFIG_STRING, alerts_alertmanager, "",
+              "Alertmanager base URLs, comma-separated (POST /api/v2/alerts; empty: none)",
+              collector_check_alerts_sink),
+    OPT_CHECK("alerts.webhook", CONFIG_STRING, alerts_webhook, "",
+              "webhook URLs, comma-separated: each gets every alert change as argus.alert.v1 JSON",
+              collector_check_alerts_sink),
+    OPT_CHECK("alerts.webhook_token_file", CONFIG_STRING, alerts_webhook_token_file, "",
+              "file holding the webhooks' bearer token (empty: no Authorization header)",
+              collector_check_alerts_sink),
+    OPT_CHECK("alerts.exec", CONFIG_STRING, alerts_exec, "",
+              "absolute paths of hooks, comma-separated: run per alert change, the JSON on stdin",
+              collector_check_alerts_sink),
     OPT("alerts.exec_timeout", CONFIG_DURATION, alerts_exec_timeout, "10s", 0.01, 3600,
         "an exec hook still running after this is killed (and retried)"),
     OPT("alerts.http_timeout", CONFIG_DURATION, alerts_http_timeout, "10s", 0.01, 3600,
@@ -121,7 +170,43 @@ static const struct config_option collector_options[] = {
         "an alert resolves after the job closed diag.window + this many steps without it"),
     OPT("alerts.rate_limit", CONFIG_UINT, alerts_rate_limit, "20", 0, 1e6,
         "alerts one job may start firing per hour (more stay pending, counted; 0: no limit)"),
+    OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
+              "push the per-job series to this Prometheus remote write 1.0 endpoint "
+              "(http[s]://HOST:PORT/api/v1/write; empty: off)",
+              collector_check_remote_write_url),
+    OPT("remote_write.interval", CONFIG_DURATION, remote_write_interval, "15s", 0.1, 3600,
+        "how often the per-job series are collected and sent"),
+    OPT("remote_write.timeout", CONFIG_DURATION, remote_write_timeout, "10s", 0.1, 300,
+        "give up on one POST after this long (it is retried)"),
+    OPT("remote_write.queue_bytes", CONFIG_SIZE, remote_write_queue_bytes, "16MiB", 4096,
+        4.0 * 1073741824,
+        "compressed requests waiting while the endpoint is down; over it the oldest are dropped "
+        "(counted)"),
+    OPT("remote_write.bearer_token_file", CONFIG_STRING, remote_write_bearer_token_file, "", 0, 0,
+        "send Authorization: Bearer with the token on this file's first line (empty: none)"),
 };
+
+/* The bearer token file is read at start: it must be readable, and it
+ * means nothing without remote_write.url. */
+static void collector_check_remote_write(const struct collector_config *c,
+                                         struct config_result *res)
+{
+    const struct config_table *t = &collector_config_table;
+    const char *file = c->remote_write_bearer_token_file;
+    char a[300];
+
+    if (!file || !*file)
+        return;
+    if (!c->remote_write_url || !*c->remote_write_url)
+        config_error(res,
+                     "%s: remote_write.bearer_token_file is set but remote_write.url is "
+                     "empty (remote write is off)",
+                     config_where(t, res, "remote_write.bearer_token_file", a, sizeof(a)));
+    else if (access(file, R_OK) < 0)
+        config_error(res, "%s: remote_write.bearer_token_file %s: %s",
+                     config_where(t, res, "remote_write.bearer_token_file", a, sizeof(a)), file,
+                     strerror(errno));
+}
 
 /* Rules between keys: what the collector would otherwise clamp or replace. */
 static int collector_check(const void *cfg, struct config_result *res)
@@ -147,6 +232,7 @@ static int collector_check(const void *cfg, struct config_result *res)
                      config_where(t, res, "ingest.max_frame", a, sizeof(a)),
                      (unsigned long long)c->max_frame, (unsigned long long)c->max_raw,
                      config_where(t, res, "ingest.max_raw", b, sizeof(b)));
+    collector_check_remote_write(c, res);
     return res->nerrors - n;
 }
 

@@ -37,9 +37,14 @@ struct collector_config {
     uint64_t diag_late_horizon;
     uint64_t diag_window, diag_min_hits;
     uint64_t diag_queue_bytes;
-    uint64_t diag_lag_warn;   /* ns */
-    uint64_t clock_skew_warn; /* ns */
-    uint64_t clock_window;    /* ns */
+    uint64_t diag_lag_warn;         /* ns */
+    uint64_t clock_skew_warn;       /* ns */
+    uint64_t clock_window;          /* ns */
+    char *remote_write_url;         /* "": remote write off */
+    uint64_t remote_write_interval; /* ns */
+    uint64_t remote_write_timeout;  /* ns */
+    uint64_t remote_write_queue_bytes;
+    char *remote_write_bearer_token_file;
     char *alerts_alertmanager, *alerts_webhook, *alerts_webhook_token_file, *alerts_exec;
     char *alerts_report_url;
     uint64_t alerts_exec_timeout, alerts_http_timeout, alerts_resend, alerts_backoff_max; /* ns */

@@ -9,10 +9,13 @@
 #include "collector/alerts/alerts.h"
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_report.h"
+#include "collector/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strmap.h"
+
+#define DIAGNOSIS_DEFAULT_WINDOW 40 /* diag_engine.h's default persistence window */
 
 struct diagnosis_job {
     char *job;
@@ -21,8 +24,10 @@ struct diagnosis_job {
     struct diagnosis *d;
     struct strmap names; /* the job's dictionary */
     uint64_t last_fed_ns;
-    uint64_t feed_lag_ns;         /* wall clock - receive time of the last batch fed */
-    struct diagnosis_job_lag lag; /* as of the last tick */
+    uint64_t feed_lag_ns;               /* wall clock - receive time of the last batch fed */
+    struct diagnosis_job_lag lag;       /* as of the last tick */
+    struct diagnosis_job_series series; /* steps and lag as of the last tick */
+    struct recent_suspects recent;      /* of its reports */
 };
 
 struct diagnosis {
@@ -180,6 +185,7 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
         }
         log_warn("diagnosis", "report %s job %s steps %" PRIu64 "-%" PRIu64 ": %s", r->id, r->job,
                  r->from_step, r->to_step, r->summary);
+        recent_suspects_note(&j->recent, r);
         diag_report_free(reps[i]);
     }
     free(reps);
@@ -328,6 +334,11 @@ static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uin
         .open_steps = es.open_steps,
         .open_bytes = es.open_bytes,
     };
+    j->series.has_step = es.closed_through > 0;
+    j->series.step = es.closed_through ? es.closed_through - 1 : 0;
+    j->series.step_p50_s = es.last_step_p50_ns / 1e9;
+    j->series.step_max_s = es.last_step_max_ns / 1e9;
+    j->series.lag_s = j->lag.feed_lag_s + j->lag.watermark_lag_s;
 }
 
 void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
@@ -371,6 +382,31 @@ void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx)
         lag = j->lag;
         pthread_mutex_unlock(&j->lock);
         fn(ctx, j->job, &lag);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* j's summary (its lock held): the tick's numbers plus its recent suspects. */
+static struct diagnosis_job_series diagnosis_series_of(const struct diagnosis_job *j,
+                                                       uint32_t window)
+{
+    struct diagnosis_job_series s = j->series;
+
+    recent_suspects_summarize(&j->recent, window, &s);
+    return s;
+}
+
+void diagnosis_foreach_series(struct diagnosis *d, diagnosis_series_fn fn, void *ctx)
+{
+    uint32_t window = d->o.window ? d->o.window : DIAGNOSIS_DEFAULT_WINDOW;
+
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->njobs; i++) {
+        struct diagnosis_job *j = d->jobs[i];
+        pthread_mutex_lock(&j->lock);
+        struct diagnosis_job_series s = diagnosis_series_of(j, window);
+        pthread_mutex_unlock(&j->lock);
+        fn(ctx, j->job, &s);
     }
     pthread_mutex_unlock(&d->lock);
 }

@@ -6,7 +6,9 @@
  *                diagnosis.c, the adapter that feeds diag/ (the pure engine)
  *                and stores its reports: acks never wait on diagnosis
  *   query.c      argusctl's requests -> store/ reads
- *   metrics.c    /metrics and /healthz; the report page (web/) on the same port
+ *   metrics.c    /metrics and /healthz; the report page (web/) on the same port;
+ *                series.c the per-job series in /metrics, which
+ *                remote_write.c also pushes (remote_write.url)
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,8 @@
 #include "collector/ingest.h"
 #include "collector/metrics.h"
 #include "collector/query.h"
+#include "collector/remote_write.h"
+#include "collector/series.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
@@ -43,6 +47,7 @@ struct collector {
     struct trace_capture *traces; /* drill-down captures (collector/trace/) */
     struct transport_server *transport;
     struct http_server *http;
+    struct remote_write *remote_write;
     struct collector_metrics_ctx metrics;
     int sigfd;
     int port;
@@ -237,14 +242,47 @@ static int collector_start_grpc(struct collector *c)
     return 0;
 }
 
+/* remote_write_collect_fn: the per-job series. */
+static int collector_collect_series(void *ctx, struct series_set *out)
+{
+    int n = series_collect(ctx, out);
+
+    return n < 0 ? n : 0;
+}
+
+static int collector_start_remote_write(struct collector *c)
+{
+    struct remote_write_options o = {
+        .url = c->cfg.remote_write_url,
+        .interval_ns = c->cfg.remote_write_interval,
+        .timeout_ns = c->cfg.remote_write_timeout,
+        .queue_bytes = c->cfg.remote_write_queue_bytes,
+        .bearer_token_file = c->cfg.remote_write_bearer_token_file,
+    };
+    char err[512];
+
+    if (!*c->cfg.remote_write_url)
+        return 0;
+    c->remote_write =
+        remote_write_new(&o, collector_collect_series, c->diagnosis, err, sizeof(err));
+    if (!c->remote_write) {
+        log_error("main", "remote write: %s", err);
+        return -EINVAL;
+    }
+    log_info("main", "remote write of the per-job series to %s every %.0f s",
+             c->cfg.remote_write_url, (double)c->cfg.remote_write_interval / 1e9);
+    return 0;
+}
+
 static int collector_start_http(struct collector *c)
 {
     char err[256];
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis,
-                                                c->diagq,  c->clock, c->alerts,    c->traces};
+    c->metrics =
+        (struct collector_metrics_ctx){c->ingest, c->store,  c->transport, c->diagnosis,   c->diagq,
+                                       c->clock,  c->alerts, c->traces,    c->remote_write};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -310,6 +348,7 @@ static void collector_teardown(struct collector *c)
 {
     daemon_notify("STOPPING=1");
     http_stop(c->http);
+    remote_write_free(c->remote_write); /* before diagnosis, which it reads */
     transport_free(c->transport);
     ingest_free(c->ingest);
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
@@ -342,6 +381,8 @@ int main(int argc, char **argv)
         r = collector_start_alerts(&c);
     if (r == 0)
         r = collector_start_diagnosis(&c);
+    if (r == 0)
+        r = collector_start_remote_write(&c);
     if (r == 0)
         r = collector_start_grpc(&c);
     if (r == 0)

@@ -9,6 +9,8 @@
 #include "collector/diagq.h"
 #include "collector/ingest.h"
 #include "collector/limits.h"
+#include "collector/remote_write.h"
+#include "collector/series.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
@@ -16,6 +18,7 @@
 #include "collector/trace/trace_json.h"
 #include "common/clock.h"
 #include "collector/web/web.h"
+#include "common/procstat.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
 struct collector_series {
@@ -209,6 +212,44 @@ static void collector_metrics_tls(struct transport_server *t, struct http_buf *b
     http_buf_sample(b, "argus_tls_cert_expiry_seconds", "role=\"ca\"", (double)(ca - now));
 }
 
+/* The per-job series (collector/series.h), as remote write sends them. */
+static void collector_metrics_series(struct diagnosis *d, struct http_buf *b)
+{
+    struct series_set s = {0};
+
+    series_collect(d, &s);
+    series_write_text(&s, b);
+    series_set_clear(&s);
+}
+
+static void collector_metrics_remote_write(struct remote_write *w, struct http_buf *b)
+{
+    struct remote_write_stats rs;
+
+    remote_write_get_stats(w, &rs);
+    http_buf_metric(b, "argus_remote_write_requests_total", "counter",
+                    "remote write requests, by result: sent (2xx), failed (5xx, 429 or transport "
+                    "error: retried)",
+                    "result=\"sent\"", rs.requests_sent);
+    http_buf_sample(b, "argus_remote_write_requests_total", "result=\"failed\"",
+                    rs.requests_failed);
+    http_buf_metric(b, "argus_remote_write_samples_sent_total", "counter",
+                    "samples in requests the endpoint accepted", "", rs.samples_sent);
+    http_buf_metric(b, "argus_remote_write_samples_dropped_total", "counter",
+                    "samples dropped from the full queue (remote_write.queue_bytes)", "",
+                    rs.samples_dropped);
+    http_buf_metric(b, "argus_remote_write_samples_rejected_total", "counter",
+                    "samples in requests the endpoint refused with 4xx (not retried)", "",
+                    rs.samples_rejected);
+    http_buf_metric(b, "argus_remote_write_queue_requests", "gauge", "requests waiting", "",
+                    rs.queued_requests);
+    http_buf_metric(b, "argus_remote_write_queue_bytes", "gauge", "their compressed bytes", "",
+                    rs.queued_bytes);
+    http_buf_metric(b, "argus_remote_write_last_success_timestamp_seconds", "gauge",
+                    "when the endpoint last accepted a request (0: never)", "",
+                    rs.last_success_unix);
+}
+
 /* The admission limits (limits.*): refusals by limit, the memory budget. */
 static void collector_metrics_limits(struct limits *l, struct http_buf *b)
 {
@@ -305,6 +346,10 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
         collector_metrics_clock(m->clock, b);
     struct collector_series dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
+    collector_metrics_series(m->diagnosis, b);
+    if (m->remote_write)
+        collector_metrics_remote_write(m->remote_write, b);
+    procstat_metrics(b, "argus-collector");
 }
 
 void collector_http_handler(void *ctx, const char *path, struct http_response *resp)

@@ -361,15 +361,30 @@ static int regression_suspect(struct diag_engine *e, const struct diag_l1_event 
                            e->l1.o.cp_recent, text);
 }
 
-static void job_series(const struct diag_frame *f, double *t, uint32_t *rank)
+/* T_k (max step time over ranks) and the rank that set it; the median goes
+ * into the engine's stats. L2 has run on f, so its scratch holds f->cap
+ * doubles and is free until the next step. */
+static void job_series(struct diag_engine *e, const struct diag_frame *f, double *t, uint32_t *rank)
 {
+    double *d = e->l2.scratch;
+    size_t n = 0;
+
     *t = 0;
     *rank = 0;
-    for (uint32_t r = 0; r < f->cap; r++)
-        if (f->ranks[r].present && (double)f->ranks[r].duration_ns > *t) {
+    for (uint32_t r = 0; r < f->cap; r++) {
+        if (!f->ranks[r].present)
+            continue;
+        d[n++] = (double)f->ranks[r].duration_ns;
+        if ((double)f->ranks[r].duration_ns > *t) {
             *t = (double)f->ranks[r].duration_ns;
             *rank = r;
         }
+    }
+    if (f->step + 1 >= e->st.closed_through) { /* not an amended older step */
+        e->st.closed_through = f->step + 1;
+        e->st.last_step_max_ns = *t;
+        e->st.last_step_p50_ns = diag_stats_median_inplace(d, n);
+    }
 }
 
 /* The levels, in order, on one closed frame; findings into rep. */
@@ -403,7 +418,7 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
                     : DIAG_SPIKE_HOST;
     diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
     diag_persist_step(&e->persist, e->flags, e->cap);
-    job_series(f, &t, &trank);
+    job_series(e, f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);
     err = diag_engine_persisted_suspects(e, rep, true);
     err = err ? err : skew_suspect(e, f, rep);

@@ -10,9 +10,12 @@
 #include <string.h>
 
 #include "tools/argusctl/alerts.h"
+#include "tools/argusctl/channel.h"
 #include "tools/argusctl/collector_address.h"
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/follow.h"
+#include "tools/argusctl/compare.h"
+#include "tools/argusctl/import.h"
 #include "tools/argusctl/stragglers.h"
 #include "tools/argusctl/trace.h"
 #include "common/clock.h"
@@ -96,6 +99,9 @@ static const struct config_table ctl_table = {
     .program = "argusctl",
     .summary = "query an argus collector",
     .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
+             "Also import-kineto FILE... --job J [--rank R] and compare --job A --job B | --job A "
+             "--steps X-Y\n"
+             "--vs-steps Z-W [--json], each with its own flags (argusctl import-kineto --help).\n"
              "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
@@ -614,53 +620,11 @@ static int ctl_dispatch(struct ctl *c, int argc, char **argv)
     return CTL_USAGE;
 }
 
-/* An unset string option takes the environment variable's value. */
-static void ctl_env(char **opt, const char *var)
-{
-    const char *v = getenv(var);
-    char *copy;
-
-    if (**opt || !v || !*v || !(copy = strdup(v)))
-        return;
-    free(*opt);
-    *opt = copy;
-}
-
-/* The channel to address: mTLS from tls.* (or ARGUS_TLS_*), plaintext only
- * when asked for. NULL with the reason printed. */
-static struct rpc_channel *ctl_channel(struct ctl_config *cfg, const char *address)
-{
-    const char *env = getenv("ARGUS_GRPC_PLAINTEXT");
-    struct tls_files f;
-    struct tls_pem pem = {0};
-    struct rpc_channel_options o = {0};
-    struct rpc_channel *ch = NULL;
-    char err[512];
-    int r;
-
-    ctl_env(&cfg->tls_ca, "ARGUS_TLS_CA");
-    ctl_env(&cfg->tls_cert, "ARGUS_TLS_CERT");
-    ctl_env(&cfg->tls_key, "ARGUS_TLS_KEY");
-    f = (struct tls_files){cfg->tls_ca, cfg->tls_cert, cfg->tls_key};
-    if (!cfg->plaintext && !tls_files_set(&f) && env && strcmp(env, "true") == 0)
-        cfg->plaintext = true;
-    r = tls_choose(cfg->plaintext, &f, "--grpc.plaintext", "--tls.ca, --tls.cert and --tls.key",
-                   err, sizeof(err));
-    if (r == 1 && (r = tls_pem_load(&f, &pem, err, sizeof(err))) == 0)
-        o.tls = &pem;
-    if (r < 0)
-        fprintf(stderr, "argusctl: %s\n", err);
-    else
-        ch = rpc_channel_new(address, &o);
-    tls_pem_free(&pem);
-    return ch;
-}
-
 /* The filters (--cause, --node, --since) and the collector's address.
  * Returns 0 or CTL_USAGE after saying what is wrong. */
 static int ctl_prepare(struct ctl *c)
 {
-    char err[512], user[512];
+    char err[512];
 
     if (stragglers_parse_causes(c->cfg.cause, &c->filter, err, sizeof(err)) < 0) {
         fprintf(stderr, "argusctl: %s\n", err);
@@ -674,13 +638,7 @@ static int ctl_prepare(struct ctl *c)
                 c->cfg.since);
         return CTL_USAGE;
     }
-    if (collector_address_resolve(c->cfg.collector, getenv(COLLECTOR_ADDRESS_ENV),
-                                  collector_address_user_file(user, sizeof(user)),
-                                  COLLECTOR_ADDRESS_SYSTEM_FILE, &c->addr, err, sizeof(err)) < 0) {
-        fprintf(stderr, "argusctl: %s\n", err);
-        return CTL_USAGE;
-    }
-    return 0;
+    return ctl_address(c->cfg.collector, &c->addr) < 0 ? CTL_USAGE : 0;
 }
 
 /* --help, --man, --print-config, or no command: print and return the exit
@@ -710,6 +668,9 @@ int main(int argc, char **argv)
     struct config_result res;
     int r;
 
+    for (int i = 1; i < argc; i++) /* commands with their own flags */
+        if (!strcmp(argv[i], "import-kineto") || !strcmp(argv[i], "compare"))
+            return (argv[i][0] == 'i' ? import_kineto_main : compare_main)(argc, argv);
     for (size_t i = 0; i < CTL_NCOMMANDS; i++)
         docs[i] = ctl_commands[i].doc;
     table.commands = docs;
@@ -724,7 +685,8 @@ int main(int argc, char **argv)
     }
     r = ctl_meta(&table, &c, &res);
     if (r < 0 && (r = ctl_prepare(&c)) == 0) {
-        c.ch = ctl_channel(&c.cfg, c.addr.address);
+        c.ch = ctl_channel_open(c.addr.address, &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca,
+                                                                  c.cfg.tls_cert, c.cfg.tls_key});
         r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_USAGE;
     }
     rpc_channel_free(c.ch);
