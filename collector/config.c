@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/alerts/alerts.h"
 #include "common/config_value.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
@@ -37,6 +38,27 @@ static int collector_check_remote_write_url(const struct config_option *o, const
              "http://prometheus:9090/api/v1/write; empty: off)",
              o->key, url);
     return -EINVAL;
+}
+
+/* alerts.alertmanager, .webhook, .exec, .webhook_token_file: what the
+ * collector checks at start (collector/alerts/alerts.h, alerts_check). */
+static int collector_check_alerts_sink(const struct config_option *o, const void *field, char *err,
+                                       size_t errlen)
+{
+    const char *v = *(char *const *)field;
+    struct alerts_options a = {0};
+
+    if (!v || !*v)
+        return 0;
+    if (strcmp(o->key, "alerts.alertmanager") == 0)
+        a.alertmanager = v;
+    else if (strcmp(o->key, "alerts.webhook") == 0)
+        a.webhook = v;
+    else if (strcmp(o->key, "alerts.exec") == 0)
+        a.exec = v;
+    else
+        a.webhook_token_file = v;
+    return alerts_check(&a, err, errlen) < 0 ? -EINVAL : 0;
 }
 
 static const struct config_option collector_options[] = {
@@ -122,6 +144,32 @@ static const struct config_option collector_options[] = {
         "not diagnosed (counted)"),
     OPT("diag.lag_warn", CONFIG_DURATION, diag_lag_warn, "30s", 0.1, 86400,
         "log once when diagnosis of a job falls this far behind what was received"),
+    OPT_CHECK("alerts.alertmanager", CONFIG_STRING, alerts_alertmanager, "",
+              "Alertmanager base URLs, comma-separated (POST /api/v2/alerts; empty: none)",
+              collector_check_alerts_sink),
+    OPT_CHECK("alerts.webhook", CONFIG_STRING, alerts_webhook, "",
+              "webhook URLs, comma-separated: each gets every alert change as argus.alert.v1 JSON",
+              collector_check_alerts_sink),
+    OPT_CHECK("alerts.webhook_token_file", CONFIG_STRING, alerts_webhook_token_file, "",
+              "file holding the webhooks' bearer token (empty: no Authorization header)",
+              collector_check_alerts_sink),
+    OPT_CHECK("alerts.exec", CONFIG_STRING, alerts_exec, "",
+              "absolute paths of hooks, comma-separated: run per alert change, the JSON on stdin",
+              collector_check_alerts_sink),
+    OPT("alerts.exec_timeout", CONFIG_DURATION, alerts_exec_timeout, "10s", 0.01, 3600,
+        "an exec hook still running after this is killed (and retried)"),
+    OPT("alerts.http_timeout", CONFIG_DURATION, alerts_http_timeout, "10s", 0.01, 3600,
+        "timeout of one POST to an Alertmanager or webhook"),
+    OPT("alerts.report_url", CONFIG_STRING, alerts_report_url, "", 0, 0,
+        "link to a report in alerts, {id} and {job} filled in (empty: none)"),
+    OPT("alerts.resend", CONFIG_DURATION, alerts_resend, "1m", 1, 3600,
+        "re-send firing alerts to Alertmanager this often (endsAt 4x this ahead)"),
+    OPT("alerts.backoff_max", CONFIG_DURATION, alerts_backoff_max, "1m", 0.1, 3600,
+        "longest wait between retries of a sink that fails (from 1 s, doubling, jittered)"),
+    OPT("alerts.resolve_after", CONFIG_UINT, alerts_resolve_after, "20", 1, 1e6,
+        "an alert resolves after the job closed diag.window + this many steps without it"),
+    OPT("alerts.rate_limit", CONFIG_UINT, alerts_rate_limit, "20", 0, 1e6,
+        "alerts one job may start firing per hour (more stay pending, counted; 0: no limit)"),
     OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
               "push the per-job series to this Prometheus remote write 1.0 endpoint "
               "(http[s]://HOST:PORT/api/v1/write; empty: off)",

@@ -45,6 +45,10 @@ struct collector_config {
     uint64_t remote_write_timeout;  /* ns */
     uint64_t remote_write_queue_bytes;
     char *remote_write_bearer_token_file;
+    char *alerts_alertmanager, *alerts_webhook, *alerts_webhook_token_file, *alerts_exec;
+    char *alerts_report_url;
+    uint64_t alerts_exec_timeout, alerts_http_timeout, alerts_resend, alerts_backoff_max; /* ns */
+    uint64_t alerts_resolve_after, alerts_rate_limit;
 };
 
 extern const struct config_table collector_config_table;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/alerts/alerts.h"
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_report.h"
 #include "collector/recent_suspects.h"
@@ -170,7 +171,10 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     size_t n = diag_engine_take_reports(j->engine, &reps);
     char err[256];
     uint64_t errors = 0;
+    struct diag_engine_stats es;
 
+    diag_engine_get_stats(j->engine, &es); /* alerts count closed steps */
+    alerts_observe(d->o.alerts, j->job, reps, n, es.steps_closed);
     for (size_t i = 0; i < n; i++) {
         const Argus__V1__Report *r = reps[i];
         if (store_put_report(d->store, r, err, sizeof(err)) < 0) {

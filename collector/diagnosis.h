@@ -14,6 +14,7 @@
 
 #include "proto/argus.pb-c.h"
 
+struct alerts;
 struct store;
 
 struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
@@ -27,6 +28,8 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint32_t max_ranks;   /* per job: rank numbers below it (0: the engine's 65,536) */
     uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
                            * state freed (0: 5 minutes) */
+    /* gets every job's reports and closed steps (NULL: none) */
+    struct alerts *alerts;
     /* Told of each stored report that pages (the drill-down captures,
      * collector/trace/); r is valid during the call. May be NULL. */
     void (*on_report)(void *ctx, const Argus__V1__Report *r);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/alerts/alerts.h"
 #include "collector/config.h"
 #include "collector/diagnosis.h"
 #include "collector/diagq.h"
@@ -39,6 +40,7 @@ struct collector {
     struct collector_config cfg;
     struct store *store;
     struct ingest *ingest;
+    struct alerts *alerts;
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
@@ -70,6 +72,32 @@ static int collector_open_store(struct collector *c)
     r = store_open(&so, &c->store, err, sizeof(err));
     if (r < 0)
         log_error("main", "cannot open the store in %s: %s", c->cfg.store_dir, err);
+    return r;
+}
+
+/* Alerts and their sinks (alerts.*), the queue of the last run resumed. */
+static int collector_start_alerts(struct collector *c)
+{
+    struct alerts_options o = {
+        .alertmanager = c->cfg.alerts_alertmanager,
+        .webhook = c->cfg.alerts_webhook,
+        .webhook_token_file = c->cfg.alerts_webhook_token_file,
+        .exec = c->cfg.alerts_exec,
+        .report_url = c->cfg.alerts_report_url,
+        .exec_timeout_ns = c->cfg.alerts_exec_timeout,
+        .http_timeout_ns = c->cfg.alerts_http_timeout,
+        .resend_ns = c->cfg.alerts_resend,
+        .backoff_max_ns = c->cfg.alerts_backoff_max,
+        .window = c->cfg.diag_window,
+        .resolve_after = c->cfg.alerts_resolve_after,
+        .job_idle_ns = c->cfg.diag_job_idle,
+        .rate_limit = (uint32_t)c->cfg.alerts_rate_limit,
+    };
+    char err[512];
+    int r = alerts_new(c->store, &o, &c->alerts, err, sizeof(err));
+
+    if (r < 0)
+        log_error("main", "alerts: %s", err);
     return r;
 }
 
@@ -114,6 +142,7 @@ static int collector_start_diagnosis(struct collector *c)
         .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
+        .alerts = c->alerts,
         .max_jobs = (uint32_t)c->cfg.limits_max_jobs,
         .max_ranks = (uint32_t)c->cfg.limits_max_ranks_per_job,
     };
@@ -199,7 +228,8 @@ static int collector_start_grpc(struct collector *c)
     if (!c->ingest || !c->transport)
         return -ENOMEM;
     if (transport_add_stream(c->transport, RPC_INGEST_PUSH, &ingest_stream_ops, c->ingest) < 0 ||
-        query_register(c->transport, c->store) < 0)
+        query_register(c->transport, c->store) < 0 ||
+        query_register_alerts(c->transport, c->alerts) < 0)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
@@ -250,8 +280,9 @@ static int collector_start_http(struct collector *c)
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis,
-                                                c->diagq,  c->clock, c->traces,    c->remote_write};
+    c->metrics =
+        (struct collector_metrics_ctx){c->ingest, c->store,  c->transport, c->diagnosis,   c->diagq,
+                                       c->clock,  c->alerts, c->traces,    c->remote_write};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -298,6 +329,7 @@ static void collector_run(struct collector *c, int argc, char **argv)
         if (watchdog)
             daemon_notify("WATCHDOG=1");
         diagnosis_tick(c->diagnosis, clock_real_ns());
+        alerts_tick(c->alerts, clock_real_ns());
         diagq_tick(c->diagq, now);
         if (now >= next_clock) {
             stream_clock_tick(c->clock, clock_real_ns());
@@ -321,6 +353,7 @@ static void collector_teardown(struct collector *c)
     ingest_free(c->ingest);
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
+    alerts_free(c->alerts); /* after diagnosis, which feeds it */
     trace_capture_free(c->traces);
     stream_clock_free(c->clock);
     store_close(c->store);
@@ -344,6 +377,8 @@ int main(int argc, char **argv)
     r = c.sigfd < 0 ? c.sigfd : 0;
     if (r == 0)
         r = collector_open_store(&c);
+    if (r == 0)
+        r = collector_start_alerts(&c);
     if (r == 0)
         r = collector_start_diagnosis(&c);
     if (r == 0)

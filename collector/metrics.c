@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "collector/alerts/alerts_metrics.h"
 #include "collector/diagnosis.h"
 #include "collector/diagq.h"
 #include "collector/ingest.h"
@@ -300,6 +301,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     struct transport_stats ts;
     char labels[64];
 
+    alerts_write_metrics(m->alerts, b);
     ingest_get_stats(m->ingest, &in);
     store_get_stats(m->store, &st);
     transport_get_stats(m->transport, &ts);

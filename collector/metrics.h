@@ -4,6 +4,7 @@
 
 #include "common/http.h"
 
+struct alerts;
 struct diagnosis;
 struct diagq;
 struct ingest;
@@ -19,6 +20,7 @@ struct collector_metrics_ctx {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct alerts *alerts;             /* NULL: no alert series */
     struct trace_capture *traces;      /* may be NULL */
     struct remote_write *remote_write; /* NULL: remote write off */
 };

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/alerts/alerts.h"
 #include "collector/store/store.h"
 #include "collector/trace/trace_json.h"
 #include "common/heatmap_wire.h"
@@ -416,4 +417,128 @@ int query_register(struct transport_server *t, struct store *store)
     r |= transport_add_unary(t, RPC_QUERY_HEATMAP, query_heatmap_authorized, store);
     r |= transport_add_unary(t, RPC_QUERY_TRACE, query_trace_authorized, store);
     return r ? -EINVAL : 0;
+}
+
+/* ---- Query/Alerts ------------------------------------------------------------- */
+
+struct query_alerts {
+    const Argus__V1__AlertsRequest *req;
+    Argus__V1__Alert **items;
+    size_t n, cap;
+    bool failed;
+};
+
+/* A copy of a as a message (strings malloc'd; query_alert_free). */
+static Argus__V1__Alert *query_alert_of(const struct alert *a)
+{
+    Argus__V1__Alert *m = calloc(1, sizeof(*m));
+
+    if (!m)
+        return NULL;
+    argus__v1__alert__init(m);
+    m->id = strdup(a->id);
+    m->job = strdup(a->job);
+    m->subject = strdup(a->subject);
+    m->node = strdup(a->node);
+    m->group = strdup(a->group);
+    m->where = strdup(a->where);
+    m->summary = strdup(a->summary);
+    m->evidence = strdup(a->evidence);
+    m->report_id = strdup(a->report_id);
+    m->ranks = malloc((a->n_ranks ? a->n_ranks : 1) * sizeof(*m->ranks));
+    if (m->ranks) {
+        memcpy(m->ranks, a->ranks, a->n_ranks * sizeof(*m->ranks));
+        m->n_ranks = a->n_ranks;
+    }
+    m->cause = (Argus__V1__Cause)a->cause;
+    m->level = (Argus__V1__Level)a->level;
+    m->status = (Argus__V1__AlertStatus)(a->status + 1); /* enum alert_status + 1 */
+    m->gpu = a->gpu;
+    m->score = a->score;
+    m->created_unix_ns = a->created_ns;
+    m->firing_unix_ns = a->firing_ns;
+    m->resolved_unix_ns = a->resolved_ns;
+    return m;
+}
+
+static void query_alert_free(Argus__V1__Alert *m)
+{
+    if (!m)
+        return;
+    free(m->id);
+    free(m->job);
+    free(m->subject);
+    free(m->node);
+    free(m->group);
+    free(m->where);
+    free(m->summary);
+    free(m->evidence);
+    free(m->report_id);
+    free(m->ranks);
+    free(m);
+}
+
+static bool query_alert_complete(const Argus__V1__Alert *m)
+{
+    return m->id && m->job && m->subject && m->node && m->group && m->where && m->summary &&
+           m->evidence && m->report_id && m->ranks;
+}
+
+/* alert_change_fn: the alerts the request asks for, copied. */
+static void query_alert_one(void *ctx, const struct alert *a, bool forgotten)
+{
+    struct query_alerts *q = ctx;
+    Argus__V1__Alert *m;
+
+    if ((a->status == ALERT_RESOLVED && !q->req->include_resolved) ||
+        (q->req->job[0] && strcmp(q->req->job, a->job) != 0) || q->failed)
+        return;
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 32;
+        Argus__V1__Alert **grown = realloc(q->items, cap * sizeof(*grown));
+        if (!grown) {
+            q->failed = true;
+            return;
+        }
+        q->items = grown;
+        q->cap = cap;
+    }
+    m = query_alert_of(a);
+    if (!m || !query_alert_complete(m)) {
+        query_alert_free(m);
+        q->failed = true;
+        return;
+    }
+    q->items[q->n++] = m;
+}
+
+static void query_alerts(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__AlertsRequest *req = argus__v1__alerts_request__unpack(NULL, len, data);
+    Argus__V1__AlertsResponse resp = ARGUS__V1__ALERTS_RESPONSE__INIT;
+    struct query_alerts q = {.req = req};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not an AlertsRequest");
+        return;
+    }
+    alerts_foreach(ctx, query_alert_one, &q);
+    if (q.failed) {
+        query_fail(reply, TRANSPORT_INTERNAL, "%s", "out of memory");
+    } else {
+        resp.n_alerts = q.n;
+        resp.alerts = q.items;
+        query_reply(reply, &resp.base);
+    }
+    for (size_t i = 0; i < q.n; i++)
+        query_alert_free(q.items[i]);
+    free(q.items);
+    argus__v1__alerts_request__free_unpacked(req, NULL);
+}
+
+QUERY_AUTHORIZED(query_alerts, RPC_QUERY_ALERTS)
+
+int query_register_alerts(struct transport_server *t, struct alerts *a)
+{
+    return transport_add_unary(t, RPC_QUERY_ALERTS, query_alerts_authorized, a) ? -EINVAL : 0;
 }

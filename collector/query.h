@@ -11,6 +11,7 @@
 
 #include "collector/transport.h"
 
+struct alerts;
 struct store;
 
 #define QUERY_DEFAULT_STEP_LIMIT 10000u
@@ -20,5 +21,9 @@ struct store;
 
 /* Register every Query method on t, serving from store (not owned). */
 int query_register(struct transport_server *t, struct store *store);
+
+/* Register /argus.v1.Query/Alerts on t, serving the alerts of a (not
+ * owned; NULL: an empty list). */
+int query_register_alerts(struct transport_server *t, struct alerts *a);
 
 #endif

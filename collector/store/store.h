@@ -19,7 +19,8 @@
  *   time    unix second u64 | job            -> step range (min u64, max u64)
  *   received  unix minute start u64 | job   -> step range (min u64, max u64)
  *   reports job \0 | created ns u64 | id     -> packed argus.v1.Report
- *   alerts  (reserved for the alert queue)
+ *   alerts  the alert module's records (collector/alerts/: queue, states),
+ *           keys and values its own (store_alerts.c)
  *   names   job \0 | name id u64             -> name string
  *   dedup   agent \0 | epoch u64             -> highest stored seq u64
  *   report_ids  id                            -> the report's key in reports
@@ -172,6 +173,22 @@ int64_t store_apply_retention(struct store *s, uint64_t now_ns);
 /* Flush and compact every column family, blocking until done (maintenance,
  * benchmarks). Returns 0, or -EIO when the store is closed after an error. */
 int store_compact(struct store *s);
+
+/* The alerts family (store_alerts.c): keys and values are the caller's
+ * bytes. Put and delete are one durable write each (the WAL, like ingest);
+ * 0 or -EIO with err set. */
+int store_put_alert(struct store *s, const void *key, size_t klen, const void *val, size_t vlen,
+                    char *err, size_t errlen);
+int store_delete_alert(struct store *s, const void *key, size_t klen, char *err, size_t errlen);
+
+/* Every alerts key that starts with prefix (plen 0: all), in key order,
+ * through fn (bytes valid during the call; 0 go on, 1 stop, negative
+ * abort). Runs under the read lock: fn must not put or delete. Returns 0,
+ * fn's negative value, -ENOMEM or -EIO. */
+typedef int (*store_alert_fn)(void *ctx, const void *key, size_t klen, const void *val,
+                              size_t vlen);
+int store_scan_alerts(struct store *s, const void *prefix, size_t plen, store_alert_fn fn,
+                      void *ctx);
 
 /* Numbers for /metrics. */
 struct store_stats {

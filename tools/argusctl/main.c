@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/argusctl/alerts.h"
 #include "tools/argusctl/channel.h"
 #include "tools/argusctl/collector_address.h"
 #include "tools/argusctl/ctl_exit.h"
@@ -362,6 +363,21 @@ static int ctl_stragglers(struct ctl *c, const char *arg)
     return CTL_OK;
 }
 
+static void ctl_alerts_table(struct ctl *c, const ProtobufCMessage *m)
+{
+    alerts_print(stdout, (const Argus__V1__AlertsResponse *)m, clock_real_ns(), c->cfg.job);
+}
+
+static int ctl_alerts(struct ctl *c, const char *arg)
+{
+    Argus__V1__AlertsRequest req = ARGUS__V1__ALERTS_REQUEST__INIT;
+
+    req.job = c->cfg.job;
+    req.include_resolved = true;
+    return ctl_show(c, RPC_QUERY_ALERTS, &req.base, &argus__v1__alerts_response__descriptor,
+                    ctl_alerts_table, NULL);
+}
+
 /* The report alone, not its response wrapper, in both forms. */
 static int ctl_report(struct ctl *c, const char *id)
 {
@@ -572,6 +588,10 @@ static const struct ctl_command {
      ctl_trace,
      false,
      true},
+    {{"alerts", "[--job J]", "alerts: firing, pending, resolved, with age"},
+     ctl_alerts,
+     false,
+     false},
 };
 
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))

@@ -1,0 +1,308 @@
+#include "collector/alerts/alert_json.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/pbjson.h"
+
+static void json_put_str(struct json_object *o, const char *k, const char *v)
+{
+    json_object_object_add(o, k, json_object_new_string(v ? v : ""));
+}
+
+static void json_put_u64(struct json_object *o, const char *k, uint64_t v)
+{
+    char s[24];
+
+    snprintf(s, sizeof(s), "%" PRIu64, v);
+    json_put_str(o, k, s); /* a string: jq would round a 64-bit number */
+}
+
+static const char *alert_level_name(int level)
+{
+    const ProtobufCEnumValue *v =
+        protobuf_c_enum_descriptor_get_value(&argus__v1__level__descriptor, level);
+
+    return v ? v->name : "LEVEL_UNKNOWN";
+}
+
+static int alert_level_value(const char *name)
+{
+    const ProtobufCEnumValue *v =
+        protobuf_c_enum_descriptor_get_value_by_name(&argus__v1__level__descriptor, name);
+
+    return v ? v->value : 0;
+}
+
+static struct json_object *alert_labels_json(const struct alert *a)
+{
+    struct json_object *l = json_object_new_object();
+
+    json_put_str(l, "ranks", a->fired_ranks);
+    json_object_object_add(l, "gpu", json_object_new_int(a->fired_gpu));
+    json_put_str(l, "level", alert_level_name(a->fired_level));
+    return l;
+}
+
+struct json_object *alert_to_json(const struct alert *a)
+{
+    struct json_object *o = json_object_new_object(), *ranks = json_object_new_array();
+
+    if (!o || !ranks) {
+        json_object_put(o);
+        json_object_put(ranks);
+        return NULL;
+    }
+    json_put_str(o, "id", a->id);
+    json_put_str(o, "job", a->job);
+    json_put_str(o, "subject", a->subject);
+    json_put_str(o, "cause", alert_cause_name(a->cause));
+    json_put_str(o, "level", alert_level_name(a->level));
+    json_put_str(o, "status", alert_status_name(a->status));
+    json_object_object_add(o, "fired", json_object_new_boolean(a->fired));
+    for (uint32_t i = 0; i < a->n_ranks; i++)
+        json_object_array_add(ranks, json_object_new_int64(a->ranks[i]));
+    json_object_object_add(o, "ranks", ranks);
+    json_object_object_add(o, "more_ranks", json_object_new_int64(a->more_ranks));
+    json_put_str(o, "node", a->node);
+    json_object_object_add(o, "gpu", json_object_new_int(a->gpu));
+    json_put_str(o, "group", a->group);
+    json_put_str(o, "where", a->where);
+    json_object_object_add(o, "score", json_object_new_double(a->score));
+    json_put_str(o, "summary", a->summary);
+    json_put_str(o, "evidence", a->evidence);
+    json_put_str(o, "report_id", a->report_id);
+    json_put_u64(o, "created_unix_ns", a->created_ns);
+    json_put_u64(o, "firing_unix_ns", a->firing_ns);
+    json_put_u64(o, "resolved_unix_ns", a->resolved_ns);
+    json_put_u64(o, "updated_unix_ns", a->updated_ns);
+    json_object_object_add(o, "labels", alert_labels_json(a));
+    return o;
+}
+
+static const char *json_str(struct json_object *o, const char *k)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : NULL;
+}
+
+static uint64_t json_u64(struct json_object *o, const char *k)
+{
+    const char *s = json_str(o, k);
+
+    return s ? strtoull(s, NULL, 10) : 0;
+}
+
+static int json_int(struct json_object *o, const char *k, int def)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, k, &v) ? json_object_get_int(v) : def;
+}
+
+static int alert_cause_value(const char *name)
+{
+    for (int c = 0; c < 7; c++)
+        if (strcmp(alert_cause_name(c), name) == 0)
+            return c;
+    return 0;
+}
+
+static void alert_ranks_from_json(struct json_object *o, struct alert *a)
+{
+    struct json_object *ranks, *labels;
+
+    if (json_object_object_get_ex(o, "ranks", &ranks) &&
+        json_object_is_type(ranks, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(ranks) && i < ALERT_MAX_RANKS; i++)
+            a->ranks[a->n_ranks++] =
+                (uint32_t)json_object_get_int64(json_object_array_get_idx(ranks, i));
+    a->more_ranks = (uint32_t)json_int(o, "more_ranks", 0);
+    if (json_object_object_get_ex(o, "labels", &labels)) {
+        snprintf(a->fired_ranks, sizeof(a->fired_ranks), "%s",
+                 json_str(labels, "ranks") ? json_str(labels, "ranks") : "");
+        a->fired_gpu = json_int(labels, "gpu", -1);
+        a->fired_level =
+            alert_level_value(json_str(labels, "level") ? json_str(labels, "level") : "");
+    }
+}
+
+int alert_from_json(struct json_object *o, struct alert *a)
+{
+    const char *id = json_str(o, "id"), *job = json_str(o, "job"), *st = json_str(o, "status");
+    const char *subject = json_str(o, "subject"), *cause = json_str(o, "cause");
+    struct json_object *fired;
+
+    memset(a, 0, sizeof(*a));
+    if (!id || !job || !st || !subject || !cause)
+        return -EINVAL;
+    a->job = strdup(job);
+    if (!a->job)
+        return -ENOMEM;
+    snprintf(a->id, sizeof(a->id), "%s", id);
+    snprintf(a->subject, sizeof(a->subject), "%s", subject);
+    a->cause = alert_cause_value(cause);
+    a->level = alert_level_value(json_str(o, "level") ? json_str(o, "level") : "");
+    a->status = strcmp(st, "firing") == 0     ? ALERT_FIRING
+                : strcmp(st, "resolved") == 0 ? ALERT_RESOLVED
+                                              : ALERT_PENDING;
+    a->fired = json_object_object_get_ex(o, "fired", &fired) && json_object_get_boolean(fired);
+    alert_ranks_from_json(o, a);
+#define ALERT_STR(f) snprintf(a->f, sizeof(a->f), "%s", json_str(o, #f) ? json_str(o, #f) : "")
+    ALERT_STR(node);
+    ALERT_STR(group);
+    ALERT_STR(where);
+    ALERT_STR(summary);
+    ALERT_STR(evidence);
+    ALERT_STR(report_id);
+#undef ALERT_STR
+    a->gpu = json_int(o, "gpu", -1);
+    {
+        struct json_object *v;
+        a->score = json_object_object_get_ex(o, "score", &v) ? json_object_get_double(v) : 0;
+    }
+    a->created_ns = json_u64(o, "created_unix_ns");
+    a->firing_ns = json_u64(o, "firing_unix_ns");
+    a->resolved_ns = json_u64(o, "resolved_unix_ns");
+    a->updated_ns = json_u64(o, "updated_unix_ns");
+    return 0;
+}
+
+/* Append s to *out (len, cap); -ENOMEM when it cannot grow. */
+static int url_append(char **out, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = (*len + n + 1) * 2;
+        char *grown = realloc(*out, c);
+        if (!grown)
+            return -ENOMEM;
+        *out = grown;
+        *cap = c;
+    }
+    memcpy(*out + *len, s, n);
+    *len += n;
+    (*out)[*len] = '\0';
+    return 0;
+}
+
+char *alert_report_url(const char *templ, const char *id, const char *job)
+{
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    int rc = url_append(&out, &len, &cap, "", 0);
+
+    for (const char *p = templ; rc == 0 && *p;) {
+        if (strncmp(p, "{id}", 4) == 0) {
+            rc = url_append(&out, &len, &cap, id, strlen(id));
+            p += 4;
+        } else if (strncmp(p, "{job}", 5) == 0) {
+            rc = url_append(&out, &len, &cap, job, strlen(job));
+            p += 5;
+        } else {
+            rc = url_append(&out, &len, &cap, p++, 1);
+        }
+    }
+    if (rc < 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+char *alert_event_json(const struct alert *a, const char *report_url)
+{
+    struct json_object *o = json_object_new_object(), *al = alert_to_json(a);
+    char *url = alert_report_url(report_url ? report_url : "", a->report_id, a->job);
+    char *text = NULL;
+
+    if (o && al && url) {
+        json_put_str(o, "schema", ALERT_SCHEMA);
+        json_put_str(o, "status", alert_status_name(a->status));
+        json_object_object_add(o, "alert", al);
+        al = NULL;
+        json_put_str(o, "report_url", report_url && *report_url && a->report_id[0] ? url : "");
+        json_object_object_add(
+            o, "report", a->report ? pbjson_from_message(&a->report->base, NULL, NULL) : NULL);
+        text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    }
+    json_object_put(o);
+    json_object_put(al);
+    free(url);
+    return text;
+}
+
+/* RFC 3339 UTC with milliseconds, as Alertmanager reads it. */
+static void alert_rfc3339(uint64_t ns, char *out, size_t len)
+{
+    time_t s = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    char base[32];
+
+    gmtime_r(&s, &tm);
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03uZ", base, (unsigned)(ns / 1000000ull % 1000));
+}
+
+static struct json_object *alert_am_labels(struct json_object *al)
+{
+    struct json_object *l = json_object_new_object(), *fl = NULL;
+    const char *ranks = "";
+    char gpu[16] = "";
+
+    json_object_object_get_ex(al, "labels", &fl);
+    if (fl && json_str(fl, "ranks"))
+        ranks = json_str(fl, "ranks");
+    if (fl && json_int(fl, "gpu", -1) >= 0)
+        snprintf(gpu, sizeof(gpu), "%d", json_int(fl, "gpu", -1));
+    json_put_str(l, "alertname", "ArgusStraggler");
+    json_put_str(l, "job", json_str(al, "job"));
+    json_put_str(l, "cause", json_str(al, "cause"));
+    json_put_str(l, "subject", json_str(al, "subject"));
+    json_put_str(l, strchr(ranks, ',') ? "ranks" : "rank", ranks);
+    if (json_str(al, "node") && *json_str(al, "node"))
+        json_put_str(l, "node", json_str(al, "node"));
+    if (*gpu)
+        json_put_str(l, "gpu", gpu);
+    json_put_str(l, "level", fl && json_str(fl, "level") ? json_str(fl, "level") : "");
+    json_put_str(l, "severity", "page");
+    return l;
+}
+
+int alert_am_append(struct json_object *am, struct json_object *event, uint64_t now_ns,
+                    uint64_t ends_ahead_ns)
+{
+    struct json_object *al, *o, *ann;
+    const char *schema = json_str(event, "schema"), *status = json_str(event, "status");
+    bool resolved = status && strcmp(status, "resolved") == 0;
+    uint64_t starts, ends;
+    char t[48];
+
+    if (!schema || strcmp(schema, ALERT_SCHEMA) != 0 || !status ||
+        !json_object_object_get_ex(event, "alert", &al))
+        return -EINVAL;
+    starts = json_u64(al, "firing_unix_ns");
+    ends = resolved ? json_u64(al, "resolved_unix_ns") : now_ns + ends_ahead_ns;
+    o = json_object_new_object();
+    ann = json_object_new_object();
+    json_object_object_add(o, "labels", alert_am_labels(al));
+    json_put_str(ann, "summary", json_str(al, "summary"));
+    json_put_str(ann, "evidence", json_str(al, "evidence"));
+    json_put_str(ann, "report", json_str(event, "report_url"));
+    json_put_str(ann, "report_id", json_str(al, "report_id"));
+    json_object_object_add(o, "annotations", ann);
+    alert_rfc3339(starts ? starts : now_ns, t, sizeof(t));
+    json_put_str(o, "startsAt", t);
+    alert_rfc3339(ends, t, sizeof(t));
+    json_put_str(o, "endsAt", t);
+    if (json_str(event, "report_url") && *json_str(event, "report_url"))
+        json_put_str(o, "generatorURL", json_str(event, "report_url"));
+    json_object_array_add(am, o);
+    return 0;
+}

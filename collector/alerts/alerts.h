@@ -1,0 +1,86 @@
+/* collector/alerts/alerts.h: the alert stage's entry point (the folder's
+ * map is in alert_book.h). Diagnosis hands every job's reports and closed-
+ * step count to alerts_observe; the lifecycle (alert_book.h) decides what
+ * changed; each change of an alert that fires is written, as an
+ * argus.alert.v1 event, to the store's alerts family once per sink (the
+ * queue) before anything is sent; one sender thread per sink delivers its
+ * queue in order (alert_sink.h), deletes what was delivered, and retries
+ * what failed with exponential backoff (1 s doubling up to backoff_max,
+ * jittered to 50-100 %). An Alertmanager sink also re-sends every firing
+ * alert every resend (endsAt 4 x resend ahead) so Alertmanager keeps it.
+ * A restart takes the queue and the alert states back from the store and
+ * resumes; queue entries of sinks no longer configured are dropped (logged).
+ * Nothing here blocks diagnosis on a sink: observe does store writes only.
+ *
+ * Store keys (alerts family): "s:" id -> alert state JSON (alert_json.h);
+ * "q:" kind ":" target \0 seq (u64 big-endian) -> enqueue unix ns (u64
+ * big-endian) + event JSON.
+ * Thread-safe (one lock).
+ */
+#ifndef ARGUS_COLLECTOR_ALERTS_H
+#define ARGUS_COLLECTOR_ALERTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/alerts/alert_book.h"
+#include "proto/argus.pb-c.h"
+
+struct store;
+
+struct alerts_options {
+    const char *alertmanager;       /* comma-separated base URLs, "" for none */
+    const char *webhook;            /* comma-separated URLs */
+    const char *webhook_token_file; /* bearer token for the webhooks ("": none) */
+    const char *exec;               /* comma-separated absolute paths */
+    const char *report_url;         /* link template with {id} and {job} ("": none) */
+    uint64_t exec_timeout_ns, http_timeout_ns;
+    uint64_t resend_ns;      /* Alertmanager re-send interval */
+    uint64_t backoff_max_ns; /* retry interval cap */
+    uint64_t window;         /* the engine's re-report interval (diag.window) */
+    uint64_t resolve_after;  /* clean closed steps beyond window that resolve */
+    uint64_t job_idle_ns;    /* a job idle this long has ended (diag.job_idle) */
+    uint32_t rate_limit;     /* alerts a job may start firing per hour (0: none) */
+};
+
+struct alerts;
+
+/* Check the sinks (URLs http(s)://, exec paths absolute and executable, the
+ * token file readable and not empty), load the store's queue and states,
+ * start the senders. Returns 0 and *out, or -EINVAL/-ENOMEM/-EIO with a
+ * sentence naming the config key in err (errlen bytes). */
+int alerts_new(struct store *s, const struct alerts_options *o, struct alerts **out, char *err,
+               size_t errlen);
+
+/* What alerts_new checks of o, without a store or threads (a config check
+ * mode). 0, or -EINVAL/-ENOMEM with the sentence in err. */
+int alerts_check(const struct alerts_options *o, char *err, size_t errlen);
+
+/* Stop the senders (a delivery in flight finishes or times out) and free.
+ * What is queued stays in the store. NULL is fine. */
+void alerts_free(struct alerts *a);
+
+/* The reports job produced (n, maybe 0; they stay the caller's) and its
+ * closed steps so far. Errors are counted and logged (rate-limited). */
+void alerts_observe(struct alerts *a, const char *job, Argus__V1__Report *const *reports, size_t n,
+                    uint64_t steps_closed);
+
+/* Once a second: resolve the alerts of jobs that ended, forget old ones. */
+void alerts_tick(struct alerts *a, uint64_t now_unix_ns);
+
+/* Per-sink numbers for /metrics. */
+struct alerts_sink_stats {
+    const char *kind, *target; /* valid while a lives */
+    uint64_t sent, failed, queued;
+    double oldest_age_s; /* of what is queued, 0 when nothing */
+};
+typedef void (*alerts_sink_fn)(void *ctx, const struct alerts_sink_stats *st);
+void alerts_foreach_sink(struct alerts *a, alerts_sink_fn fn, void *ctx);
+
+/* Call fn for every alert known (under the lock: fn must not call in). */
+void alerts_foreach(struct alerts *a, alert_change_fn fn, void *ctx);
+
+/* Alerts kept pending by the per-job rate limit; store write errors. */
+void alerts_get_counts(struct alerts *a, uint64_t *rate_limited, uint64_t *store_errors);
+
+#endif
