@@ -65,8 +65,13 @@ static int write_trace(char *path)
 static void play(double stretch, struct got *g)
 {
     char path[] = "/tmp/test_source_replay_XXXXXX.json", why[256] = "";
-    struct replay_config c = {.path = path, .job = "j", .node = "n", .ranks = 1, .rate = 1,
-                              .steps = 1, .stretch = stretch};
+    struct replay_config c = {.path = path,
+                              .job = "j",
+                              .node = "n",
+                              .ranks = 1,
+                              .rate = 1,
+                              .steps = 1,
+                              .stretch = stretch};
     struct event_sink sink = {got_event, got_name, g};
     void *r;
 
