@@ -124,7 +124,8 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         break;
     case AGENT_EVENT_COUNTER:
         if (!assembler_has_steps(a->assembler, ev->pid)) /* an unannotated rank */
-            stepinfer_counter(a->stepinfer, ev->pid, ev->counter.counter, ev->counter.value);
+            stepinfer_counter(a->stepinfer, ev->pid, ev->counter.counter, ev->counter.value,
+                              ev->ts_ns);
         assembler_event(a->assembler, ev);
         break;
     default:
@@ -611,18 +612,38 @@ static void agent_flush(struct agent *a)
     }
 }
 
+/* Destroy every source; the log says which took long (uprobe detach waits
+ * for the kernel, per probe). */
+static void agent_destroy_sources(struct agent *a)
+{
+    for (size_t i = 0; i < a->nsources; i++) {
+        uint64_t t0 = clock_mono_ns();
+        if (!a->sources[i].state)
+            continue;
+        a->sources[i].ops->destroy(a->sources[i].state);
+        uint64_t took = clock_mono_ns() - t0;
+        if (took > 100 * NSEC_PER_MSEC)
+            log_info("agent", "stopping: source %s took %.2f s", a->sources[i].ops->name,
+                     (double)took / NSEC_PER_SEC);
+    }
+}
+
 void agent_teardown(struct agent *a)
 {
+    uint64_t t0 = clock_mono_ns();
+
     if (!a)
         return;
     daemon_notify("STOPPING=1");
     http_stop(a->http);
-    if (a->spool && a->exporter && a->assembler && a->frames)
+    if (a->spool && a->exporter && a->assembler && a->frames) {
         agent_flush(a);
+        log_info("agent", "stopping: flush took %.2f s (%s)",
+                 (double)(clock_mono_ns() - t0) / NSEC_PER_SEC,
+                 exporter_idle(a->exporter) ? "everything acked" : "the rest stays spooled");
+    }
     stepframes_free(a->frames); /* before the sources it asks */
-    for (size_t i = 0; i < a->nsources; i++)
-        if (a->sources[i].state)
-            a->sources[i].ops->destroy(a->sources[i].state);
+    agent_destroy_sources(a);
     exporter_free(a->exporter);
     spool_close(a->spool);
     assembler_free(a->assembler);

@@ -126,6 +126,38 @@ static bool gaps_show_period(const uint64_t *gaps, size_t nb, uint32_t p)
     return top - second > log(2.0);
 }
 
+/* Does one position of period p hold the longest gap in nearly every cycle
+ * (85% of at least 16 whole cycles after the first quarter)? Compared within
+ * each cycle, a load that drifts over seconds (which correlates the gaps at
+ * every lag, so the autocorrelation sees period p0) cancels out. Cycles
+ * start at the same place, so positions mean the same call. */
+static bool gaps_dominant(const uint64_t *gaps, size_t nb, uint32_t p)
+{
+    uint32_t wins[256] = {0}, cycles = 0, top = 0;
+
+    for (size_t c = nb / 4 + 1; p <= 256 && c + p <= nb; c += p, cycles++) {
+        uint32_t best = 0;
+
+        for (uint32_t i = 1; i < p; i++)
+            if (gaps[c + i] > gaps[c + best])
+                best = i;
+        if (++wins[best] > top)
+            top = wins[best];
+    }
+    return cycles >= 16 && top >= 0.85 * cycles;
+}
+
+/* p0, or the largest multiple of it up to 4 p0 whose cycles show one
+ * position with the longest gap (the largest: with period 4, cycles of 2
+ * can show it too; with period 2, cycles of 4 hold two such positions). */
+static uint32_t refine_within(const uint64_t *gaps, size_t nb, uint32_t p0, uint32_t max_period)
+{
+    for (uint32_t k = 4; k >= 2; k--)
+        if (k * p0 <= max_period && gaps_dominant(gaps, nb, k * p0))
+            return k * p0;
+    return p0;
+}
+
 /* Refine a signature period p0 by the period of the gaps before the bursts
  * (identical signatures, e.g. c10d calls without bytes, still show the
  * compute gap once per step): the smallest multiple of p0 whose
@@ -134,7 +166,8 @@ static bool gaps_show_period(const uint64_t *gaps, size_t nb, uint32_t p)
  * period autocorrelates as well but fails that, so the search goes on).
  * Like find_period, it leaves out the first quarter (set-up collectives,
  * e.g. DDP's broadcasts, close together, would correlate at every lag).
- * Returns p0 when the gaps show no period. */
+ * When that gives p0, the cycles of its multiples are checked one by one
+ * (refine_within). Returns p0 when the gaps show no period. */
 static uint32_t refine_period(const uint64_t *gaps, size_t nb, uint32_t p0, uint32_t max_period)
 {
     double mean = 0, var = 0, best = 0, r[257] = {0};
@@ -158,8 +191,8 @@ static uint32_t refine_period(const uint64_t *gaps, size_t nb, uint32_t p0, uint
     }
     for (uint32_t p = p0; p <= max_period && 2 * (size_t)p < m; p += p0)
         if (r[p] > 0.3 && r[p] >= 0.8 * best && (p == p0 || gaps_show_period(gaps, nb, p)))
-            return p;
-    return p0;
+            return p == p0 ? refine_within(gaps, nb, p0, max_period) : p;
+    return refine_within(gaps, nb, p0, max_period);
 }
 
 /* The position (call index mod p) whose preceding gap is longest on

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/steps/stepcounters.h"
 #include "agent/steps/stepdetect.h"
 #include "common/clock.h"
 #include "common/name_id.h"
@@ -19,7 +20,6 @@
 #define STEPINFER_MISFIT_UNLOCK 4  /* misfits in the last 16 steps that unlock a model */
 #define STEPINFER_VOTE_TICKS 5     /* ticks a rank waits for another to agree */
 #define STEPINFER_MAX_PENDING 16   /* processes kept before they are known ranks */
-#define STEPINFER_NCOUNTERS 8
 
 struct stepinfer_comm {
     uint64_t id;
@@ -62,11 +62,11 @@ struct stepinfer_rank {
     struct stepinfer_model model;
     struct stepinfer_model candidate; /* found at this tick, before the vote */
     bool has_candidate;
-    uint32_t waited;    /* ticks with a candidate but no agreement yet */
-    int64_t last_step;  /* number of the last emitted step, -1 before the first */
-    bool fitted;        /* a step with the model's number of calls was emitted */
-    uint64_t closed_ns; /* arrival of the call that closed the last emitted step */
-    uint64_t counters[STEPINFER_NCOUNTERS];
+    uint32_t waited;              /* ticks with a candidate but no agreement yet */
+    int64_t last_step;            /* number of the last emitted step, -1 before the first */
+    bool fitted;                  /* a step with the model's number of calls was emitted */
+    uint64_t closed_ns;           /* arrival of the call that closed the last emitted step */
+    struct stepcounters counters; /* host counter samples not given to a step yet */
 };
 
 struct stepinfer {
@@ -217,12 +217,13 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush)
     stepinfer_rank_free(r);
 }
 
-void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value)
+void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value,
+                       uint64_t ts_ns)
 {
     struct stepinfer_rank *r = stepinfer_find(si, pid, NULL);
 
-    if (r && counter < STEPINFER_NCOUNTERS)
-        r->counters[counter] += value;
+    if (r)
+        stepcounters_add(&r->counters, counter, value, ts_ns);
 }
 
 /* The index of the rank's group comm (the last slot when they are all taken). */
@@ -307,7 +308,6 @@ static uint64_t stepinfer_mix(uint64_t h, uint64_t v)
     return h * 0x100000001b3ULL;
 }
 
-static bool stepinfer_opens(const struct stepinfer_rank *r, size_t i);
 static void stepinfer_continue(struct stepinfer_rank *r);
 
 /* The operations of calls [from, to), in any order (two groups' calls may
@@ -469,17 +469,20 @@ static void stepinfer_continue(struct stepinfer_rank *r)
         }
 }
 
-/* Take the rank's host counters for the step being emitted. */
-static void stepinfer_take_counters(struct stepinfer_rank *r, Argus__V1__HostCounters *host)
+/* The rank's host counters over the step (start_ns, end_ns], by time. */
+static void stepinfer_take_counters(struct stepinfer_rank *r, uint64_t start_ns, uint64_t end_ns,
+                                    Argus__V1__HostCounters *host)
 {
-    host->off_cpu_ns = r->counters[AGENT_COUNTER_OFF_CPU_NS];
-    host->runq_ns = r->counters[AGENT_COUNTER_RUNQ_NS];
-    host->sync_wait_ns = r->counters[AGENT_COUNTER_SYNC_WAIT_NS];
-    host->launches = r->counters[AGENT_COUNTER_LAUNCHES];
-    host->retransmits = r->counters[AGENT_COUNTER_RETRANSMITS];
-    host->io_wait_ns = r->counters[AGENT_COUNTER_IO_WAIT_NS];
-    host->alloc_ns = r->counters[AGENT_COUNTER_ALLOC_NS];
-    memset(r->counters, 0, sizeof(r->counters));
+    uint64_t got[STEPCOUNTERS_N];
+
+    stepcounters_take(&r->counters, start_ns, end_ns, got);
+    host->off_cpu_ns = got[AGENT_COUNTER_OFF_CPU_NS];
+    host->runq_ns = got[AGENT_COUNTER_RUNQ_NS];
+    host->sync_wait_ns = got[AGENT_COUNTER_SYNC_WAIT_NS];
+    host->launches = got[AGENT_COUNTER_LAUNCHES];
+    host->retransmits = got[AGENT_COUNTER_RETRANSMITS];
+    host->io_wait_ns = got[AGENT_COUNTER_IO_WAIT_NS];
+    host->alloc_ns = got[AGENT_COUNTER_ALLOC_NS];
 }
 
 /* The collectives of calls [from, to) into si->coll_ptrs; returns how many. */
@@ -523,7 +526,7 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
     uint64_t step_ns = sp->end_ns - sp->start_ns;
     uint64_t compute = sp->compute_ns < step_ns ? sp->compute_ns : step_ns;
 
-    stepinfer_take_counters(r, &host);
+    stepinfer_take_counters(r, sp->start_ns, sp->end_ns, &host);
     argus__v1__phase__init(&ph[0]);
     argus__v1__phase__init(&ph[1]);
     ph[0].name_id = name_id(STEPINFER_PHASE_COMPUTE);
@@ -549,10 +552,10 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
 }
 
 /* Does a whole step look like the model's: its calls (how many, which
- * operations: DDP's rebuilt-bucket broadcasts at the start
- * of its second step make a step of two calls too), its compute gap before
- * the opening call (no gap inside twice as long), and, with time, about its
- * time (half to twice the detected one)? */
+ * operations: DDP's rebuilt-bucket broadcasts at the start of its second
+ * step make a step of two calls too), its compute gap before the opening
+ * call (no gap inside twice as long), and, with time, about its time (half
+ * to twice the detected one)? */
 static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfer_span *sp,
                            bool time)
 {

@@ -47,7 +47,7 @@
  * Each emitted step is a StepRecord with source INFERRED, phases "compute"
  * and "collectives", the step's collective calls (seq = g, comm_id = the
  * group's shared id, seq_local unless g is the library's and that id is
- * known; host_return from done_ns) and the host counters gathered since the previous emitted step,
+ * known; host_return from done_ns) and the host counters measured over its time range,
  * handed to the same callback as the assembler's steps. A rank that shows explicit steps (the
  * assembler says so) is left alone. Single-threaded (the main loop). */
 #ifndef ARGUS_AGENT_STEPINFER_H
@@ -98,9 +98,15 @@ void stepinfer_call(struct stepinfer *si, uint32_t pid, const struct stepinfer_c
 void stepinfer_done(struct stepinfer *si, uint32_t pid, uint64_t comm, int64_t lib_seq,
                     uint64_t done_ns);
 
-/* Add to a host counter (enum agent_counter) of the rank's next inferred
- * step. */
-void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value);
+/* A host counter (enum agent_counter) of pid grew by value up to ts_ns
+ * (monotonic), since its previous sample (the sched probe's deltas, polled
+ * every 100 ms) or at ts_ns (the counter's first sample). The growth goes to
+ * the inferred steps by time: a step gets the share of each sample's range
+ * that lies in its own (spread evenly), so a delta lands on the steps it
+ * was measured over, not on the first step emitted after it. The newest
+ * STEPINFER_SAMPLES samples are kept per rank (older ones are merged). */
+void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uint64_t value,
+                       uint64_t ts_ns);
 
 /* Detect and emit new steps of every rank for which explicit(ctx, pid) is
  * false (explicit may be NULL). */

@@ -417,6 +417,9 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
                     ? DIAG_SPIKE_STARVED
                     : DIAG_SPIKE_HOST;
     diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
+    err = diag_rankwin_flag(&e->rankwin, &e->groups, e->flags, e->cap, &e->persist);
+    if (err < 0)
+        return err;
     diag_persist_step(&e->persist, e->flags, e->cap);
     job_series(e, f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);

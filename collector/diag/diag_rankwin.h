@@ -6,7 +6,16 @@
  * as "arrived last at 41 of 50 collectives (12 expected by chance), median
  * 310 ms after the first; run queue 905 ms/step vs 320 ms group median".
  *
- * Memory: 24 bytes per rank and window step. Amended (late) steps are not
+ * The window rule (diag_rankwin_flag) finds from it what one step cannot
+ * show: in data parallelism every rank's step takes as long as the slowest
+ * one's (they wait for it inside the collectives), so a rank slowed from
+ * outside (a CPU quota, a noisy neighbour) looks normal step by step, and
+ * its lateness at one step is within the noise of a busy machine. Over the
+ * last few steps it shows plainly: that rank arrives last at most
+ * collectives, well after the first, and its threads wait for a CPU far
+ * longer than its peers'.
+ *
+ * Memory: 28 bytes per rank and window step. Amended (late) steps are not
  * recorded: the window holds what each step said when it closed.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_RANKWIN_H
@@ -17,10 +26,26 @@
 
 #include "collector/diag/diag_colls.h"
 #include "collector/diag/diag_frame.h"
+#include "collector/diag/diag_groups.h"
+#include "collector/diag/diag_persist.h"
 
 struct diag_rankwin_slot;
 
+/* The window rule's thresholds (zero fields: the defaults). */
+struct diag_rankwin_rule {
+    uint32_t recent;      /* newest steps looked at (8) */
+    uint32_t min_calls;   /* matched calls the rank took part in over them (6) */
+    double last_frac;     /* arrived last at this share of them or more (0.6), and at twice
+                           * what chance gives */
+    double gap_frac;      /* median last-minus-first gap there, and the run-queue excess over
+                           * the group median, above this share of the step time (0.05) */
+    double runq_ratio;    /* mean run-queue time / the group median of members' means (1.5) */
+    double busy_ratio_ok; /* a compute flag whose own kernel time is at most this / group
+                           * median is the starvation's, not slow compute (1.05) */
+};
+
 struct diag_rankwin {
+    struct diag_rankwin_rule rule;
     uint32_t window;                 /* steps kept, 1..64 */
     uint32_t cap;                    /* ranks */
     uint32_t head;                   /* slot of the newest step */
@@ -42,7 +67,7 @@ struct diag_rank_evidence {
     double off_cpu_median;
 };
 
-/* Keep window steps (clamped to 1..64). */
+/* Keep window steps (clamped to 1..64), the rule's defaults. */
 void diag_rankwin_init(struct diag_rankwin *w, uint32_t window);
 void diag_rankwin_free(struct diag_rankwin *w);
 
@@ -59,5 +84,31 @@ void diag_rankwin_step(struct diag_rankwin *w, const struct diag_frame *f,
  * (out is zeroed then). O(window * n). */
 int diag_rankwin_get(struct diag_rankwin *w, uint32_t rank, const uint32_t *members, uint32_t n,
                      struct diag_rank_evidence *out);
+
+/* The window rule, after diag_rankwin_step of a closed step: a rank of a
+ * work group g with 3 or more members reporting, that over the newest
+ * rule.recent steps
+ *   - arrived last at rule.last_frac or more of its matched collective calls
+ *     (at least rule.min_calls) and at twice what chance gives,
+ *   - a median of rule.gap_frac of its mean step time or more after the
+ *     first member, and
+ *   - spent rule.runq_ratio times the group median of run-queue time per
+ *     step or more, the excess above rule.gap_frac of its step time,
+ * is a CPU-starved host at this step: flags[rank * DIAG_CAUSE_N +
+ * DIAG_CAUSE_HOST] is set (level L2, where DIAG_WHERE_RUNQ, value its mean
+ * run-queue time, median the group's, score the robust z of its mean among
+ * the members', aux its mean off-CPU time) unless already set, and a
+ * compute flag of that rank whose own kernels were not slow (no kernel
+ * data, or at most rule.busy_ratio_ok of the group) is cleared: the
+ * starvation made that phase long. Persistence (M of N) then pages as for
+ * any per-step flag; the earlier of those steps at which the rank arrived
+ * last at half its calls or more, by rule.gap_frac of its step, are set in
+ * p too (diag_persist_amend; p holds the steps before this one, NULL: not
+ * done), since the rule needs a few steps to see what was there from the
+ * first. Slowness that moves from rank to rank never makes one rank last
+ * at most calls. flags has room for ranks [0, n). Returns the number of
+ * ranks flagged, or -ENOMEM. O(ranks * rule.recent). */
+int diag_rankwin_flag(struct diag_rankwin *w, const struct diag_groups *g, struct diag_flag *flags,
+                      uint32_t n, struct diag_persist *p);
 
 #endif

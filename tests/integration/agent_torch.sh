@@ -84,13 +84,24 @@ for m in 'events_total{probe="sched"}' 'records_total{probe="collectives"}' \
     [[ -n $v ]] && ((v > 0)) || fail "/metrics: argus_probe_$m is '${v}', want > 0"
 done
 # nothing stalled the main loop (symbolization runs on its own thread; attaching
-# uprobes to a newly mapped libtorch_cpu reads its symbols, 30-70 ms a turn here)
+# uprobes to a newly mapped libtorch_cpu reads its symbols, 30-70 ms a turn on
+# a quiet machine, 1.1 s seen at load 12 on 2 cores: a stall is longer)
 busy=$(awk '$1 == "argus_agent_loop_busy_max_seconds" {print $2}' "$T/agent.metrics")
 log "longest turn of the agent's main loop: ${busy} s"
-awk -v b="$busy" 'BEGIN { exit !(b != "" && b < 1) }' || fail "the main loop was busy ${busy} s in one turn"
+awk -v b="$busy" 'BEGIN { exit !(b != "" && b < 3) }' || fail "the main loop was busy ${busy} s in one turn"
+# SIGTERM: the flush gets at most 3 s (AGENT_FLUSH_NS); then every uprobe is
+# detached, and the kernel waits for a grace period per uprobe, one at a time
+# (19 functions, entry and return: 0.2-0.5 s on a quiet machine, 4.2-5.5 s at
+# load 12; the agent logs what took long). Bound: 3 s + 2 s + 0.3 s per link.
+uprobes=$(awk '$1 == "argus_probe_uprobes_attached{probe=\"collectives\"}" {print $2}' "$T/agent.metrics")
+bound=$(echo "5 + 0.6 * ${uprobes:-0}" | bc)
 t0=$(date +%s.%N)
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID"; rc=$?
 took=$(echo "$(date +%s.%N) - $t0" | bc)
-[[ $rc == 0 ]] && (( $(echo "$took < 5" | bc) )) || fail "agent exited $rc ${took}s after SIGTERM"
-echo "torch job steps ok (agent stopped in ${took}s)"
+grep -E 'stopping: ' "$T/agent.log" || true
+[[ $rc == 0 ]] && (( $(echo "$took < $bound" | bc) )) ||
+    fail "agent exited $rc ${took}s after SIGTERM (bound ${bound}s for $uprobes uprobes)"
+flush=$(sed -n 's/.*stopping: flush took \([0-9.]*\) s.*/\1/p' "$T/agent.log")
+[[ -n $flush ]] && (( $(echo "$flush < 3.5" | bc) )) || fail "the flush at SIGTERM took '${flush}' s, over its 3 s"
+echo "torch job steps ok (agent stopped in ${took}s, bound ${bound}s)"

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,56 @@ static void test_ddp_like_prefix_one_call(void **state)
     assert_int_equal(steps[0].first_call, 7); /* no step touches the prefix */
 }
 
+/* DDP's two bucket all-reduces per step (identical signatures: gloo gives
+ * no bytes), the backward between them a bit shorter than the rest of the
+ * step, on a loaded machine: the load drifts over seconds (every gap 1x to
+ * 4x) and each gap has 25% noise. Drift correlates the gaps at every lag;
+ * still, within each step the compute gap is the longer one: period 2. */
+static void test_two_buckets_under_drifting_load(void **state)
+{
+    struct stepdetect_call c[512];
+    struct stepdetect_info info;
+    uint64_t t = 1000 * MS;
+    size_t n = 0;
+    int k;
+
+    (void)state;
+    srand(11);
+    for (int i = 0; i < 200; i++) {
+        double load = 1 + 1.5 * (1 - cos(i / 25.0)), noise = 0.75 + (rand() % 1000) / 2000.0;
+        uint64_t gap = (uint64_t)((i % 2 ? 45 : 70) * MS * load * noise);
+        t += gap;
+        c[n++] = (struct stepdetect_call){t, t + 20000, 7, 0};
+    }
+    k = stepdetect_find(c, n, NULL, scratch, steps, 512, &info);
+    assert_int_equal(info.period, 2);
+    assert_true(k >= 95);
+    for (int i = 0; i < k; i++)
+        assert_int_equal(steps[i].first_call % 2, 0); /* after the longer gap */
+}
+
+/* One call per step with the same drifting load: no period 2 made up. */
+static void test_one_call_under_drifting_load(void **state)
+{
+    struct stepdetect_call c[512];
+    struct stepdetect_info info;
+    uint64_t t = 1000 * MS;
+    size_t n = 0;
+
+    (void)state;
+    for (uint32_t seed = 1; seed <= 20; seed++) {
+        srand(seed);
+        n = 0;
+        for (int i = 0; i < 200; i++) {
+            double load = 1 + 1.5 * (1 - cos(i / 25.0)), noise = 0.75 + (rand() % 1000) / 2000.0;
+            t += (uint64_t)(100 * MS * load * noise);
+            c[n++] = (struct stepdetect_call){t, t + 20000, 7, 0};
+        }
+        assert_true(stepdetect_find(c, n, NULL, scratch, steps, 512, &info) >= 190);
+        assert_int_equal(info.period, 1);
+    }
+}
+
 static void test_no_period_and_bad_input(void **state)
 {
     struct stepdetect_call c[64];
@@ -166,6 +217,8 @@ int main(void)
         cmocka_unit_test(test_one_call_per_step),
         cmocka_unit_test(test_warmup_prefix_and_phase),
         cmocka_unit_test(test_ddp_like_prefix_one_call),
+        cmocka_unit_test(test_two_buckets_under_drifting_load),
+        cmocka_unit_test(test_one_call_under_drifting_load),
         cmocka_unit_test(test_no_period_and_bad_input),
         cmocka_unit_test(test_max_steps_bound),
         cmocka_unit_test(test_large_window),

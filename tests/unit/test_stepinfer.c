@@ -35,6 +35,11 @@ struct sim {
     uint64_t attach_ns[MAX_RANKS]; /* the agent sees calls after this (0: all) */
     int flat_rank; /* 1 + a rank whose calls are evenly spaced: its gaps show no step */
     uint64_t seed;
+    /* Run-queue time, percent of wall time per rank, before and after
+     * runq_change_ns (0: no counters), read as the sched probe does: every
+     * 100 ms and at each tick. */
+    uint32_t runq_pct[MAX_RANKS], runq_pct_after[MAX_RANKS];
+    uint64_t runq_change_ns;
 };
 
 struct truth {
@@ -50,6 +55,7 @@ struct out {
     uint32_t pid;
     uint64_t step, start, dur;
     size_t ncolls;
+    uint64_t runq;
 };
 
 static struct fed calls[MAX_CALLS];
@@ -157,8 +163,12 @@ static void on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *st)
     assert_int_equal(st->source, ARGUS__V1__STEP_SOURCE__STEP_SOURCE_INFERRED);
     assert_int_equal(st->n_phases, 2);
     assert_int_equal(st->phases[0]->duration_ns + st->phases[1]->duration_ns, st->duration_ns);
-    outs[nouts++] =
-        (struct out){pid, st->step, st->start_unix_ns, st->duration_ns, st->n_collectives};
+    outs[nouts++] = (struct out){pid,
+                                 st->step,
+                                 st->start_unix_ns,
+                                 st->duration_ns,
+                                 st->n_collectives,
+                                 st->host ? st->host->runq_ns : 0};
     for (size_t i = 0; want_group && i < st->n_collectives; i++) {
         const Argus__V1__Collective *c = st->collectives[i];
         uint64_t end = c->host_return_unix_ns - c->host_arrival_unix_ns;
@@ -169,11 +179,23 @@ static void on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *st)
     }
 }
 
-/* Feed the calls as a live agent would: a tick every simulated second. */
+/* The sched probe's run-queue deltas of every rank over (*polled, now]. */
+static void poll_runq(struct stepinfer *si, const struct sim *s, uint64_t *polled, uint64_t now)
+{
+    for (int r = 0; s->runq_change_ns && now > *polled && r < s->ranks; r++) {
+        uint32_t pct = now <= s->runq_change_ns ? s->runq_pct[r] : s->runq_pct_after[r];
+        stepinfer_counter(si, 100 + (uint32_t)r, AGENT_COUNTER_RUNQ_NS, (now - *polled) * pct / 100,
+                          now);
+    }
+    *polled = now > *polled ? now : *polled;
+}
+
+/* Feed the calls as a live agent would: a tick every simulated second,
+ * after the counters were polled (every 100 ms, and at the tick). */
 static void feed(const struct sim *s, struct stepinfer_stats *stats)
 {
     struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
-    uint64_t next_tick = 0;
+    uint64_t next_tick = 0, polled = 0;
 
     assert_non_null(si);
     nouts = 0;
@@ -182,7 +204,10 @@ static void feed(const struct sim *s, struct stepinfer_stats *stats)
     for (size_t i = 0; i < ncalls; i++) {
         if (calls[i].c.enter_ns < s->attach_ns[calls[i].pid - 100])
             continue;
+        while ((polled / (100 * MS) + 1) * 100 * MS <= calls[i].c.enter_ns)
+            poll_runq(si, s, &polled, (polled / (100 * MS) + 1) * 100 * MS);
         if (calls[i].c.enter_ns >= next_tick) {
+            poll_runq(si, s, &polled, calls[i].c.enter_ns);
             stepinfer_tick(si, NULL, NULL);
             next_tick = calls[i].c.enter_ns + 1000 * MS;
         }
@@ -562,6 +587,49 @@ static void test_shared_ids_and_ends(void **state)
     assert_true(ends_checked >= 2 * nouts);
 }
 
+/* Run-queue time lands on the steps it was measured in: each step's is
+ * its rank's rate times its time (the sched probe's deltas come every
+ * 100 ms, steps are emitted once a second), and rank 2's stall moves to
+ * rank 1 at the change. */
+static void test_counters_by_time(void **state)
+{
+    struct sim s = {.ranks = 4,
+                    .steps = 100,
+                    .buckets = 2,
+                    .accum = 1,
+                    .period_ns = 170 * MS,
+                    .jitter_pct = 3,
+                    .lib_seq = true,
+                    .setup = 6,
+                    .runq_pct = {10, 10, 60, 10},
+                    .runq_pct_after = {10, 60, 10, 10},
+                    .runq_change_ns = 10000 * MS};
+    size_t checked = 0;
+
+    (void)state;
+    sim_run(&s);
+    feed(&s, NULL);
+    check(&s, 97);
+    for (size_t i = 0; i < nouts; i++) {
+        const struct out *o = &outs[i];
+        int r = (int)o->pid - 100;
+        uint32_t pct;
+
+        if (o->start + o->dur <= s.runq_change_ns)
+            pct = s.runq_pct[r];
+        else if (o->start >= s.runq_change_ns)
+            pct = s.runq_pct_after[r];
+        else
+            continue;
+        if (o->runq + o->dur / 100 < o->dur * pct / 100 ||
+            o->runq > o->dur * pct / 100 + o->dur / 100)
+            fail_msg("rank %d step %lu (%.1f ms at %.1f ms): run queue %.2f ms, want %u%%", r,
+                     (unsigned long)o->step, o->dur / 1e6, o->start / 1e6, o->runq / 1e6, pct);
+        checked++;
+    }
+    assert_true(checked >= 4 * 95);
+}
+
 static void test_bad_input(void **state)
 {
     struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
@@ -604,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_counted_sequence_from_start),
         cmocka_unit_test(test_pattern_change),
         cmocka_unit_test(test_shared_ids_and_ends),
+        cmocka_unit_test(test_counters_by_time),
         cmocka_unit_test(test_bad_input),
     };
 
