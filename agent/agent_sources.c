@@ -170,6 +170,7 @@ void agent_start_sources(struct agent *a)
             .rank_base = (uint32_t)c->replay_rank_base,
             .world = (uint32_t)c->replay_world,
             .rate = c->replay_rate,
+            .stretch = c->replay_stretch,
             .steps = c->replay_steps,
         };
         agent_add_source(a, &source_replay_ops, &a->replay);

@@ -166,6 +166,8 @@ static const struct config_option agent_options[] = {
         "world size of the replayed job (0: rank_base + ranks)"),
     OPT("replay.rate", CONFIG_DOUBLE, replay_rate, "10", 0.001, 100000,
         "replayed steps per second per rank"),
+    OPT("replay.stretch", CONFIG_DOUBLE, replay_stretch, "1", 0.01, 100,
+        "factor on replayed kernel durations and offsets, at the same step rate (a slowed rank)"),
     OPT("replay.steps", CONFIG_UINT, replay_steps, "0", 0, 0,
         "steps per replayed rank (0: forever)"),
 };

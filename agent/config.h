@@ -27,7 +27,7 @@ struct agent_config {
     uint64_t discovery_scan_interval;
     char *replay_trace, *replay_job, *replay_records;
     uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;
-    double replay_rate;
+    double replay_rate, replay_stretch;
     char *probes;
     uint64_t stacks_hz, stacks_cache;
     bool cupti_enable;

@@ -59,14 +59,16 @@ static void *replay_create(const void *config, char *why, size_t whylen)
     struct replay *r;
     char err[256];
 
-    if (!c || !c->path || !*c->path || c->ranks == 0 || !(c->rate > 0)) {
-        snprintf(why, whylen, "replay needs a trace path, ranks >= 1 and rate > 0");
+    if (!c || !c->path || !*c->path || c->ranks == 0 || !(c->rate > 0) || c->stretch < 0) {
+        snprintf(why, whylen, "replay needs a trace path, ranks >= 1, rate > 0 and stretch >= 0");
         return NULL;
     }
     r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
     r->c = *c;
+    if (!(r->c.stretch > 0))
+        r->c.stretch = 1;
     r->path = strdup(c->path);
     r->job = strdup(c->job && *c->job ? c->job : "replay");
     r->node = strdup(c->node ? c->node : "");
@@ -160,7 +162,8 @@ static int replay_fd(void *state)
 }
 
 /* Emit step number n of rank index i at time ts: a STEP event, then the
- * kernels of trace step n % n_steps with their offsets in the trace. */
+ * kernels of trace step n % n_steps with their offsets in the trace (both
+ * offsets and durations times the stretch factor). */
 static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
 {
     const struct kineto_trace *t = r->trace;
@@ -175,9 +178,10 @@ static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
     for (size_t k = r->step_first[ts_i]; k < r->step_first[ts_i + 1]; k++) {
         const struct kineto_span *s = &t->spans[r->by_step[k]];
         struct agent_event kev = {.kind = AGENT_EVENT_KERNEL, .pid = ev.pid};
-        kev.ts_ns = ts + (s->ts_ns > st->ts_ns ? s->ts_ns - st->ts_ns : 0);
+        uint64_t off = s->ts_ns > st->ts_ns ? s->ts_ns - st->ts_ns : 0;
+        kev.ts_ns = ts + (uint64_t)((double)off * r->c.stretch);
         kev.kernel.name_id = t->name_ids[s->name];
-        kev.kernel.duration_ns = s->dur_ns;
+        kev.kernel.duration_ns = (uint64_t)((double)s->dur_ns * r->c.stretch);
         kev.kernel.stream = s->stream;
         kev.kernel.correlation = (uint32_t)s->correlation;
         r->sink->event(r->sink->ctx, &kev);

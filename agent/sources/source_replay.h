@@ -3,7 +3,10 @@
  * batcher, spool, exporter) runs without probes or a GPU. Every step of the
  * trace becomes a STEP event followed by its real kernel events; the trace
  * repeats until `steps` steps per rank were played. Each replayed rank gets
- * a synthetic pid (REPLAY_PID_BASE + index), announced with a RANK event. */
+ * a synthetic pid (REPLAY_PID_BASE + index), announced with a RANK event.
+ * `stretch` slows the replayed ranks' GPU work (kernel durations and their
+ * offsets in the step) while steps keep coming at `rate`: a compute straggler
+ * that stays in step, as in synchronous training, with real-looking spans. */
 #ifndef ARGUS_AGENT_SOURCE_REPLAY_H
 #define ARGUS_AGENT_SOURCE_REPLAY_H
 
@@ -26,6 +29,7 @@ struct replay_config {
     uint32_t rank_base; /* global rank of the first */
     uint32_t world;     /* world size (0: ranks) */
     double rate;        /* steps per second per rank (> 0) */
+    double stretch;     /* factor on kernel durations and in-step offsets (0: 1) */
     uint64_t steps;     /* steps per rank, 0 = forever */
 };
 

@@ -136,6 +136,12 @@ static void web_report(const Argus__V1__Report *r, const char *suffix, FILE *out
     fprintf(out, "</code> at %s, steps %" PRIu64 "-%" PRIu64 ": ",
             web_time(r->created_unix_ns, t, sizeof(t)), r->from_step, r->to_step);
     web_html_escape(r->summary, out);
+    if (r->pages) {
+        /* the drill-down capture stored with a paging report (collector/trace/) */
+        fputs(" <a class=\"trace\" href=\"/trace/", out);
+        web_url_encode(r->id, out);
+        fputs(".json\">raw spans (Chrome trace / Perfetto JSON)</a>", out);
+    }
     fputs("</p>\n<table><tr><th></th><th>rank</th><th>node</th><th>GPU</th><th>group</th>"
           "<th>level</th><th>cause</th><th>where</th><th>score</th><th>persisted</th>"
           "<th>evidence</th></tr>\n",
