@@ -21,6 +21,7 @@ struct diagnosis_job {
     struct strmap names; /* the job's dictionary */
     uint64_t last_fed_ns;
     uint64_t feed_lag_ns;         /* wall clock - receive time of the last batch fed */
+    uint64_t tick_ns;             /* the engine's time at the last tick */
     struct diagnosis_job_lag lag; /* as of the last tick */
 };
 
@@ -33,6 +34,8 @@ struct diagnosis {
     pthread_mutex_t stats_lock;
     struct diagnosis_stats stats;
     struct diagnosis_stats retired; /* counters of the engines freed (under lock) */
+    diagnosis_clock_fn clock;
+    void *clock_ctx;
 };
 
 struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o)
@@ -50,6 +53,26 @@ struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_opti
     pthread_mutex_init(&d->lock, NULL);
     pthread_mutex_init(&d->stats_lock, NULL);
     return d;
+}
+
+void diagnosis_set_clock(struct diagnosis *d, diagnosis_clock_fn clock, void *ctx)
+{
+    d->clock = clock;
+    d->clock_ctx = ctx;
+}
+
+/* The engine time of job j at now: what its clock says (never backwards),
+ * else now less the lag of its last feed. */
+static uint64_t diagnosis_job_time(struct diagnosis *d, struct diagnosis_job *j, uint64_t now)
+{
+    uint64_t t = now > j->feed_lag_ns ? now - j->feed_lag_ns : now;
+
+    if (d->clock) {
+        t = d->clock(d->clock_ctx, j->job, now);
+        t = t > j->tick_ns ? t : j->tick_ns;
+    }
+    j->tick_ns = t;
+    return t;
 }
 
 static void diagnosis_job_free(struct diagnosis_job *j)
@@ -291,7 +314,7 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
     struct diagnosis_stats one;
 
     pthread_mutex_lock(&j->lock);
-    diag_engine_flush(j->engine, now > j->feed_lag_ns ? now - j->feed_lag_ns : now);
+    diag_engine_flush(j->engine, diagnosis_job_time(d, j, now));
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
     pthread_mutex_unlock(&j->lock);
@@ -307,7 +330,7 @@ static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uin
                                struct diagnosis_stats *acc)
 {
     struct diag_engine_stats es;
-    uint64_t t = now > j->feed_lag_ns ? now - j->feed_lag_ns : now;
+    uint64_t t = diagnosis_job_time(d, j, now);
 
     diag_engine_tick(j->engine, t);
     diagnosis_drain(d, j);

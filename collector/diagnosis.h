@@ -40,10 +40,18 @@ void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t rec
 /* The ingest hook (ingest_hook_fn): diagnosis_feed received now. */
 void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b);
 
-/* Advance every job's engine to now_unix_ns, less how far its feed runs
- * behind the receive time (a lagging diagnosis sees its own past, not a
- * silence): close steps by watermark and timeout, find silence, store the
- * reports. */
+/* Where a job's diagnosis is in receive time: the receive time up to which
+ * everything received for job was fed (diagq_job_clock), at most now. */
+typedef uint64_t (*diagnosis_clock_fn)(void *ctx, const char *job, uint64_t now_unix_ns);
+
+/* Tick each job at clock's time for it (set before the first tick; ctx must
+ * outlive d). Without one, a job ticks at now less the lag of its last feed. */
+void diagnosis_set_clock(struct diagnosis *d, diagnosis_clock_fn clock, void *ctx);
+
+/* Advance every job's engine to its own clock at now_unix_ns (a lagging
+ * diagnosis sees its own past, not a silence: time its batches waited to be
+ * fed never counts): close steps by watermark and timeout, find silence,
+ * store the reports. */
 void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns);
 
 struct diagnosis_stats { /* summed over jobs (as of the last tick) */

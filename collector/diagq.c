@@ -42,6 +42,7 @@ struct diagq {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct diagq_entry *head, *tail;
+    struct diagq_entry *feeding; /* taken by the worker, not done yet */
     bool stop;
     struct diagq_job **jobs;
     size_t njobs, cap_jobs;
@@ -164,6 +165,37 @@ static void entry_done(struct diagq *q, struct diagq_entry *e)
     q->stats.queued_batches--;
     q->stats.queued_bytes -= e->bytes;
     q->stats.fed_batches++;
+    q->feeding = NULL;
+}
+
+/* The receive time of e when it carries j, else UINT64_MAX. */
+static uint64_t entry_recv_of(const struct diagq_entry *e, const struct diagq_job *j)
+{
+    for (size_t i = 0; e && i < e->njobs; i++)
+        if (e->jobs[i] == j)
+            return e->recv;
+    return UINT64_MAX;
+}
+
+uint64_t diagq_job_clock(struct diagq *q, const char *job, uint64_t now_unix_ns)
+{
+    uint64_t t = now_unix_ns;
+    struct diagq_job *j = NULL;
+
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < q->njobs && !j; i++)
+        if (strcmp(q->jobs[i]->job, job) == 0)
+            j = q->jobs[i];
+    if (j && j->pending) {
+        uint64_t r = entry_recv_of(q->feeding, j);
+        t = r < t ? r : t;
+        for (const struct diagq_entry *e = q->head; e; e = e->next) {
+            r = entry_recv_of(e, j);
+            t = r < t ? r : t;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return t;
 }
 
 static void *diagq_worker(void *arg)
@@ -181,6 +213,7 @@ static void *diagq_worker(void *arg)
         q->head = e->next;
         if (!q->head)
             q->tail = NULL;
+        q->feeding = e;
         pthread_mutex_unlock(&q->lock);
         q->feed(q->feed_ctx, e->b, e->recv);
         if (q->o.test_delay_ns)

@@ -57,6 +57,14 @@ void diagq_free(struct diagq *q);
 int diagq_push(struct diagq *q, const Argus__V1__Batch *b, uint64_t recv_unix_ns, size_t bytes,
                diagq_release_fn release, void *owner);
 
+/* The receive time up to which every batch of job that reached the queue
+ * was fed to diagnosis: that of its oldest batch still queued or being fed,
+ * or now_unix_ns when none waits (never more than now_unix_ns). Diagnosis
+ * ticks a job at this time, so that the time its batches wait here never
+ * counts as silence, step timeout or stream hold. O(batches queued) when the
+ * job has some queued, else O(jobs). */
+uint64_t diagq_job_clock(struct diagq *q, const char *job, uint64_t now_unix_ns);
+
 /* Once a second or so: lag warnings, forgetting idle jobs. */
 void diagq_tick(struct diagq *q, uint64_t now_mono_ns);
 

@@ -72,6 +72,12 @@ static void collector_feed_diagnosis(void *ctx, const Argus__V1__Batch *b, uint6
     diagnosis_feed(ctx, b, recv_unix_ns);
 }
 
+/* diagnosis_clock_fn: a job's diagnosis is as far as its queued batches. */
+static uint64_t collector_diagnosis_clock(void *ctx, const char *job, uint64_t now_unix_ns)
+{
+    return diagq_job_clock(ctx, job, now_unix_ns);
+}
+
 /* ARGUS_TEST_DIAG_DELAY_MS (tests only): how long the diagnosis worker
  * sleeps per batch, to make diagnosis slow. 0 when unset; -EINVAL when bad. */
 static int collector_test_delay(uint64_t *ns)
@@ -121,6 +127,8 @@ static int collector_start_diagnosis(struct collector *c)
         return r;
     c->diagnosis = diagnosis_new(c->store, &dopt);
     c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
+    if (c->diagq)
+        diagnosis_set_clock(c->diagnosis, collector_diagnosis_clock, c->diagq);
     c->clock = stream_clock_new(&copt);
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
 }
