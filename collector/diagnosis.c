@@ -325,7 +325,39 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
     d->jobs[i] = d->jobs[--d->njobs];
 }
 
-/* Tick one job (its lock held) at now less its feed lag. */
+/* Over max_bytes (all jobs' open and kept steps, as of the last tick):
+ * retire the least recently fed jobs until under it, never the one fed last
+ * (its own max_open_bytes bounds it). d->lock held. */
+static void diagnosis_bound_memory(struct diagnosis *d, uint64_t now)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < d->njobs; i++)
+        total += d->jobs[i]->lag.open_bytes;
+    while (d->o.max_bytes && total > d->o.max_bytes && d->njobs > 1) {
+        size_t old = 0, last = 0;
+        for (size_t i = 1; i < d->njobs; i++) {
+            if (d->jobs[i]->last_fed_ns < d->jobs[old]->last_fed_ns)
+                old = i;
+            if (d->jobs[i]->last_fed_ns > d->jobs[last]->last_fed_ns)
+                last = i;
+        }
+        if (old == last)
+            break;
+        struct diagnosis_job *j = d->jobs[old];
+        uint64_t bytes = j->lag.open_bytes;
+        log_warn("diagnosis",
+                 "diagnosis memory %.0f MiB over diag.max_bytes %.0f MiB: dropping the state of "
+                 "job %s (%.0f MiB, last fed %.0f s ago)",
+                 total / 1048576.0, d->o.max_bytes / 1048576.0, j->job, bytes / 1048576.0,
+                 now > j->last_fed_ns ? (double)(now - j->last_fed_ns) / 1e9 : 0.0);
+        diagnosis_retire(d, old, now);
+        d->retired.jobs_retired_memory++;
+        total -= bytes < total ? bytes : total;
+    }
+}
+
+/* Tick one job (its lock held) at its own clock. */
 static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uint64_t now,
                                struct diagnosis_stats *acc)
 {
@@ -351,6 +383,7 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     struct diagnosis_stats acc = {0};
 
     pthread_mutex_lock(&d->lock);
+    diagnosis_bound_memory(d, now_unix_ns);
     for (size_t i = 0; i < d->njobs;) {
         struct diagnosis_job *j = d->jobs[i];
         if (now_unix_ns > j->last_fed_ns + d->o.job_idle_ns) {
@@ -368,6 +401,7 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     acc.jobs = d->njobs;
     diagnosis_add_counters(&acc, &d->retired);
     acc.jobs_retired = d->retired.jobs_retired;
+    acc.jobs_retired_memory = d->retired.jobs_retired_memory;
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_lock(&d->stats_lock);
     acc.reports = d->stats.reports;

@@ -20,6 +20,8 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint64_t stream_hold_ns;
     uint64_t silence_ns;
     uint64_t max_open_bytes; /* per job */
+    uint64_t max_bytes;      /* all jobs' open and kept steps: over it the least
+                              * recently fed jobs are retired (0: no bound) */
     uint32_t late_horizon;
     uint32_t window, min_hits;
     uint32_t max_jobs;    /* engines at once; the least recently fed goes */
@@ -56,10 +58,12 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns);
 
 struct diagnosis_stats { /* summed over jobs (as of the last tick) */
     uint64_t jobs, records, steps_closed, reports, report_errors;
-    uint64_t jobs_retired;  /* engines freed: idle past job_idle, or over max_jobs */
-    uint64_t closed_by[5];  /* enum diag_close_reason: complete, watermark, timeout,
-                             * budget, flush */
-    uint64_t late, amended; /* records of closed steps; those that amended them */
+    uint64_t jobs_retired;        /* engines freed: idle past job_idle, over max_jobs, or
+                                   * over max_bytes */
+    uint64_t jobs_retired_memory; /* of those, over max_bytes */
+    uint64_t closed_by[5];        /* enum diag_close_reason: complete, watermark, timeout,
+                                   * budget, flush */
+    uint64_t late, amended;       /* records of closed steps; those that amended them */
     uint64_t dropped_horizon, dropped_memory; /* late records not diagnosed */
     uint64_t silent_nodes, silent_ranks;      /* silence findings */
     uint64_t open_steps, open_bytes;          /* gauges */

@@ -108,6 +108,7 @@ static int collector_start_diagnosis(struct collector *c)
         .stream_hold_ns = c->cfg.diag_stream_hold,
         .silence_ns = c->cfg.diag_silence,
         .max_open_bytes = c->cfg.diag_max_open_bytes,
+        .max_bytes = c->cfg.diag_max_bytes,
         .late_horizon = (uint32_t)c->cfg.diag_late_horizon,
         .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,

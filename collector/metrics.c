@@ -92,6 +92,9 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
                     "jobs whose diagnosis state was freed (idle past diag.job_idle, or over the "
                     "job limit)",
                     "", ds.jobs_retired);
+    http_buf_metric(b, "argus_diag_jobs_retired_memory_total", "counter",
+                    "of those, freed because all jobs' steps were over diag.max_bytes", "",
+                    ds.jobs_retired_memory);
     http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
                     ds.steps_closed);
     collector_diag_counter(b, "argus_diag_steps_closed_by_reason_total",
