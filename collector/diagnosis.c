@@ -248,6 +248,26 @@ void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t rec
     }
 }
 
+void diagnosis_progress(void *ctx, const char *job, const char *agent,
+                        const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns)
+{
+    struct diagnosis *d = ctx;
+    struct diagnosis_job *j = diagnosis_job(d, job);
+    uint64_t now = clock_real_ns();
+
+    if (!j)
+        return;
+    if (diag_engine_begin_batch(j->engine, agent, recv_unix_ns) == 0) {
+        for (size_t i = 0; i < n; i++)
+            diag_engine_note_progress(j->engine, p[i].rank, p[i].step, recv_unix_ns);
+        diag_engine_end_batch(j->engine, recv_unix_ns);
+        j->last_fed_ns = now;
+        j->feed_lag_ns = now > recv_unix_ns ? now - recv_unix_ns : 0;
+        diagnosis_drain(d, j);
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
 void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
 {
     diagnosis_feed(ctx, b, clock_real_ns());

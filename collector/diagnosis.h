@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "collector/diagq.h"
 #include "proto/argus.pb-c.h"
 
 struct store;
@@ -38,6 +39,12 @@ void diagnosis_free(struct diagnosis *d);
  * as delivered by agent stream b->agent_id and received by the collector at
  * recv_unix_ns (wall clock). The batch stays the caller's. */
 void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t recv_unix_ns);
+
+/* A diagq_progress_fn (ctx: d): the ranks of a batch the diagnosis queue
+ * could not take delivered these steps through agent stream `agent` at
+ * recv_unix_ns; their records are not diagnosed (diag_engine_note_progress). */
+void diagnosis_progress(void *ctx, const char *job, const char *agent,
+                        const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns);
 
 /* The ingest hook (ingest_hook_fn): diagnosis_feed received now. */
 void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b);

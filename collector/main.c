@@ -117,6 +117,7 @@ static int collector_start_diagnosis(struct collector *c)
     struct diagq_options qopt = {
         .max_bytes = c->cfg.diag_queue_bytes,
         .lag_warn_ns = c->cfg.diag_lag_warn,
+        .progress = diagnosis_progress,
     };
     struct stream_clock_options copt = {
         .skew_warn_ns = c->cfg.clock_skew_warn,

@@ -160,6 +160,9 @@ static void collector_metrics_diagq(struct diagq *q, struct http_buf *b)
     http_buf_metric(b, "argus_diag_queue_dropped_batches_total", "counter",
                     "batches the full diagnosis queue did not take (stored, acked)", "",
                     qs.dropped_batches);
+    http_buf_metric(b, "argus_diag_queue_noted_batches_total", "counter",
+                    "of those, whose ranks' progress still went to diagnosis (no silence, no wait)",
+                    "", qs.noted_batches);
     http_buf_metric(b, "argus_diag_lag_warnings_total", "counter",
                     "times a job's diagnosis lag went over diag.lag_warn", "", qs.lag_warnings);
     diagq_foreach_lag(q, collector_lag, &lag);
