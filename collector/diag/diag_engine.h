@@ -116,8 +116,9 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
  * -ENOMEM. */
 int diag_engine_begin_batch(struct diag_engine *e, const char *agent_id, uint64_t recv_ns);
 
-/* The batch is fed: recompute the watermark, amend steps that got late
- * records, close the steps that are ready. Returns steps closed or -errno. */
+/* The batch is fed: recompute the watermark, close the steps that are
+ * ready. Steps that got late records are amended at the next tick (or
+ * flush). Returns steps closed or -errno. */
 int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns);
 
 /* Feed one step record (kept as features; the message stays the caller's).
