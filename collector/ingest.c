@@ -491,6 +491,7 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         return;
     }
     ingest_observe_clock(s->in, b, recv);
+    ingest_ack(s, b, reply); /* now: once queued, b is the diagnosis worker's to free */
     if (r == STORE_INGEST_DUPLICATE) {
         atomic_fetch_add(&s->in->duplicates, 1);
     } else {
@@ -504,7 +505,6 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
             *arena = NULL;
         }
     }
-    ingest_ack(s, b, reply);
 }
 
 static void ingest_message(void *stream, const void *data, size_t len,
