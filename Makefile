@@ -4,6 +4,7 @@
 #   make test       install deps, build, run every test (unit, ASan+UBSan, integration)
 #   make demo       install deps, build, run the end-to-end demo
 #   make bench      benchmarks          make fuzz      fuzz targets (FUZZ_SECONDS each)
+#   make fuzz-build the fuzz targets (clang libFuzzer, ASan+UBSan) without running them
 #   make deps       install the Debian packages below (idempotent)
 #   make format-check / format / clean
 #
@@ -40,8 +41,8 @@ endif
 DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
-	libsystemd-dev libmicrohttpd-dev libjson-c-dev python3-torch iproute2 procps curl bc \
-	prometheus
+	libsystemd-dev libmicrohttpd-dev libjson-c-dev libssl-dev openssl python3-torch iproute2 procps curl bc \
+	prometheus chromium groff-base man-db libsnappy-dev libcurl4-openssl-dev
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -Wformat=2 -Wno-format-truncation -Wvla -Wimplicit-fallthrough
@@ -64,7 +65,7 @@ endif
 # Every binary links our static libraries (only referenced objects are pulled
 # in) and these shared ones (--as-needed drops what a binary does not use).
 SYS_LIBS := -lgrpc -lgpr -lprotobuf-c -llz4 -lrocksdb -lbpf -lelf -lz -lzstd \
-	-lsystemd -lmicrohttpd -ljson-c -lm -ldl
+	-lsystemd -lmicrohttpd -ljson-c -lcrypto -lm -ldl -lsnappy -lcurl
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -72,11 +73,13 @@ PROTO_C      := $(GEN)/proto/argus.pb-c.c
 PROTO_H      := $(GEN)/proto/argus.pb-c.h
 BPF_SRC      := $(wildcard bpf/*.bpf.c)
 BPF_SKELS    := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.skel.h,$(BPF_SRC))
-GEN_HEADERS  := $(PROTO_H) $(BPF_SKELS)
+RW_PROTO_H   := $(GEN)/proto/remote_write.pb-c.h
+BUILD_INFO   := $(GEN)/build_info.h
+GEN_HEADERS  := $(PROTO_H) $(RW_PROTO_H) $(BUILD_INFO) $(BPF_SKELS)
 
 # One static library per program part; each binary links its own part plus
 # common (a client links no server code, a daemon no other daemon's code).
-AGENT_STAGES  := sources probes symbols steps delivery discovery
+AGENT_STAGES  := sources probes symbols steps delivery discovery spans
 COMMON_SRC    := $(wildcard common/*.c)
 AGENT_SRC     := $(filter-out agent/main.c,$(wildcard agent/*.c $(AGENT_STAGES:%=agent/%/*.c)))
 COLLECTOR_SRC := $(filter-out collector/main.c,$(wildcard collector/*.c collector/*/*.c))
@@ -92,7 +95,7 @@ LIB_COLLECTOR := $(B)/lib/libargus_collector.a
 OUR_LIBS      := $(LIB_AGENT) $(LIB_COLLECTOR) $(LIB_COMMON)
 
 # What each tool links besides its own objects (tools/NAME/*.c).
-TOOL_DEPS_argusctl  := $(LIB_COMMON)
+TOOL_DEPS_argusctl  := $(LIB_AGENT) $(LIB_COMMON)
 TOOL_DEPS_argus-sim := $(LIB_AGENT) $(LIB_COMMON)
 # A tool's objects other than its main.c, for tests (e.g. the heatmap, the
 # simulator's scenario generator).
@@ -106,14 +109,23 @@ ifneq ($(wildcard $(CUDA)/include/cupti.h),)
 CUPTI_LIB := $(B)/lib/libargus-cupti.so
 endif
 
-.PHONY: all deps test check unit-tests demo bench bench-detect fuzz format format-check clean install
+.PHONY: FORCE all deps test check unit-tests demo bench bench-detect fuzz format format-check clean install
 all: $(BINS) $(CUPTI_LIB) $(B)/tests/.built
 
 # --- generated code ---------------------------------------------------------
 
-$(PROTO_C) $(PROTO_H) &: proto/argus.proto
+$(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
 	$(call msg,PROTOC-C,$<)
 	$(Q)mkdir -p $(GEN)/proto && $(PROTOC_C) --proto_path=proto --c_out=$(GEN)/proto $<
+
+# argus_build_info's version and commit; rewritten only when they change.
+ARGUS_VERSION ?= 0.1.0
+ARGUS_COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(BUILD_INFO): FORCE
+	$(Q)mkdir -p $(@D) && printf '#define ARGUS_BUILD_VERSION "%s"\n#define ARGUS_BUILD_COMMIT "%s"\n' \
+		'$(ARGUS_VERSION)' '$(ARGUS_COMMIT)' >$@.tmp && \
+		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+FORCE:
 
 $(GEN)/vmlinux.h:
 	$(call msg,BTF,$@)
@@ -140,7 +152,7 @@ $(B)/obj/gen/%.o: $(GEN)/%.c
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(B)/obj/gen/proto/argus.pb-c.o
 $(LIB_AGENT): $(call obj,$(AGENT_SRC))
-$(LIB_COLLECTOR): $(call obj,$(COLLECTOR_SRC))
+$(LIB_COLLECTOR): $(call obj,$(COLLECTOR_SRC)) $(B)/obj/gen/proto/remote_write.pb-c.o
 $(B)/lib/libargus_test.a: $(call obj,$(TESTLIB_SRC))
 $(B)/lib/%.a:
 	$(call msg,AR,$@)
@@ -203,10 +215,12 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
+	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)tests/run.sh
 
 check: all
 	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
+	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)tests/run.sh
 
 demo: deps
@@ -225,13 +239,22 @@ bench-detect: all
 	$(Q)tests/bench/detect.sh
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-build/fuzz/%: tests/fuzz/%.c $(PROTO_H)
-	$(call msg,FUZZ,$@)
-	$(Q)$(MAKE) --no-print-directory CC=clang SAN=fuzzer-no-link,address,undefined B=build/fuzzobj $(LIB_COMMON:$(B)/%=build/fuzzobj/%)
-	$(Q)mkdir -p $(@D) && clang -std=gnu11 -g -O1 -I. -I$(GEN) -fsanitize=fuzzer,address,undefined \
-		$< build/fuzzobj/lib/libargus_common.a -lprotobuf-c -llz4 -lm -o $@
+# Fuzz targets link fuzzer-instrumented (clang, ASan+UBSan) builds of our
+# libraries, made by one sub-make into build/fuzzobj before any target links.
+FUZZ_LIBS := $(addprefix build/fuzzobj/lib/,libargus_agent.a libargus_collector.a libargus_common.a)
+.PHONY: fuzz-libs fuzz-build
+fuzz-libs: $(GEN_HEADERS)
+	$(Q)$(MAKE) -s --no-print-directory CC=clang SAN=fuzzer-no-link,address,undefined B=build/fuzzobj $(FUZZ_LIBS)
 
-fuzz: $(FUZZ_BINS)
+fuzz-build: fuzz-libs
+	$(Q)$(MAKE) -s --no-print-directory $(FUZZ_BINS)
+
+build/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(FUZZ_LIBS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D) && clang -std=gnu11 -D_GNU_SOURCE -g -O1 -I. -I$(GEN) \
+		-fsanitize=fuzzer,address,undefined $< $(FUZZ_LIBS) $(SYS_LIBS) -o $@
+
+fuzz: fuzz-build
 	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 FORMAT_FILES = $(shell git ls-files -co --exclude-standard '*.c' '*.h' 2>/dev/null)
@@ -259,17 +282,50 @@ $(MARKER_LIB): $(wildcard agent/marker/*.c)
 all: $(MARKER_LIB)
 # --- end libargus-marker.so ---------------------------------------------------
 
+# --- manual pages -------------------------------------------------------------
+# One page per binary, written by the binary itself (--man) from its config
+# table and command table, so a page never disagrees with --help.
+MAN_PAGES := $(B)/man/argus-agent.8 $(B)/man/argus-collector.8 \
+	$(addprefix $(B)/man/,$(addsuffix .1,$(TOOLS)))
+$(B)/man/%.8: $(B)/bin/%
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D) && $< --man > $@
+$(B)/man/%.1: $(B)/bin/%
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D) && $< --man > $@
+man: $(MAN_PAGES)
+all: $(MAN_PAGES)
+.PHONY: man
+
 # --- install (packaging) ------------------------------------------------------
-PREFIX  ?= /usr
-DESTDIR ?=
+# make install [DESTDIR=/tmp/pkg] [PREFIX=/usr]. The units run $(PREFIX)/bin
+# and document $(PREFIX)/share/doc/argus; argus.py goes where /usr/bin/python3
+# imports it from (PYTHONDIR) and loads the marker library from
+# $(PREFIX)/lib/argus. Config files under /etc/argus are never overwritten.
+PREFIX    ?= /usr
+DESTDIR   ?=
+SYSCONFDIR ?= /etc
+UNITDIR   ?= /lib/systemd/system
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python3/dist-packages)
+DOCDIR    := $(PREFIX)/share/doc/argus
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/argus $(DESTDIR)/etc/argus \
-		$(DESTDIR)/lib/systemd/system
-	install -m 0755 $(B)/bin/argus-agent $(B)/bin/argus-collector $(B)/bin/argusctl \
-		$(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/argus \
+		$(DESTDIR)$(SYSCONFDIR)/argus $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PYTHONDIR)
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(CUPTI_LIB),install -m 0644 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/argus/)
-	install -m 0644 $(MARKER_LIB) agent/marker/argus.py $(DESTDIR)$(PREFIX)/lib/argus/
-	install -m 0644 deploy/systemd/argus-agent.service deploy/systemd/argus-collector.service \
-		$(DESTDIR)/lib/systemd/system/
-	for f in agent collector; do [ -e $(DESTDIR)/etc/argus/$$f.conf ] || \
-		install -m 0644 deploy/config/$$f.conf $(DESTDIR)/etc/argus/$$f.conf; done
+	install -m 0644 $(MARKER_LIB) $(DESTDIR)$(PREFIX)/lib/argus/
+	sed 's|/usr/lib/argus/|$(PREFIX)/lib/argus/|g' agent/marker/argus.py > $(DESTDIR)$(PYTHONDIR)/argus.py
+	chmod 0644 $(DESTDIR)$(PYTHONDIR)/argus.py
+	for u in argus-agent argus-collector; do \
+		sed -e 's|/usr/bin/|$(PREFIX)/bin/|g' -e 's|/usr/share/doc/argus|$(DOCDIR)|g' \
+			-e 's|/etc/argus/|$(SYSCONFDIR)/argus/|g' deploy/systemd/$$u.service \
+			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service; \
+	done
+	for f in agent collector; do [ -e $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf ] || \
+		install -m 0644 deploy/config/$$f.conf $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf; done
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy.md
+	install -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(PREFIX)/share/man/man8/

@@ -21,11 +21,13 @@
 #include "agent/delivery/names.h"
 #include "agent/delivery/spool.h"
 #include "agent/discovery/discovery.h"
+#include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "agent/steps/stepinfer.h"
 #include "common/daemon.h"
 #include "common/http.h"
+#include "common/tls.h"
 #include "common/name_id.h"
 
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
@@ -47,6 +49,7 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
         return;
     }
     stepinfer_track(a->stepinfer, r->pid, r->job, r->rank);
+    spans_track(a->spans, r->pid, r->job, r->rank);
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
     agent_track_all(a, r->pid, root, true);
@@ -102,6 +105,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
 {
     struct agent *a = ctx;
 
+    spans_event(a->spans, ev);
     switch (ev->kind) {
     case AGENT_EVENT_RANK:
         agent_rank(a, ev->rank.resource, "/");
@@ -228,6 +232,28 @@ static void agent_on_ack(void *ctx, uint64_t seq)
     names_ack(a->names, seq);
 }
 
+/* The collector asks for the raw spans of a rank in a window (a suspect's
+ * drill-down): the answer goes out in the next batch. */
+static void agent_on_capture(void *ctx, const Argus__V1__CaptureRequest *req)
+{
+    struct agent *a = ctx;
+    uint8_t *packed = NULL;
+    size_t len = 0;
+    int r = spans_capture(a->spans, req, clock_mono_ns(), &packed, &len);
+
+    if (r == -EALREADY)
+        return;
+    if (r == 0)
+        r = batcher_add_trace(a->batcher, packed, len);
+    if (r == 0)
+        log_info("agent", "capture of report %s: rank %u of job %s, %zu bytes of spans",
+                 req->report_id, req->rank, req->job, len);
+    else
+        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent", "capture of report %s lost: %s",
+                        req->report_id, strerror(-r));
+    free(packed);
+}
+
 /* --- setup ------------------------------------------------------------------ */
 
 static int agent_open_spool(struct agent *a)
@@ -261,6 +287,27 @@ static int agent_open_spool(struct agent *a)
     return 0;
 }
 
+/* The exporter's channel: mTLS from tls.*, or plaintext when asked for. */
+static int agent_load_tls(const struct agent_config *c, struct tls_pem *pem, bool *use)
+{
+    struct tls_files f = {c->tls_ca, c->tls_cert, c->tls_key};
+    char err[512];
+    int r = tls_choose(c->grpc_plaintext, &f, "grpc.plaintext = true",
+                       "tls.ca, tls.cert and tls.key", err, sizeof(err));
+
+    *use = r == 1;
+    if (r == 1)
+        r = tls_pem_load(&f, pem, err, sizeof(err));
+    if (r < 0)
+        log_error("agent", "%s", err);
+    else if (c->grpc_plaintext)
+        log_warn("agent",
+                 "grpc.plaintext = true: batches go to %s unencrypted and "
+                 "unauthenticated",
+                 c->collector_address);
+    return r < 0 ? r : 0;
+}
+
 static int agent_build_pipeline(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
@@ -275,7 +322,9 @@ static int agent_build_pipeline(struct agent *a)
                                   c->collector_backoff_max,
                                   agent_on_ack,
                                   a,
-                                  .eager = true};
+                                  .eager = true,
+                                  .on_capture = agent_on_capture,
+                                  .on_capture_ctx = a};
     struct discovery_options dopt = {.node = a->node,
                                      .job_vars = c->discovery_job_vars,
                                      .deny_comms = c->discovery_deny,
@@ -287,16 +336,29 @@ static int agent_build_pipeline(struct agent *a)
     a->assembler = assembler_new(&ao, agent_on_step, a);
     a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
     a->discovery = discovery_new(&dopt);
+    a->spans = spans_new(&(struct spans_options){.ring_bytes = c->spans_ring_bytes,
+                                                 .keep_ns = c->spans_keep,
+                                                 .chunk_ns = NSEC_PER_SEC,
+                                                 .capture_max = c->spans_capture_max,
+                                                 .mono_to_real = ao.mono_to_real});
     a->frames = stepframes_new(&(struct stepframes_options){
         .mono_to_real = ao.mono_to_real, .names = a->names, .emit = agent_emit_step, .ctx = a});
-    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames)
+    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
-    if (agent_open_spool(a) < 0)
+    struct tls_pem pem = {0};
+    bool tls;
+    if (agent_load_tls(c, &pem, &tls) < 0)
+        return -EINVAL;
+    eo.tls = tls ? &pem : NULL;
+    if (agent_open_spool(a) < 0) {
+        tls_pem_free(&pem);
         return -EIO;
+    }
     agent_load_drops(a);
     a->exporter = exporter_new(&eo, a->spool, a->drops);
+    tls_pem_free(&pem); /* the channel keeps its own copy */
     return a->exporter ? 0 : -ENOMEM;
 }
 
@@ -317,23 +379,10 @@ static int agent_start_http(struct agent *a)
     return 0;
 }
 
-/* Checks the table cannot express. Logs and returns -EINVAL on the first. */
-static int agent_validate(const struct agent_config *c)
-{
-    if (c->cupti_sample_k > c->cupti_sample_n) {
-        log_error("agent", "cupti.sample_k (%llu) must not exceed cupti.sample_n (%llu)",
-                  (unsigned long long)c->cupti_sample_k, (unsigned long long)c->cupti_sample_n);
-        return -EINVAL;
-    }
-    return 0;
-}
-
 struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
 {
     struct agent *a;
 
-    if (agent_validate(cfg) < 0)
-        return NULL;
     a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
@@ -428,6 +477,7 @@ static void agent_tick(struct agent *a, uint64_t now)
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
+    spans_tick(a->spans, now);
     if (batcher_due(a->batcher, now))
         agent_seal(a);
     exporter_poll(a->exporter, now);
@@ -435,27 +485,42 @@ static void agent_tick(struct agent *a, uint64_t now)
     agent_publish(a, now);
 }
 
+/* SIGHUP under mTLS: read the certificate files again and reconnect with
+ * them; a set that does not load keeps the running one. */
+static void agent_reload_tls(struct agent *a)
+{
+    struct tls_pem pem = {0};
+    bool tls;
+
+    if (a->cfg->grpc_plaintext || agent_load_tls(a->cfg, &pem, &tls) < 0) {
+        if (!a->cfg->grpc_plaintext)
+            log_error("agent", "TLS files not reloaded, the running ones stay in use");
+        return;
+    }
+    if (exporter_set_tls(a->exporter, &pem, clock_mono_ns()) == 0)
+        log_info("agent", "TLS files reloaded (%s); reconnecting to the collector",
+                 a->cfg->tls_cert);
+    tls_pem_free(&pem);
+}
+
+/* SIGHUP: load and validate the config again (the checks of a start); log
+ * each changed key and whether it applied: log.level and the CUPTI sampling
+ * apply live, the rest at the next restart. An invalid config is refused
+ * whole and the running one kept. */
 static void agent_reload(struct agent *a)
 {
     struct agent_config fresh = {0};
     struct config_result res;
 
     daemon_notify("RELOADING=1");
-    if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0 ||
-        agent_validate(&fresh) < 0) {
+    agent_reload_tls(a);
+    if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
-                  res.error[0] ? res.error : "see the error above");
+                  config_errors_oneline(&res));
     } else {
-        log_set_level((enum log_level)fresh.log_level);
-        agent_apply_sampling(a, &fresh);
-        const char *mode =
-            config_enum_name(&agent_config_table, "cupti.sample_mode", fresh.cupti_sample_mode);
-        log_info("agent",
-                 "reloaded: log.level=%s, cupti sampling %s %llu/%llu (other keys apply "
-                 "at restart)",
-                 log_level_name((enum log_level)fresh.log_level), mode,
-                 (unsigned long long)fresh.cupti_sample_k,
-                 (unsigned long long)fresh.cupti_sample_n);
+        config_apply_changes(&agent_config_table, a->cfg, &fresh);
+        log_set_level((enum log_level)a->cfg->log_level);
+        agent_apply_sampling(a, a->cfg);
     }
     config_free(&agent_config_table, &fresh);
     daemon_notify("READY=1");
@@ -563,6 +628,7 @@ void agent_teardown(struct agent *a)
     assembler_free(a->assembler);
     stepinfer_free(a->stepinfer);
     batcher_free(a->batcher);
+    spans_free(a->spans);
     drops_free(a->drops);
     names_free(a->names);
     discovery_free(a->discovery);

@@ -12,9 +12,11 @@
 #include "agent/delivery/batcher.h"
 #include "agent/delivery/exporter.h"
 #include "agent/delivery/spool.h"
+#include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "common/clock.h"
+#include "common/procstat.h"
 
 static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
 {
@@ -78,6 +80,17 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     "step records waiting for their stack samples now", "", s->frames_waiting);
     http_buf_metric(b, "argus_agent_loop_wakeups_total", "counter", "turns of the main loop", "",
                     s->loop_turns);
+    http_buf_metric(b, "argus_agent_span_ring_bytes", "gauge",
+                    "bytes of raw spans kept for drill-down (spans.ring_bytes)", "",
+                    s->spans_bytes);
+    http_buf_metric(b, "argus_agent_spans_dropped_total", "counter",
+                    "raw spans dropped from the rings, by reason", "reason=\"age\"",
+                    s->spans_dropped_age);
+    http_buf_sample(b, "argus_agent_spans_dropped_total", "reason=\"cap\"", s->spans_dropped_cap);
+    http_buf_sample(b, "argus_agent_spans_dropped_total", "reason=\"corrupt_chunk\"",
+                    s->spans_corrupt);
+    http_buf_metric(b, "argus_agent_span_captures_total", "counter",
+                    "capture requests of the collector answered", "", s->spans_captures);
     http_buf_metric(b, "argus_agent_loop_busy_max_seconds", "gauge",
                     "longest single turn of the main loop since start (events and periodic work)",
                     "", s->loop_busy_max_ns / 1e9);
@@ -172,6 +185,7 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     if (strcmp(path, "/metrics") == 0) {
         agent_metrics(&s, &b);
         source_metrics(text, &b);
+        procstat_metrics(&b, "argus-agent");
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
         resp->status = 200;
     } else if (strcmp(path, "/healthz") == 0) {
@@ -237,6 +251,7 @@ void agent_publish(struct agent *a, uint64_t now)
     struct exporter_stats es;
     struct discovery_stats ds;
     struct stepframes_stats fs;
+    struct spans_stats sps;
 
     assembler_get_stats(a->assembler, &as);
     batcher_get_stats(a->batcher, &bs);
@@ -278,6 +293,12 @@ void agent_publish(struct agent *a, uint64_t now)
     s.frames_waited = fs.waited;
     s.frames_expired = fs.expired + fs.overflowed;
     s.frames_waiting = fs.waiting;
+    spans_get_stats(a->spans, &sps);
+    s.spans_bytes = sps.bytes;
+    s.spans_dropped_age = sps.dropped_age;
+    s.spans_dropped_cap = sps.dropped_cap;
+    s.spans_corrupt = sps.corrupt_chunks;
+    s.spans_captures = sps.captures;
     s.nsources = a->nsources;
     for (size_t i = 0; i < a->nsources; i++) {
         s.sources[i].name = a->sources[i].ops->name;

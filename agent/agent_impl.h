@@ -34,6 +34,7 @@ struct agent {
     struct stepinfer *stepinfer;
     struct discovery *discovery;
     struct stepframes *frames; /* steps waiting for their stack samples */
+    struct spans *spans;       /* raw spans per rank for drill-down (agent/spans/) */
     struct probe_collectives_config collectives;
     struct probe_stacks_config stacks;
     int64_t mono_to_real;

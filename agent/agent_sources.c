@@ -153,6 +153,7 @@ void agent_start_sources(struct agent *a)
     if (c->cupti_enable) {
         a->cupti = (struct source_cupti_config){
             .socket_path = c->cupti_socket,
+            .socket_group = c->cupti_socket_group,
             .sample_mode = (uint32_t)c->cupti_sample_mode,
             .sample_k = (uint32_t)c->cupti_sample_k,
             .sample_n = (uint32_t)c->cupti_sample_n,

@@ -13,12 +13,15 @@ struct agent_config {
     char *agent_id;  /* "" = node name */
     char *collector_address;
     uint64_t collector_keepalive;
+    bool grpc_plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
     uint64_t collector_backoff_min, collector_backoff_max;
     char *spool_dir;
     uint64_t spool_cap, spool_segment;
     int spool_fsync; /* enum spool_fsync */
     uint64_t spool_fsync_interval;
     uint64_t batch_max_steps, batch_max_bytes, batch_max_age;
+    uint64_t spans_ring_bytes, spans_keep, spans_capture_max;
     char *http_listen;
     char *discovery_job_vars, *discovery_deny, *discovery_watch;
     uint64_t discovery_scan_interval;
@@ -29,6 +32,7 @@ struct agent_config {
     uint64_t stacks_hz, stacks_cache;
     bool cupti_enable;
     char *cupti_socket;
+    char *cupti_socket_group;
     int cupti_sample_mode; /* enum cupti_sample_mode */
     uint64_t cupti_sample_k, cupti_sample_n;
 };

@@ -1,26 +1,63 @@
 #include "collector/config.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config_value.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
-    {                                                                                              \
-        key, type, offsetof(struct collector_config, field), def, lo, hi, help, NULL               \
-    }
+    CONFIG_OPTION(struct collector_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 #define OPT_ENUM(key, field, def, names, help)                                                     \
-    {                                                                                              \
-        key, CONFIG_ENUM, offsetof(struct collector_config, field), def, 0, 0, help, names         \
-    }
+    CONFIG_OPTION(struct collector_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL,  \
+                  false)
+
+#define OPT_CHECK(key, type, field, def, help, fn)                                                 \
+    CONFIG_OPTION(struct collector_config, key, type, field, def, 0, 0, help, NULL, fn, false)
+#define OPT_ENUM_LIVE(key, field, def, names, help)                                                \
+    CONFIG_OPTION(struct collector_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL,  \
+                  true)
+
+/* remote_write.url: empty, or http(s):// and a host. */
+static int collector_check_remote_write_url(const struct config_option *o, const void *field,
+                                            char *err, size_t errlen)
+{
+    const char *url = *(char *const *)field;
+    const char *host = !url                               ? NULL
+                       : strncmp(url, "http://", 7) == 0  ? url + 7
+                       : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                          : NULL;
+
+    if (!url || !*url || (host && *host && *host != '/'))
+        return 0;
+    snprintf(err, errlen,
+             "%s: '%s' is not an http:// or https:// URL with a host (e.g. "
+             "http://prometheus:9090/api/v1/write; empty: off)",
+             o->key, url);
+    return -EINVAL;
+}
 
 static const struct config_option collector_options[] = {
-    OPT_ENUM("log.level", log_level, "info", config_log_levels, "error, warn, info or debug"),
-    OPT("grpc.listen", CONFIG_STRING, grpc_listen, "0.0.0.0:7700", 0, 0,
-        "gRPC address for agents and argusctl HOST:PORT"),
+    OPT_ENUM_LIVE("log.level", log_level, "info", config_log_levels, "error, warn, info or debug"),
+    OPT_CHECK("grpc.listen", CONFIG_STRING, grpc_listen, "0.0.0.0:7700",
+              "gRPC address for agents and argusctl HOST:PORT (or unix:PATH)",
+              config_check_grpc_listen),
     OPT("grpc.workers", CONFIG_UINT, grpc_workers, "2", 1, 64,
         "gRPC worker threads (one completion queue each)"),
     OPT("grpc.keepalive", CONFIG_DURATION, grpc_keepalive, "30s", 1, 3600,
         "keepalive ping interval; agents use the same"),
-    OPT("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7702", 0, 0,
-        "/metrics and /healthz address HOST:PORT (empty: off)"),
+    OPT("grpc.plaintext", CONFIG_BOOL, grpc_plaintext, "false", 0, 0,
+        "serve gRPC without TLS: anyone who reaches grpc.listen may write and read anything "
+        "(warned at start); else tls.* must be set"),
+    OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0,
+        "CA bundle (PEM) that agent and argusctl certificates must chain to"),
+    OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
+        "the collector's certificate chain (PEM); reloaded on SIGHUP or when the file changes"),
+    OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0, "private key (PEM) of tls.cert"),
+    OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7702",
+              "/metrics and /healthz address HOST:PORT (empty: off)", config_check_http_listen),
     OPT("store.dir", CONFIG_STRING, store_dir, "/var/lib/argus/collector", 0, 0,
         "RocksDB data directory (created when missing)"),
     OPT("store.sync", CONFIG_BOOL, store_sync, "false", 0, 0,
@@ -37,14 +74,32 @@ static const struct config_option collector_options[] = {
         "largest decoded batch accepted"),
     OPT("ingest.max_names_per_batch", CONFIG_UINT, max_names_per_batch, "65536", 1, 1e7,
         "dictionary entries one batch may carry"),
-    OPT("ingest.max_names_per_job", CONFIG_UINT, max_names_per_job, "1000000", 1, 1e8,
-        "distinct names one job may define"),
-    OPT("ingest.max_ranks", CONFIG_UINT, max_ranks, "1048576", 1, 1e8,
-        "ranks and world size must be below this"),
+    OPT("ingest.max_seq_jump", CONFIG_UINT, max_seq_jump, "1000000", 0, 1e15,
+        "plaintext only: refuse a batch whose seq is this far above its agent's last stored seq "
+        "(0: no bound)"),
     OPT("ingest.clock_skew_warn", CONFIG_DURATION, clock_skew_warn, "2s", 0.001, 86400 * 365.0,
         "flag (log once, count) an agent whose clock is off the collector's by more than this"),
     OPT("ingest.clock_window", CONFIG_DURATION, clock_window, "2m", 1, 3600,
         "window of the per-agent clock offset estimate (least-delayed batch in it)"),
+    OPT("limits.max_jobs", CONFIG_UINT, limits_max_jobs, "1024", 1, 1e6,
+        "jobs active at once (a job idle for diag.job_idle is forgotten); a new job over it is "
+        "refused"),
+    OPT("limits.max_ranks_per_job", CONFIG_UINT, limits_max_ranks_per_job, "65536", 1, 1e7,
+        "rank numbers of a job must be below this; a declared world size is a hint capped to it"),
+    OPT("limits.max_names_per_job", CONFIG_UINT, limits_max_names_per_job, "1000000", 1, 1e8,
+        "distinct names (kernels, phases, collectives) one job may define"),
+    OPT("limits.max_names_total", CONFIG_UINT, limits_max_names_total, "4000000", 1, 1e9,
+        "distinct names of all active jobs together"),
+    OPT("limits.max_step", CONFIG_UINT, limits_max_step, "281474976710656", 1, 1e18,
+        "step numbers must be below this (2^48)"),
+    OPT("limits.max_step_jump", CONFIG_UINT, limits_max_step_jump, "1000000", 1, 1e15,
+        "a step more than this above its job's highest step (a new job: the batch's lowest) is "
+        "refused"),
+    OPT("limits.max_jobs_per_batch", CONFIG_UINT, limits_max_jobs_per_batch, "16", 1, 256,
+        "jobs one batch may carry (each admitted on its own terms; the batch whole or not at all)"),
+    OPT("limits.job_memory", CONFIG_SIZE, limits_job_memory, "4GiB", 1048576, 1e15,
+        "budget for per-job state (diagnosis, names), charged before it is taken; a batch that "
+        "would go over it is refused"),
     OPT("diag.step_timeout", CONFIG_DURATION, diag_step_timeout, "10s", 0.01, 3600,
         "a step closes this long after its first record even if live ranks are missing"),
     OPT("diag.stream_hold", CONFIG_DURATION, diag_stream_hold, "10s", 0.01, 3600,
@@ -64,13 +119,77 @@ static const struct config_option collector_options[] = {
         "closed steps that late records can still amend (older ones are counted, not diagnosed)"),
     OPT("diag.window", CONFIG_UINT, diag_window, "40", 2, 64, "persistence window N, in steps"),
     OPT("diag.min_hits", CONFIG_UINT, diag_min_hits, "24", 1, 64,
-        "a suspect pages after being flagged in M of the last N steps"),
+        "a suspect pages after being flagged in M of the last N steps (M at most diag.window)"),
     OPT("diag.queue_bytes", CONFIG_SIZE, diag_queue_bytes, "256MiB", 1048576, 64.0 * 1073741824,
         "memory of stored batches waiting for diagnosis; over it they are stored, acked and "
         "not diagnosed (counted)"),
     OPT("diag.lag_warn", CONFIG_DURATION, diag_lag_warn, "30s", 0.1, 86400,
         "log once when diagnosis of a job falls this far behind what was received"),
+    OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
+              "push the per-job series to this Prometheus remote write 1.0 endpoint "
+              "(http[s]://HOST:PORT/api/v1/write; empty: off)",
+              collector_check_remote_write_url),
+    OPT("remote_write.interval", CONFIG_DURATION, remote_write_interval, "15s", 0.1, 3600,
+        "how often the per-job series are collected and sent"),
+    OPT("remote_write.timeout", CONFIG_DURATION, remote_write_timeout, "10s", 0.1, 300,
+        "give up on one POST after this long (it is retried)"),
+    OPT("remote_write.queue_bytes", CONFIG_SIZE, remote_write_queue_bytes, "16MiB", 4096,
+        4.0 * 1073741824,
+        "compressed requests waiting while the endpoint is down; over it the oldest are dropped "
+        "(counted)"),
+    OPT("remote_write.bearer_token_file", CONFIG_STRING, remote_write_bearer_token_file, "", 0, 0,
+        "send Authorization: Bearer with the token on this file's first line (empty: none)"),
 };
+
+/* The bearer token file is read at start: it must be readable, and it
+ * means nothing without remote_write.url. */
+static void collector_check_remote_write(const struct collector_config *c,
+                                         struct config_result *res)
+{
+    const struct config_table *t = &collector_config_table;
+    const char *file = c->remote_write_bearer_token_file;
+    char a[300];
+
+    if (!file || !*file)
+        return;
+    if (!c->remote_write_url || !*c->remote_write_url)
+        config_error(res,
+                     "%s: remote_write.bearer_token_file is set but remote_write.url is "
+                     "empty (remote write is off)",
+                     config_where(t, res, "remote_write.bearer_token_file", a, sizeof(a)));
+    else if (access(file, R_OK) < 0)
+        config_error(res, "%s: remote_write.bearer_token_file %s: %s",
+                     config_where(t, res, "remote_write.bearer_token_file", a, sizeof(a)), file,
+                     strerror(errno));
+}
+
+/* Rules between keys: what the collector would otherwise clamp or replace. */
+static int collector_check(const void *cfg, struct config_result *res)
+{
+    const struct collector_config *c = cfg;
+    const struct config_table *t = &collector_config_table;
+    int n = res->nerrors;
+    char a[300], b[300];
+
+    if (c->diag_min_hits > c->diag_window)
+        config_error(res,
+                     "%s: diag.min_hits = %llu is above diag.window = %llu (%s): a suspect "
+                     "cannot be flagged in more steps than the window holds (diagnosis would "
+                     "use %llu)",
+                     config_where(t, res, "diag.min_hits", a, sizeof(a)),
+                     (unsigned long long)c->diag_min_hits, (unsigned long long)c->diag_window,
+                     config_where(t, res, "diag.window", b, sizeof(b)),
+                     (unsigned long long)(c->diag_window * 3 / 5));
+    if (c->max_frame > c->max_raw)
+        config_error(res,
+                     "%s: ingest.max_frame = %llu bytes is above ingest.max_raw = %llu bytes "
+                     "(%s): an uncompressed frame over max_raw is refused anyway",
+                     config_where(t, res, "ingest.max_frame", a, sizeof(a)),
+                     (unsigned long long)c->max_frame, (unsigned long long)c->max_raw,
+                     config_where(t, res, "ingest.max_raw", b, sizeof(b)));
+    collector_check_remote_write(c, res);
+    return res->nerrors - n;
+}
 
 const struct config_table collector_config_table = {
     .program = "argus-collector",
@@ -78,4 +197,6 @@ const struct config_table collector_config_table = {
     .default_path = "/etc/argus/collector.conf",
     .options = collector_options,
     .count = sizeof(collector_options) / sizeof(collector_options[0]),
+    .check = collector_check,
+    .man_section = "8",
 };

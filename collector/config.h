@@ -12,6 +12,9 @@ struct collector_config {
     char *grpc_listen;
     uint64_t grpc_workers;
     uint64_t grpc_keepalive; /* ns */
+    bool grpc_plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
+    uint64_t max_seq_jump;
     char *http_listen;
     char *store_dir;
     bool store_sync;
@@ -21,8 +24,11 @@ struct collector_config {
     uint64_t max_frame; /* bytes */
     uint64_t max_raw;
     uint64_t max_names_per_batch;
-    uint64_t max_names_per_job;
-    uint64_t max_ranks;
+    uint64_t limits_max_jobs, limits_max_ranks_per_job;
+    uint64_t limits_max_names_per_job, limits_max_names_total;
+    uint64_t limits_max_step, limits_max_step_jump;
+    uint64_t limits_max_jobs_per_batch;
+    uint64_t limits_job_memory; /* bytes */
     uint64_t diag_step_timeout;
     uint64_t diag_job_idle;    /* ns */
     uint64_t diag_stream_hold; /* ns */
@@ -32,9 +38,14 @@ struct collector_config {
     uint64_t diag_late_horizon;
     uint64_t diag_window, diag_min_hits;
     uint64_t diag_queue_bytes;
-    uint64_t diag_lag_warn;   /* ns */
-    uint64_t clock_skew_warn; /* ns */
-    uint64_t clock_window;    /* ns */
+    uint64_t diag_lag_warn;         /* ns */
+    uint64_t clock_skew_warn;       /* ns */
+    uint64_t clock_window;          /* ns */
+    char *remote_write_url;         /* "": remote write off */
+    uint64_t remote_write_interval; /* ns */
+    uint64_t remote_write_timeout;  /* ns */
+    uint64_t remote_write_queue_bytes;
+    char *remote_write_bearer_token_file;
 };
 
 extern const struct config_table collector_config_table;

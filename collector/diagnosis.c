@@ -8,10 +8,13 @@
 
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_report.h"
+#include "collector/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strmap.h"
+
+#define DIAGNOSIS_DEFAULT_WINDOW 40 /* diag_engine.h's default persistence window */
 
 struct diagnosis_job {
     char *job;
@@ -20,9 +23,11 @@ struct diagnosis_job {
     struct diagnosis *d;
     struct strmap names; /* the job's dictionary */
     uint64_t last_fed_ns;
-    uint64_t feed_lag_ns;         /* wall clock - receive time of the last batch fed */
-    uint64_t tick_ns;             /* the engine's time at the last tick */
-    struct diagnosis_job_lag lag; /* as of the last tick */
+    uint64_t feed_lag_ns;               /* wall clock - receive time of the last batch fed */
+    uint64_t tick_ns;                   /* the engine's time at the last tick */
+    struct diagnosis_job_lag lag;       /* as of the last tick */
+    struct diagnosis_job_series series; /* steps and lag as of the last tick */
+    struct recent_suspects recent;      /* of its reports */
 };
 
 struct diagnosis {
@@ -131,6 +136,7 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
     o.silence_ns = d->o.silence_ns;
     o.max_open_bytes = d->o.max_open_bytes;
     o.late_horizon = d->o.late_horizon;
+    o.max_ranks = d->o.max_ranks;
     o.window = d->o.window;
     o.min_hits = d->o.min_hits;
     o.name = diagnosis_name;
@@ -193,9 +199,12 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
         if (store_put_report(d->store, r, err, sizeof(err)) < 0) {
             errors++;
             log_error("diagnosis", "report %s of job %s not stored: %s", r->id, r->job, err);
+        } else if (r->pages && d->o.on_report) {
+            d->o.on_report(d->o.on_report_ctx, r);
         }
         log_warn("diagnosis", "report %s job %s steps %" PRIu64 "-%" PRIu64 ": %s", r->id, r->job,
                  r->from_step, r->to_step, r->summary);
+        recent_suspects_note(&j->recent, r);
         diag_report_free(reps[i]);
     }
     free(reps);
@@ -396,6 +405,11 @@ static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uin
         .open_steps = es.open_steps,
         .open_bytes = es.open_bytes,
     };
+    j->series.has_step = es.closed_through > 0;
+    j->series.step = es.closed_through ? es.closed_through - 1 : 0;
+    j->series.step_p50_s = es.last_step_p50_ns / 1e9;
+    j->series.step_max_s = es.last_step_max_ns / 1e9;
+    j->series.lag_s = j->lag.feed_lag_s + j->lag.watermark_lag_s;
 }
 
 void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
@@ -441,6 +455,31 @@ void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx)
         lag = j->lag;
         pthread_mutex_unlock(&j->lock);
         fn(ctx, j->job, &lag);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* j's summary (its lock held): the tick's numbers plus its recent suspects. */
+static struct diagnosis_job_series diagnosis_series_of(const struct diagnosis_job *j,
+                                                       uint32_t window)
+{
+    struct diagnosis_job_series s = j->series;
+
+    recent_suspects_summarize(&j->recent, window, &s);
+    return s;
+}
+
+void diagnosis_foreach_series(struct diagnosis *d, diagnosis_series_fn fn, void *ctx)
+{
+    uint32_t window = d->o.window ? d->o.window : DIAGNOSIS_DEFAULT_WINDOW;
+
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < d->njobs; i++) {
+        struct diagnosis_job *j = d->jobs[i];
+        pthread_mutex_lock(&j->lock);
+        struct diagnosis_job_series s = diagnosis_series_of(j, window);
+        pthread_mutex_unlock(&j->lock);
+        fn(ctx, j->job, &s);
     }
     pthread_mutex_unlock(&d->lock);
 }

@@ -9,6 +9,7 @@
 #ifndef ARGUS_COLLECTOR_DIAGNOSIS_H
 #define ARGUS_COLLECTOR_DIAGNOSIS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "collector/diagq.h"
@@ -26,8 +27,13 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint32_t late_horizon;
     uint32_t window, min_hits;
     uint32_t max_jobs;    /* engines at once; the least recently fed goes */
+    uint32_t max_ranks;   /* per job: rank numbers below it (0: the engine's 65,536) */
     uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
                            * state freed (0: 5 minutes) */
+    /* Told of each stored report that pages (the drill-down captures,
+     * collector/trace/); r is valid during the call. May be NULL. */
+    void (*on_report)(void *ctx, const Argus__V1__Report *r);
+    void *on_report_ctx;
 };
 
 struct diagnosis;
@@ -91,5 +97,31 @@ typedef void (*diagnosis_job_fn)(void *ctx, const char *job, const struct diagno
 
 /* Call fn for every job under diagnosis (as of the last tick). */
 void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx);
+
+/* One job's summary for the per-job Prometheus series (collector/series.h).
+ * "Recent" suspects are those of reports whose window ended at most two
+ * persistence windows (2 * diag.window steps) before the last step closed:
+ * a firing suspect is re-reported every window, so it stays; a recovered one
+ * leaves after two windows. */
+#define DIAGNOSIS_CAUSES 7 /* Argus__V1__Cause values 0 .. 6 */
+struct diagnosis_job_series {
+    bool has_step;                       /* a step was closed and analysed */
+    uint64_t step;                       /* the last one */
+    double step_p50_s;                   /* its step time, median over ranks */
+    double step_max_s;                   /* and max over ranks */
+    uint32_t suspects[DIAGNOSIS_CAUSES]; /* recent suspects (a rank, or a node) by cause */
+    bool has_top;                        /* a recent rank suspect of a rank-level cause exists */
+    uint32_t top_rank; /* the one with the highest score (compute, link, host, silent) */
+    double top_score;
+    double lag_s; /* diagnosis behind receipt: the feed lag of the last batch plus
+                   * the wait of the oldest open step */
+};
+typedef void (*diagnosis_series_fn)(void *ctx, const char *job,
+                                    const struct diagnosis_job_series *s);
+
+/* Call fn for every job under diagnosis with its summary (steps as of the
+ * last tick, suspects as of the last report). Read-only; fn runs with the
+ * jobs list locked and must not call back into d. */
+void diagnosis_foreach_series(struct diagnosis *d, diagnosis_series_fn fn, void *ctx);
 
 #endif

@@ -12,18 +12,13 @@
 #include "collector/diagq.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
+#include "collector/trace/trace_capture.h"
 #include "common/clock.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"
-#include "common/u64set.h"
+#include "common/rpc_paths.h"
 #include "common/wire_steps.h"
-
-/* The name ids seen per job, to enforce max_names_per_job exactly. */
-struct ingest_job_names {
-    char *job;
-    struct u64set ids;
-};
 
 struct ingest_drop {
     char *agent, *reason, *job;
@@ -39,9 +34,8 @@ struct ingest {
     struct ingest_limits limits;
     struct diagq *diagq;
     struct stream_clock *clock;
-    pthread_mutex_t names_lock;
-    struct ingest_job_names *jobs;
-    size_t njobs;
+    struct limits *admission;
+    struct trace_capture *traces; /* may be NULL */
     atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
     atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
 };
@@ -49,6 +43,8 @@ struct ingest {
 struct ingest_stream {
     struct ingest *in;
     char peer[64];
+    bool authenticated;              /* mTLS: identity is the certificate's */
+    char identity[TLS_MAX_IDENTITY]; /* every batch must be this agent and node */
 };
 
 void ingest_default_limits(struct ingest_limits *l)
@@ -59,19 +55,19 @@ void ingest_default_limits(struct ingest_limits *l)
         .max_id_len = 128,
         .max_name_len = 4096,
         .max_names_per_batch = 65536,
-        .max_names_per_job = 1000000,
         .max_steps_per_batch = 65536,
         .max_resources_per_batch = 4096,
-        .max_ranks = 1u << 20,
         .max_groups_per_step = 4096,
         .max_clusters_per_group = 64,
+        .max_seq_jump = 1000000,
     };
+    limits_default_options(&l->admit);
 }
 
 const char *ingest_reject_name(enum ingest_reject r)
 {
-    static const char *const names[] = {"frame_size", "frame_invalid", "batch_invalid", "limits",
-                                        "store_error"};
+    static const char *const names[] = {"frame_size",  "frame_invalid", "batch_invalid", "limits",
+                                        "store_error", "identity",      "seq_jump"};
     return r < INGEST_REJECT_COUNT ? names[r] : "?";
 }
 
@@ -100,11 +96,6 @@ static int ingest_validate_resource(const Argus__V1__Resource *r, const struct i
     if (!ingest_valid_id(r->job, l->max_id_len))
         REJECT(TRANSPORT_INVALID_ARGUMENT, "resource has an invalid job id (1-%zu printable bytes)",
                l->max_id_len);
-    if (r->rank >= l->max_ranks || r->world_size > l->max_ranks)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "resource rank %" PRIu32 " / world size %" PRIu32
-               " of job %s is over the limit of %" PRIu32 " ranks",
-               r->rank, r->world_size, r->job, l->max_ranks);
     if (r->world_size && r->rank >= r->world_size)
         REJECT(TRANSPORT_INVALID_ARGUMENT,
                "resource rank %" PRIu32 " is not below world size %" PRIu32 " (job %s)", r->rank,
@@ -123,11 +114,6 @@ static int ingest_validate_step(const Argus__V1__StepRecord *s, const struct ing
                "step record has an invalid job id (1-%zu printable "
                "bytes)",
                l->max_id_len);
-    if (s->rank >= l->max_ranks)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "step record rank %" PRIu32 " of job %s is over the "
-               "limit of %" PRIu32 " ranks",
-               s->rank, s->job, l->max_ranks);
     if (s->n_phases > l->max_groups_per_step || s->n_kernels > l->max_groups_per_step ||
         s->n_collectives > l->max_groups_per_step)
         REJECT(TRANSPORT_RESOURCE_EXHAUSTED,
@@ -195,51 +181,7 @@ int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, ch
     return ingest_validate_names(b, l, err, errlen);
 }
 
-/* --- names per job ----------------------------------------------------------- */
-
-static struct ingest_job_names *ingest_job(struct ingest *in, const char *job)
-{
-    for (size_t i = 0; i < in->njobs; i++)
-        if (strcmp(in->jobs[i].job, job) == 0)
-            return &in->jobs[i];
-    struct ingest_job_names *grown = realloc(in->jobs, (in->njobs + 1) * sizeof(*grown));
-    if (!grown)
-        return NULL;
-    in->jobs = grown;
-    struct ingest_job_names *j = &in->jobs[in->njobs];
-    *j = (struct ingest_job_names){.job = strdup(job)};
-    if (!j->job)
-        return NULL;
-    in->njobs++;
-    return j;
-}
-
-/* Admit the batch's names against max_names_per_job; records new ids. */
-static int ingest_admit_names(struct ingest *in, const Argus__V1__Batch *b, char *err,
-                              size_t errlen)
-{
-    int r = TRANSPORT_OK;
-
-    pthread_mutex_lock(&in->names_lock);
-    for (size_t i = 0; i < b->n_names && r == TRANSPORT_OK; i++) {
-        struct ingest_job_names *j = ingest_job(in, b->names[i]->job);
-        if (!j) {
-            r = TRANSPORT_INTERNAL;
-            snprintf(err, errlen, "out of memory");
-        } else if (!u64set_has(&j->ids, b->names[i]->id)) {
-            if (j->ids.count >= in->limits.max_names_per_job) {
-                r = TRANSPORT_RESOURCE_EXHAUSTED;
-                snprintf(err, errlen, "job %s already has %zu names; limit %zu", j->job,
-                         j->ids.count, in->limits.max_names_per_job);
-            } else if (u64set_add(&j->ids, b->names[i]->id) < 0) {
-                r = TRANSPORT_INTERNAL;
-                snprintf(err, errlen, "out of memory");
-            }
-        }
-    }
-    pthread_mutex_unlock(&in->names_lock);
-    return r;
-}
+/* --- drop counters ----------------------------------------------------------- */
 
 /* Remember the newest value of each reported drop counter. */
 static void ingest_record_drops(struct ingest *in, const Argus__V1__Batch *b)
@@ -291,7 +233,11 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
     in->limits = *limits;
     in->diagq = diagq;
     in->clock = clock;
-    pthread_mutex_init(&in->names_lock, NULL);
+    in->admission = limits_new(&limits->admit);
+    if (!in->admission) {
+        free(in);
+        return NULL;
+    }
     pthread_mutex_init(&in->drops_lock, NULL);
     return in;
 }
@@ -300,30 +246,39 @@ void ingest_free(struct ingest *in)
 {
     if (!in)
         return;
-    for (size_t i = 0; i < in->njobs; i++) {
-        free(in->jobs[i].job);
-        u64set_clear(&in->jobs[i].ids);
-    }
-    free(in->jobs);
+    limits_free(in->admission);
     for (size_t i = 0; i < in->ndrops; i++) {
         free(in->drops[i].agent);
         free(in->drops[i].reason);
         free(in->drops[i].job);
     }
     free(in->drops);
-    pthread_mutex_destroy(&in->names_lock);
     pthread_mutex_destroy(&in->drops_lock);
     free(in);
 }
 
-static void *ingest_open(void *ctx, const char *peer)
+static void *ingest_open(void *ctx, const struct transport_peer *peer,
+                         struct transport_reply *reply)
 {
-    struct ingest_stream *s = calloc(1, sizeof(*s));
+    struct ingest *in = ctx;
+    struct ingest_stream *s;
 
+    if (!transport_peer_may(peer, TLS_ROLE_AGENT, RPC_INGEST_PUSH, reply)) {
+        static struct log_ratelimit rl = {.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
+        atomic_fetch_add(&in->rejects[INGEST_REJECT_IDENTITY], 1);
+        log_ratelimited(&rl, LOG_LEVEL_WARN, "ingest", "refused stream from %s: %s", peer->address,
+                        reply->message);
+        return NULL;
+    }
+    s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    s->in = ctx;
-    snprintf(s->peer, sizeof(s->peer), "%s", peer);
+    s->in = in;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer->address);
+    if (peer->identity) {
+        s->authenticated = true;
+        snprintf(s->identity, sizeof(s->identity), "%s", peer->identity);
+    }
     atomic_fetch_add(&s->in->streams, 1);
     return s;
 }
@@ -354,14 +309,18 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
 
     ack.epoch = b->epoch;
     ack.seq = b->seq;
+    if (s->in->traces)
+        trace_capture_ack(s->in->traces, b, &ack);
     reply->len = argus__v1__ack__get_packed_size(&ack);
     reply->data = malloc(reply->len ? reply->len : 1);
+    if (reply->data)
+        argus__v1__ack__pack(&ack, reply->data);
+    trace_capture_ack_done(&ack);
     if (!reply->data) {
         reply->status = TRANSPORT_INTERNAL;
         snprintf(reply->message, sizeof(reply->message), "out of memory");
         return;
     }
-    argus__v1__ack__pack(&ack, reply->data);
     atomic_fetch_add(&s->in->acks, 1);
 }
 
@@ -462,6 +421,34 @@ static void ingest_observe_clock(struct ingest *in, const Argus__V1__Batch *b, u
                  off / 1e9);
 }
 
+/* mTLS: b must be the stream's certificate's agent and node. Plaintext: its
+ * seq must not jump more than max_seq_jump above the stored high-water mark. */
+static int ingest_check_identity(struct ingest_stream *s, const Argus__V1__Batch *b,
+                                 enum ingest_reject *why, char *err, size_t errlen)
+{
+    uint64_t high = 0;
+
+    *why = INGEST_REJECT_IDENTITY;
+    if (s->authenticated && strcmp(b->agent_id, s->identity) != 0)
+        REJECT(TRANSPORT_PERMISSION_DENIED,
+               "the certificate of '%s' may not write batches of agent '%.128s'", s->identity,
+               b->agent_id);
+    for (size_t i = 0; s->authenticated && i < b->n_resources; i++)
+        if (*b->resources[i]->node && strcmp(b->resources[i]->node, s->identity) != 0)
+            REJECT(TRANSPORT_PERMISSION_DENIED,
+                   "the certificate of '%s' may not write resources of node '%.128s' (job %.128s)",
+                   s->identity, b->resources[i]->node, b->resources[i]->job);
+    *why = INGEST_REJECT_SEQ_JUMP;
+    if (!s->authenticated && s->in->limits.max_seq_jump &&
+        store_high_water(s->in->store, b->agent_id, b->epoch, &high) == 0 && high &&
+        b->seq > high && b->seq - high > s->in->limits.max_seq_jump)
+        REJECT(TRANSPORT_FAILED_PRECONDITION,
+               "seq %" PRIu64 " of agent %.128s epoch %" PRIu64 " is more than %" PRIu64
+               " above the last stored seq %" PRIu64 " (ingest.max_seq_jump)",
+               b->seq, b->agent_id, b->epoch, s->in->limits.max_seq_jump, high);
+    return TRANSPORT_OK;
+}
+
 /* Validate, store and ack b (unpacked into *arena, from raw). A stored batch
  * goes to diagnosis through the queue, which takes the arena: *arena is NULL
  * then. */
@@ -470,10 +457,15 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
                          struct transport_reply *reply)
 {
     char err[256], msg[320];
+    enum ingest_reject why;
     int r = ingest_validate(b, &s->in->limits, err, sizeof(err));
 
+    if (r == TRANSPORT_OK && (r = ingest_check_identity(s, b, &why, err, sizeof(err))) != 0) {
+        ingest_reject(s, why, r, reply, err);
+        return;
+    }
     if (r == TRANSPORT_OK)
-        r = ingest_admit_names(s->in, b, err, sizeof(err));
+        r = limits_admit(s->in->admission, b, recv, err, sizeof(err));
     if (r != TRANSPORT_OK) {
         ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
         return;
@@ -491,7 +483,6 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         return;
     }
     ingest_observe_clock(s->in, b, recv);
-    ingest_ack(s, b, reply); /* now: once queued, b is the diagnosis worker's to free */
     if (r == STORE_INGEST_DUPLICATE) {
         atomic_fetch_add(&s->in->duplicates, 1);
     } else {
@@ -499,11 +490,16 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         atomic_fetch_add(&s->in->rank_steps, b->n_steps);
         if (b->n_drops)
             ingest_record_drops(s->in, b);
-        if (s->in->diagq) {
-            diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena),
-                       ingest_arena_release, *arena);
-            *arena = NULL;
-        }
+        if (b->n_traces && s->in->traces)
+            trace_capture_ingest(s->in->traces, b);
+    }
+    ingest_ack(s, b, reply);
+    /* last: once queued, b is the diagnosis worker's to free (it read b
+     * after the push, and crashed when the worker had freed it) */
+    if (r != STORE_INGEST_DUPLICATE && s->in->diagq) {
+        diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena), ingest_arena_release,
+                   *arena);
+        *arena = NULL;
     }
 }
 
@@ -552,6 +548,16 @@ const struct transport_stream_ops ingest_stream_ops = {
     .message = ingest_message,
     .close = ingest_close,
 };
+
+void ingest_set_traces(struct ingest *in, struct trace_capture *traces)
+{
+    in->traces = traces;
+}
+
+struct limits *ingest_admission(struct ingest *in)
+{
+    return in->admission;
+}
 
 void ingest_get_stats(struct ingest *in, struct ingest_stats *out)
 {

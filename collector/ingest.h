@@ -7,13 +7,24 @@
  * never waits) -> ack. A replayed batch is acked without writing twice. Bad input ends the stream
  * with INVALID_ARGUMENT or RESOURCE_EXHAUSTED and a message that says what was wrong; a store error
  * ends it with UNAVAILABLE and nothing is acked, so the agent keeps the batch and retries after
- * reconnecting. */
+ * reconnecting.
+ *
+ * Identity. Under mTLS a stream needs a certificate with the agent role
+ * (OU=agent), and every batch on it must name the certificate's identity as
+ * its agent id and as the node of each resource (else PERMISSION_DENIED
+ * naming both): the dedup high-water mark, keyed by agent id, is then keyed
+ * by the authenticated identity and no client can move another's. In
+ * plaintext anyone may claim any agent id; there a batch whose seq jumps more
+ * than max_seq_jump above the stored high-water mark of its (agent, epoch)
+ * is refused (FAILED_PRECONDITION, counted as seq_jump), so a spoofed
+ * seq = 2^64-1 cannot silence an agent (README: residual risk). */
 #ifndef ARGUS_COLLECTOR_INGEST_H
 #define ARGUS_COLLECTOR_INGEST_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/limits.h"
 #include "collector/transport.h"
 #include "proto/argus.pb-c.h"
 
@@ -25,12 +36,12 @@ struct ingest_limits {
     size_t max_id_len;   /* job, agent id, node, gpu uuid */
     size_t max_name_len; /* one dictionary name */
     size_t max_names_per_batch;
-    size_t max_names_per_job;
     size_t max_steps_per_batch;
     size_t max_resources_per_batch;
-    uint32_t max_ranks;         /* rank and world size must be below this */
     size_t max_groups_per_step; /* kernel groups, phases, collectives each */
     size_t max_clusters_per_group;
+    uint64_t max_seq_jump;       /* plaintext only: seq above the high-water mark; 0 = no bound */
+    struct limits_options admit; /* per job and per collector (limits.h) */
 };
 
 /* Defaults used by the collector's config table. */
@@ -47,10 +58,20 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
                           struct diagq *diagq, struct stream_clock *clock);
 void ingest_free(struct ingest *in);
 
+/* Drill-down captures (collector/trace/trace_capture.h): acks carry its
+ * capture requests, durable batches' Batch.traces go to it. Not owned; set
+ * before streams open. */
+struct trace_capture;
+void ingest_set_traces(struct ingest *in, struct trace_capture *traces);
+
 /* The stream handler to register with transport_add_stream (ctx = ingest). */
 extern const struct transport_stream_ops ingest_stream_ops;
 
-/* Check a decoded batch against limits. Returns TRANSPORT_OK, or
+/* The admission limits (for /metrics); valid while in lives. */
+struct limits *ingest_admission(struct ingest *in);
+
+/* Check a decoded batch against the per-batch limits (sizes, strings, name
+ * ids; not those of limits.h, which need the collector's state). Returns TRANSPORT_OK, or
  * TRANSPORT_INVALID_ARGUMENT / TRANSPORT_RESOURCE_EXHAUSTED with a sentence in
  * err. Pure: no store access. */
 int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, char *err,
@@ -63,6 +84,8 @@ enum ingest_reject {
     INGEST_REJECT_BATCH_INVALID,
     INGEST_REJECT_LIMITS,
     INGEST_REJECT_STORE_ERROR,
+    INGEST_REJECT_IDENTITY, /* mTLS: the batch names another node, or no agent role */
+    INGEST_REJECT_SEQ_JUMP, /* plaintext: seq far above the high-water mark */
     INGEST_REJECT_COUNT,
 };
 const char *ingest_reject_name(enum ingest_reject r);

@@ -6,7 +6,9 @@
  *                diagnosis.c, the adapter that feeds diag/ (the pure engine)
  *                and stores its reports: acks never wait on diagnosis
  *   query.c      argusctl's requests -> store/ reads
- *   metrics.c    /metrics and /healthz
+ *   metrics.c    /metrics and /healthz; the report page (web/) on the same port;
+ *                series.c the per-job series in /metrics, which
+ *                remote_write.c also pushes (remote_write.url)
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +22,8 @@
 #include "collector/ingest.h"
 #include "collector/metrics.h"
 #include "collector/query.h"
+#include "collector/remote_write.h"
+#include "collector/series.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
@@ -27,7 +31,9 @@
 #include "common/daemon.h"
 #include "common/http.h"
 #include "common/log.h"
+#include "collector/trace/trace_capture.h"
 #include "common/rpc_paths.h"
+#include "common/tls.h"
 
 struct collector {
     struct collector_config cfg;
@@ -36,8 +42,10 @@ struct collector {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct trace_capture *traces; /* drill-down captures (collector/trace/) */
     struct transport_server *transport;
     struct http_server *http;
+    struct remote_write *remote_write;
     struct collector_metrics_ctx metrics;
     int sigfd;
     int port;
@@ -113,6 +121,8 @@ static int collector_start_diagnosis(struct collector *c)
         .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,
         .min_hits = (uint32_t)c->cfg.diag_min_hits,
+        .max_jobs = (uint32_t)c->cfg.limits_max_jobs,
+        .max_ranks = (uint32_t)c->cfg.limits_max_ranks_per_job,
     };
     struct diagq_options qopt = {
         .max_bytes = c->cfg.diag_queue_bytes,
@@ -127,12 +137,49 @@ static int collector_start_diagnosis(struct collector *c)
 
     if (r < 0)
         return r;
-    c->diagnosis = diagnosis_new(c->store, &dopt);
+    c->traces = trace_capture_new(c->store);
+    dopt.on_report = trace_capture_report;
+    dopt.on_report_ctx = c->traces;
+    c->diagnosis = c->traces ? diagnosis_new(c->store, &dopt) : NULL;
     c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
     if (c->diagq)
         diagnosis_set_clock(c->diagnosis, collector_diagnosis_clock, c->diagq);
     c->clock = stream_clock_new(&copt);
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
+}
+
+/* mTLS unless grpc.plaintext is set explicitly; both is a mistake. */
+static int collector_check_tls(const struct collector_config *cfg, struct tls_files *tls)
+{
+    char err[512];
+    int r;
+
+    *tls = (struct tls_files){cfg->tls_ca, cfg->tls_cert, cfg->tls_key};
+    r = tls_choose(cfg->grpc_plaintext, tls, "grpc.plaintext = true",
+                   "tls.ca, tls.cert and tls.key", err, sizeof(err));
+    if (r < 0)
+        log_error("main", "%s", err);
+    else if (r == 0)
+        log_warn("main",
+                 "grpc.plaintext = true: gRPC on %s has no TLS and no authentication; "
+                 "anyone who reaches it can write any agent's data and read every job",
+                 cfg->grpc_listen);
+    return r < 0 ? r : 0;
+}
+
+/* The limits.* keys (collector/limits.h); jobs are forgotten when diagnosis
+ * forgets them. */
+static void collector_admission_limits(const struct collector *c, struct limits_options *o)
+{
+    o->max_jobs = (uint32_t)c->cfg.limits_max_jobs;
+    o->max_ranks_per_job = (uint32_t)c->cfg.limits_max_ranks_per_job;
+    o->max_names_per_job = c->cfg.limits_max_names_per_job;
+    o->max_names_total = c->cfg.limits_max_names_total;
+    o->max_step = c->cfg.limits_max_step;
+    o->max_step_jump = c->cfg.limits_max_step_jump;
+    o->max_jobs_per_batch = (uint32_t)c->cfg.limits_max_jobs_per_batch;
+    o->job_memory = c->cfg.limits_job_memory;
+    o->job_idle_ns = c->cfg.diag_job_idle;
 }
 
 static int collector_start_grpc(struct collector *c)
@@ -145,13 +192,19 @@ static int collector_start_grpc(struct collector *c)
         .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
     };
 
+    int r = collector_check_tls(&c->cfg, &to.tls);
+
+    if (r < 0)
+        return r;
     ingest_default_limits(&limits);
+    limits.max_seq_jump = c->cfg.max_seq_jump;
     limits.max_frame = c->cfg.max_frame;
     limits.max_raw = c->cfg.max_raw;
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
-    limits.max_names_per_job = c->cfg.max_names_per_job;
-    limits.max_ranks = (uint32_t)c->cfg.max_ranks;
+    collector_admission_limits(c, &limits.admit);
     c->ingest = ingest_new(c->store, &limits, c->diagq, c->clock);
+    if (c->ingest)
+        ingest_set_traces(c->ingest, c->traces);
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
         return -ENOMEM;
@@ -160,10 +213,44 @@ static int collector_start_grpc(struct collector *c)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
-        log_error("main", "cannot listen on grpc.listen %s", c->cfg.grpc_listen);
+        log_error("main", "cannot listen on grpc.listen %s%s", c->cfg.grpc_listen,
+                  c->port == -EINVAL ? " (TLS files not usable, see above)" : "");
         return c->port;
     }
-    log_info("main", "gRPC listening on %s (port %d)", c->cfg.grpc_listen, c->port);
+    log_info("main", "gRPC listening on %s (port %d, %s)", c->cfg.grpc_listen, c->port,
+             c->cfg.grpc_plaintext ? "plaintext" : "mTLS");
+    return 0;
+}
+
+/* remote_write_collect_fn: the per-job series. */
+static int collector_collect_series(void *ctx, struct series_set *out)
+{
+    int n = series_collect(ctx, out);
+
+    return n < 0 ? n : 0;
+}
+
+static int collector_start_remote_write(struct collector *c)
+{
+    struct remote_write_options o = {
+        .url = c->cfg.remote_write_url,
+        .interval_ns = c->cfg.remote_write_interval,
+        .timeout_ns = c->cfg.remote_write_timeout,
+        .queue_bytes = c->cfg.remote_write_queue_bytes,
+        .bearer_token_file = c->cfg.remote_write_bearer_token_file,
+    };
+    char err[512];
+
+    if (!*c->cfg.remote_write_url)
+        return 0;
+    c->remote_write =
+        remote_write_new(&o, collector_collect_series, c->diagnosis, err, sizeof(err));
+    if (!c->remote_write) {
+        log_error("main", "remote write: %s", err);
+        return -EINVAL;
+    }
+    log_info("main", "remote write of the per-job series to %s every %.0f s",
+             c->cfg.remote_write_url, (double)c->cfg.remote_write_interval / 1e9);
     return 0;
 }
 
@@ -173,31 +260,35 @@ static int collector_start_http(struct collector *c)
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics = (struct collector_metrics_ctx){c->ingest,    c->store, c->transport,
-                                                c->diagnosis, c->diagq, c->clock};
+    c->metrics = (struct collector_metrics_ctx){c->ingest, c->store, c->transport, c->diagnosis,
+                                                c->diagq,  c->clock, c->traces,    c->remote_write};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
         return -EADDRINUSE;
     }
-    log_info("main", "HTTP /metrics and /healthz on %s (port %d)", c->cfg.http_listen,
-             http_port(c->http));
+    log_info("main", "HTTP /metrics, /healthz and the report page / on %s (port %d)",
+             c->cfg.http_listen, http_port(c->http));
     return 0;
 }
 
-/* SIGHUP: load and validate the config again; only log.level applies live. */
+/* SIGHUP: load and validate the config again; log each changed key and
+ * whether it applied (only log.level applies live;
+ * the TLS files are read again at the next connection). An invalid config is
+ * refused whole and the running one kept. */
 static void collector_reload(struct collector *c, int argc, char **argv)
 {
     struct collector_config fresh = {0};
     struct config_result res;
 
     daemon_notify("RELOADING=1");
+    transport_reload_certs(c->transport);
     if (config_load(&collector_config_table, &fresh, argc, argv, &res) < 0) {
-        log_error("main", "reload rejected, keeping the running config: %s", res.error);
+        log_error("main", "reload rejected, keeping the running config: %s",
+                  config_errors_oneline(&res));
     } else {
-        log_set_level((enum log_level)fresh.log_level);
-        log_info("main", "reloaded: log.level=%s (other keys apply at restart)",
-                 log_level_name((enum log_level)fresh.log_level));
+        config_apply_changes(&collector_config_table, &c->cfg, &fresh);
+        log_set_level((enum log_level)c->cfg.log_level);
     }
     config_free(&collector_config_table, &fresh);
     daemon_notify("READY=1");
@@ -235,10 +326,12 @@ static void collector_teardown(struct collector *c)
 {
     daemon_notify("STOPPING=1");
     http_stop(c->http);
+    remote_write_free(c->remote_write); /* before diagnosis, which it reads */
     transport_free(c->transport);
     ingest_free(c->ingest);
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
+    trace_capture_free(c->traces);
     stream_clock_free(c->clock);
     store_close(c->store);
     if (c->sigfd >= 0)
@@ -263,6 +356,8 @@ int main(int argc, char **argv)
         r = collector_open_store(&c);
     if (r == 0)
         r = collector_start_diagnosis(&c);
+    if (r == 0)
+        r = collector_start_remote_write(&c);
     if (r == 0)
         r = collector_start_grpc(&c);
     if (r == 0)

@@ -7,9 +7,17 @@
 #include "collector/diagnosis.h"
 #include "collector/diagq.h"
 #include "collector/ingest.h"
+#include "collector/limits.h"
+#include "collector/remote_write.h"
+#include "collector/series.h"
 #include "collector/store/store.h"
 #include "collector/stream_clock.h"
 #include "collector/transport.h"
+#include "collector/trace/trace_capture.h"
+#include "collector/trace/trace_json.h"
+#include "common/clock.h"
+#include "collector/web/web.h"
+#include "common/procstat.h"
 
 /* A labelled series being written: the first sample brings HELP and TYPE. */
 struct collector_series {
@@ -196,6 +204,101 @@ static void collector_metrics_clock(struct stream_clock *c, struct http_buf *b)
     stream_clock_foreach(c, collector_clock, &each);
 }
 
+/* Seconds until the loaded TLS certificates expire (negative: expired). */
+static void collector_metrics_tls(struct transport_server *t, struct http_buf *b)
+{
+    int64_t cert, ca, now = (int64_t)(clock_real_ns() / NSEC_PER_SEC);
+
+    if (transport_cert_expiry(t, &cert, &ca) < 0)
+        return;
+    http_buf_metric(b, "argus_tls_cert_expiry_seconds", "gauge",
+                    "seconds until the loaded certificate expires (tls.cert: server, tls.ca: ca)",
+                    "role=\"server\"", (double)(cert - now));
+    http_buf_sample(b, "argus_tls_cert_expiry_seconds", "role=\"ca\"", (double)(ca - now));
+}
+
+/* The per-job series (collector/series.h), as remote write sends them. */
+static void collector_metrics_series(struct diagnosis *d, struct http_buf *b)
+{
+    struct series_set s = {0};
+
+    series_collect(d, &s);
+    series_write_text(&s, b);
+    series_set_clear(&s);
+}
+
+static void collector_metrics_remote_write(struct remote_write *w, struct http_buf *b)
+{
+    struct remote_write_stats rs;
+
+    remote_write_get_stats(w, &rs);
+    http_buf_metric(b, "argus_remote_write_requests_total", "counter",
+                    "remote write requests, by result: sent (2xx), failed (5xx, 429 or transport "
+                    "error: retried)",
+                    "result=\"sent\"", rs.requests_sent);
+    http_buf_sample(b, "argus_remote_write_requests_total", "result=\"failed\"",
+                    rs.requests_failed);
+    http_buf_metric(b, "argus_remote_write_samples_sent_total", "counter",
+                    "samples in requests the endpoint accepted", "", rs.samples_sent);
+    http_buf_metric(b, "argus_remote_write_samples_dropped_total", "counter",
+                    "samples dropped from the full queue (remote_write.queue_bytes)", "",
+                    rs.samples_dropped);
+    http_buf_metric(b, "argus_remote_write_samples_rejected_total", "counter",
+                    "samples in requests the endpoint refused with 4xx (not retried)", "",
+                    rs.samples_rejected);
+    http_buf_metric(b, "argus_remote_write_queue_requests", "gauge", "requests waiting", "",
+                    rs.queued_requests);
+    http_buf_metric(b, "argus_remote_write_queue_bytes", "gauge", "their compressed bytes", "",
+                    rs.queued_bytes);
+    http_buf_metric(b, "argus_remote_write_last_success_timestamp_seconds", "gauge",
+                    "when the endpoint last accepted a request (0: never)", "",
+                    rs.last_success_unix);
+}
+
+/* The admission limits (limits.*): refusals by limit, the memory budget. */
+static void collector_metrics_limits(struct limits *l, struct http_buf *b)
+{
+    const char *names[LIMITS_KIND_COUNT];
+    struct limits_stats ls;
+
+    limits_get_stats(l, &ls);
+    for (int k = 0; k < LIMITS_KIND_COUNT; k++)
+        names[k] = limits_kind_name(k);
+    collector_diag_counter(b, "argus_limit_rejections_total",
+                           "batches refused by an admission limit (limits.*), by limit", "limit",
+                           names, ls.rejections, LIMITS_KIND_COUNT);
+    http_buf_metric(b, "argus_limit_jobs", "gauge", "jobs active (counted against limits.max_jobs)",
+                    "", ls.jobs);
+    http_buf_metric(b, "argus_limit_names", "gauge", "distinct names of the active jobs", "",
+                    ls.names);
+    http_buf_metric(b, "argus_limit_job_memory_bytes", "gauge",
+                    "per-job state charged against limits.job_memory", "", ls.memory);
+    http_buf_metric(b, "argus_limit_job_memory_limit_bytes", "gauge", "limits.job_memory", "",
+                    ls.memory_limit);
+    http_buf_metric(b, "argus_limit_jobs_forgotten_total", "counter",
+                    "jobs whose admission state was freed after diag.job_idle", "",
+                    ls.jobs_forgotten);
+}
+
+/* The drill-down captures (collector/trace/). */
+static void collector_metrics_traces(struct trace_capture *t, struct http_buf *b)
+{
+    struct trace_capture_stats s;
+
+    if (!t)
+        return;
+    trace_capture_get_stats(t, &s);
+    http_buf_metric(b, "argus_trace_captures_total", "counter",
+                    "drill-down capture requests, by outcome", "outcome=\"requested\"",
+                    s.requested);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"received\"", s.received);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"failed\"", s.failed);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"refused\"", s.refused);
+    http_buf_sample(b, "argus_trace_captures_total", "outcome=\"store_error\"", s.store_errors);
+    http_buf_metric(b, "argus_trace_captures_pending", "gauge",
+                    "capture requests waiting for their agent's answer", "", s.pending);
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -206,6 +309,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     ingest_get_stats(m->ingest, &in);
     store_get_stats(m->store, &st);
     transport_get_stats(m->transport, &ts);
+    collector_metrics_traces(m->traces, b);
     http_buf_metric(b, "argus_ingest_batches_total", "counter", "batches written", "", in.batches);
     http_buf_metric(b, "argus_ingest_duplicate_batches_total", "counter",
                     "replayed batches acked without writing", "", in.duplicates);
@@ -237,6 +341,8 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.failing);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    collector_metrics_tls(m->transport, b);
+    collector_metrics_limits(ingest_admission(m->ingest), b);
     collector_diag_metrics(m, b);
     if (m->diagq)
         collector_metrics_diagq(m->diagq, b);
@@ -244,6 +350,10 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
         collector_metrics_clock(m->clock, b);
     struct collector_series dc = {b, true};
     ingest_foreach_drop(m->ingest, collector_drop, &dc);
+    collector_metrics_series(m->diagnosis, b);
+    if (m->remote_write)
+        collector_metrics_remote_write(m->remote_write, b);
+    procstat_metrics(b, "argus-collector");
 }
 
 void collector_http_handler(void *ctx, const char *path, struct http_response *resp)
@@ -267,7 +377,9 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
             http_buf_printf(&b, "ok\n");
         resp->status = st.failing ? 503 : 200;
     } else {
-        resp->status = 404;
+        /* a page of the report (collector/web/), or not found */
+        if (!trace_json_http(m->store, path, resp) && !web_handle(m->store, path, resp))
+            resp->status = 404;
         return;
     }
     if (b.failed)

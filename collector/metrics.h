@@ -7,6 +7,7 @@
 struct diagnosis;
 struct diagq;
 struct ingest;
+struct remote_write;
 struct store;
 struct stream_clock;
 struct transport_server;
@@ -18,6 +19,8 @@ struct collector_metrics_ctx {
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
+    struct trace_capture *traces;      /* may be NULL */
+    struct remote_write *remote_write; /* NULL: remote write off */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

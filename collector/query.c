@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "collector/store/store.h"
+#include "collector/trace/trace_json.h"
+#include "common/heatmap_wire.h"
 #include "common/rpc_paths.h"
 #include "common/u64set.h"
 #include "proto/argus.pb-c.h"
@@ -286,14 +288,132 @@ out:
         argus__v1__report_request__free_unpacked(req, NULL);
 }
 
+/* The cells of a heatmap query, growing parallel arrays. */
+struct query_cells {
+    uint32_t *ranks;
+    uint64_t *steps, *values;
+    size_t n, cap;
+    bool step_time, truncated;
+};
+
+static int query_cell(void *ctx, const void *value, size_t len)
+{
+    struct query_cells *c = ctx;
+    struct heatmap_wire_cell cell;
+
+    if (c->n == QUERY_MAX_HEATMAP_CELLS) {
+        c->truncated = true;
+        return 1;
+    }
+    if (heatmap_wire_cell(value, len, &cell) < 0)
+        return 0; /* a record we cannot read is skipped, as in Steps */
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 4096;
+        uint32_t *r = realloc(c->ranks, cap * sizeof(*r));
+        if (r)
+            c->ranks = r;
+        uint64_t *s = r ? realloc(c->steps, cap * sizeof(*s)) : NULL;
+        if (s)
+            c->steps = s;
+        uint64_t *v = s ? realloc(c->values, cap * sizeof(*v)) : NULL;
+        if (!v)
+            return -ENOMEM;
+        c->values = v;
+        c->cap = cap;
+    }
+    c->ranks[c->n] = cell.rank;
+    c->steps[c->n] = cell.step;
+    c->values[c->n++] = c->step_time ? cell.duration_ns : cell.own_ns;
+    return 0;
+}
+
+static void query_heatmap(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__HeatmapRequest *req = argus__v1__heatmap_request__unpack(NULL, len, data);
+    Argus__V1__HeatmapResponse resp = ARGUS__V1__HEATMAP_RESPONSE__INIT;
+    struct query_cells c = {0};
+
+    if (!req) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a HeatmapRequest");
+        return;
+    }
+    c.step_time = req->step_time;
+    if (query_job_known(ctx, req->job, reply)) {
+        if (store_scan_steps(ctx, req->job, -1, req->from_step, req->to_step, query_cell, &c) < 0) {
+            query_fail(reply, TRANSPORT_UNAVAILABLE, "%s", "store read failed");
+        } else {
+            resp.n_ranks = resp.n_steps = resp.n_values_ns = c.n;
+            resp.ranks = c.ranks;
+            resp.steps = c.steps;
+            resp.values_ns = c.values;
+            resp.truncated = c.truncated;
+            query_reply(reply, &resp.base);
+        }
+    }
+    free(c.ranks);
+    free(c.steps);
+    free(c.values);
+    argus__v1__heatmap_request__free_unpacked(req, NULL);
+}
+
+/* The captured windows of a report as Chrome-trace JSON (trace_json.h). */
+static void query_trace(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+{
+    Argus__V1__TraceRequest *req = argus__v1__trace_request__unpack(NULL, len, data);
+    Argus__V1__TraceResponse resp = ARGUS__V1__TRACE_RESPONSE__INIT;
+    char *json = NULL, err[320];
+    uint32_t windows = 0;
+    size_t n = 0;
+    int r;
+
+    if (!req || !req->report_id || !*req->report_id) {
+        query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "not a TraceRequest with a report id");
+    } else {
+        r = trace_json_export(ctx, req->report_id, req->rank, &json, &n, &windows, err,
+                              sizeof(err));
+        if (r < 0) {
+            query_fail(reply, r == -ENOENT ? TRANSPORT_NOT_FOUND : TRANSPORT_UNAVAILABLE, "%s",
+                       err);
+        } else {
+            resp.chrome_json.data = (uint8_t *)json;
+            resp.chrome_json.len = n;
+            resp.windows = windows;
+            query_reply(reply, &resp.base);
+        }
+    }
+    free(json);
+    if (req)
+        argus__v1__trace_request__free_unpacked(req, NULL);
+}
+
+/* The transport_unary_fn of handler fn: callers need the query role (a
+ * certificate with OU=query; in plaintext anyone). */
+#define QUERY_AUTHORIZED(fn, path)                                                                 \
+    static void fn##_authorized(void *ctx, const struct transport_peer *peer, const void *data,    \
+                                size_t len, struct transport_reply *reply)                         \
+    {                                                                                              \
+        if (transport_peer_may(peer, TLS_ROLE_QUERY, path, reply))                                 \
+            fn(ctx, data, len, reply);                                                             \
+    }
+
+QUERY_AUTHORIZED(query_jobs, RPC_QUERY_JOBS)
+QUERY_AUTHORIZED(query_steps, RPC_QUERY_STEPS)
+QUERY_AUTHORIZED(query_ranks, RPC_QUERY_RANKS)
+QUERY_AUTHORIZED(query_stragglers, RPC_QUERY_STRAGGLERS)
+QUERY_AUTHORIZED(query_report, RPC_QUERY_REPORT)
+QUERY_AUTHORIZED(query_heatmap, RPC_QUERY_HEATMAP)
+QUERY_AUTHORIZED(query_trace, RPC_QUERY_TRACE)
+
 int query_register(struct transport_server *t, struct store *store)
 {
     int r = 0;
 
-    r |= transport_add_unary(t, RPC_QUERY_JOBS, query_jobs, store);
-    r |= transport_add_unary(t, RPC_QUERY_STEPS, query_steps, store);
-    r |= transport_add_unary(t, RPC_QUERY_RANKS, query_ranks, store);
-    r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers, store);
-    r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report, store);
+    r |= transport_add_unary(t, RPC_QUERY_JOBS, query_jobs_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_STEPS, query_steps_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_RANKS, query_ranks_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_STRAGGLERS, query_stragglers_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_REPORT, query_report_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_HEATMAP, query_heatmap_authorized, store);
+    r |= transport_add_unary(t, RPC_QUERY_TRACE, query_trace_authorized, store);
     return r ? -EINVAL : 0;
 }

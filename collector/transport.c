@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/transport_tls.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -63,7 +64,7 @@ struct transport_call {
     int cancelled;   /* RECV_CLOSE_ON_SERVER output */
     int outstanding; /* batches in flight */
     void *stream;    /* stream handler state */
-    bool opened, send_busy, finishing, status_started;
+    bool opened, send_busy, finishing, status_started, metadata_sent;
     void *pending; /* newest reply waiting for the send slot */
     size_t pending_len;
     int final_status;
@@ -73,6 +74,7 @@ struct transport_call {
 
 struct transport_server {
     struct transport_options opts;
+    struct transport_tls *tls; /* NULL: plaintext */
     grpc_server *server;
     struct transport_method methods[TRANSPORT_MAX_METHODS];
     unsigned nmethods;
@@ -167,16 +169,20 @@ static grpc_byte_buffer *transport_wrap(void *data, size_t len)
 
 static void transport_send_status(struct transport_call *c)
 {
-    grpc_op op = {0};
+    grpc_op ops[2] = {{0}};
+    size_t n = 0;
 
     c->status_started = true;
     c->status_details = grpc_slice_from_copied_string(c->final_message);
     c->have_details = true;
-    op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    op.data.send_status_from_server.status = (grpc_status_code)c->final_status;
-    op.data.send_status_from_server.status_details =
+    if (!c->metadata_sent) /* a stream refused at open: gRPC waits for these otherwise */
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    c->metadata_sent = true;
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)c->final_status;
+    ops[n++].data.send_status_from_server.status_details =
         c->final_status == TRANSPORT_OK ? NULL : &c->status_details;
-    transport_start_batch(c, &op, 1, &c->t_status);
+    transport_start_batch(c, ops, n, &c->t_status);
 }
 
 /* End the stream with a status once the send slot is free. */
@@ -219,23 +225,58 @@ static void transport_post_recv(struct transport_call *c, bool with_metadata)
 
     if (with_metadata)
         ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    c->metadata_sent = true;
     ops[n].op = GRPC_OP_RECV_MESSAGE;
     ops[n++].data.recv_message.recv_message = &c->payload;
     transport_start_batch(c, ops, n, &c->t_recv);
 }
 
+bool transport_peer_may(const struct transport_peer *peer, unsigned role, const char *method,
+                        struct transport_reply *reply)
+{
+    if (peer->roles & role)
+        return true;
+    reply->status = TRANSPORT_PERMISSION_DENIED;
+    snprintf(reply->message, sizeof(reply->message),
+             "certificate '%s' (roles: %s) may not call %s: it needs OU=%s",
+             peer->identity ? peer->identity : "?", tls_role_name(peer->roles), method,
+             tls_role_name(role));
+    return false;
+}
+
+/* Who is calling (see struct transport_peer); identity points into ident.
+ * Returns gRPC's peer string (the caller gpr_frees it; NULL is fine). */
+static char *transport_peer_of(struct transport_call *c, struct transport_peer *p, char *ident,
+                               size_t len)
+{
+    char *addr = grpc_call_get_peer(c->call);
+
+    *p = (struct transport_peer){addr ? addr : "?", NULL, TLS_ROLE_ALL};
+    if (c->w->t->tls) {
+        transport_tls_peer(c->call, ident, len, &p->roles);
+        p->identity = ident;
+    }
+    return addr;
+}
+
 static void transport_stream_new(struct transport_call *c)
 {
     grpc_op op = {0};
-    char *peer = grpc_call_get_peer(c->call);
+    struct transport_reply reply = {.status = TRANSPORT_OK};
+    struct transport_peer peer;
+    char ident[TLS_MAX_IDENTITY];
 
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     op.data.recv_close_on_server.cancelled = &c->cancelled;
     transport_start_batch(c, &op, 1, &c->t_close);
-    c->stream = c->m->ops->open(c->m->ctx, peer ? peer : "?");
-    gpr_free(peer);
+    char *addr = transport_peer_of(c, &peer, ident, sizeof(ident));
+    c->stream = c->m->ops->open(c->m->ctx, &peer, &reply);
+    gpr_free(addr);
     if (!c->stream) {
-        transport_finish(c, TRANSPORT_UNAVAILABLE, "collector is not accepting streams");
+        if (reply.status == TRANSPORT_OK)
+            transport_finish(c, TRANSPORT_UNAVAILABLE, "collector is not accepting streams");
+        else
+            transport_finish(c, reply.status, reply.message);
         return;
     }
     c->opened = true;
@@ -287,10 +328,14 @@ static void transport_unary_new(struct transport_call *c)
     struct transport_reply reply = {.status = TRANSPORT_OK};
     grpc_op ops[4] = {{0}};
     size_t n = 0;
+    struct transport_peer peer;
+    char ident[TLS_MAX_IDENTITY];
 
     grpc_slice s = transport_read_all(c->payload);
     atomic_fetch_add(&c->w->t->unary_calls, 1);
-    c->m->unary(c->m->ctx, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), &reply);
+    char *addr = transport_peer_of(c, &peer, ident, sizeof(ident));
+    c->m->unary(c->m->ctx, &peer, GRPC_SLICE_START_PTR(s), GRPC_SLICE_LENGTH(s), &reply);
+    gpr_free(addr);
     grpc_slice_unref(s);
     grpc_byte_buffer_destroy(c->payload);
     c->payload = NULL;
@@ -458,11 +503,22 @@ int transport_start(struct transport_server *t)
             t->server, m->path, NULL,
             m->stream ? GRPC_SRM_PAYLOAD_NONE : GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     }
-    creds = grpc_insecure_server_credentials_create();
-    port = grpc_server_add_http2_port(t->server, t->opts.listen, creds);
-    grpc_server_credentials_release(creds);
+    if (tls_files_set(&t->opts.tls)) {
+        char err[512];
+        t->tls = transport_tls_new(&t->opts.tls, err, sizeof(err));
+        if (!t->tls) {
+            log_error("transport", "%s", err);
+            return -EINVAL;
+        }
+        creds = transport_tls_credentials(t->tls);
+    } else {
+        creds = grpc_insecure_server_credentials_create();
+    }
+    port = creds ? grpc_server_add_http2_port(t->server, t->opts.listen, creds) : 0;
+    if (creds)
+        grpc_server_credentials_release(creds);
     if (port <= 0)
-        return -EADDRINUSE;
+        return creds ? -EADDRINUSE : -EINVAL;
     grpc_server_start(t->server);
     t->started = true;
     for (unsigned i = 0; i < t->nworkers; i++) {
@@ -481,6 +537,21 @@ void transport_get_stats(struct transport_server *t, struct transport_stats *out
     out->streams_closed = atomic_load(&t->closed);
     out->messages = atomic_load(&t->messages);
     out->unary_calls = atomic_load(&t->unary_calls);
+}
+
+void transport_reload_certs(struct transport_server *t)
+{
+    if (t->tls)
+        transport_tls_request_reload(t->tls);
+}
+
+int transport_cert_expiry(struct transport_server *t, int64_t *cert_not_after,
+                          int64_t *ca_not_after)
+{
+    if (!t->tls)
+        return -ENOENT;
+    transport_tls_expiry(t->tls, cert_not_after, ca_not_after);
+    return 0;
 }
 
 void transport_free(struct transport_server *t)
@@ -508,6 +579,7 @@ void transport_free(struct transport_server *t)
         grpc_completion_queue_destroy(t->workers[i].cq);
     }
     free(t->workers);
+    transport_tls_free(t->tls);
     free(t);
     grpc_shutdown();
 }

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,12 +46,57 @@ int config_set(const struct config_table *t, void *cfg, const char *key, const c
                char *err, size_t errlen)
 {
     const struct config_option *o = config_find(t, key);
+    int r;
 
     if (!o) {
         snprintf(err, errlen, "unknown key '%s'", key);
         return -ENOENT;
     }
-    return config_value_parse(o, value, config_field(o, cfg), err, errlen);
+    r = config_value_parse(o, value, config_field(o, cfg), err, errlen);
+    if (r == 0 && o->check)
+        r = o->check(o, config_field(o, cfg), err, errlen);
+    return r;
+}
+
+/* Note that o was set at line (-1: by a flag). */
+static void config_note_origin(const struct config_table *t, struct config_result *res,
+                               const struct config_option *o, int line)
+{
+    size_t i = (size_t)(o - t->options);
+
+    if (i < CONFIG_MAX_OPTIONS)
+        res->origin[i] = line;
+}
+
+const char *config_where(const struct config_table *t, const struct config_result *res,
+                         const char *key, char *buf, size_t len)
+{
+    const struct config_option *o = config_find(t, key);
+    size_t i = o ? (size_t)(o - t->options) : CONFIG_MAX_OPTIONS;
+    int line = i < CONFIG_MAX_OPTIONS ? res->origin[i] : 0;
+
+    if (line > 0 && res->path)
+        snprintf(buf, len, "%s:%d", res->path, line);
+    else if (line < 0)
+        snprintf(buf, len, "--%s", key);
+    else
+        snprintf(buf, len, "default");
+    return buf;
+}
+
+void config_error(struct config_result *res, const char *fmt, ...)
+{
+    size_t off = strlen(res->error);
+    va_list ap;
+
+    if (off && off + 1 < sizeof(res->error))
+        res->error[off++] = '\n';
+    if (off + 1 < sizeof(res->error)) {
+        va_start(ap, fmt);
+        vsnprintf(res->error + off, sizeof(res->error) - off, fmt, ap);
+        va_end(ap);
+    }
+    res->nerrors++;
 }
 
 static char *config_trim(char *s)
@@ -97,52 +143,66 @@ static int config_split_line(char *line, const char *section, char *fullkey, siz
     return 0;
 }
 
-static int config_load_file(const struct config_table *t, void *cfg, const char *path,
-                            struct config_result *res)
+/* One line of a config file: a section header (into section) or a key. */
+static int config_file_line(const struct config_table *t, void *cfg, char *s, char *section,
+                            size_t seclen, bool *seen, const struct config_option **set, char *msg,
+                            size_t msglen)
 {
-    char line[CONFIG_LINE_MAX], section[128] = "", key[256], msg[400];
+    char key[256], *value;
+    int r;
+
+    if (*s == '[') {
+        char *close = strchr(s, ']');
+        if (!close || close[1] || close - s - 1 >= (long)seclen || close == s + 1) {
+            snprintf(msg, msglen, "bad section header '%s'", s);
+            snprintf(section, seclen, "%s", "\x01"); /* no key matches until the next one */
+            return -EINVAL;
+        }
+        *close = '\0';
+        snprintf(section, seclen, "%s", config_trim(s + 1));
+        return 0;
+    }
+    r = config_split_line(s, section, key, sizeof(key), &value, msg, msglen);
+    if (r < 0 || section[0] == '\x01')
+        return r < 0 ? r : 0; /* under a bad header: reported once */
+    const struct config_option *o = config_find(t, key);
+    if (o && seen[o - t->options]) {
+        snprintf(msg, msglen, "key '%s' given twice", key);
+        return -EINVAL;
+    }
+    r = config_set(t, cfg, key, value, msg, msglen);
+    if (o)
+        seen[o - t->options] = true;
+    *set = r == 0 ? o : NULL;
+    return r;
+}
+
+int config_read_file(const struct config_table *t, void *cfg, const char *path,
+                     struct config_result *res)
+{
+    char line[CONFIG_LINE_MAX], section[128] = "", msg[400];
     bool *seen = calloc(t->count ? t->count : 1, sizeof(*seen));
     FILE *f = fopen(path, "re");
     int lineno = 0, r = 0;
 
     if (!f || !seen) {
         r = -errno;
-        snprintf(res->error, sizeof(res->error), "%s: %s", path, strerror(errno));
+        config_error(res, "%s: %s", path, strerror(errno));
         goto out;
     }
     while (fgets(line, sizeof(line), f)) {
-        char *s = config_trim(line), *value;
+        char *s = config_trim(line);
         lineno++;
         if (!*s || *s == '#' || *s == ';')
             continue;
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            if (!close || close[1] || close - s - 1 >= (long)sizeof(section) || close == s + 1) {
-                snprintf(msg, sizeof(msg), "bad section header '%s'", s);
-                r = -EINVAL;
-                break;
-            }
-            *close = '\0';
-            snprintf(section, sizeof(section), "%s", config_trim(s + 1));
-            continue;
-        }
-        r = config_split_line(s, section, key, sizeof(key), &value, msg, sizeof(msg));
-        if (r < 0)
-            break;
-        const struct config_option *o = config_find(t, key);
-        if (o && seen[o - t->options]) {
-            snprintf(msg, sizeof(msg), "key '%s' given twice", key);
+        const struct config_option *set = NULL;
+        if (config_file_line(t, cfg, s, section, sizeof(section), seen, &set, msg, sizeof(msg)) <
+            0) {
+            config_error(res, "%s:%d: %s", path, lineno, msg);
             r = -EINVAL;
-            break;
+        } else if (set) {
+            config_note_origin(t, res, set, lineno);
         }
-        r = config_set(t, cfg, key, value, msg, sizeof(msg));
-        if (r < 0)
-            break;
-        seen[o - t->options] = true;
-    }
-    if (r < 0) {
-        snprintf(res->error, sizeof(res->error), "%s:%d: %s", path, lineno, msg);
-        r = -EINVAL;
     }
 out:
     if (f)
@@ -160,7 +220,7 @@ static int config_set_defaults(const struct config_table *t, void *cfg, struct c
         if (config_set(t, cfg, o->key, o->default_value ? o->default_value : "", msg, sizeof(msg)) <
                 0 &&
             o->default_value) {
-            snprintf(res->error, sizeof(res->error), "built-in default: %s", msg);
+            config_error(res, "built-in default: %s", msg);
             return -EINVAL;
         }
     }
@@ -178,9 +238,13 @@ static int config_scan_meta(const struct config_table *t, int argc, char **argv,
             res->help = true;
         else if (strcmp(argv[i], "--print-config") == 0)
             res->print = true;
+        else if (strcmp(argv[i], "--check-config") == 0)
+            res->check = true;
+        else if (strcmp(argv[i], "--man") == 0)
+            res->man = true;
         else if (strcmp(argv[i], "--config") == 0) {
             if (i + 1 >= argc) {
-                snprintf(res->error, sizeof(res->error), "--config needs a file path");
+                config_error(res, "--config needs a file path");
                 return -EINVAL;
             }
             res->path = argv[++i];
@@ -190,17 +254,64 @@ static int config_scan_meta(const struct config_table *t, int argc, char **argv,
     return 0;
 }
 
+static bool config_meta_flag(const char *arg)
+{
+    static const char *const meta[] = {"--help", "-h", "--print-config", "--check-config", "--man"};
+
+    for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++)
+        if (strcmp(arg, meta[i]) == 0)
+            return true;
+    return strncmp(arg, "--config=", 9) == 0;
+}
+
+/* Apply the flag at argv[*i] ("--key=value", "--key value", a bare boolean),
+ * advancing *i past its value. Returns 0, -EINVAL for a bad value (go on),
+ * or -E2BIG when the flags after it can no longer be told apart (stop). */
+static int config_apply_flag(const struct config_table *t, void *cfg, int argc, char **argv, int *i,
+                             struct config_result *res)
+{
+    const char *arg = argv[*i], *value, *eq = strchr(arg + 2, '=');
+    size_t klen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+    char msg[400], key[256];
+
+    if (klen >= sizeof(key))
+        klen = sizeof(key) - 1;
+    memcpy(key, arg + 2, klen);
+    key[klen] = '\0';
+    const struct config_option *o = config_find(t, key);
+    if (!o) {
+        config_error(res, "unknown option '--%s' (see --help)", key);
+        return -E2BIG;
+    }
+    if (eq)
+        value = eq + 1;
+    else if (o->type == CONFIG_BOOL && (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0 ||
+                                        config_parse_bool(argv[*i + 1], &(bool){0}) < 0))
+        value = "true"; /* a bare boolean flag */
+    else if (*i + 1 < argc)
+        value = argv[++*i];
+    else {
+        config_error(res, "--%s needs a value", key);
+        return -E2BIG;
+    }
+    if (config_set(t, cfg, key, value, msg, sizeof(msg)) < 0) {
+        config_error(res, "--%s", msg);
+        return -EINVAL;
+    }
+    config_note_origin(t, res, o, -1);
+    return 0;
+}
+
 static int config_apply_flags(const struct config_table *t, void *cfg, int argc, char **argv,
                               struct config_result *res)
 {
-    char msg[400], key[256];
+    int r = 0;
 
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value;
+        const char *arg = argv[i];
         if (strcmp(arg, "--") == 0)
             break;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 ||
-            strcmp(arg, "--print-config") == 0 || strncmp(arg, "--config=", 9) == 0)
+        if (config_meta_flag(arg))
             continue;
         if (strcmp(arg, "--config") == 0) {
             i++;
@@ -208,40 +319,19 @@ static int config_apply_flags(const struct config_table *t, void *cfg, int argc,
         }
         if (strncmp(arg, "--", 2) != 0) {
             if (!t->positional || res->npositional >= CONFIG_MAX_POSITIONAL) {
-                snprintf(res->error, sizeof(res->error), "unexpected argument '%s'", arg);
+                config_error(res, "unexpected argument '%s'", arg);
                 return -EINVAL;
             }
             res->positional[res->npositional++] = argv[i];
             continue;
         }
-        const char *eq = strchr(arg + 2, '=');
-        size_t klen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-        if (klen >= sizeof(key))
-            klen = sizeof(key) - 1;
-        memcpy(key, arg + 2, klen);
-        key[klen] = '\0';
-        const struct config_option *o = config_find(t, key);
-        if (!o) {
-            snprintf(res->error, sizeof(res->error), "unknown option '--%s' (see --help)", key);
+        int one = config_apply_flag(t, cfg, argc, argv, &i, res);
+        if (one == -E2BIG)
             return -EINVAL;
-        }
-        if (eq)
-            value = eq + 1;
-        else if (o->type == CONFIG_BOOL && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0 ||
-                                            config_parse_bool(argv[i + 1], &(bool){0}) < 0))
-            value = "true"; /* a bare boolean flag */
-        else if (i + 1 < argc)
-            value = argv[++i];
-        else {
-            snprintf(res->error, sizeof(res->error), "--%s needs a value", key);
-            return -EINVAL;
-        }
-        if (config_set(t, cfg, key, value, msg, sizeof(msg)) < 0) {
-            snprintf(res->error, sizeof(res->error), "--%s", msg);
-            return -EINVAL;
-        }
+        if (one < 0)
+            r = one;
     }
-    return 0;
+    return r;
 }
 
 int config_load(const struct config_table *t, void *cfg, int argc, char **argv,
@@ -254,16 +344,19 @@ int config_load(const struct config_table *t, void *cfg, int argc, char **argv,
     if (r < 0)
         return r;
     r = config_scan_meta(t, argc, argv, res);
-    if (r < 0 || res->help)
+    if (r < 0 || res->help || res->man)
         return r;
     if (!res->path && t->default_path && access(t->default_path, F_OK) == 0)
         res->path = t->default_path;
     if (res->path) {
-        r = config_load_file(t, cfg, res->path, res);
-        if (r < 0)
-            return r;
+        r = config_read_file(t, cfg, res->path, res);
+        if (r < 0 && r != -EINVAL)
+            return -EINVAL; /* no file to read: nothing more worth saying */
     }
-    return config_apply_flags(t, cfg, argc, argv, res);
+    config_apply_flags(t, cfg, argc, argv, res);
+    if (t->check)
+        t->check(cfg, res);
+    return res->nerrors ? -EINVAL : 0;
 }
 
 static size_t config_section_len(const char *key)
@@ -301,13 +394,24 @@ void config_usage(const struct config_table *t, FILE *out)
     fprintf(out, "%s: %s\n\n", t->program, t->summary);
     if (t->usage)
         fprintf(out, "%s\n", t->usage);
+    if (t->ncommands)
+        fprintf(out, "Commands:\n");
+    for (size_t i = 0; i < t->ncommands; i++) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "%s %s", t->commands[i].name,
+                 t->commands[i].args ? t->commands[i].args : "");
+        fprintf(out, "  %-38s %s\n", cmd, t->commands[i].help);
+    }
     fprintf(out,
-            "Options (config file key = flag without '--'):\n"
+            "%sOptions (config file key = flag without '--'):\n"
             "  %-38s read FILE (default %s)\n"
+            "  %-38s validate the config (file and flags) like a start would, print ok or\n"
+            "  %-38s every error, exit 0 or 2; starts nothing\n"
             "  %-38s print the effective config as a file and exit\n"
+            "  %-38s write the manual page (roff) and exit\n"
             "  %-38s this text\n",
-            "--config FILE", t->default_path ? t->default_path : "none", "--print-config",
-            "--help");
+            t->ncommands ? "\n" : "", "--config FILE", t->default_path ? t->default_path : "none",
+            "--check-config", "", "--print-config", "--man", "--help");
     for (size_t i = 0; i < t->count; i++) {
         const struct config_option *o = &t->options[i];
         char flag[300], names[256];
@@ -341,6 +445,70 @@ void config_log(const struct config_table *t, const void *cfg)
         line[off] = '\0';
         log_info("config", "%.*s:%s", (int)(slen ? slen : 4), slen ? section : "main", line);
     }
+}
+
+const char *config_errors_oneline(struct config_result *res)
+{
+    char joined[sizeof(res->error)];
+    size_t off = 0;
+
+    for (const char *p = res->error; *p && off + 2 < sizeof(joined); p++) {
+        if (*p == '\n') {
+            joined[off++] = ';';
+            joined[off++] = ' ';
+        } else {
+            joined[off++] = *p;
+        }
+    }
+    joined[off] = '\0';
+    memcpy(res->error, joined, off + 1);
+    return res->error;
+}
+
+/* Swap the values of o in a and b (strings: the pointers). */
+static void config_swap_value(const struct config_option *o, void *a, void *b)
+{
+    static const size_t size[] = {
+        [CONFIG_BOOL] = sizeof(bool),     [CONFIG_INT] = sizeof(int64_t),
+        [CONFIG_UINT] = sizeof(uint64_t), [CONFIG_DOUBLE] = sizeof(double),
+        [CONFIG_STRING] = sizeof(char *), [CONFIG_DURATION] = sizeof(uint64_t),
+        [CONFIG_SIZE] = sizeof(uint64_t), [CONFIG_ENUM] = sizeof(int),
+    };
+    char tmp[sizeof(uint64_t)];
+    size_t n = size[o->type];
+
+    memcpy(tmp, config_field(o, a), n);
+    memcpy(config_field(o, a), config_field(o, b), n);
+    memcpy(config_field(o, b), tmp, n);
+}
+
+int config_apply_changes(const struct config_table *t, void *running, void *fresh)
+{
+    char was[256], now[256];
+    int restart = 0, changed = 0;
+
+    for (size_t i = 0; i < t->count; i++) {
+        const struct config_option *o = &t->options[i];
+        config_format_value(o, running, was, sizeof(was));
+        config_format_value(o, fresh, now, sizeof(now));
+        if (strcmp(was, now) == 0)
+            continue;
+        changed++;
+        log_info("config", "%s: '%s' -> '%s' (%s)", o->key, was, now,
+                 o->live ? "applied live" : "needs a restart");
+        if (o->live)
+            config_swap_value(o, running, fresh);
+        else
+            restart++;
+    }
+    if (changed == 0)
+        log_info("config", "reloaded: no key changed");
+    else if (restart == 0)
+        log_info("config", "reloaded: every change applied");
+    else
+        log_info("config", "reloaded: %d change%s apply at the next restart", restart,
+                 restart == 1 ? "" : "s");
+    return restart;
 }
 
 void config_free(const struct config_table *t, void *cfg)

@@ -13,11 +13,17 @@
  * names and the value of each; --help shows the names, --print-config and the
  * start-up summary print the name.
  *
- * Unknown keys, repeated keys, bad values (an enum's message lists the names)
- * and out-of-bounds values are errors that name the file and line (or the
- * flag). Nothing is half-applied: on error the caller's struct holds
- * whatever was parsed so far and must be discarded with config_free (SIGHUP
- * reload loads into a fresh struct, then swaps).
+ * Unknown keys, repeated keys, bad values (an enum's message lists the names),
+ * out-of-bounds values and values an option's check refuses (a malformed
+ * address, an unknown name in a list) are errors that name the file and line
+ * (or the flag); the table's check then refuses combinations of keys the
+ * program could not honour as given (it would clamp, replace or ignore one).
+ * Loading goes on after an error so that every error is reported, one per
+ * line of config_result.error. Nothing is half-applied: on error the
+ * caller's struct holds whatever was parsed and must be discarded with
+ * config_free (SIGHUP reload loads into a fresh struct, then swaps). Start,
+ * --check-config, --print-config and SIGHUP all load through config_load, so
+ * they refuse the same things.
  */
 #ifndef ARGUS_COMMON_CONFIG_H
 #define ARGUS_COMMON_CONFIG_H
@@ -45,6 +51,14 @@ struct config_name {
     int value;
 };
 
+struct config_option;
+
+/* An option's own check of a value that parsed and is within bounds: field
+ * points at it in the program's struct. Returns 0, or -EINVAL with a message
+ * in err (errlen bytes) that starts with the key and says what is wrong. */
+typedef int (*config_check_fn)(const struct config_option *o, const void *field, char *err,
+                               size_t errlen);
+
 struct config_option {
     const char *key; /* "section.name" */
     enum config_type type;
@@ -53,6 +67,26 @@ struct config_option {
     double min, max;                 /* inclusive bounds for numeric types; min == max: none */
     const char *help;                /* one line */
     const struct config_name *names; /* CONFIG_ENUM only: the allowed names */
+    config_check_fn check;           /* optional, see above */
+    bool live;                       /* a SIGHUP reload applies it without a restart */
+};
+
+/* A table entry of struct st's member f (designated, so that what is not
+ * given is none: no names, no check, not live). */
+#define CONFIG_OPTION(st, k, ty, f, def, lo, hi, h, nm, chk, lv)                                   \
+    {                                                                                              \
+        .key = (k), .type = (ty), .offset = offsetof(st, f), .default_value = (def), .min = (lo),  \
+        .max = (hi), .help = (h), .names = (nm), .check = (chk), .live = (lv)                      \
+    }
+
+struct config_result;
+
+/* One command of a program that takes a command word (argusctl), for
+ * --help and --man. */
+struct config_command {
+    const char *name; /* "stragglers" */
+    const char *args; /* "--job J [--all] [--follow]"; may be NULL */
+    const char *help; /* one line */
 };
 
 struct config_table {
@@ -63,26 +97,64 @@ struct config_table {
     const struct config_option *options;
     size_t count;
     bool positional; /* accept positional arguments (argusctl) */
+    /* Optional: rules between keys, run once defaults, file and flags are in.
+     * Reports each broken rule with config_error (naming the keys, their
+     * values and why) and returns how many it reported. */
+    int (*check)(const void *cfg, struct config_result *res);
+    const char *man_section;               /* "8" for daemons; NULL: "1" */
+    const struct config_command *commands; /* for --help and --man; may be NULL */
+    size_t ncommands;
 };
 
 #define CONFIG_MAX_POSITIONAL 16
+#define CONFIG_MAX_OPTIONS 256 /* options whose origin config_where can tell */
 
 struct config_result {
-    char error[512];  /* set when config_load fails */
+    char error[2048]; /* set when config_load fails: one error per line */
+    int nerrors;      /* lines in error (some may not have fit) */
     bool help;        /* --help was given */
     bool print;       /* --print-config was given */
+    bool check;       /* --check-config was given */
+    bool man;         /* --man was given */
     const char *path; /* config file read, or NULL */
     int npositional;
     char *positional[CONFIG_MAX_POSITIONAL]; /* pointers into argv */
+    int origin[CONFIG_MAX_OPTIONS]; /* per option: 0 default, -1 flag, else the file's line */
 };
 
 /* Fill cfg (zeroed by the caller) with defaults, then the config file
  * (--config PATH, else table->default_path when it exists), then the
- * command-line flags. Returns 0, or -EINVAL with res->error set
+ * command-line flags, then run the table's check. Returns 0, or -EINVAL
+ * with res->error set to every error found, one per line
  * ("FILE:LINE: unknown key 'x'"). argv is not modified; res->positional
  * points into it. */
 int config_load(const struct config_table *t, void *cfg, int argc, char **argv,
                 struct config_result *res);
+
+/* Read the config file at path into cfg (defaults already set), stopping
+ * at nothing: every bad line is reported in res (zeroed by the caller, or
+ * from an earlier load). Returns 0 or -EINVAL/-errno. For a second file
+ * format that shares a table (argusctl.conf). */
+int config_read_file(const struct config_table *t, void *cfg, const char *path,
+                     struct config_result *res);
+
+/* Where the value of key came from, for a table check's message: "FILE:LINE",
+ * "--key" or "default". Returns buf (len bytes). */
+const char *config_where(const struct config_table *t, const struct config_result *res,
+                         const char *key, char *buf, size_t len);
+
+/* Add one line to res->error (printf format) and count it. */
+void config_error(struct config_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* res->error on one line ("; " between the errors, in place), for a log. */
+const char *config_errors_oneline(struct config_result *res);
+
+/* Log, at info, each key whose value differs between running and fresh
+ * ("key: old -> new (applied live)" or "(needs a restart)"), and copy the
+ * fresh value of each live key into running, so the next reload compares
+ * with what runs. Returns how many changed keys need a restart. */
+int config_apply_changes(const struct config_table *t, void *running, void *fresh);
 
 /* Set one key from text. Returns 0, -ENOENT for an unknown key, or -EINVAL
  * with a message in err (errlen bytes). */
@@ -92,7 +164,7 @@ int config_set(const struct config_table *t, void *cfg, const char *key, const c
 /* Write every key as a config file (with help as comments) to out. */
 void config_print(const struct config_table *t, const void *cfg, FILE *out);
 
-/* Write --help text. */
+/* Write --help text: usage, commands, then every option. */
 void config_usage(const struct config_table *t, FILE *out);
 
 /* Log the effective configuration, one info line per section. */

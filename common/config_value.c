@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "common/clock.h"
 
@@ -303,4 +305,128 @@ char *config_format_value(const struct config_option *o, const void *cfg, char *
     }
     }
     return buf;
+}
+
+/* "HOST:PORT" with PORT 0-65535 and a HOST of letters, digits, '.', '-',
+ * '_' (a name or an IPv4 address) or [IPv6]; host_may_be_empty for ":PORT". */
+static bool config_host_port(const char *s, bool host_may_be_empty)
+{
+    const char *colon = strrchr(s, ':'), *h = s;
+    char *end;
+    long port;
+
+    if (!colon)
+        return false;
+    errno = 0;
+    port = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || port < 0 || port > 65535 || colon[1] == '-' ||
+        colon[1] == '+')
+        return false;
+    if (*h == '[') {
+        char v6[64];
+        size_t n = (size_t)(colon - h);
+        if (n < 3 || h[n - 1] != ']' || n - 2 >= sizeof(v6))
+            return false;
+        memcpy(v6, h + 1, n - 2);
+        v6[n - 2] = '\0';
+        return inet_pton(AF_INET6, v6, &(struct in6_addr){0}) == 1;
+    }
+    if (h == colon)
+        return host_may_be_empty;
+    for (; h < colon; h++)
+        if (!isalnum((unsigned char)*h) && *h != '.' && *h != '-' && *h != '_')
+            return false;
+    return true;
+}
+
+static const char *config_string_field(const void *field)
+{
+    const char *s = *(char *const *)field;
+    return s ? s : "";
+}
+
+int config_check_grpc_listen(const struct config_option *o, const void *field, char *err,
+                             size_t errlen)
+{
+    const char *s = config_string_field(field);
+
+    if ((strncmp(s, "unix:", 5) == 0 && s[5]) || (strncmp(s, "unix-abstract:", 14) == 0 && s[14]) ||
+        config_host_port(s, false))
+        return 0;
+    snprintf(err, errlen,
+             "%s: '%s' is not an address to listen on (HOST:PORT, [IPv6]:PORT, unix:PATH or "
+             "unix-abstract:NAME; PORT 0-65535)",
+             o->key, s);
+    return -EINVAL;
+}
+
+int config_check_grpc_target(const struct config_option *o, const void *field, char *err,
+                             size_t errlen)
+{
+    const char *s = config_string_field(field), *rest = s;
+
+    if (strncmp(s, "dns:", 4) == 0) {
+        rest = s + 4;
+        if (strncmp(rest, "//", 2) == 0) { /* dns://AUTHORITY/HOST:PORT */
+            const char *slash = strchr(rest + 2, '/');
+            rest = slash ? slash + 1 : "";
+        }
+    }
+    if ((rest == s && strncmp(s, "unix:", 5) == 0 && s[5]) ||
+        (rest == s && strncmp(s, "unix-abstract:", 14) == 0 && s[14]) ||
+        config_host_port(rest, false))
+        return 0;
+    snprintf(err, errlen,
+             "%s: '%s' is not an address to connect to (HOST:PORT, [IPv6]:PORT, "
+             "dns:///HOST:PORT, unix:PATH or unix-abstract:NAME; PORT 0-65535)",
+             o->key, s);
+    return -EINVAL;
+}
+
+int config_check_http_listen(const struct config_option *o, const void *field, char *err,
+                             size_t errlen)
+{
+    const char *s = config_string_field(field), *colon = strrchr(s, ':');
+    char host[64];
+
+    if (!*s)
+        return 0;
+    if (colon && (size_t)(colon - s) < sizeof(host) && config_host_port(s, true)) {
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = '\0';
+        if (!*host || strcmp(host, "localhost") == 0 ||
+            inet_pton(AF_INET, host, &(struct in_addr){0}) == 1)
+            return 0;
+    }
+    snprintf(err, errlen,
+             "%s: '%s' is not an IPv4 HOST:PORT to listen on (e.g. 127.0.0.1:7702, "
+             "0.0.0.0:7702, localhost:0; empty: off)",
+             o->key, s);
+    return -EINVAL;
+}
+
+int config_check_list(const struct config_option *o, const char *list, const char *const *names,
+                      char *err, size_t errlen)
+{
+    for (const char *p = list ? list : ""; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        size_t i = 0;
+        while (names[i] && !(strlen(names[i]) == len && strncmp(names[i], p, len) == 0))
+            i++;
+        bool again = false;
+        for (const char *q = list; q < p && !again; q = strchr(q, ',') + 1)
+            again = strncmp(q, p, len) == 0 && (q[len] == ',' || !q[len]);
+        if (!names[i] || again) {
+            char allowed[256] = "";
+            for (size_t k = 0; names[k]; k++)
+                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s",
+                         k ? ", " : "", names[k]);
+            snprintf(err, errlen, "%s: %s '%.*s' (one of: %s; comma-separated, each once)", o->key,
+                     again ? "repeated" : "unknown", (int)len, p, allowed);
+            return -EINVAL;
+        }
+        p = comma ? comma + 1 : p + len;
+    }
+    return 0;
 }

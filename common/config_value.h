@@ -46,4 +46,26 @@ int config_parse_duration(const char *text, uint64_t *ns);
 int config_parse_size(const char *text, uint64_t *bytes);
 int config_parse_bool(const char *text, bool *out);
 
+/* Option checks (config_check_fn) for addresses, shared by the programs:
+ *   config_check_grpc_listen  what a gRPC server binds: HOST:PORT (HOST an
+ *                             IPv4 address, [IPv6] or a name; PORT 0-65535),
+ *                             unix:PATH or unix-abstract:NAME;
+ *   config_check_grpc_target  what a gRPC client dials: the same, or
+ *                             dns:[//AUTHORITY/]HOST:PORT;
+ *   config_check_http_listen  what common/http.c binds: IPv4 HOST:PORT
+ *                             (HOST may be empty or localhost), or "" (off).
+ * They return 0 or -EINVAL with "key: 'x' is not ..." in err. */
+int config_check_grpc_listen(const struct config_option *o, const void *field, char *err,
+                             size_t errlen);
+int config_check_grpc_target(const struct config_option *o, const void *field, char *err,
+                             size_t errlen);
+int config_check_http_listen(const struct config_option *o, const void *field, char *err,
+                             size_t errlen);
+
+/* Check a comma-separated list (field: a char *) against names (a NULL-ended
+ * array of strings): each item must be one of them, once. "" is an empty
+ * list. Returns 0 or -EINVAL naming the bad item and the allowed names. */
+int config_check_list(const struct config_option *o, const char *list, const char *const *names,
+                      char *err, size_t errlen);
+
 #endif

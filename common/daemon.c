@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/config_man.h"
 #include "common/log.h"
 
 int daemon_signalfd(void)
@@ -51,19 +52,38 @@ enum daemon_signal daemon_wait_signal(int fd, int timeout_ms)
     return daemon_read_signal(fd);
 }
 
+/* Print each line of res->error, prefixed with the program's name. */
+static void daemon_print_errors(const struct config_table *t, const struct config_result *res)
+{
+    const char *line = res->error;
+
+    while (*line) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        fprintf(stderr, "%s: %.*s\n", t->program, len, line);
+        line += len + (nl ? 1 : 0);
+    }
+    if (res->nerrors > 1)
+        fprintf(stderr, "%s: %d errors in the configuration\n", t->program, res->nerrors);
+}
+
 int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
                   const int *log_level, struct config_result *res)
 {
     log_set_ident(t->program);
     if (config_load(t, cfg, argc, argv, res) < 0) {
-        fprintf(stderr, "%s: %s\n", t->program, res->error);
+        daemon_print_errors(t, res);
         goto fail;
     }
-    if (res->help || res->print) {
+    if (res->help || res->print || res->check || res->man) {
         if (res->help)
             config_usage(t, stdout);
-        else
+        else if (res->man)
+            config_man(t, stdout);
+        else if (res->print)
             config_print(t, cfg, stdout);
+        else
+            printf("ok: %s is valid\n", res->path ? res->path : "the built-in configuration");
         config_free(t, cfg);
         return 1;
     }

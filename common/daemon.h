@@ -27,10 +27,12 @@ struct config_table;
 struct config_result;
 
 /* The start of every daemon's main(): load the config (defaults, file, flags),
- * handle --help and --print-config, set the log level from *log_level (a
+ * handle --help, --man, --print-config and --check-config (prints "ok: ..."
+ * to stdout; a load error is printed the same way with or without it: one
+ * line per error on stderr), set the log level from *log_level (a
  * field of cfg holding an enum log_level, e.g. the CONFIG_ENUM log.level;
  * NULL: leave the level alone). Returns 0 to run on, 1 when the program
- * should exit 0 (help or config printed), or -EINVAL after printing the
+ * should exit 0 (help, manual, config or "ok" printed), or -EINVAL after printing the
  * error to stderr (exit 2). On 1 and on error cfg has been freed. */
 int daemon_config(const struct config_table *t, void *cfg, int argc, char **argv,
                   const int *log_level, struct config_result *res);

@@ -4,6 +4,29 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Integers jq (an IEEE double) holds exactly: |v| <= 2^53. */
+#define PBJSON_EXACT_MAX (1ULL << 53)
+
+static struct json_object *pbjson_int64(int64_t v)
+{
+    char text[24];
+
+    if (v >= -(int64_t)PBJSON_EXACT_MAX && v <= (int64_t)PBJSON_EXACT_MAX)
+        return json_object_new_int64(v);
+    snprintf(text, sizeof(text), "%" PRId64, v);
+    return json_object_new_string(text);
+}
+
+static struct json_object *pbjson_uint64(uint64_t v)
+{
+    char text[24];
+
+    if (v <= PBJSON_EXACT_MAX)
+        return json_object_new_uint64(v);
+    snprintf(text, sizeof(text), "%" PRIu64, v);
+    return json_object_new_string(text);
+}
+
 static struct json_object *pbjson_scalar(const ProtobufCFieldDescriptor *f, const void *p,
                                          pbjson_resolve_fn resolve, void *ctx)
 {
@@ -20,9 +43,9 @@ static struct json_object *pbjson_scalar(const ProtobufCFieldDescriptor *f, cons
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
     case PROTOBUF_C_TYPE_SFIXED64:
-        return json_object_new_int64(*(const int64_t *)p);
+        return pbjson_int64(*(const int64_t *)p);
     case PROTOBUF_C_TYPE_UINT64:
-        return json_object_new_uint64(*(const uint64_t *)p);
+        return pbjson_uint64(*(const uint64_t *)p);
     case PROTOBUF_C_TYPE_FIXED64: /* name ids and communicator ids */
         snprintf(hex, sizeof(hex), "%016" PRIx64, *(const uint64_t *)p);
         return json_object_new_string(hex);

@@ -1,6 +1,9 @@
 /* Any protobuf-c message as a json-c object, through its descriptor: field
- * names as in argus.proto, enums by name, 64-bit integers as JSON numbers
- * (name ids as 16-digit hex strings), bytes as their length. A field named
+ * names as in argus.proto, enums by name, bytes as their length. A 64-bit
+ * integer is a JSON number when jq (whose numbers are doubles) holds it
+ * exactly, |v| <= 2^53, and a decimal string beyond: so UNIX-ns times
+ * (*_unix_ns, always past 2^53) are strings, steps and durations numbers
+ * unless they grow that large; name ids (fixed64) are 16-digit hex strings. A field named
  * "name_id" gets a sibling "name" when resolve() knows the id. */
 #ifndef ARGUS_COMMON_PBJSON_H
 #define ARGUS_COMMON_PBJSON_H

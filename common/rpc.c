@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tls.h"
+
 struct rpc_channel {
     grpc_channel *channel;
 };
@@ -74,7 +76,12 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
     if (!ch)
         return NULL;
     grpc_init();
-    creds = grpc_insecure_credentials_create();
+    if (opts && opts->tls) {
+        grpc_ssl_pem_key_cert_pair pair = {opts->tls->key, opts->tls->cert};
+        creds = grpc_ssl_credentials_create_ex(opts->tls->ca, &pair, NULL, NULL);
+    } else {
+        creds = grpc_insecure_credentials_create();
+    }
     ch->channel = grpc_channel_create(target, creds, &ca);
     grpc_channel_credentials_release(creds);
     if (!ch->channel) {

@@ -21,18 +21,27 @@
 #define RPC_RESOURCE_EXHAUSTED 8
 #define RPC_INVALID_ARGUMENT 3
 #define RPC_PERMISSION_DENIED 7
+#define RPC_FAILED_PRECONDITION 9
 #define RPC_INTERNAL 13
 #define RPC_UNAVAILABLE 14
 
 struct rpc_channel;
+struct tls_pem;
 
 struct rpc_channel_options {
     uint64_t keepalive_ms; /* 0 = 30 s; must match the collector's */
     size_t max_message;    /* largest message received; 0 = 64 MiB */
+    /* mTLS: the CA that signed the collector's certificate, and our own
+     * certificate and key (common/tls.h, loaded and checked by the caller;
+     * copied by gRPC, so it may be freed after rpc_channel_new). NULL:
+     * plaintext. The collector's certificate must name the host of target
+     * (a DNS or IP subjectAltName). */
+    const struct tls_pem *tls;
 };
 
-/* Open a channel to "HOST:PORT" (insecure). opts may be NULL. Returns NULL on
- * allocation failure only: connection errors appear on calls. */
+/* Open a channel to "HOST:PORT". opts may be NULL (plaintext). Returns NULL
+ * on allocation failure only: connection and handshake errors appear on
+ * calls (UNAVAILABLE, with gRPC's reason). */
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_options *opts);
 void rpc_channel_free(struct rpc_channel *ch);
 

@@ -9,5 +9,7 @@
 #define RPC_QUERY_RANKS "/argus.v1.Query/Ranks"
 #define RPC_QUERY_STRAGGLERS "/argus.v1.Query/Stragglers"
 #define RPC_QUERY_REPORT "/argus.v1.Query/Report"
+#define RPC_QUERY_HEATMAP "/argus.v1.Query/Heatmap"
+#define RPC_QUERY_TRACE "/argus.v1.Query/Trace"
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/frame.h"
+#include "common/varint.h"
 #include "common/wire_steps.h"
 
 struct batcher {
@@ -16,6 +17,7 @@ struct batcher {
     uint8_t *buf;              /* packed StepRecords, each as Batch field 6 */
     size_t len, cap;
     size_t nsteps;
+    size_t ntraces; /* Batch.traces entries in buf */
     uint64_t first_ns;
     uint64_t last_seal_ns;
     uint64_t drops_sealed; /* drops_version at the last seal */
@@ -72,10 +74,9 @@ static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
         names_reference_at(b->names, j, s->top_frames[i]->name_id);
 }
 
-int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
+/* Room for need bytes in buf. 0 or -ENOMEM. */
+static int batcher_reserve(struct batcher *b, size_t need)
 {
-    size_t n = wire_steps_record_size(s), need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
-
     if (need > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
         while (cap < need)
@@ -86,6 +87,33 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
         b->buf = grown;
         b->cap = cap;
     }
+    return 0;
+}
+
+/* Batch.traces: field 9, length-delimited */
+#define BATCHER_TRACES_KEY ((9u << 3) | WIRE_TYPE_LEN)
+
+int batcher_add_trace(struct batcher *b, const void *packed, size_t len)
+{
+    uint8_t *p;
+
+    if (batcher_reserve(b, b->len + 1 + varint_size(len) + len) < 0)
+        return -ENOMEM;
+    p = b->buf + b->len;
+    *p++ = BATCHER_TRACES_KEY;
+    p = varint_put(p, len);
+    memcpy(p, packed, len);
+    b->len = (size_t)(p + len - b->buf);
+    b->ntraces++;
+    return 0;
+}
+
+int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
+{
+    size_t n = wire_steps_record_size(s), need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
+
+    if (batcher_reserve(b, need) < 0)
+        return -ENOMEM;
     b->len += wire_steps_entry_put(b->buf + b->len, s, n);
     if (b->nsteps++ == 0)
         b->first_ns = now_ns;
@@ -102,6 +130,8 @@ static bool batcher_drops_dirty(const struct batcher *b)
 
 bool batcher_due(const struct batcher *b, uint64_t now_ns)
 {
+    if (b->ntraces)
+        return true;
     if (!b->nsteps) {
         /* new ranks and changed drop counters reach the collector even when no
          * step does, at most once per max_age */
@@ -115,6 +145,8 @@ bool batcher_due(const struct batcher *b, uint64_t now_ns)
 uint64_t batcher_next_ns(const struct batcher *b)
 {
     /* a seal that failed (out of memory) is retried, not spun on */
+    if (b->ntraces)
+        return b->last_seal_ns + BATCHER_RETRY_NS;
     if (b->nsteps)
         return max_u64(b->first_ns + b->o.max_age_ns, b->last_seal_ns + BATCHER_RETRY_NS);
     if (names_unsent_resources(b->names) || batcher_drops_dirty(b))
@@ -186,7 +218,7 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     uint8_t *raw;
     int r;
 
-    if (!b->nsteps && !names_unsent_resources(b->names) && !batcher_drops_dirty(b))
+    if (!b->nsteps && !b->ntraces && !names_unsent_resources(b->names) && !batcher_drops_dirty(b))
         return -ENODATA;
     b->drops_sealed = b->drops ? drops_version(b->drops) : 0;
     b->last_seal_ns = clock_mono_ns();
@@ -204,6 +236,7 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
         b->stats.frame_bytes += *len;
         b->len = 0;
         b->nsteps = 0;
+        b->ntraces = 0;
     }
     free(raw);
     return r;

@@ -49,6 +49,10 @@ void batcher_free(struct batcher *b);
  * BATCHER_DROP_NOMEM for its job and rank. */
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);
 
+/* Add a packed argus.v1.TraceWindow (copied) to the open batch as one
+ * Batch.traces entry; the batch is due at once. Returns 0 or -ENOMEM. */
+int batcher_add_trace(struct batcher *b, const void *packed, size_t len);
+
 /* True when the open batch should be sealed now: it is full or old, or it
  * has no steps but new ranks or changed drop counters must go out (at most
  * once per max_age). */

@@ -35,7 +35,8 @@ struct exporter *exporter_new(const struct exporter_options *o, struct spool *sp
                               struct drops *drops)
 {
     struct exporter *e = calloc(1, sizeof(*e));
-    struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC};
+    struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC,
+                                     .tls = o->tls};
 
     if (!e)
         return NULL;
@@ -97,6 +98,22 @@ static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
     exporter_backoff(e, now_ns);
 }
 
+int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now_ns)
+{
+    struct rpc_channel_options co = {.keepalive_ms = e->o.keepalive_ns / NSEC_PER_MSEC, .tls = tls};
+    struct rpc_channel *ch = rpc_channel_new(e->collector, &co);
+
+    if (!ch)
+        return -ENOMEM;
+    if (e->st)
+        exporter_disconnect(e, now_ns);
+    rpc_channel_free(e->ch);
+    e->ch = ch;
+    e->reconnect_ns = now_ns; /* at once (counted as a reconnect) */
+    e->backoff_ns = 0;
+    return 0;
+}
+
 /* The collector refused the oldest unacked batch for what it is: drop it. */
 static void exporter_reject_head(struct exporter *e)
 {
@@ -135,6 +152,8 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
         e->stats.last_ack_ns = now;
         e->backoff_ns = 0;
     }
+    for (size_t i = 0; e->o.on_capture && i < ack->n_captures; i++)
+        e->o.on_capture(e->o.on_capture_ctx, ack->captures[i]);
     argus__v1__ack__free_unpacked(ack, NULL);
 }
 

@@ -15,6 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/argus.pb-c.h"
+struct tls_pem;
+
 struct spool;
 struct drops;
 
@@ -25,6 +28,10 @@ struct drops;
  * it: every batch with a seq <= seq is at the collector. */
 typedef void (*exporter_ack_fn)(void *ctx, uint64_t seq);
 
+/* Told of each capture request an ack carries (Ack.captures); req is valid
+ * during the call. */
+typedef void (*exporter_capture_fn)(void *ctx, const Argus__V1__CaptureRequest *req);
+
 struct exporter_options {
     const char *collector;   /* HOST:PORT, copied */
     uint64_t keepalive_ns;   /* must match the collector's */
@@ -34,6 +41,9 @@ struct exporter_options {
     void *on_ack_ctx;
     bool eager; /* keep a stream up with nothing to send (the agent: it says at start
                  * whether it reaches the collector); else connect when records wait */
+    exporter_capture_fn on_capture; /* may be NULL */
+    void *on_capture_ctx;
+    const struct tls_pem *tls; /* mTLS credentials (common/tls.h), copied; NULL: plaintext */
 };
 
 struct exporter;
@@ -44,6 +54,12 @@ struct exporter;
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
                               struct drops *drops);
 void exporter_free(struct exporter *e);
+
+/* New credentials (rotated certificate files; NULL: plaintext): a new
+ * channel replaces the old one and the stream reconnects at the next poll
+ * (unacked batches are sent again; the collector drops what it has). Returns
+ * 0, or -ENOMEM with the old channel kept. */
+int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now_ns);
 
 /* Do what can be done now without blocking: connect when due, handle
  * completed sends and acks, start the next send. now_ns is monotonic. */

@@ -84,7 +84,9 @@ int probe_perf_supported(char *why, size_t whylen)
     return err;
 }
 
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+/* libbpf's print callback: fmt comes from libbpf, not from data. */
+__attribute__((format(printf, 2, 0))) static int libbpf_log(enum libbpf_print_level level,
+                                                            const char *fmt, va_list ap)
 {
     char line[512];
 

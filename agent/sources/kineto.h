@@ -4,10 +4,19 @@
  *   - kernel spans: events with "cat": "kernel" and "ph": "X" (name, ts and
  *     dur in microseconds -> ns, args.stream, args.device, args.correlation),
  *   - training steps: "ProfilerStep#N" ranges (cat user_annotation or cpu_op),
- *   - distributedInfo.rank and world_size.
+ *   - phases: user annotations (cat user_annotation on the host,
+ *     gpu_user_annotation on the GPU) named "## NAME ##" (the phase is NAME)
+ *     or exactly forward, backward or optimizer,
+ *   - distributedInfo.rank and world_size, and baseTimeNanoseconds (added to
+ *     every ts to make it a Unix time when the trace gives it).
  * Each kernel is put in the step whose range holds its launch: the host time
  * of the cuda_runtime/cuda_driver call with the same correlation id, or the
- * kernel's own start when no launch is found.
+ * kernel's own start when no launch is found. A phase annotation belongs to
+ * the step whose range holds its start; it is top-level when no other phase
+ * annotation of the same kind (host or GPU) in that step contains it.
+ *
+ * The text is streamed (kineto_json.h): nothing but the records above is
+ * kept, so memory follows the number of kernels, not the size of the file.
  *
  * The input is untrusted: the decompressed size, the number of events, the
  * number of distinct names and the length of a name are bounded before they
@@ -16,6 +25,7 @@
 #ifndef ARGUS_AGENT_KINETO_H
 #define ARGUS_AGENT_KINETO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +57,14 @@ struct kineto_step {
     uint64_t dur_ns; /* host range duration */
 };
 
+struct kineto_annotation {
+    uint64_t ts_ns, dur_ns;
+    uint32_t name; /* index into kineto_trace.phase_names */
+    int32_t step;  /* index into kineto_trace.steps, -1 outside every step */
+    bool gpu;      /* gpu_user_annotation (GPU time), else host */
+    bool top;      /* not inside another phase annotation of its kind and step */
+};
+
 struct kineto_trace {
     struct kineto_span *spans; /* kernels in file order */
     size_t n_spans;
@@ -55,9 +73,16 @@ struct kineto_trace {
     char **names;       /* distinct kernel names, first-seen order */
     uint64_t *name_ids; /* name_id() of each name (common/name_id.h) */
     size_t n_names;
-    int32_t rank;       /* distributedInfo.rank, -1 when absent */
-    int32_t world_size; /* distributedInfo.world_size, -1 when absent */
-    size_t skipped;     /* kernel events without a usable name, ts or dur */
+    int32_t rank;                          /* distributedInfo.rank, -1 when absent */
+    int32_t world_size;                    /* distributedInfo.world_size, -1 when absent */
+    size_t skipped;                        /* kernel events without a usable name, ts or dur */
+    struct kineto_annotation *annotations; /* phase annotations in file order */
+    size_t n_annotations;
+    char **phase_names; /* distinct phase names ("forward"), first-seen order */
+    size_t n_phase_names;
+    uint64_t base_ns;      /* baseTimeNanoseconds, 0 when absent */
+    bool complete;         /* false: kineto_read stopped at an error */
+    uint64_t error_offset; /* !complete: byte of the JSON text where it stopped */
 };
 
 /* The default limits above. */
@@ -77,6 +102,15 @@ int kineto_load(const char *path, const struct kineto_limits *limits, struct kin
  * NUL-terminated; the caller keeps buf). */
 int kineto_parse(const char *buf, size_t len, const struct kineto_limits *limits,
                  struct kineto_trace **out, char *err, size_t errlen);
+
+/* kineto_load that keeps what it read before an error: when the text is
+ * malformed or truncated (-EBADMSG), over max_bytes (-EFBIG) or unreadable
+ * midway (-EIO) after the traceEvents array began, returns that error with
+ * *out holding the events read before it (steps assigned as usual,
+ * complete false, error_offset the byte where reading stopped) and err naming
+ * the offset. Other failures leave *out NULL as kineto_load does. */
+int kineto_read(const char *path, const struct kineto_limits *limits, struct kineto_trace **out,
+                char *err, size_t errlen);
 
 /* Free a trace from kineto_load/kineto_parse. NULL is a no-op. */
 void kineto_free(struct kineto_trace *t);

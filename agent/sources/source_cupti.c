@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "agent/sources/cupti_peer.h"
 #include "agent/sources/source_cupti.h"
 #include "agent/sources/source_cupti_proj.h"
 
@@ -29,7 +30,7 @@ _Static_assert(SRC_STEP_SOURCE_NVTX == ARGUS__V1__STEP_SOURCE__STEP_SOURCE_NVTX,
 
 struct client {
     int fd;
-    uint32_t pid;
+    uint32_t pid, uid; /* SO_PEERCRED */
     struct cupti_hello hello;
     struct cupti_ring_header *ring;
     size_t ring_bytes;
@@ -275,6 +276,12 @@ static int src_client_hello(struct cupti_src *s, struct client *c)
             close(rfd);
         return n == 0 ? -ECONNRESET : -EPROTO;
     }
+    char why[160];
+    if (cupti_peer_check("/proc", c->pid, c->uid, c->hello.pid, why, sizeof(why)) < 0) {
+        s->st.bad_peers++;
+        close(rfd);
+        return -EPERM;
+    }
     err = src_client_map(s, c, rfd);
     close(rfd);
     return err;
@@ -315,15 +322,16 @@ static void src_accept(struct cupti_src *s)
         uint32_t i;
         for (i = 0; i < s->cfg.max_clients && s->clients[i]; i++)
             ;
-        if (i == s->cfg.max_clients || !(c = calloc(1, sizeof(*c)))) {
+        /* the kernel's word for who connected (and in our pid namespace),
+         * not the hello's; a peer it cannot name is not served */
+        if (i == s->cfg.max_clients || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+            !(c = calloc(1, sizeof(*c)))) {
             close(fd); /* full: the library counts no_agent drops and retries */
             continue;
         }
         c->fd = fd;
-        /* the kernel's word for who connected (and in our pid namespace),
-         * not the hello's */
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
-            c->pid = (uint32_t)cred.pid;
+        c->pid = (uint32_t)cred.pid;
+        c->uid = (uint32_t)cred.uid;
         s->clients[i] = c;
         ev.data.u64 = (uint64_t)i + 1;
         epoll_ctl(s->efd, EPOLL_CTL_ADD, fd, &ev);
@@ -371,7 +379,10 @@ static int src_listen(struct cupti_src *s, char *why, size_t whylen)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
     char dir[sizeof(s->path)], *slash;
+    gid_t gid;
 
+    if (cupti_peer_group(s->cfg.socket_group, &gid, why, whylen) < 0)
+        return -ENOENT;
     snprintf(dir, sizeof(dir), "%s", s->path);
     if ((slash = strrchr(dir, '/')) && slash != dir) {
         *slash = '\0';
@@ -380,8 +391,9 @@ static int src_listen(struct cupti_src *s, char *why, size_t whylen)
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
     unlink(s->path);
     s->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* owner and group only; nobody can connect before listen() */
     if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        chmod(s->path, 0777) < 0 || listen(s->lfd, 128) < 0) {
+        chown(s->path, (uid_t)-1, gid) < 0 || chmod(s->path, 0660) < 0 || listen(s->lfd, 128) < 0) {
         snprintf(why, whylen, "cannot listen on %s: %s", s->path, strerror(errno));
         return -errno;
     }
@@ -432,11 +444,12 @@ static size_t src_metrics(void *state, char *buf, size_t len)
 {
     struct cupti_src *s = state;
     size_t off = 0;
-    int w = snprintf(buf, len,
-                     "argus_cupti_processes %" PRIu64 "\nargus_cupti_spans_total %" PRIu64
-                     "\nargus_cupti_kernels_total %" PRIu64
-                     "\nargus_cupti_step_asides_total %" PRIu64 "\n",
-                     s->st.connected, s->st.spans, s->st.kernels, s->st.step_asides);
+    int w =
+        snprintf(buf, len,
+                 "argus_cupti_processes %" PRIu64 "\nargus_cupti_spans_total %" PRIu64
+                 "\nargus_cupti_kernels_total %" PRIu64 "\nargus_cupti_step_asides_total %" PRIu64
+                 "\nargus_cupti_rejected_peers_total %" PRIu64 "\n",
+                 s->st.connected, s->st.spans, s->st.kernels, s->st.step_asides, s->st.bad_peers);
 
     off = w > 0 ? ((size_t)w < len ? (size_t)w : len) : 0;
     for (int i = 0; i < CUPTI_DROP_REASONS && off < len; i++) {

@@ -14,7 +14,9 @@
  *   - AGENT_EVENT_DROPS with reasons "cupti_no_buffer", "cupti_ring_full",
  *     "cupti_no_agent";
  *   - name strings through event_sink.name, once per connection.
- * The source also sends sampling changes to every connected process. */
+ * The source also sends sampling changes to every connected process. The
+ * socket is mode 0660 (owner the agent, group socket_group), and each hello
+ * is checked against its peer's credentials (agent/sources/cupti_peer.h). */
 #ifndef ARGUS_AGENT_SOURCE_CUPTI_H
 #define ARGUS_AGENT_SOURCE_CUPTI_H
 
@@ -30,6 +32,8 @@
 
 struct source_cupti_config {
     const char *socket_path;     /* NULL: ARGUS_AGENT_SOCKET, else CUPTI_SOCKET_DEFAULT */
+    const char *socket_group;    /* the socket is mode 0660 with this group (name or gid;
+                                  * NULL or "": the agent's) */
     uint32_t max_clients;        /* 0: 256 */
     uint64_t phase_horizon_ns;   /* 0: 2 s; an ended range waits this long for kernels */
     uint32_t sample_mode;        /* enum cupti_sample_mode sent to every new process */
@@ -45,6 +49,7 @@ struct source_cupti_stats {
     uint64_t steps;                     /* STEP events delivered */
     uint64_t drops[CUPTI_DROP_REASONS]; /* reported by the libraries */
     uint64_t bad_hellos;
+    uint64_t bad_peers;   /* hellos whose pid or uid did not match the peer (cupti_peer.h) */
     uint64_t step_asides; /* sum over processes of times they stepped aside */
 };
 

@@ -181,7 +181,8 @@ uint64_t symbolize_elf_bytes(const struct symbolize_elf *e)
 
 void symbolize_syms_sort(struct symbolize_sym *syms, size_t n)
 {
-    qsort(syms, n, sizeof(*syms), sym_cmp);
+    if (n > 1) /* an ELF without function symbols has syms NULL: qsort wants an array */
+        qsort(syms, n, sizeof(*syms), sym_cmp);
 }
 
 const struct symbolize_sym *symbolize_syms_find(const struct symbolize_sym *syms, size_t n,

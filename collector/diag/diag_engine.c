@@ -97,13 +97,13 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
         return -ERANGE;
     if (rank < e->cap)
         return 0;
-    uint32_t cap = e->cap ? e->cap : 64;
+    uint32_t cap = e->cap ? e->cap : 4;
     while (cap <= rank)
         cap *= 2;
-    /* Ranks of a known world need exactly the world: no doubling slack
-     * (at 10,240 ranks that slack was 6,144 ranks of frames). */
-    if (rank < e->world_hint && e->world_hint < cap)
-        cap = e->world_hint;
+    /* A rank inside the declared world needs no doubling slack past it (at
+     * 10,240 ranks that slack was 6,144 ranks of frames). */
+    if (rank < e->world_size && e->world_size < cap)
+        cap = e->world_size;
     struct rank_info *ri = realloc(e->ri, (size_t)cap * sizeof(*ri));
     if (!ri)
         return -ENOMEM;
@@ -164,17 +164,13 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
     free(ri->node);
     ri->node = node;
     ri->gpu = r->gpu;
-    if (r->world_size > e->world_size && r->world_size <= e->o.max_ranks) {
-        /* Every rank of the world exists: a step waits for the ones not
-         * seen yet during the start-up grace (diag_watermark.h). */
-        e->world_hint = r->world_size;
-        err = reserve_rank(e, r->world_size - 1);
-        if (err)
-            return err;
-        e->world_size = r->world_size;
-        e->wm.world = r->world_size;
-        for (uint32_t i = 0; i < e->world_size; i++)
-            mark_present(e, i);
+    if (r->world_size > e->world_size) {
+        /* The declared world is a hint, capped to max_ranks: during the
+         * start-up grace a step waits for the ranks not seen yet
+         * (diag_watermark.h), but nothing is reserved for them; memory
+         * follows the ranks that report. */
+        e->world_size = r->world_size < e->o.max_ranks ? r->world_size : e->o.max_ranks;
+        e->wm.world = e->world_size;
     }
     struct diag_coord *c = &e->coords[r->rank];
     mark_present(e, r->rank);
@@ -365,15 +361,30 @@ static int regression_suspect(struct diag_engine *e, const struct diag_l1_event 
                            e->l1.o.cp_recent, text);
 }
 
-static void job_series(const struct diag_frame *f, double *t, uint32_t *rank)
+/* T_k (max step time over ranks) and the rank that set it; the median goes
+ * into the engine's stats. L2 has run on f, so its scratch holds f->cap
+ * doubles and is free until the next step. */
+static void job_series(struct diag_engine *e, const struct diag_frame *f, double *t, uint32_t *rank)
 {
+    double *d = e->l2.scratch;
+    size_t n = 0;
+
     *t = 0;
     *rank = 0;
-    for (uint32_t r = 0; r < f->cap; r++)
-        if (f->ranks[r].present && (double)f->ranks[r].duration_ns > *t) {
+    for (uint32_t r = 0; r < f->cap; r++) {
+        if (!f->ranks[r].present)
+            continue;
+        d[n++] = (double)f->ranks[r].duration_ns;
+        if ((double)f->ranks[r].duration_ns > *t) {
             *t = (double)f->ranks[r].duration_ns;
             *rank = r;
         }
+    }
+    if (f->step + 1 >= e->st.closed_through) { /* not an amended older step */
+        e->st.closed_through = f->step + 1;
+        e->st.last_step_max_ns = *t;
+        e->st.last_step_p50_ns = diag_stats_median_inplace(d, n);
+    }
 }
 
 /* The levels, in order, on one closed frame; findings into rep. */
@@ -407,7 +418,7 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
                     : DIAG_SPIKE_HOST;
     diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
     diag_persist_step(&e->persist, e->flags, e->cap);
-    job_series(f, &t, &trank);
+    job_series(e, f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);
     err = diag_engine_persisted_suspects(e, rep, true);
     err = err ? err : skew_suspect(e, f, rep);

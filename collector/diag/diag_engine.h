@@ -56,7 +56,8 @@ struct diag_options {
                                * the oldest open step closes (counted) */
     uint32_t late_horizon;    /* closed steps kept for amending with late records (40) */
     uint32_t max_ranks;       /* refuse ranks at or above this (65,536): memory follows the
-                               * highest rank, ~620 B per rank and open step */
+                               * highest rank that reported, ~620 B per rank and open
+                               * step; a declared world size is a hint capped to it */
     uint32_t window;          /* persistence window N, <= 64 (40) */
     uint32_t min_hits;        /* M of N to alert (24) */
     uint32_t report_every;    /* re-report firing suspects every so many steps (= window) */
@@ -95,6 +96,9 @@ struct diag_engine_stats {
     uint64_t reports;
     uint64_t reports_dropped; /* over max_reports before they were taken */
     uint64_t names_overflow;  /* phase/kernel/collective names over the DIAG_MAX_* tables */
+    uint64_t closed_through;  /* gauge: 1 + the highest step analysed (0: none yet) */
+    double last_step_p50_ns;  /* gauge: that step's time, median over its ranks */
+    double last_step_max_ns;  /* gauge: and max over its ranks */
 };
 
 struct diag_engine;

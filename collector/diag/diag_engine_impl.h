@@ -36,8 +36,7 @@ struct diag_engine {
     struct rank_info *ri;
     struct diag_coord *coords;
     uint32_t n_present;
-    uint32_t world_size; /* largest Resource.world_size: ranks [0, it) exist */
-    uint32_t world_hint; /* world size being reserved for */
+    uint32_t world_size; /* largest Resource.world_size (a hint, capped to max_ranks) */
     bool groups_dirty;
     struct diag_watermark wm; /* per-stream progress, the watermark, silence */
     uint32_t stream;          /* stream of the batch being fed (0: "") */

@@ -227,8 +227,9 @@ void diag_watermark_update(struct diag_watermark *w, uint64_t now_ns)
     uint32_t live = 0;
 
     if (grace && w->world) { /* ranks not started yet: wait for them */
+        /* ranks past cap have no room yet: none of them was seen */
         uint32_t upto = w->world < w->cap ? w->world : w->cap;
-        uint32_t unseen = upto ? upto - tree_seen_below(w, upto) : 0;
+        uint32_t unseen = (upto ? upto - tree_seen_below(w, upto) : 0) + (w->world - upto);
         live += unseen;
         mark = unseen ? 0 : mark;
     }

@@ -25,7 +25,7 @@
 
 static const char *const cf_names[CF_COUNT] = {
     "default", "steps", "ranks", "jobs",       "time",     "reports",
-    "alerts",  "names", "dedup", "report_ids", "received",
+    "alerts",  "names", "dedup", "report_ids", "received", "traces",
 };
 
 #define STORE_REOPEN_INTERVAL_NS NSEC_PER_SEC

@@ -125,6 +125,16 @@ int store_scan_jobs(struct store *s, store_scan_fn fn, void *ctx);
 int store_scan_steps(struct store *s, const char *job, int64_t rank, uint64_t from_step,
                      uint64_t to_step, store_scan_fn fn, void *ctx);
 
+/* Drill-down windows (store_traces.c): the packed TraceWindow of a report's
+ * rank, replacing an older one. 0, or -EIO/-ENOMEM with err set. */
+int store_put_trace(struct store *s, const char *report_id, uint32_t rank, const void *packed,
+                    size_t len, char *err, size_t errlen);
+
+/* The packed TraceWindows of report_id, by rank (rank < 0: all). 0, -EIO or
+ * what fn returned when negative (the scan stops). */
+int store_scan_traces(struct store *s, const char *report_id, int64_t rank, store_scan_fn fn,
+                      void *ctx);
+
 /* Resources of job (packed Resource), by rank. */
 int store_scan_ranks(struct store *s, const char *job, store_scan_fn fn, void *ctx);
 

@@ -35,6 +35,7 @@ enum {
     CF_DEDUP,
     CF_REPORT_IDS,
     CF_RECEIVED,
+    CF_TRACES, /* report id \0 rank (be32) -> packed TraceWindow (store_traces.c) */
     CF_COUNT
 };
 

@@ -13,6 +13,7 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$REPO/build/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the demo's collector is plaintext on loopback
 TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.json.gz}
 [[ -f $TRACE ]] || { echo "skip: no Kineto trace at $TRACE"; exit 0; }
 T=$(mktemp -d /tmp/argus-bench-agent.XXXXXX)
@@ -43,10 +44,10 @@ elif [[ $MODE == records ]]; then
 else
     src=(--replay.trace "$TRACE" --replay.ranks 8 --replay.rate 10)
 fi
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "" --store.dir "$T/store" \
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true --http.listen "" --store.dir "$T/store" \
     >"$T/collector.log" 2>&1 &
 col=$!
-"${ARGUS_AGENT:-$BIN/argus-agent}" --collector.address "127.0.0.1:$port" --spool.dir "$T/spool" \
+"${ARGUS_AGENT:-$BIN/argus-agent}" --collector.address "127.0.0.1:$port" --grpc.plaintext true --spool.dir "$T/spool" \
     --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" "${probes[@]}" \
     "${src[@]}" >"$T/agent.log" 2>&1 &
 agent=$!

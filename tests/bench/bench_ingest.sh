@@ -10,12 +10,13 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$REPO/build/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the bench's collector is plaintext on loopback
 T=$(mktemp -d /tmp/argus-bench.XXXXXX)
 port=$((20000 + RANDOM % 10000))
 trap 'kill -9 $col 2>/dev/null; rm -rf "$T"' EXIT
 ranks=${RANKS:-10240} steps=${STEPS:-60}
 
-"${ARGUS_COLLECTOR:-$BIN/argus-collector}" --grpc.listen "127.0.0.1:$port" --http.listen "" --store.dir "$T/store" \
+"${ARGUS_COLLECTOR:-$BIN/argus-collector}" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true --http.listen "" --store.dir "$T/store" \
     >"$T/collector.log" 2>&1 &
 col=$!
 sleep 0.5

@@ -17,6 +17,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 BIN=${ARGUS_BUILD:-$PWD/build}/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the demo's collector is plaintext on loopback
 pairs=${BENCH_PAIRS:-8} steps=${BENCH_STEPS:-80} warm=10
 [[ $pairs =~ ^[0-9]+$ ]] && ((pairs >= 6)) || { echo "BENCH_PAIRS must be 6 or more, not '$pairs'" >&2; exit 2; }
 [[ $steps =~ ^[0-9]+$ ]] && ((steps >= warm + 20)) || { echo "BENCH_STEPS must be $((warm + 20)) or more" >&2; exit 2; }
@@ -44,7 +45,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cport=$(port) aport=$(port)
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --http.listen "" --store.dir "$work/store" \
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "" --store.dir "$work/store" \
     >"$work/collector.log" 2>&1 &
 collector=$!
 
@@ -55,7 +56,7 @@ run() {
     local mode=$1 i=$2 tracked=0
     if [[ $mode == B ]]; then
         rm -rf "$work/spool"
-        "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --http.listen "127.0.0.1:$aport" \
+        "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
             --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" >>"$work/agent.log" 2>&1 &
         agent=$!
         for _ in $(seq 300); do curl -sf "127.0.0.1:$aport/healthz" >/dev/null && break; sleep 0.1; done

@@ -24,6 +24,7 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${ARGUS_BUILD:-$REPO/build}/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the demo's collector is plaintext on loopback
 T=$(mktemp -d /tmp/argus-detect.XXXXXX)
 col=
 trap '[[ -n $col ]] && { kill -9 $col; wait $col; } 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$T"' EXIT
@@ -39,7 +40,7 @@ SCENARIOS=${SCENARIOS:-healthy compute-straggler link-degraded-group masked-stra
 DELIVERY=${DELIVERY:-lockstep realistic stall5 outage30 spread5 clock2 overload2}
 port=$((21000 + RANDOM % 9000))
 hport=$((port + 1))
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "127.0.0.1:$hport" \
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true --http.listen "127.0.0.1:$hport" \
     --store.dir "$T/store" >"$T/collector.log" 2>&1 &
 col=$!
 for _ in $(seq 100); do

@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${ARGUS_BUILD:-build}/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the demo's collector is plaintext on loopback
 work=$(mktemp -d /tmp/argus-demo.XXXXXX)
 out=${ARGUS_DEMO_OUT:-$PWD/build/demo}
 mkdir -p "$out"
@@ -34,7 +35,7 @@ port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 ctl() { "$BIN/argusctl" --collector "127.0.0.1:$port" "$@"; }
 
 echo "== argus demo: collector on 127.0.0.1:$port"
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --http.listen "" \
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true --http.listen "" \
     --store.dir "$work/store" >"$work/collector.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do ctl --timeout 1s jobs >/dev/null 2>&1 && break; sleep 0.1; done

@@ -23,6 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/e2e/cgroup.sh
 BIN=${ARGUS_BUILD:-build}/bin
+export ARGUS_GRPC_PLAINTEXT=true # argusctl: the demo's collector is plaintext on loopback
 SLOW=${DEMO_RANK:-2}
 QUOTA=${DEMO_QUOTA:-auto}
 WARMUP=${DEMO_WARMUP:-40}
@@ -97,12 +98,12 @@ wait_until() {
 }
 
 echo "== argus demo on a real PyTorch job (4 ranks, CPU, gloo, DDP, no annotation)"
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --http.listen "127.0.0.1:$hport" \
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$hport" \
     --store.dir "$work/store" >"$work/collector.log" 2>&1 &
 daemons+=($!)
 wait_until 30 "the collector" ctl --timeout 1s jobs
 echo "   collector on 127.0.0.1:$cport (default settings; log $work/collector.log)"
-"$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --http.listen "127.0.0.1:$aport" \
+"$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
     --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" >"$work/agent.log" 2>&1 &
 daemons+=($!)
 wait_until 60 "the agent's /healthz" curl -sf "127.0.0.1:$aport/healthz"
@@ -153,7 +154,7 @@ reports, slow, t0 = json.load(open(sys.argv[1]))["reports"], int(sys.argv[2]), i
 def pages(s):
     return s["pages"] if "pages" in s else s["persisted"] * 40 >= 24 * max(s["window"], 1)
 for r in reports:
-    if r["created_unix_ns"] > t0 and any(s["rank"] == slow and pages(s) for s in r["suspects"]):
+    if int(r["created_unix_ns"]) > t0 and any(s["rank"] == slow and pages(s) for s in r["suspects"]):
         print(r["id"], r["created_unix_ns"])
         sys.exit(0)
 sys.exit(1)
@@ -193,15 +194,15 @@ import collections, json, sys
 reports, t0 = json.load(open(sys.argv[1]))["reports"], int(sys.argv[2])
 tally = collections.Counter()
 for r in reports:
-    if r["created_unix_ns"] > t0:
+    if int(r["created_unix_ns"]) > t0:
         for s in r["suspects"]:
             who = "job" if s["rank"] == 4294967295 else "rank %d" % s["rank"]
             page = {True: "pages", False: "finding"}.get(s.get("pages"), "persisted %d/%d" % (s["persisted"], s["window"]))
             tally[(who, s["level"], s["cause"], page)] += 1
 for (who, level, cause, page), n in sorted(tally.items()):
     print("   %-7s %-13s %-11s %-16s x%d" % (who, level.replace("LEVEL_", ""), cause.replace("CAUSE_", ""), page, n))
-print("   %d reports before, %d since" % (sum(r["created_unix_ns"] <= t0 for r in reports),
-                                          sum(r["created_unix_ns"] > t0 for r in reports)))
+print("   %d reports before, %d since" % (sum(int(r["created_unix_ns"]) <= t0 for r in reports),
+                                          sum(int(r["created_unix_ns"]) > t0 for r in reports)))
 PY
 echo
 echo "== argusctl jobs"

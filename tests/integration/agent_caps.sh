@@ -29,7 +29,7 @@ run_capped() {
     local set=$1 name=$2 port
     APORT=$(free_port)
     setpriv --inh-caps=-all,"$set" --ambient-caps=-all,"$set" --bounding-set=-all,"$set" \
-        --no-new-privs "$BIN/argus-agent" --spool.dir "$T/spool.$name" \
+        --no-new-privs "$BIN/argus-agent" --spool.dir "$T/spool.$name" --grpc.plaintext true \
         --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.address "127.0.0.1:$CPORT" \
         --cupti.socket "$T/cupti.$name.sock" --probes.enable "$probes" \
         --discovery.scan_interval 200ms --log.level info >"$T/agent.$name.log" 2>&1 &

@@ -15,7 +15,7 @@ wait_for "all records at the collector" 20 bash -c \
 "$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job rec --ranks 16 --steps 30 --verify \
     --base_time "$base" || fail "the collector does not hold exactly the recorded steps"
 head -c 1000 "$T/rec.bin" >"$T/bad.bin"
-out=$(timeout -s TERM 2 "$BIN/argus-agent" --spool.dir "$T/spool2" --http.listen "" \
+out=$(timeout -s TERM 2 "$BIN/argus-agent" --spool.dir "$T/spool2" --http.listen "" --grpc.plaintext true \
     --cupti.socket "$T/c2.sock" --probes.enable "" --replay.records "$T/bad.bin" 2>&1)
 grep -q "source records is off: .*bad.bin: bad entry at byte" <<<"$out" \
     || fail "a truncated file was not refused clearly: $out"

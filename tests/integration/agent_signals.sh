@@ -11,7 +11,12 @@ start_agent "$T/spool" --config "$T/agent.conf" --replay.trace "$TRACE" --replay
     --replay.rate 20
 printf '[log]\nlevel = debug\n[cupti]\nsample_mode = steps\nsample_k = 1\nsample_n = 4\n' >"$T/agent.conf"
 kill -HUP "$AGENT_PID"
-wait_for "reload" 5 grep -q "reloaded: log.level=debug, cupti sampling steps 1/4" "$T/agent.log"
+wait_for "reload" 5 grep -q "reloaded: every change applied" "$T/agent.log"
+for change in "log.level: 'info' -> 'debug' (applied live)" \
+    "cupti.sample_mode: 'always' -> 'steps' (applied live)" \
+    "cupti.sample_n: '1' -> '4' (applied live)"; do
+    grep -qF "$change" "$T/agent.log" || fail "reload did not log: $change"
+done
 printf '[log]\nlevel = loud\n[spool]\nfsync = sometimes\n' >"$T/agent.conf"
 kill -HUP "$AGENT_PID"
 wait_for "rejected reload" 5 grep -q "reload rejected, keeping the running config" "$T/agent.log"
@@ -28,7 +33,7 @@ grep -q "stopped" "$T/agent.log" || fail "no clean stop in the log"
 
 start_collector "$T/store"
 kill -HUP "$COLLECTOR_PID"
-wait_for "collector reload" 5 grep -q "reloaded: log.level" "$T/collector.log"
+wait_for "collector reload" 5 grep -q "reloaded: no key changed" "$T/collector.log"
 t0=$(date +%s.%N)
 kill -TERM "$COLLECTOR_PID"; wait "$COLLECTOR_PID"; rc=$?
 took=$(echo "$(date +%s.%N) - $t0" | bc)

@@ -42,7 +42,7 @@ record() {
 start_node() {
     local c=$1 i=$2 addr=${3:-127.0.0.1:$CPORT} port
     port=$(free_port)
-    "$BIN/argus-agent" --collector.address "$addr" --spool.dir "$T/$c/spool.$i" \
+    "$BIN/argus-agent" --collector.address "$addr" --grpc.plaintext true --spool.dir "$T/$c/spool.$i" \
         --http.listen "127.0.0.1:$port" --node.name "$(printf node%03d "$i")" \
         --node.agent_id "$c-node$i" --cupti.socket "$T/$c/cupti.$i.sock" --probes.enable "" \
         --replay.records "$T/$c/rec.node$i" --replay.rate $RATE >>"$T/$c/agent.$i.log" 2>&1 &

@@ -77,7 +77,7 @@ check_paths() {
 nsctl() { in_ns "$NSC" "$BIN/argusctl" --collector "$NET.1:7700" "$@"; }
 
 start_ns_collector() {
-    ip netns exec "$NSC" "$BIN/argus-collector" --grpc.listen "$NET.1:7700" --http.listen 127.0.0.1:7702 \
+    ip netns exec "$NSC" "$BIN/argus-collector" --grpc.listen "$NET.1:7700" --grpc.plaintext true --http.listen 127.0.0.1:7702 \
         --store.dir "$T/store" >>"$T/collector.log" 2>&1 &
     PIDS+=($!)
     disown $!
@@ -93,7 +93,7 @@ run_job() {
         || fail "$job: argus-sim --record: $(cat "$T/$job.truth")"
     JOB_PIDS=()
     for ((i = 0; i < NODES; i++)); do
-        ip netns exec "${P}n$i" "$BIN/argus-agent" --collector.address "$NET.1:7700" \
+        ip netns exec "${P}n$i" "$BIN/argus-agent" --collector.address "$NET.1:7700" --grpc.plaintext true \
             --spool.dir "$T/$job.spool$i" --http.listen 127.0.0.1:7701 \
             --node.name "$(printf node%03d "$i")" --node.agent_id "$job-node$i" \
             --cupti.socket "$T/$job.cupti$i.sock" --probes.enable "" \

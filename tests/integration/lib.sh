@@ -4,6 +4,9 @@ set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${ARGUS_BUILD:-$REPO/build}/bin
 T=$(mktemp -d /tmp/argus-it.XXXXXX)
+# Tests talk plaintext on loopback unless they say otherwise (tls_*.sh):
+# argusctl takes this from the environment, the daemons get the flag below.
+export ARGUS_GRPC_PLAINTEXT=true
 PIDS=()
 
 cleanup() {
@@ -38,7 +41,7 @@ wait_for() {
 start_collector() {
     local dir=$1; shift
     "$BIN/argus-collector" --grpc.listen "127.0.0.1:$CPORT" --http.listen "127.0.0.1:$HPORT" \
-        --store.dir "$dir" "$@" >>"$T/collector.log" 2>&1 &
+        --store.dir "$dir" --grpc.plaintext true "$@" >>"$T/collector.log" 2>&1 &
     COLLECTOR_PID=$!
     PIDS+=("$COLLECTOR_PID")
     wait_for "collector on :$CPORT" 10 "$BIN/argusctl" --collector "127.0.0.1:$CPORT" --timeout 1s jobs
@@ -58,7 +61,7 @@ TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.js
 # $CPORT; sets AGENT_PID.
 start_agent() {
     local dir=$1; shift
-    "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" \
+    "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" --grpc.plaintext true \
         --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.backoff_max 1s --cupti.socket "$T/cupti.sock" --probes.enable "" "$@" \
         >>"$T/agent.log" 2>&1 &
     AGENT_PID=$!

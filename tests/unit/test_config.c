@@ -37,20 +37,22 @@ static const struct config_name colors[] = {
 };
 
 static const struct config_option options[] = {
-    {"main.name", CONFIG_STRING, offsetof(struct test_config, name), "argus", 0, 0, "a name", NULL},
+    {"main.name", CONFIG_STRING, offsetof(struct test_config, name), "argus", 0, 0, "a name", NULL,
+     NULL, false},
     {"main.verbose", CONFIG_BOOL, offsetof(struct test_config, verbose), "false", 0, 0, "chatty",
-     NULL},
+     NULL, NULL, false},
     {"main.offset", CONFIG_INT, offsetof(struct test_config, offset), "-5", -100, 100, "signed",
-     NULL},
+     NULL, NULL, false},
     {"main.color", CONFIG_ENUM, offsetof(struct test_config, color), "green", 0, 0, "a color",
-     colors},
+     colors, NULL, false},
     {"pool.workers", CONFIG_UINT, offsetof(struct test_config, workers), "4", 1, 64, "threads",
-     NULL},
+     NULL, NULL, false},
     {"pool.ratio", CONFIG_DOUBLE, offsetof(struct test_config, ratio), "0.5", 0, 1, "a fraction",
-     NULL},
+     NULL, NULL, false},
     {"pool.timeout", CONFIG_DURATION, offsetof(struct test_config, timeout), "5s", 0, 3600,
-     "how long", NULL},
-    {"spool.cap", CONFIG_SIZE, offsetof(struct test_config, cap), "1GiB", 0, 0, "how much", NULL},
+     "how long", NULL, NULL, false},
+    {"spool.cap", CONFIG_SIZE, offsetof(struct test_config, cap), "1GiB", 0, 0, "how much", NULL,
+     NULL, false},
 };
 
 static const struct config_table table = {

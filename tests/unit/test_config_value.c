@@ -43,7 +43,8 @@ static const struct config_name sizes[] = {
 
 static void test_enum_value(void **state)
 {
-    const struct config_option o = {"box.size", CONFIG_ENUM, 0, "small", 0, 0, "how big", sizes};
+    const struct config_option o = {"box.size", CONFIG_ENUM, 0,     "small", 0,
+                                    0,          "how big",   sizes, NULL,    false};
     int field = 0;
     char err[128], buf[32];
 

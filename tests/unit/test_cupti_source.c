@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <cmocka.h>
@@ -24,13 +25,14 @@ struct fake {
 };
 
 static char sock_path[128];
+static uint32_t hello_pid; /* the pid hellos claim: ours, else refused (cupti_peer.h) */
 
 static int fake_connect_sealed(struct fake *f, uint32_t slots, uint32_t magic, bool seal)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct cupti_hello hello = {.magic = magic,
                                 .version = CUPTI_RING_VERSION,
-                                .pid = 4242,
+                                .pid = hello_pid,
                                 .rank = 3,
                                 .local_rank = 3,
                                 .slots = slots,
@@ -101,6 +103,7 @@ static void fake_close(struct fake *f)
 static int setup(void **state)
 {
     snprintf(sock_path, sizeof(sock_path), "/tmp/argus-cupti-src-%d.sock", (int)getpid());
+    hello_pid = (uint32_t)getpid();
     return 0;
 }
 
@@ -139,7 +142,7 @@ static void test_names_kernels_and_drops(void **state)
     assert_int_equal(h->k[0].stream, 7);
     assert_int_equal(h->k[0].corr, 11);
     assert_int_equal(h->k[0].kind, AGENT_KERNEL_COMPUTE);
-    assert_int_equal(h->pid0, getpid()); /* SO_PEERCRED, not the hello's 4242 */
+    assert_int_equal(h->pid0, getpid()); /* SO_PEERCRED */
     assert_int_equal(h->k[1].kind, AGENT_KERNEL_MEMCPY);
     assert_int_equal(h->drops[CUPTI_DROP_RING_FULL], 5);
     atomic_store(&f.ring->drops[CUPTI_DROP_RING_FULL], 8); /* cumulative: +3 */
@@ -291,6 +294,43 @@ static void test_bad_hello_and_sampling_control(void **state)
     free(h);
 }
 
+/* The socket is the agent's and its group's only, and a hello that claims
+ * to be another process (pid 1) is refused and counted. */
+static void test_socket_mode_and_peer(void **state)
+{
+    struct h_sink *h = calloc(1, sizeof(*h));
+    void *src = h_source(h, sock_path);
+    struct source_cupti_stats st;
+    struct stat sb;
+    struct fake liar, good;
+    char buf[1024];
+
+    assert_non_null(src);
+    assert_int_equal(stat(sock_path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0660);
+    assert_int_equal(sb.st_gid, getegid());
+    hello_pid = 1;
+    assert_int_equal(fake_connect(&liar, 256, CUPTI_RING_MAGIC), 0);
+    h_pump(src, 20000000);
+    source_cupti_get_stats(src, &st);
+    assert_int_equal(st.bad_peers, 1);
+    assert_int_equal(st.bad_hellos, 1);
+    assert_int_equal(st.connected, 0);
+    hello_pid = (uint32_t)getpid();
+    assert_int_equal(fake_connect(&good, 256, CUPTI_RING_MAGIC), 0);
+    h_pump(src, 20000000);
+    source_cupti_get_stats(src, &st);
+    assert_int_equal(st.connected, 1);
+    size_t n = source_cupti_ops.metrics(src, buf, sizeof(buf) - 1);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "argus_cupti_rejected_peers_total 1"));
+    fake_close(&liar);
+    fake_close(&good);
+    source_cupti_ops.destroy(src);
+    h_sink_free(h);
+    free(h);
+}
+
 static void test_metrics(void **state)
 {
     struct h_sink *h = calloc(1, sizeof(*h));
@@ -315,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup(test_names_kernels_and_drops, setup),
         cmocka_unit_test_setup(test_phase_projection, setup),
         cmocka_unit_test_setup(test_bad_hello_and_sampling_control, setup),
+        cmocka_unit_test_setup(test_socket_mode_and_peer, setup),
         cmocka_unit_test_setup(test_metrics, setup),
     };
     signal(SIGPIPE, SIG_IGN);

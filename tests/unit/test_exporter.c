@@ -41,7 +41,7 @@ struct fixture {
     size_t nacks;
 };
 
-static void *col_open(void *ctx, const char *peer)
+static void *col_open(void *ctx, const struct transport_peer *peer, struct transport_reply *reply)
 {
     return ctx;
 }

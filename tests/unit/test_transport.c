@@ -21,7 +21,7 @@ struct stream_state {
 
 static int open_streams;
 
-static void *echo_open(void *ctx, const char *peer)
+static void *echo_open(void *ctx, const struct transport_peer *peer, struct transport_reply *reply)
 {
     open_streams++;
     return calloc(1, sizeof(struct stream_state));
@@ -52,7 +52,8 @@ static void echo_close(void *stream)
 
 static const struct transport_stream_ops echo_ops = {echo_open, echo_message, echo_close};
 
-static void upper_unary(void *ctx, const void *data, size_t len, struct transport_reply *reply)
+static void upper_unary(void *ctx, const struct transport_peer *peer, const void *data, size_t len,
+                        struct transport_reply *reply)
 {
     if (len == 0) {
         reply->status = TRANSPORT_NOT_FOUND;

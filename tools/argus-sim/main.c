@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/config_man.h"
 #include "common/log.h"
 #include "tools/argus-sim/record.h"
 #include "tools/argus-sim/scenario.h"
@@ -15,13 +16,9 @@
 #include "tools/argus-sim/sim_plan.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
-    {                                                                                              \
-        key, type, offsetof(struct sim_config, field), def, lo, hi, help, NULL                     \
-    }
+    CONFIG_OPTION(struct sim_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 #define OPT_ENUM(key, field, def, names, help)                                                     \
-    {                                                                                              \
-        key, CONFIG_ENUM, offsetof(struct sim_config, field), def, 0, 0, help, names               \
-    }
+    CONFIG_OPTION(struct sim_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL, false)
 
 static const struct config_name sim_delivery_names[] = {
     {"lockstep", DELIVERY_LOCKSTEP},
@@ -167,9 +164,11 @@ int main(int argc, char **argv)
         config_free(&sim_table, &c);
         return 2;
     }
-    if (res.help || res.print) {
+    if (res.help || res.print || res.man) {
         if (res.help)
             config_usage(&sim_table, stdout);
+        else if (res.man)
+            config_man(&sim_table, stdout);
         else
             config_print(&sim_table, &c, stdout);
         config_free(&sim_table, &c);

@@ -1,28 +1,34 @@
 /* argusctl: query an argus collector. Human tables by default, --json for
  * scripts. Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable,
- * 4 other errors reported by the collector. */
+ * 4 other errors reported by the collector. The collector's address:
+ * tools/argusctl/collector_address.h. A command is one line of
+ * ctl_commands (its --help and man page lines come from there). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/argusctl/heatmap.h"
+#include "tools/argusctl/channel.h"
+#include "tools/argusctl/collector_address.h"
+#include "tools/argusctl/ctl_exit.h"
+#include "tools/argusctl/follow.h"
+#include "tools/argusctl/compare.h"
+#include "tools/argusctl/import.h"
 #include "tools/argusctl/stragglers.h"
+#include "tools/argusctl/trace.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/config_man.h"
+#include "common/heatmap.h"
+#include "common/heatmap_svg.h"
 #include "common/pbjson.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
+#include "common/tls.h"
 #include "proto/argus.pb-c.h"
 
-enum ctl_exit {
-    CTL_OK = 0,
-    CTL_NOT_FOUND = 1,
-    CTL_USAGE = 2,
-    CTL_UNREACHABLE = 3,
-    CTL_ERROR = 4,
-};
+#define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
 
 struct ctl_config {
     char *collector;
@@ -36,16 +42,31 @@ struct ctl_config {
     uint64_t limit;
     char *output;
     char *metric;
+    bool plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
+    bool follow;
+    uint64_t poll;
+    char *cause;
+    char *node;
+    char *since;
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
-    {                                                                                              \
-        key, type, offsetof(struct ctl_config, field), def, lo, hi, help, NULL                     \
-    }
+    CONFIG_OPTION(struct ctl_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 
 static const struct config_option ctl_options[] = {
-    CTL_OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0,
-            "collector gRPC address HOST:PORT"),
+    CTL_OPT("collector", CONFIG_STRING, collector, "", 0, 0,
+            "collector gRPC address HOST:PORT (else $ARGUSCTL_COLLECTOR, else 'collector = "
+            "HOST:PORT' in ~/.config/argus/argusctl.conf or /etc/argus/argusctl.conf, else "
+            "127.0.0.1:7700)"),
+    CTL_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
+            "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
+    CTL_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0,
+            "CA of the collector's certificate (PEM; env ARGUS_TLS_CA)"),
+    CTL_OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
+            "our certificate, OU=query (PEM; env ARGUS_TLS_CERT)"),
+    CTL_OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0,
+            "its private key (PEM; env ARGUS_TLS_KEY)"),
     CTL_OPT("json", CONFIG_BOOL, json, "false", 0, 0, "print JSON instead of tables"),
     CTL_OPT("all", CONFIG_BOOL, all, "false", 0, 0,
             "stragglers: every report, findings that page nobody too (--json: always all)"),
@@ -58,22 +79,29 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("output", CONFIG_STRING, output, "heatmap.svg", 0, 0,
             "file the heatmap is written to (-o)"),
     CTL_OPT("metric", CONFIG_STRING, metric, "compute", 0, 0,
-            "heatmap cell value: compute (phases outside collectives) or step (step time)"),
+            "heatmap cell value: compute (step time less time inside collectives) or step"),
+    CTL_OPT("follow", CONFIG_BOOL, follow, "false", 0, 0,
+            "stragglers: print new reports as they arrive until interrupted (--json: one "
+            "object per line)"),
+    CTL_OPT("poll", CONFIG_DURATION, poll, "1s", 0.01, 3600,
+            "stragglers --follow: how often to ask the collector"),
+    CTL_OPT("cause", CONFIG_STRING, cause, "", 0, 0,
+            "stragglers: only suspects of these causes (comma-separated: compute, link, host, "
+            "data_skew, silent, job_regression, unknown)"),
+    CTL_OPT("node", CONFIG_STRING, node, "", 0, 0, "stragglers: only suspects on this node"),
+    CTL_OPT("since", CONFIG_STRING, since, "", 0, 0,
+            "stragglers: only reports created since then: a duration back from now (10m, 2h) "
+            "or an RFC 3339 time (2026-12-03T12:00:00Z)"),
 };
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
     .summary = "query an argus collector",
-    .usage =
-        "Usage: argusctl [OPTIONS] COMMAND\n"
-        "Commands:\n"
-        "  jobs                              jobs the collector knows\n"
-        "  steps --job J [--rank R] [--from S --to S]   step records\n"
-        "  ranks --job J                     ranks of a job and where they run\n"
-        "  stragglers --job J [--all]        reports that page (--all: findings too)\n"
-        "  report ID                         one report\n"
-        "  heatmap --job J [-o FILE.svg] [--from S --to S]   rank x step heatmap of step time\n"
-        "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
+    .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
+             "Also import-kineto FILE... --job J [--rank R] and compare --job A --job B | --job A "
+             "--steps X-Y\n"
+             "--vs-steps Z-W [--json], each with its own flags (argusctl import-kineto --help).\n"
+             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
     .positional = true,
@@ -81,6 +109,10 @@ static const struct config_table ctl_table = {
 
 struct ctl {
     struct ctl_config cfg;
+    struct collector_address addr;
+    struct stragglers_filter filter;
+    uint64_t since_ns; /* --since, 0: none */
+    bool quiet;        /* ctl_call says nothing (--follow while it waits) */
     struct rpc_channel *ch;
 };
 
@@ -92,9 +124,16 @@ static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *r
     int status, r = rpc_call(c->ch, method, req, type, c->cfg.timeout / NSEC_PER_MSEC, resp,
                              &status, msg, sizeof(msg));
 
+    if (c->quiet && (r < 0 || status != RPC_OK))
+        return r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED
+                   ? CTL_UNREACHABLE
+               : status == RPC_NOT_FOUND ? CTL_NOT_FOUND
+                                         : CTL_ERROR;
     if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
-        fprintf(stderr, "argusctl: collector %s unreachable: %s\n", c->cfg.collector,
-                msg[0] ? msg : "timed out");
+        fprintf(stderr, "argusctl: collector %s (from %s) unreachable: %s\n", c->addr.address,
+                c->addr.source, msg[0] ? msg : "timed out");
+        if (c->addr.fallback)
+            fprintf(stderr, "argusctl: %s\n", collector_address_hint());
         return CTL_UNREACHABLE;
     }
     if (r < 0 || status != RPC_OK) {
@@ -112,6 +151,16 @@ static void ctl_print_json(const ProtobufCMessage *m, pbjson_resolve_fn resolve,
 
     puts(json_object_to_json_string_ext(o,
                                         JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
+/* m as one line of JSON (for --follow --json). */
+static void ctl_print_json_line(const ProtobufCMessage *m)
+{
+    struct json_object *o = pbjson_from_message(m, NULL, NULL);
+
+    puts(
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
 }
 
@@ -246,18 +295,71 @@ static int ctl_ranks(struct ctl *c, const char *arg)
                     ctl_ranks_table, NULL);
 }
 
-static void ctl_stragglers_table(struct ctl *c, const ProtobufCMessage *m)
+/* One Stragglers call for reports created since from_ns: *raw is the reply
+ * (protobuf-c frees it), *view its filtered view (stragglers_view_free). */
+static int ctl_stragglers_get(struct ctl *c, uint64_t from_ns, Argus__V1__StragglersResponse **raw,
+                              Argus__V1__StragglersResponse **view)
 {
-    stragglers_print(stdout, (const Argus__V1__StragglersResponse *)m, c->cfg.all, c->cfg.job);
+    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    int r;
+
+    req.job = c->cfg.job;
+    req.from_unix_ns = from_ns;
+    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
+                 (ProtobufCMessage **)raw);
+    if (r)
+        return r;
+    *view = stragglers_view(*raw, &c->filter);
+    if (!*view) {
+        argus__v1__stragglers_response__free_unpacked(*raw, NULL);
+        fprintf(stderr, "argusctl: out of memory\n");
+        return CTL_ERROR;
+    }
+    return CTL_OK;
 }
+
+/* follow_ops of stragglers --follow. */
+static int ctl_follow_fetch(void *ctx, uint64_t from_ns, Argus__V1__StragglersResponse **raw,
+                            Argus__V1__StragglersResponse **view)
+{
+    return ctl_stragglers_get(ctx, from_ns, raw, view);
+}
+
+static void ctl_follow_report(void *ctx, const Argus__V1__Report *rep)
+{
+    struct ctl *c = ctx;
+
+    if (c->cfg.json)
+        ctl_print_json_line(&rep->base);
+    else if (c->cfg.all || rep->pages)
+        stragglers_print_report(stdout, rep, c->cfg.all);
+}
+
+static void ctl_follow_quiet(void *ctx, bool quiet)
+{
+    ((struct ctl *)ctx)->quiet = quiet;
+}
+
+static const struct follow_ops ctl_follow_ops = {ctl_follow_fetch, ctl_follow_report,
+                                                 ctl_follow_quiet};
 
 static int ctl_stragglers(struct ctl *c, const char *arg)
 {
-    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    Argus__V1__StragglersResponse *raw, *view;
+    int r;
 
-    req.job = c->cfg.job;
-    return ctl_show(c, RPC_QUERY_STRAGGLERS, &req.base, &argus__v1__stragglers_response__descriptor,
-                    ctl_stragglers_table, NULL);
+    if (c->cfg.follow)
+        return follow_run(&ctl_follow_ops, c, c->since_ns, c->cfg.poll);
+    r = ctl_stragglers_get(c, c->since_ns, &raw, &view);
+    if (r)
+        return r;
+    if (c->cfg.json)
+        ctl_print_json(&view->base, NULL, NULL);
+    else
+        stragglers_print(stdout, view, c->cfg.all, c->cfg.job);
+    stragglers_view_free(view);
+    argus__v1__stragglers_response__free_unpacked(raw, NULL);
+    return CTL_OK;
 }
 
 /* The report alone, not its response wrapper, in both forms. */
@@ -278,6 +380,24 @@ static int ctl_report(struct ctl *c, const char *id)
         stragglers_print_report(stdout, resp->report, true);
     argus__v1__report_response__free_unpacked(resp, NULL);
     return CTL_OK;
+}
+
+/* The report's drill-down windows as Chrome-trace JSON (-o FILE, --rank R). */
+static int ctl_trace(struct ctl *c, const char *id)
+{
+    Argus__V1__TraceRequest req = ARGUS__V1__TRACE_REQUEST__INIT;
+    Argus__V1__TraceResponse *resp;
+    int r;
+
+    req.report_id = (char *)id;
+    req.rank = c->cfg.rank;
+    r = ctl_call(c, RPC_QUERY_TRACE, &req.base, &argus__v1__trace_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    r = trace_write(resp, id, c->cfg.output) < 0 ? CTL_USAGE : CTL_OK;
+    argus__v1__trace_response__free_unpacked(resp, NULL);
+    return r;
 }
 
 /* The job's JobInfo (world size, last step), or an exit code. */
@@ -305,59 +425,82 @@ static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
     return r;
 }
 
-/* A phase named like a collective (its time is mostly waiting for others). */
-static bool ctl_is_collective(const char *name)
+/* Nodes and peer groups (ranks) and the suspects that page (stragglers). */
+static int ctl_heatmap_context(struct ctl *c, struct heatmap *h)
 {
-    static const char *const words[] = {
-        "allreduce",     "all_reduce", "allgather",  "all_gather", "reduce_scatter",
-        "reducescatter", "alltoall",   "all_to_all", "nccl",       "broadcast",
-        "send",          "recv",       "barrier",    "comm"};
+    Argus__V1__RanksRequest rq = ARGUS__V1__RANKS_REQUEST__INIT;
+    Argus__V1__StragglersRequest sq = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    Argus__V1__RanksResponse *ranks;
+    Argus__V1__StragglersResponse *reps;
+    int r;
 
-    for (size_t i = 0; name && i < sizeof(words) / sizeof(words[0]); i++)
-        if (strcasestr(name, words[i]))
-            return true;
-    return false;
+    rq.job = sq.job = c->cfg.job;
+    r = ctl_call(c, RPC_QUERY_RANKS, &rq.base, &argus__v1__ranks_response__descriptor,
+                 (ProtobufCMessage **)&ranks);
+    if (r)
+        return r;
+    for (size_t i = 0; i < ranks->n_ranks; i++)
+        heatmap_add_resource(h, ranks->ranks[i]);
+    argus__v1__ranks_response__free_unpacked(ranks, NULL);
+    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &sq.base, &argus__v1__stragglers_response__descriptor,
+                 (ProtobufCMessage **)&reps);
+    if (r)
+        return r;
+    for (size_t i = 0; i < reps->n_reports; i++)
+        heatmap_add_report(h, reps->reports[i]);
+    argus__v1__stragglers_response__free_unpacked(reps, NULL);
+    return CTL_OK;
 }
 
-/* The cell value of one record: its compute time (phases that are not
- * collectives), or its step time when asked or when it has no phases. */
-static uint64_t ctl_cell(struct ctl *c, const Argus__V1__StepsResponse *resp,
-                         const Argus__V1__StepRecord *s)
-{
-    uint64_t compute = 0;
-
-    if (strcmp(c->cfg.metric, "step") == 0 || s->n_phases == 0)
-        return s->duration_ns;
-    for (size_t p = 0; p < s->n_phases; p++)
-        if (!ctl_is_collective(ctl_resolve((void *)resp, s->phases[p]->name_id)))
-            compute += s->phases[p]->duration_ns;
-    return compute ? compute : s->duration_ns;
-}
-
-/* Fill h with steps [from, to] of every rank, a page of steps at a time. */
+/* Fill h with the cells of steps [from, to], computed by the collector
+ * (Heatmap), about CTL_HEATMAP_CELLS a call. */
 static int ctl_heatmap_fill(struct ctl *c, struct heatmap *h, uint32_t world, uint64_t from,
                             uint64_t to)
 {
-    uint64_t per = 50000 / (world ? world : 1);
+    uint64_t per = CTL_HEATMAP_CELLS / (world ? world : 1);
 
-    if (per == 0)
-        per = 1;
-    for (uint64_t lo = from; lo <= to; lo += per) {
-        Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
-        Argus__V1__StepsResponse *resp;
+    per = per ? per : 1;
+    for (uint64_t lo = from; lo <= to;) {
+        Argus__V1__HeatmapRequest req = ARGUS__V1__HEATMAP_REQUEST__INIT;
+        Argus__V1__HeatmapResponse *resp;
         req.job = c->cfg.job;
-        req.rank = -1;
         req.from_step = lo;
-        req.to_step = lo + per - 1 < to ? lo + per - 1 : to;
-        req.limit = 100000;
-        int r = ctl_call(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
+        req.to_step = to - lo >= per ? lo + per - 1 : to;
+        req.step_time = strcmp(c->cfg.metric, "step") == 0;
+        int r = ctl_call(c, RPC_QUERY_HEATMAP, &req.base, &argus__v1__heatmap_response__descriptor,
                          (ProtobufCMessage **)&resp);
         if (r)
             return r;
-        for (size_t i = 0; i < resp->n_steps; i++)
-            heatmap_set(h, resp->steps[i]->rank, resp->steps[i]->step,
-                        ctl_cell(c, resp, resp->steps[i]));
-        argus__v1__steps_response__free_unpacked(resp, NULL);
+        size_t n = resp->n_ranks < resp->n_steps ? resp->n_ranks : resp->n_steps;
+        n = n < resp->n_values_ns ? n : resp->n_values_ns;
+        for (size_t i = 0; i < n; i++)
+            heatmap_set(h, resp->ranks[i], resp->steps[i], resp->values_ns[i]);
+        /* truncated: again from the last step it reached (cells are set, not added) */
+        uint64_t next =
+            resp->truncated && n && resp->steps[n - 1] > lo ? resp->steps[n - 1] : req.to_step + 1;
+        argus__v1__heatmap_response__free_unpacked(resp, NULL);
+        if (next <= lo)
+            break; /* to_step was UINT64_MAX */
+        lo = next;
+    }
+    return CTL_OK;
+}
+
+/* The SVG into --output. */
+static int ctl_heatmap_write(struct ctl *c, const struct heatmap *h, const char *title)
+{
+    struct heatmap_svg_options so = {.title = title, .max_rows = 256, .max_cols = 400};
+    FILE *f = fopen(c->cfg.output, "we");
+    int w;
+
+    if (!f) {
+        fprintf(stderr, "argusctl: %s: %s\n", c->cfg.output, strerror(errno));
+        return CTL_ERROR;
+    }
+    w = heatmap_write_svg(h, &so, f);
+    if (fclose(f) != 0 || w < 0) {
+        fprintf(stderr, "argusctl: writing %s failed\n", c->cfg.output);
+        return CTL_ERROR;
     }
     return CTL_OK;
 }
@@ -387,84 +530,146 @@ static int ctl_heatmap(struct ctl *c, const char *arg)
                 (unsigned long long)(to - from + 1));
         return CTL_USAGE;
     }
-    r = ctl_heatmap_fill(c, h, world, from, to);
-    FILE *f = r ? NULL : fopen(c->cfg.output, "we");
-    if (!r && !f) {
-        fprintf(stderr, "argusctl: %s: %s\n", c->cfg.output, strerror(errno));
+    r = ctl_heatmap_context(c, h);
+    if (!r)
+        r = ctl_heatmap_fill(c, h, world, from, to);
+    if (!r && heatmap_finish(h) < 0)
         r = CTL_ERROR;
-    }
     snprintf(title, sizeof(title), "job %s: %s time of %u ranks, steps %llu-%llu", c->cfg.job,
-             c->cfg.metric, world, (unsigned long long)from, (unsigned long long)to);
-    if (f && (heatmap_write_svg(h, title, 512, 400, f) < 0 || fclose(f) != 0)) {
-        fprintf(stderr, "argusctl: writing %s failed\n", c->cfg.output);
-        r = CTL_ERROR;
-    } else if (f) {
+             strcmp(c->cfg.metric, "step") == 0 ? "step" : "own", world, (unsigned long long)from,
+             (unsigned long long)to);
+    if (!r)
+        r = ctl_heatmap_write(c, h, title);
+    if (!r)
         printf("heatmap of job %s (%u ranks x %llu steps) written to %s\n", c->cfg.job, world,
                (unsigned long long)(to - from + 1), c->cfg.output);
-    }
     heatmap_free(h);
     return r;
 }
 
-static const struct {
-    const char *name;
+/* The commands: one line each. --help and --man list them from here. */
+static const struct ctl_command {
+    struct config_command doc; /* name, arguments, one line of help */
     int (*run)(struct ctl *c, const char *arg);
     bool needs_job; /* --job J */
     bool takes_arg; /* one positional argument (report ID) */
 } ctl_commands[] = {
-    {"jobs", ctl_jobs, false, false},    {"steps", ctl_steps, true, false},
-    {"ranks", ctl_ranks, true, false},   {"stragglers", ctl_stragglers, true, false},
-    {"report", ctl_report, false, true}, {"heatmap", ctl_heatmap, true, false},
+    {{"jobs", NULL, "jobs the collector knows"}, ctl_jobs, false, false},
+    {{"steps", "--job J [--rank R] [--from S --to S]", "step records"}, ctl_steps, true, false},
+    {{"ranks", "--job J", "ranks of a job and where they run"}, ctl_ranks, true, false},
+    {{"stragglers", "--job J [--all] [--follow] [--cause C] [--node N] [--since T]",
+      "reports that page (--all: findings too), new ones as they arrive with --follow"},
+     ctl_stragglers,
+     true,
+     false},
+    {{"report", "ID", "one report"}, ctl_report, false, true},
+    {{"heatmap", "--job J [-o FILE.svg] [--from S --to S]",
+      "rank x step heatmap of own time vs peers"},
+     ctl_heatmap,
+     true,
+     false},
+    {{"trace", "ID [--rank R] [-o FILE]", "a report's captured spans as Perfetto JSON"},
+     ctl_trace,
+     false,
+     true},
 };
+
+#define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
 {
-    for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
-        if (strcmp(argv[0], ctl_commands[i].name) != 0)
+    for (size_t i = 0; i < CTL_NCOMMANDS; i++) {
+        const struct ctl_command *cmd = &ctl_commands[i];
+        if (strcmp(argv[0], cmd->doc.name) != 0)
             continue;
-        if (ctl_commands[i].takes_arg && argc != 2) {
-            fprintf(stderr, "argusctl: usage: argusctl %s ID\n", argv[0]);
+        if (cmd->takes_arg && argc != 2) {
+            fprintf(stderr, "argusctl: usage: argusctl %s %s\n", argv[0], cmd->doc.args);
             return CTL_USAGE;
         }
-        if (!ctl_commands[i].takes_arg && argc != 1) {
+        if (!cmd->takes_arg && argc != 1) {
             fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
             return CTL_USAGE;
         }
-        if (ctl_commands[i].needs_job && !*c->cfg.job) {
+        if (cmd->needs_job && !*c->cfg.job) {
             fprintf(stderr, "argusctl: %s needs --job J\n", argv[0]);
             return CTL_USAGE;
         }
-        return ctl_commands[i].run(c, argc > 1 ? argv[1] : NULL);
+        return cmd->run(c, argc > 1 ? argv[1] : NULL);
     }
     fprintf(stderr, "argusctl: unknown command '%s' (see --help)\n", argv[0]);
     return CTL_USAGE;
 }
 
+/* The filters (--cause, --node, --since) and the collector's address.
+ * Returns 0 or CTL_USAGE after saying what is wrong. */
+static int ctl_prepare(struct ctl *c)
+{
+    char err[512];
+
+    if (stragglers_parse_causes(c->cfg.cause, &c->filter, err, sizeof(err)) < 0) {
+        fprintf(stderr, "argusctl: %s\n", err);
+        return CTL_USAGE;
+    }
+    c->filter.node = c->cfg.node;
+    if (*c->cfg.since && stragglers_parse_since(c->cfg.since, clock_real_ns(), &c->since_ns) < 0) {
+        fprintf(stderr,
+                "argusctl: --since: '%s' is neither a duration (10m, 2h, 7d) nor an RFC 3339 "
+                "time (2026-12-03T12:00:00Z)\n",
+                c->cfg.since);
+        return CTL_USAGE;
+    }
+    return ctl_address(c->cfg.collector, &c->addr) < 0 ? CTL_USAGE : 0;
+}
+
+/* --help, --man, --print-config, or no command: print and return the exit
+ * code; -1 when there is a command to run. */
+static int ctl_meta(const struct config_table *t, struct ctl *c, const struct config_result *res)
+{
+    if (res->man)
+        config_man(t, stdout);
+    else if (res->print)
+        config_print(t, &c->cfg, stdout);
+    else if (res->check && ctl_prepare(c) != 0)
+        return CTL_USAGE;
+    else if (res->check)
+        printf("ok: collector %s (from %s)\n", c->addr.address, c->addr.source);
+    else if (res->help || res->npositional == 0)
+        config_usage(t, res->help ? stdout : stderr);
+    else
+        return -1;
+    return res->help || res->print || res->man || res->check ? CTL_OK : CTL_USAGE;
+}
+
 int main(int argc, char **argv)
 {
+    struct config_command docs[CTL_NCOMMANDS];
+    struct config_table table = ctl_table;
     struct ctl c = {0};
     struct config_result res;
     int r;
 
+    for (int i = 1; i < argc; i++) /* commands with their own flags */
+        if (!strcmp(argv[i], "import-kineto") || !strcmp(argv[i], "compare"))
+            return (argv[i][0] == 'i' ? import_kineto_main : compare_main)(argc, argv);
+    for (size_t i = 0; i < CTL_NCOMMANDS; i++)
+        docs[i] = ctl_commands[i].doc;
+    table.commands = docs;
+    table.ncommands = CTL_NCOMMANDS;
     for (int i = 1; i < argc; i++) /* -o FILE is --output FILE */
         if (strcmp(argv[i], "-o") == 0)
             argv[i] = "--output";
-    if (config_load(&ctl_table, &c.cfg, argc, argv, &res) < 0) {
-        fprintf(stderr, "argusctl: %s\n", res.error);
-        config_free(&ctl_table, &c.cfg);
+    if (config_load(&table, &c.cfg, argc, argv, &res) < 0) {
+        fprintf(stderr, "argusctl: %s\n", config_errors_oneline(&res));
+        config_free(&table, &c.cfg);
         return CTL_USAGE;
     }
-    if (res.help || res.print || res.npositional == 0) {
-        if (res.print)
-            config_print(&ctl_table, &c.cfg, stdout);
-        else
-            config_usage(&ctl_table, res.help ? stdout : stderr);
-        config_free(&ctl_table, &c.cfg);
-        return res.help || res.print ? CTL_OK : CTL_USAGE;
+    r = ctl_meta(&table, &c, &res);
+    if (r < 0 && (r = ctl_prepare(&c)) == 0) {
+        c.ch = ctl_channel_open(c.addr.address, &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca,
+                                                                  c.cfg.tls_cert, c.cfg.tls_key});
+        r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_USAGE;
     }
-    c.ch = rpc_channel_new(c.cfg.collector, NULL);
-    r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_ERROR;
     rpc_channel_free(c.ch);
-    config_free(&ctl_table, &c.cfg);
+    config_free(&table, &c.cfg);
     return r;
 }

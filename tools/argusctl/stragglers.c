@@ -1,10 +1,15 @@
 /* Straggler reports as text: see stragglers.h. */
 #include "tools/argusctl/stragglers.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "common/clock.h"
+#include "common/config_value.h"
 
 /* Enum value name without its prefix ("CAUSE_HOST" -> "HOST"). */
 static const char *enum_name(const ProtobufCEnumDescriptor *d, int v, size_t skip)
@@ -66,4 +71,169 @@ size_t stragglers_print(FILE *out, const Argus__V1__StragglersResponse *resp, bo
     else if (!shown)
         fprintf(out, "no straggler reports for job %s\n", job);
     return shown;
+}
+
+int stragglers_parse_causes(const char *list, struct stragglers_filter *f, char *err, size_t errlen)
+{
+    const ProtobufCEnumDescriptor *d = &argus__v1__cause__descriptor;
+
+    f->causes = 0;
+    for (const char *p = list ? list : ""; *p;) {
+        size_t len = strcspn(p, ",");
+        const char *name = p;
+        if (len > 6 && strncasecmp(name, "CAUSE_", 6) == 0) {
+            name += 6;
+            len -= 6;
+        }
+        unsigned i = 0;
+        while (i < d->n_values && !(strlen(d->values[i].name + 6) == len &&
+                                    strncasecmp(d->values[i].name + 6, name, len) == 0))
+            i++;
+        if (i == d->n_values) {
+            char allowed[256] = "";
+            for (unsigned k = 0; k < d->n_values; k++)
+                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s",
+                         k ? ", " : "", d->values[k].name + 6);
+            snprintf(err, errlen, "--cause: unknown cause '%.*s' (one of: %s)", (int)len, name,
+                     allowed);
+            return -EINVAL;
+        }
+        f->causes |= 1u << d->values[i].value;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* "+HH:MM", "-HH:MM" or "Z" at s into *seconds east of UTC. */
+static int parse_zone(const char *s, long *seconds)
+{
+    int hh, mm, n = 0;
+
+    if ((s[0] == 'Z' || s[0] == 'z') && !s[1]) {
+        *seconds = 0;
+        return 0;
+    }
+    if ((s[0] != '+' && s[0] != '-') || sscanf(s + 1, "%2d:%2d%n", &hh, &mm, &n) != 2 || s[1 + n] ||
+        hh > 23 || mm > 59)
+        return -EINVAL;
+    *seconds = (s[0] == '-' ? -1 : 1) * (hh * 3600L + mm * 60L);
+    return 0;
+}
+
+static int parse_rfc3339(const char *text, uint64_t *unix_ns)
+{
+    struct tm tm = {0};
+    const char *p = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    uint64_t frac = 0, scale = 1000000000ULL;
+    long zone;
+
+    if (!p)
+        p = strptime(text, "%Y-%m-%d %H:%M:%S", &tm);
+    if (!p)
+        return -EINVAL;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (scale > 1) {
+                scale /= 10;
+                frac += (uint64_t)(*p - '0') * scale;
+            }
+    }
+    if (parse_zone(p, &zone) < 0)
+        return -EINVAL;
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1 || t - zone < 0)
+        return -EINVAL;
+    *unix_ns = (uint64_t)(t - zone) * NSEC_PER_SEC + frac;
+    return 0;
+}
+
+int stragglers_parse_since(const char *text, uint64_t now_ns, uint64_t *unix_ns)
+{
+    uint64_t ago;
+
+    if (config_parse_duration(text, &ago) == 0) {
+        *unix_ns = ago < now_ns ? now_ns - ago : 0;
+        return 0;
+    }
+    return parse_rfc3339(text, unix_ns);
+}
+
+bool stragglers_filter_empty(const struct stragglers_filter *f)
+{
+    return f->causes == 0 && (!f->node || !*f->node);
+}
+
+static bool filter_keeps(const struct stragglers_filter *f, const Argus__V1__Suspect *s)
+{
+    if (f->causes && (s->cause < 0 || s->cause > 31 || !(f->causes & (1u << s->cause))))
+        return false;
+    return !f->node || !*f->node || strcmp(f->node, s->node ? s->node : "") == 0;
+}
+
+/* One report of the view: a copy of rep's fields with its own list of the
+ * suspects f keeps. Returns false when none is kept or on failure (*ok). */
+static bool view_report(const Argus__V1__Report *rep, const struct stragglers_filter *f,
+                        Argus__V1__Report *copy, bool *ok)
+{
+    *copy = *rep;
+    copy->n_suspects = 0;
+    copy->pages = false;
+    copy->suspects = calloc(rep->n_suspects ? rep->n_suspects : 1, sizeof(*copy->suspects));
+    if (!copy->suspects) {
+        *ok = false;
+        return false;
+    }
+    for (size_t i = 0; i < rep->n_suspects; i++) {
+        if (!filter_keeps(f, rep->suspects[i]))
+            continue;
+        copy->suspects[copy->n_suspects++] = rep->suspects[i];
+        copy->pages = copy->pages || rep->suspects[i]->pages;
+    }
+    if (copy->n_suspects == 0)
+        free(copy->suspects);
+    return copy->n_suspects > 0;
+}
+
+Argus__V1__StragglersResponse *stragglers_view(const Argus__V1__StragglersResponse *resp,
+                                               const struct stragglers_filter *f)
+{
+    Argus__V1__StragglersResponse *v = calloc(1, sizeof(*v));
+    size_t n = resp->n_reports ? resp->n_reports : 1;
+    bool ok = true;
+
+    if (!v)
+        return NULL;
+    argus__v1__stragglers_response__init(v);
+    v->reports = calloc(n, sizeof(*v->reports));
+    Argus__V1__Report *copies = calloc(n, sizeof(*copies));
+    if (!v->reports || !copies) {
+        free(copies);
+        stragglers_view_free(v);
+        return NULL;
+    }
+    for (size_t i = 0; i < resp->n_reports && ok; i++) {
+        if (view_report(resp->reports[i], f, &copies[v->n_reports], &ok)) {
+            v->reports[v->n_reports] = &copies[v->n_reports];
+            v->n_reports++;
+        }
+    }
+    if (v->n_reports == 0)
+        free(copies); /* else the first report owns the block */
+    if (!ok) {
+        stragglers_view_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+void stragglers_view_free(Argus__V1__StragglersResponse *view)
+{
+    if (!view)
+        return;
+    for (size_t i = 0; i < view->n_reports; i++)
+        free(view->reports[i]->suspects);
+    if (view->n_reports)
+        free(view->reports[0]); /* the block of copies */
+    free(view->reports);
+    free(view);
 }

@@ -1,0 +1,340 @@
+#include "agent/spans/spans.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/spans/spanring.h"
+
+#define SPANS_MAX_RINGS 256 /* processes with a ring; more are not kept */
+#define SPANS_RECENT 64     /* answered requests remembered (SPANS_REPEAT_NS) */
+
+struct spans_answered {
+    uint64_t key, at_ns; /* FNV-1a of report id, job and rank; when answered */
+};
+
+struct spans_ring {
+    uint32_t pid, rank;
+    char *job; /* NULL until the rank is known */
+    struct spanring *ring;
+};
+
+struct spans {
+    struct spans_options o;
+    struct spans_ring *rings;
+    size_t n, cap;
+    size_t last; /* index of the ring of the previous event */
+    uint64_t sealed_bytes;
+    uint64_t dropped_untracked, captures, capture_spans;
+    struct spans_answered recent[SPANS_RECENT];
+    size_t next_recent;
+};
+
+struct spans *spans_new(const struct spans_options *o)
+{
+    struct spans *s = calloc(1, sizeof(*s));
+
+    if (s)
+        s->o = *o;
+    return s;
+}
+
+void spans_free(struct spans *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        spanring_free(s->rings[i].ring);
+        free(s->rings[i].job);
+    }
+    free(s->rings);
+    free(s);
+}
+
+/* The ring of pid, created when new (and rings are allowed). NULL when none. */
+static struct spans_ring *spans_ring(struct spans *s, uint32_t pid, bool create)
+{
+    struct spanring_options ro = {s->o.chunk_ns, s->o.keep_ns};
+
+    if (s->last < s->n && s->rings[s->last].pid == pid)
+        return &s->rings[s->last];
+    for (size_t i = 0; i < s->n; i++)
+        if (s->rings[i].pid == pid)
+            return &s->rings[s->last = i];
+    if (!create || !s->o.ring_bytes || s->n >= SPANS_MAX_RINGS)
+        return NULL;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        struct spans_ring *grown = realloc(s->rings, cap * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        s->rings = grown;
+        s->cap = cap;
+    }
+    s->rings[s->n] = (struct spans_ring){.pid = pid, .ring = spanring_new(&ro)};
+    if (!s->rings[s->n].ring)
+        return NULL;
+    return &s->rings[s->last = s->n++];
+}
+
+void spans_track(struct spans *s, uint32_t pid, const char *job, uint32_t rank)
+{
+    struct spans_ring *r = spans_ring(s, pid, true);
+    char *copy;
+
+    if (!r || !(copy = strdup(job)))
+        return;
+    free(r->job);
+    r->job = copy;
+    r->rank = rank;
+}
+
+/* The bytes of every ring, and the oldest chunk over the cap dropped. */
+static void spans_enforce_cap(struct spans *s)
+{
+    for (;;) {
+        uint64_t total = 0, oldest = UINT64_MAX;
+        size_t victim = s->n;
+        struct spanring_stats st;
+
+        for (size_t i = 0; i < s->n; i++) {
+            spanring_get_stats(s->rings[i].ring, &st);
+            total += st.bytes;
+            if (spanring_oldest_chunk_ns(s->rings[i].ring) < oldest) {
+                oldest = spanring_oldest_chunk_ns(s->rings[i].ring);
+                victim = i;
+            }
+        }
+        s->sealed_bytes = total;
+        if (total <= s->o.ring_bytes || victim == s->n)
+            return;
+        spanring_drop_oldest(s->rings[victim].ring);
+    }
+}
+
+/* The span of ev; false for kinds that are not spans. */
+static bool spans_from_event(const struct agent_event *ev, struct spanring_span *sp)
+{
+    *sp = (struct spanring_span){.start_ns = ev->ts_ns, .tid = ev->tid};
+    switch (ev->kind) {
+    case AGENT_EVENT_KERNEL:
+        sp->kind = ARGUS__V1__SPAN_KIND__SPAN_KERNEL;
+        sp->name_id = ev->kernel.name_id;
+        sp->duration_ns = ev->kernel.duration_ns;
+        sp->stream = ev->kernel.stream;
+        return true;
+    case AGENT_EVENT_PHASE:
+    case AGENT_EVENT_PHASE_BEGIN:
+        sp->kind = ev->kind == AGENT_EVENT_PHASE ? ARGUS__V1__SPAN_KIND__SPAN_PHASE
+                                                 : ARGUS__V1__SPAN_KIND__SPAN_PHASE_BEGIN;
+        sp->name_id = ev->phase.name_id;
+        sp->duration_ns = ev->kind == AGENT_EVENT_PHASE ? ev->phase.duration_ns : 0;
+        sp->stream = ev->phase.stream;
+        return true;
+    case AGENT_EVENT_PHASE_END:
+        sp->kind = ARGUS__V1__SPAN_KIND__SPAN_PHASE_END;
+        return true;
+    case AGENT_EVENT_COLLECTIVE: {
+        uint64_t b = ev->collective.gpu_start_ns, e = ev->collective.gpu_end_ns;
+        if (!b || e < b) {
+            b = ev->ts_ns;
+            e = ev->collective.host_return_ns > b ? ev->collective.host_return_ns : b;
+        }
+        sp->kind = ARGUS__V1__SPAN_KIND__SPAN_COLLECTIVE;
+        sp->start_ns = b;
+        sp->duration_ns = e - b;
+        sp->name_id = ev->collective.name_id;
+        sp->stream = ev->collective.stream;
+        sp->value = ev->collective.bytes;
+        return true;
+    }
+    case AGENT_EVENT_COUNTER:
+        sp->kind = ARGUS__V1__SPAN_KIND__SPAN_COUNTER;
+        sp->name_id = ev->counter.counter;
+        sp->value = ev->counter.value;
+        return true;
+    case AGENT_EVENT_STEP:
+        sp->kind = ARGUS__V1__SPAN_KIND__SPAN_STEP;
+        sp->value = ev->step.number;
+        return true;
+    default:
+        return false;
+    }
+}
+
+void spans_event(struct spans *s, const struct agent_event *ev)
+{
+    struct spanring_span sp;
+    struct spans_ring *r;
+    struct spanring_stats before, after;
+
+    if (!ev->pid || !spans_from_event(ev, &sp))
+        return;
+    r = spans_ring(s, ev->pid, true);
+    if (!r) {
+        s->dropped_untracked++;
+        return;
+    }
+    spanring_get_stats(r->ring, &before);
+    spanring_add(r->ring, &sp);
+    spanring_get_stats(r->ring, &after);
+    if (after.chunks != before.chunks && after.bytes > before.bytes)
+        spans_enforce_cap(s); /* a chunk was sealed: the cap is checked per chunk */
+}
+
+void spans_tick(struct spans *s, uint64_t now_ns)
+{
+    for (size_t i = 0; i < s->n; i++)
+        spanring_tick(s->rings[i].ring, now_ns);
+    spans_enforce_cap(s);
+}
+
+/* Collecting a window into a TraceWindow. */
+struct spans_collect {
+    Argus__V1__Span *spans, **ptrs;
+    size_t n, max;
+    uint64_t in_window;
+    int64_t offset;
+};
+
+static int spans_collect_one(void *ctx, const struct spanring_span *sp)
+{
+    struct spans_collect *c = ctx;
+    Argus__V1__Span *o;
+
+    c->in_window++;
+    if (c->n >= c->max)
+        return 0; /* keep counting */
+    o = &c->spans[c->n];
+    argus__v1__span__init(o);
+    o->kind = (Argus__V1__SpanKind)sp->kind;
+    o->name_id = sp->name_id;
+    o->start_unix_ns = (uint64_t)((int64_t)sp->start_ns + c->offset);
+    o->duration_ns = sp->duration_ns;
+    o->stream = sp->stream;
+    o->tid = sp->tid;
+    o->value = sp->value;
+    c->ptrs[c->n++] = o;
+    return 0;
+}
+
+/* The ring holding job/rank, or NULL. */
+static struct spans_ring *spans_find_rank(struct spans *s, const char *job, uint32_t rank)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->rings[i].job && s->rings[i].rank == rank && strcmp(s->rings[i].job, job) == 0)
+            return &s->rings[i];
+    return NULL;
+}
+
+/* Fill w (its spans in c) from the ring of the request; errbuf gets why
+ * spans are missing. 0 or -ENOMEM. */
+static int spans_fill(struct spans *s, const Argus__V1__CaptureRequest *req,
+                      struct spans_collect *c, char *errbuf, size_t errlen, uint64_t *oldest)
+{
+    struct spans_ring *r = spans_find_rank(s, req->job ? req->job : "", req->rank);
+    struct spanring_stats st;
+    int64_t off = s->o.mono_to_real;
+    int corrupt;
+
+    if (!r) {
+        snprintf(errbuf, errlen, "rank %u of job %s has no span ring on this agent", req->rank,
+                 req->job);
+        return 0;
+    }
+    spanring_seal(r->ring);
+    spanring_get_stats(r->ring, &st);
+    *oldest = st.oldest_ns ? (uint64_t)((int64_t)st.oldest_ns + off) : 0;
+    corrupt = spanring_window(r->ring, (uint64_t)((int64_t)req->from_unix_ns - off),
+                              (uint64_t)((int64_t)req->to_unix_ns - off), spans_collect_one, c);
+    if (corrupt < 0)
+        return corrupt;
+    if (corrupt)
+        snprintf(errbuf, errlen, "%d corrupt span chunks refused", corrupt);
+    else if (!c->in_window && (!*oldest || *oldest > req->to_unix_ns))
+        snprintf(errbuf, errlen, "the window aged out of the span ring (spans.keep)");
+    return 0;
+}
+
+static uint64_t spans_fnv(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* True when the request was answered within SPANS_REPEAT_NS; else it is
+ * remembered as answered now. */
+static bool spans_repeated(struct spans *s, const Argus__V1__CaptureRequest *req, uint64_t now)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    h = spans_fnv(h, req->report_id, strlen(req->report_id) + 1);
+    h = spans_fnv(h, req->job, strlen(req->job) + 1);
+    h = spans_fnv(h, &req->rank, sizeof(req->rank));
+    for (size_t i = 0; i < SPANS_RECENT; i++)
+        if (s->recent[i].key == h && s->recent[i].at_ns &&
+            now - s->recent[i].at_ns < SPANS_REPEAT_NS)
+            return true;
+    s->recent[s->next_recent++ % SPANS_RECENT] = (struct spans_answered){h, now};
+    return false;
+}
+
+int spans_capture(struct spans *s, const Argus__V1__CaptureRequest *req, uint64_t now_ns,
+                  uint8_t **out, size_t *len)
+{
+    Argus__V1__TraceWindow w = ARGUS__V1__TRACE_WINDOW__INIT;
+    struct spans_collect c = {.max = s->o.capture_max, .offset = s->o.mono_to_real};
+    char errbuf[256] = "";
+    int r = -ENOMEM;
+
+    if (spans_repeated(s, req, now_ns ? now_ns : 1))
+        return -EALREADY;
+    c.spans = calloc(c.max ? c.max : 1, sizeof(*c.spans));
+    c.ptrs = calloc(c.max ? c.max : 1, sizeof(*c.ptrs));
+    if (!c.spans || !c.ptrs)
+        goto out;
+    r = spans_fill(s, req, &c, errbuf, sizeof(errbuf), &w.ring_oldest_unix_ns);
+    if (r < 0)
+        goto out;
+    w.report_id = req->report_id;
+    w.job = req->job;
+    w.rank = req->rank;
+    w.from_unix_ns = req->from_unix_ns;
+    w.to_unix_ns = req->to_unix_ns;
+    w.spans = c.ptrs;
+    w.n_spans = c.n;
+    w.spans_in_window = c.in_window;
+    w.error = errbuf;
+    *len = argus__v1__trace_window__get_packed_size(&w);
+    *out = malloc(*len ? *len : 1);
+    r = *out ? 0 : -ENOMEM;
+    if (*out)
+        argus__v1__trace_window__pack(&w, *out);
+    s->captures++;
+    s->capture_spans += c.n;
+out:
+    free(c.spans);
+    free(c.ptrs);
+    return r;
+}
+
+void spans_get_stats(const struct spans *s, struct spans_stats *out)
+{
+    struct spanring_stats st;
+
+    *out = (struct spans_stats){.rings = s->n,
+                                .dropped_cap = s->dropped_untracked,
+                                .captures = s->captures,
+                                .capture_spans = s->capture_spans};
+    for (size_t i = 0; i < s->n; i++) {
+        spanring_get_stats(s->rings[i].ring, &st);
+        out->spans += st.spans;
+        out->bytes += st.bytes;
+        out->chunks += st.chunks;
+        out->dropped_age += st.dropped_age;
+        out->dropped_cap += st.dropped_cap;
+        out->corrupt_chunks += st.corrupt_chunks;
+    }
+}

@@ -1,0 +1,61 @@
+#include "collector/recent_suspects.h"
+
+#include <stdbool.h>
+
+#include "collector/diag/diag_report.h"
+
+/* The entry for (rank, cause): its own, a free one, or the oldest. */
+static struct recent_suspect *recent_suspects_slot(struct recent_suspects *r, uint32_t rank,
+                                                   int cause)
+{
+    struct recent_suspect *oldest = &r->v[0];
+
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i].rank == rank && r->v[i].cause == cause)
+            return &r->v[i];
+    if (r->n < RECENT_SUSPECTS_MAX)
+        return &r->v[r->n++];
+    for (size_t i = 1; i < r->n; i++)
+        if (r->v[i].to_step < oldest->to_step)
+            oldest = &r->v[i];
+    return oldest;
+}
+
+void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *rep)
+{
+    for (size_t i = 0; i < rep->n_suspects; i++) {
+        const Argus__V1__Suspect *s = rep->suspects[i];
+        struct recent_suspect *slot = recent_suspects_slot(r, s->rank, (int)s->cause);
+        *slot = (struct recent_suspect){s->rank, (int)s->cause, s->score, rep->to_step};
+    }
+}
+
+static bool recent_suspects_rank_cause(int cause)
+{
+    return cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE || cause == ARGUS__V1__CAUSE__CAUSE_LINK ||
+           cause == ARGUS__V1__CAUSE__CAUSE_HOST || cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
+}
+
+void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
+                               struct diagnosis_job_series *s)
+{
+    uint64_t horizon = 2 * (uint64_t)window;
+
+    for (int c = 0; c < DIAGNOSIS_CAUSES; c++)
+        s->suspects[c] = 0;
+    s->has_top = false;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct recent_suspect *x = &r->v[i];
+        if (s->has_step && x->to_step + horizon < s->step)
+            continue; /* not named for two windows: recovered */
+        if (x->cause >= 0 && x->cause < DIAGNOSIS_CAUSES)
+            s->suspects[x->cause]++;
+        if (x->rank == DIAG_RANK_NONE || !recent_suspects_rank_cause(x->cause))
+            continue;
+        if (!s->has_top || x->score > s->top_score) {
+            s->has_top = true;
+            s->top_rank = x->rank;
+            s->top_score = x->score;
+        }
+    }
+}

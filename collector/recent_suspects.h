@@ -1,0 +1,41 @@
+/* The suspects of a job's recent reports, for its per-job series
+ * (collector/diagnosis.h's diagnosis_job_series): fed every report the
+ * job's engine produces, it keeps the newest of each (rank, cause) and
+ * says how many are recent by cause and which rank suspect scores highest.
+ * Pure and bounded (RECENT_SUSPECTS_MAX entries; full, the oldest goes);
+ * not thread-safe: the caller holds the job's lock. */
+#ifndef ARGUS_COLLECTOR_RECENT_SUSPECTS_H
+#define ARGUS_COLLECTOR_RECENT_SUSPECTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/diagnosis.h"
+#include "proto/argus.pb-c.h"
+
+#define RECENT_SUSPECTS_MAX 64
+
+struct recent_suspect {
+    uint32_t rank; /* DIAG_RANK_NONE: a node or the job as a whole */
+    int cause;     /* Argus__V1__Cause */
+    double score;
+    uint64_t to_step; /* end of the window of the report that named it last */
+};
+
+struct recent_suspects {
+    struct recent_suspect v[RECENT_SUSPECTS_MAX];
+    size_t n;
+};
+
+/* Remember the suspects of report rep (which stays the caller's). */
+void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *rep);
+
+/* Fill s->suspects, s->has_top, s->top_rank and s->top_score from the
+ * suspects named by a report whose window ended at most 2 * window steps
+ * before s->step (all of them while !s->has_step). The top is the highest
+ * score among rank suspects (not a node) of a rank-level cause: compute,
+ * link, host, silent. */
+void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
+                               struct diagnosis_job_series *s);
+
+#endif

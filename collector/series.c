@@ -1,0 +1,147 @@
+#include "collector/series.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/diagnosis.h"
+#include "common/http.h"
+
+static const char *const series_names[SERIES_METRIC_N][2] = {
+    [SERIES_LAST_STEP] = {"argus_job_last_step", "per job: the last step closed and diagnosed"},
+    [SERIES_STEP_P50] = {"argus_job_step_seconds_p50",
+                         "per job: time of the last closed step, median over ranks"},
+    [SERIES_STEP_MAX] = {"argus_job_step_seconds_max",
+                         "per job: time of the last closed step, max over ranks (the job's pace)"},
+    [SERIES_SUSPECTS] = {"argus_job_suspects",
+                         "per job and cause: suspects (ranks, or nodes) in reports of the last "
+                         "two persistence windows"},
+    [SERIES_TOP_STRAGGLER] = {"argus_job_top_straggler_score",
+                              "per job: score of the recent rank suspect with the highest "
+                              "score (compute, link, host, silent); label rank is that rank"},
+    [SERIES_DIAGNOSIS_LAG] = {"argus_job_diagnosis_lag_seconds",
+                              "per job: how far diagnosis runs behind receipt (feed lag plus "
+                              "the wait of the oldest open step)"},
+};
+
+const char *series_metric_name(enum series_metric m)
+{
+    return series_names[m][0];
+}
+
+const char *series_metric_help(enum series_metric m)
+{
+    return series_names[m][1];
+}
+
+const char *series_metric_type(enum series_metric m)
+{
+    return "gauge";
+}
+
+const char *series_cause_name(int cause)
+{
+    static const char *const names[DIAGNOSIS_CAUSES] = {
+        "unknown", "compute", "link", "host", "data_skew", "silent", "job_regression",
+    };
+
+    return cause >= 0 && cause < DIAGNOSIS_CAUSES ? names[cause] : "unknown";
+}
+
+int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,
+               const char *name1, const char *value1, double value)
+{
+    struct series_sample x = {.metric = m, .value = value};
+
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 32;
+        struct series_sample *grown = realloc(s->v, cap * sizeof(*grown));
+        if (!grown)
+            goto nomem;
+        s->v = grown;
+        s->cap = cap;
+    }
+    const char *names[] = {name0, name1}, *values[] = {value0, value1};
+    for (int i = 0; i < SERIES_MAX_LABELS && names[i]; i++) {
+        x.label_names[i] = names[i];
+        x.label_values[i] = strdup(values[i]);
+        x.n_labels++;
+        if (!x.label_values[i])
+            goto nomem;
+    }
+    s->v[s->n++] = x;
+    return 0;
+nomem:
+    for (int i = 0; i < x.n_labels; i++)
+        free(x.label_values[i]);
+    s->failed = 1;
+    return -ENOMEM;
+}
+
+/* diagnosis_series_fn: one job's samples. */
+static void series_job(void *ctx, const char *job, const struct diagnosis_job_series *j)
+{
+    struct series_set *s = ctx;
+    char rank[16];
+    int err = 0;
+
+    if (j->has_step) {
+        err |= series_add(s, SERIES_LAST_STEP, "job", job, NULL, NULL, (double)j->step);
+        err |= series_add(s, SERIES_STEP_P50, "job", job, NULL, NULL, j->step_p50_s);
+        err |= series_add(s, SERIES_STEP_MAX, "job", job, NULL, NULL, j->step_max_s);
+    }
+    for (int c = 0; c < DIAGNOSIS_CAUSES; c++)
+        err |= series_add(s, SERIES_SUSPECTS, "cause", series_cause_name(c), "job", job,
+                          j->suspects[c]);
+    if (j->has_top) {
+        snprintf(rank, sizeof(rank), "%u", j->top_rank);
+        err |= series_add(s, SERIES_TOP_STRAGGLER, "job", job, "rank", rank, j->top_score);
+    }
+    err |= series_add(s, SERIES_DIAGNOSIS_LAG, "job", job, NULL, NULL, j->lag_s);
+    (void)err; /* failures are in s->failed */
+}
+
+int series_collect(struct diagnosis *d, struct series_set *out)
+{
+    size_t before = out->n;
+
+    diagnosis_foreach_series(d, series_job, out);
+    return out->failed ? -ENOMEM : (int)(out->n - before);
+}
+
+void series_set_clear(struct series_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        for (int l = 0; l < s->v[i].n_labels; l++)
+            free(s->v[i].label_values[l]);
+    free(s->v);
+    *s = (struct series_set){0};
+}
+
+void series_write_text(const struct series_set *s, struct http_buf *b)
+{
+    char labels[600], e[2][256];
+
+    for (int m = 0; m < SERIES_METRIC_N; m++) {
+        int first = 1;
+        for (size_t i = 0; i < s->n; i++) {
+            const struct series_sample *x = &s->v[i];
+            if (x->metric != (enum series_metric)m)
+                continue;
+            size_t off = 0;
+            labels[0] = '\0';
+            for (int l = 0; l < x->n_labels; l++)
+                off +=
+                    (size_t)snprintf(labels + off, off < sizeof(labels) ? sizeof(labels) - off : 0,
+                                     "%s%s=\"%s\"", l ? "," : "", x->label_names[l],
+                                     http_label_escape(e[l], sizeof(e[l]), x->label_values[l]));
+            if (first)
+                http_buf_metric(b, series_metric_name(m), series_metric_type(m),
+                                series_metric_help(m), labels, x->value);
+            else
+                http_buf_sample(b, series_metric_name(m), labels, x->value);
+            first = 0;
+        }
+    }
+}

@@ -1,0 +1,108 @@
+/* collector/recent_suspects: suspects count by cause while reports name
+ * them and leave two windows after the last one; the top straggler is the
+ * highest-scoring rank suspect of a rank-level cause (never a node, data
+ * skew or a job regression); a (rank, cause) is one entry however often it
+ * is reported; full, the oldest entry goes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "collector/diag/diag_report.h"
+#include "collector/recent_suspects.h"
+
+/* A report ending at to_step naming n suspects. */
+static void report(struct recent_suspects *r, uint64_t to_step, size_t n, const uint32_t *ranks,
+                   const Argus__V1__Cause *causes, const double *scores)
+{
+    Argus__V1__Suspect s[8], *sp[8];
+    Argus__V1__Report rep = ARGUS__V1__REPORT__INIT;
+
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++) {
+        argus__v1__suspect__init(&s[i]);
+        s[i].rank = ranks[i];
+        s[i].cause = causes[i];
+        s[i].score = scores[i];
+        sp[i] = &s[i];
+    }
+    rep.to_step = to_step;
+    rep.suspects = sp;
+    rep.n_suspects = n;
+    recent_suspects_note(r, &rep);
+}
+
+static struct diagnosis_job_series at_step(const struct recent_suspects *r, uint64_t step)
+{
+    struct diagnosis_job_series s = {.has_step = true, .step = step};
+
+    recent_suspects_summarize(r, 40, &s);
+    return s;
+}
+
+static void test_counts_and_top(void **state)
+{
+    static struct recent_suspects r;
+    const uint32_t ranks[] = {11, 3, DIAG_RANK_NONE, 5, DIAG_RANK_NONE};
+    const Argus__V1__Cause causes[] = {ARGUS__V1__CAUSE__CAUSE_COMPUTE,
+                                       ARGUS__V1__CAUSE__CAUSE_DATA_SKEW,
+                                       ARGUS__V1__CAUSE__CAUSE_SILENT, ARGUS__V1__CAUSE__CAUSE_LINK,
+                                       ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION};
+    const double scores[] = {39, 500, 900, 12, 2};
+
+    memset(&r, 0, sizeof(r));
+    report(&r, 60, 5, ranks, causes, scores);
+    report(&r, 100, 1, ranks, causes, scores); /* rank 11 compute again */
+    assert_int_equal(r.n, 5);
+    struct diagnosis_job_series s = at_step(&r, 100);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_COMPUTE], 1);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_DATA_SKEW], 1);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_SILENT], 1); /* the node */
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_LINK], 1);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 1);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_HOST], 0);
+    /* not data skew (500) nor the silent node (900): compute rank 11 */
+    assert_true(s.has_top);
+    assert_int_equal(s.top_rank, 11);
+    assert_true(s.top_score == 39);
+
+    /* step 140 = 60 + 2 * 40: the report of step 60 still counts */
+    assert_int_equal(at_step(&r, 140).suspects[ARGUS__V1__CAUSE__CAUSE_LINK], 1);
+    /* past it only rank 11 (named again at 100) remains */
+    s = at_step(&r, 141);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_LINK], 0);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_COMPUTE], 1);
+    assert_int_equal(s.top_rank, 11);
+    s = at_step(&r, 181);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_COMPUTE], 0);
+    assert_false(s.has_top);
+}
+
+static void test_full_drops_oldest(void **state)
+{
+    static struct recent_suspects r;
+    const Argus__V1__Cause compute[] = {ARGUS__V1__CAUSE__CAUSE_COMPUTE};
+    const double score[] = {7};
+
+    memset(&r, 0, sizeof(r));
+    for (uint32_t k = 0; k <= RECENT_SUSPECTS_MAX; k++) /* one more than fits */
+        report(&r, 1000 + k, 1, &k, compute, score);
+    assert_int_equal(r.n, RECENT_SUSPECTS_MAX);
+    for (size_t i = 0; i < r.n; i++)
+        assert_int_not_equal(r.v[i].rank, 0); /* rank 0, the oldest, went */
+    struct diagnosis_job_series s = {0};      /* no step yet: everything counts */
+    recent_suspects_summarize(&r, 40, &s);
+    assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_COMPUTE], RECENT_SUSPECTS_MAX);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts_and_top),
+        cmocka_unit_test(test_full_drops_oldest),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,55 @@
+#include "tools/argusctl/channel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rpc.h"
+#include "common/tls.h"
+
+/* The option's value, else the environment variable's, else "". */
+static const char *or_env(const char *opt, const char *var)
+{
+    const char *v = getenv(var);
+
+    return opt && *opt ? opt : v ? v : "";
+}
+
+struct rpc_channel *ctl_channel_open(const char *address, const struct ctl_tls *tls)
+{
+    const char *env = getenv("ARGUS_GRPC_PLAINTEXT");
+    struct tls_files f = {or_env(tls->ca, "ARGUS_TLS_CA"), or_env(tls->cert, "ARGUS_TLS_CERT"),
+                          or_env(tls->key, "ARGUS_TLS_KEY")};
+    struct tls_pem pem = {0};
+    struct rpc_channel_options o = {0};
+    struct rpc_channel *ch = NULL;
+    bool plaintext = tls->plaintext;
+    char err[512];
+    int r;
+
+    if (!plaintext && !tls_files_set(&f) && env && strcmp(env, "true") == 0)
+        plaintext = true;
+    r = tls_choose(plaintext, &f, "--grpc.plaintext", "--tls.ca, --tls.cert and --tls.key", err,
+                   sizeof(err));
+    if (r == 1 && (r = tls_pem_load(&f, &pem, err, sizeof(err))) == 0)
+        o.tls = &pem;
+    if (r < 0)
+        fprintf(stderr, "argusctl: %s\n", err);
+    else
+        ch = rpc_channel_new(address, &o);
+    tls_pem_free(&pem);
+    return ch;
+}
+
+int ctl_address(const char *flag, struct collector_address *a)
+{
+    char err[512], user[512];
+
+    if (collector_address_resolve(flag, getenv(COLLECTOR_ADDRESS_ENV),
+                                  collector_address_user_file(user, sizeof(user)),
+                                  COLLECTOR_ADDRESS_SYSTEM_FILE, a, err, sizeof(err)) < 0) {
+        fprintf(stderr, "argusctl: %s\n", err);
+        return -1;
+    }
+    return 0;
+}

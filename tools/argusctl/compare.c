@@ -1,0 +1,622 @@
+/* argusctl compare: see compare.h. */
+#include "tools/argusctl/compare.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "common/clock.h"
+#include "common/clusters.h"
+#include "common/config.h"
+#include "common/rpc.h"
+#include "common/rpc_paths.h"
+#include "tools/argusctl/channel.h"
+#include "proto/argus.pb-c.h"
+
+#define COMPARE_GRID 16u     /* quantiles per kernel group and record */
+#define COMPARE_PAGE 100000u /* records per Steps call */
+#define COMPARE_MAX_ROWS (1u << 20)
+
+enum { CMP_OK = 0, CMP_NOT_FOUND = 1, CMP_USAGE = 2, CMP_UNREACHABLE = 3, CMP_ERROR = 4 };
+enum compare_kind { KIND_STEP = 0, KIND_PHASE = 1, KIND_KERNEL = 2 };
+static const char *const kind_names[] = {"step", "phase", "kernel"};
+
+struct compare_config {
+    char *collector;
+    bool plaintext;
+    char *tls_ca, *tls_cert, *tls_key;
+    char *job;
+    char *vs_job;
+    char *steps;
+    char *vs_steps;
+    bool json;
+    uint64_t top;
+    uint64_t timeout;
+};
+
+#define CMP_OPT(key, type, field, def, lo, hi, help)                                               \
+    CONFIG_OPTION(struct compare_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
+
+static const struct config_option compare_options[] = {
+    CMP_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
+            "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
+    CMP_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0, "CA certificate PEM (env ARGUS_TLS_CA)"),
+    CMP_OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
+            "client certificate PEM (env ARGUS_TLS_CERT)"),
+    CMP_OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0, "client key PEM (env ARGUS_TLS_KEY)"),
+    CMP_OPT("collector", CONFIG_STRING, collector, "", 0, 0,
+            "collector gRPC address HOST:PORT (else ARGUSCTL_COLLECTOR, argusctl.conf)"),
+    CMP_OPT("job", CONFIG_STRING, job, "", 0, 0, "job of side A (a second --job is --vs-job)"),
+    CMP_OPT("vs-job", CONFIG_STRING, vs_job, "", 0, 0, "job of side B (empty: the same job)"),
+    CMP_OPT("steps", CONFIG_STRING, steps, "", 0, 0, "steps of side A, X-Y (empty: all)"),
+    CMP_OPT("vs-steps", CONFIG_STRING, vs_steps, "", 0, 0, "steps of side B, Z-W (empty: all)"),
+    CMP_OPT("json", CONFIG_BOOL, json, "false", 0, 0, "print JSON instead of tables"),
+    CMP_OPT("top", CONFIG_UINT, top, "10", 1, 1e6, "top changes shown"),
+    CMP_OPT("timeout", CONFIG_DURATION, timeout, "30s", 0.001, 3600, "how long to wait"),
+};
+
+static const struct config_table compare_table = {
+    .program = "argusctl compare",
+    .summary = "compare two jobs, or two step ranges of one job",
+    .usage = "Usage: argusctl compare --job A --job B | --job A --steps X-Y --vs-steps Z-W\n",
+    .options = compare_options,
+    .count = sizeof(compare_options) / sizeof(compare_options[0]),
+    .positional = false,
+};
+
+/* The samples of one row on one side. */
+struct dist {
+    double *v, *w;
+    size_t n, cap;
+    double total; /* ns summed over the side's records */
+    uint64_t count;
+};
+
+struct row {
+    uint64_t key; /* name id (0 for the step row) */
+    enum compare_kind kind;
+    const char *name;
+    struct dist side[2];
+    double p50[2], p90[2], mean[2], w1, impact;
+};
+
+struct compare {
+    struct compare_config cfg;
+    struct rpc_channel *ch;
+    struct row *rows;
+    size_t n_rows, cap_rows;
+    uint32_t *slots; /* row index + 1 */
+    size_t mask;
+    char **names; /* id -> name pairs */
+    uint64_t *name_ids;
+    size_t n_names, cap_names;
+    uint64_t records[2];
+    uint64_t from[2], to[2];
+    const char *job[2];
+};
+
+static uint64_t compare_hash(enum compare_kind kind, uint64_t key)
+{
+    return (key ^ ((uint64_t)kind * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+}
+
+static int compare_rehash(struct compare *c, size_t slots)
+{
+    uint32_t *t = calloc(slots, sizeof(*t));
+
+    if (!t)
+        return -ENOMEM;
+    free(c->slots);
+    c->slots = t;
+    c->mask = slots - 1;
+    for (size_t i = 0; i < c->n_rows; i++) {
+        size_t h = compare_hash(c->rows[i].kind, c->rows[i].key) & c->mask;
+        while (t[h])
+            h = (h + 1) & c->mask;
+        t[h] = (uint32_t)i + 1;
+    }
+    return 0;
+}
+
+/* The row of (kind, key), created when new; NULL on -ENOMEM or too many. */
+static struct row *compare_row(struct compare *c, enum compare_kind kind, uint64_t key)
+{
+    size_t h;
+
+    if (!c->slots && compare_rehash(c, 1024) < 0)
+        return NULL;
+    for (h = compare_hash(kind, key) & c->mask; c->slots[h]; h = (h + 1) & c->mask) {
+        struct row *r = &c->rows[c->slots[h] - 1];
+        if (r->kind == kind && r->key == key)
+            return r;
+    }
+    if (c->n_rows >= COMPARE_MAX_ROWS)
+        return NULL;
+    if (c->n_rows == c->cap_rows) {
+        size_t cap = c->cap_rows ? c->cap_rows * 2 : 256;
+        struct row *tmp = realloc(c->rows, cap * sizeof(*tmp));
+        if (!tmp)
+            return NULL;
+        c->rows = tmp;
+        c->cap_rows = cap;
+    }
+    c->rows[c->n_rows] = (struct row){.key = key, .kind = kind};
+    c->slots[h] = (uint32_t)++c->n_rows;
+    if (c->n_rows * 2 > c->mask && compare_rehash(c, (c->mask + 1) * 2) < 0)
+        return NULL;
+    return &c->rows[c->n_rows - 1];
+}
+
+static int dist_add(struct dist *d, double v, double w)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 64;
+        double *nv = realloc(d->v, cap * sizeof(*nv));
+        if (nv)
+            d->v = nv;
+        double *nw = nv ? realloc(d->w, cap * sizeof(*nw)) : NULL;
+        if (!nv || !nw)
+            return -ENOMEM;
+        d->w = nw;
+        d->cap = cap;
+    }
+    d->v[d->n] = v;
+    d->w[d->n++] = w;
+    return 0;
+}
+
+/* Remember a name of the Steps reply. */
+static void compare_names(struct compare *c, const Argus__V1__StepsResponse *resp)
+{
+    for (size_t i = 0; i < resp->n_names; i++) {
+        size_t k;
+        for (k = 0; k < c->n_names && c->name_ids[k] != resp->names[i]->id; k++)
+            ;
+        if (k < c->n_names || c->n_names == COMPARE_MAX_ROWS)
+            continue;
+        if (c->n_names == c->cap_names) {
+            size_t cap = c->cap_names ? c->cap_names * 2 : 256;
+            char **n = realloc(c->names, cap * sizeof(*n));
+            if (n)
+                c->names = n;
+            uint64_t *ids = n ? realloc(c->name_ids, cap * sizeof(*ids)) : NULL;
+            if (!n || !ids)
+                return;
+            c->name_ids = ids;
+            c->cap_names = cap;
+        }
+        c->names[c->n_names] = strdup(resp->names[i]->name);
+        c->name_ids[c->n_names] = resp->names[i]->id;
+        if (c->names[c->n_names])
+            c->n_names++;
+    }
+}
+
+/* One kernel group of a record into its row on side s. */
+static int compare_kernel(struct compare *c, int s, const Argus__V1__KernelGroup *kg)
+{
+    struct row *r = compare_row(c, KIND_KERNEL, kg->name_id);
+    uint64_t count = 0, sum = 0;
+    float q[COMPARE_GRID];
+    uint32_t g;
+
+    if (!r)
+        return -ENOMEM;
+    for (size_t k = 0; k < kg->n_clusters; k++) {
+        count += kg->clusters[k]->count;
+        sum += kg->clusters[k]->sum_ns;
+    }
+    if (!count)
+        return 0;
+    g = count < COMPARE_GRID ? (uint32_t)count : COMPARE_GRID;
+    if (clusters_quantile_grid(kg, q, g) < 0)
+        return 0;
+    double grid_sum = 0;
+    for (uint32_t i = 0; i < g; i++) {
+        grid_sum += q[i];
+        if (dist_add(&r->side[s], q[i], (double)count / g) < 0)
+            return -ENOMEM;
+    }
+    r->side[s].count += count;
+    r->side[s].total += sum ? (double)sum : grid_sum / g * (double)count;
+    return 0;
+}
+
+/* One record into the rows of side s. */
+static int compare_record(struct compare *c, int s, const Argus__V1__StepRecord *rec)
+{
+    struct row *r = compare_row(c, KIND_STEP, 0);
+
+    if (!r || dist_add(&r->side[s], (double)rec->duration_ns, 1) < 0)
+        return -ENOMEM;
+    r->side[s].count++;
+    r->side[s].total += (double)rec->duration_ns;
+    for (size_t p = 0; p < rec->n_phases; p++) {
+        r = compare_row(c, KIND_PHASE, rec->phases[p]->name_id);
+        if (!r || dist_add(&r->side[s], (double)rec->phases[p]->duration_ns, 1) < 0)
+            return -ENOMEM;
+        r->side[s].count++;
+        r->side[s].total += (double)rec->phases[p]->duration_ns;
+    }
+    for (size_t k = 0; k < rec->n_kernels; k++)
+        if (compare_kernel(c, s, rec->kernels[k]) < 0)
+            return -ENOMEM;
+    c->records[s]++;
+    return 0;
+}
+
+/* Call Steps; an exit code. */
+static int compare_call(struct compare *c, Argus__V1__StepsRequest *req,
+                        Argus__V1__StepsResponse **resp)
+{
+    char msg[256] = "";
+    int status, r = rpc_call(c->ch, RPC_QUERY_STEPS, &req->base,
+                             &argus__v1__steps_response__descriptor, c->cfg.timeout / NSEC_PER_MSEC,
+                             (ProtobufCMessage **)resp, &status, msg, sizeof(msg));
+
+    if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
+        fprintf(stderr, "argusctl: collector %s unreachable: %s\n", c->cfg.collector,
+                msg[0] ? msg : "timed out");
+        return CMP_UNREACHABLE;
+    }
+    if (r < 0 || status != RPC_OK) {
+        fprintf(stderr, "argusctl: %s\n", msg[0] ? msg : "call failed");
+        return status == RPC_NOT_FOUND ? CMP_NOT_FOUND : CMP_ERROR;
+    }
+    return CMP_OK;
+}
+
+/* Every record of side s, a page at a time. */
+static int compare_fetch(struct compare *c, int s)
+{
+    uint64_t lo = c->from[s];
+
+    for (;;) {
+        Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
+        Argus__V1__StepsResponse *resp;
+        uint64_t last;
+        int r;
+
+        req.job = (char *)c->job[s];
+        req.rank = -1;
+        req.from_step = lo;
+        req.to_step = c->to[s];
+        req.limit = COMPARE_PAGE;
+        if ((r = compare_call(c, &req, &resp)))
+            return r;
+        compare_names(c, resp);
+        last = resp->n_steps ? resp->steps[resp->n_steps - 1]->step : lo;
+        bool more = resp->truncated && last > lo;
+        for (size_t i = 0; i < resp->n_steps && r == 0; i++)
+            if (!more || resp->steps[i]->step < last)
+                r = compare_record(c, s, resp->steps[i]);
+        argus__v1__steps_response__free_unpacked(resp, NULL);
+        if (r)
+            return CMP_ERROR;
+        if (!more)
+            return CMP_OK;
+        lo = last;
+    }
+}
+
+struct sample {
+    double v, w;
+};
+
+static int sample_cmp(const void *a, const void *b)
+{
+    const struct sample *x = a, *y = b;
+
+    return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/* Sort d's samples; NULL when empty or out of memory. */
+static struct sample *dist_sorted(const struct dist *d, double *wsum)
+{
+    struct sample *s = d->n ? malloc(d->n * sizeof(*s)) : NULL;
+
+    *wsum = 0;
+    for (size_t i = 0; s && i < d->n; i++) {
+        s[i] = (struct sample){d->v[i], d->w[i]};
+        *wsum += d->w[i];
+    }
+    if (s)
+        qsort(s, d->n, sizeof(*s), sample_cmp);
+    return s;
+}
+
+static double quantile(const struct sample *s, size_t n, double wsum, double p)
+{
+    double acc = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        acc += s[i].w;
+        if (acc >= p * wsum)
+            return s[i].v;
+    }
+    return n ? s[n - 1].v : 0;
+}
+
+/* W1 = integral of |F_a(x) - F_b(x)| dx, by a merge over both samples. */
+static double w1(const struct sample *a, size_t na, double wa, const struct sample *b, size_t nb,
+                 double wb)
+{
+    double fa = 0, fb = 0, x = 0, sum = 0;
+    size_t i = 0, k = 0;
+    bool started = false;
+
+    while (i < na || k < nb) {
+        double next = k >= nb || (i < na && a[i].v <= b[k].v) ? a[i].v : b[k].v;
+        if (started)
+            sum += fabs(fa - fb) * (next - x);
+        x = next;
+        started = true;
+        while (i < na && a[i].v == next)
+            fa += a[i++].w / wa;
+        while (k < nb && b[k].v == next)
+            fb += b[k++].w / wb;
+    }
+    return sum;
+}
+
+/* The statistics of every row. */
+static int compare_stats(struct compare *c)
+{
+    for (size_t i = 0; i < c->n_rows; i++) {
+        struct row *r = &c->rows[i];
+        struct sample *s[2];
+        double wsum[2];
+
+        for (int k = 0; k < 2; k++) {
+            s[k] = dist_sorted(&r->side[k], &wsum[k]);
+            if (!s[k] && r->side[k].n) {
+                free(s[0]);
+                return -ENOMEM;
+            }
+            r->p50[k] = quantile(s[k], r->side[k].n, wsum[k], 0.5);
+            r->p90[k] = quantile(s[k], r->side[k].n, wsum[k], 0.9);
+            r->mean[k] = r->side[k].count ? r->side[k].total / (double)r->side[k].count : 0;
+        }
+        r->w1 = s[0] && s[1] ? w1(s[0], r->side[0].n, wsum[0], s[1], r->side[1].n, wsum[1]) : NAN;
+        r->impact = (c->records[1] ? r->side[1].total / (double)c->records[1] : 0) -
+                    (c->records[0] ? r->side[0].total / (double)c->records[0] : 0);
+        for (size_t n = 0; n < c->n_names; n++)
+            if (c->name_ids[n] == r->key)
+                r->name = c->names[n];
+        if (r->kind == KIND_STEP)
+            r->name = "step";
+        free(s[0]);
+        free(s[1]);
+    }
+    return 0;
+}
+
+static int impact_cmp(const void *a, const void *b)
+{
+    const struct row *const *x = a, *const *y = b;
+    double dx = fabs((*x)->impact), dy = fabs((*y)->impact);
+
+    return dx > dy ? -1 : dx < dy;
+}
+
+static const char *row_name(const struct row *r, char *buf, size_t len)
+{
+    if (r->name)
+        return r->name;
+    snprintf(buf, len, "%016" PRIx64, r->key);
+    return buf;
+}
+
+static void print_row(const struct row *r)
+{
+    char id[24];
+
+    printf("%-6s %-40.40s %7" PRIu64 " %9.3f %9.3f %9.3f | %7" PRIu64
+           " %9.3f %9.3f %9.3f | %9.3f %+10.3f\n",
+           kind_names[r->kind], row_name(r, id, sizeof(id)), r->side[0].count, r->p50[0] / 1e6,
+           r->p90[0] / 1e6, r->mean[0] / 1e6, r->side[1].count, r->p50[1] / 1e6, r->p90[1] / 1e6,
+           r->mean[1] / 1e6, isnan(r->w1) ? 0 : r->w1 / 1e6, r->impact / 1e6);
+}
+
+static void compare_print(struct compare *c, struct row **by_impact)
+{
+    for (int s = 0; s < 2; s++) {
+        printf("%c: job %s steps ", s ? 'B' : 'A', c->job[s]);
+        if (c->to[s])
+            printf("%" PRIu64 "-%" PRIu64, c->from[s], c->to[s]);
+        else
+            printf("all");
+        printf(" (%" PRIu64 " records)\n", c->records[s]);
+    }
+    printf("%-6s %-40s %7s %9s %9s %9s | %7s %9s %9s %9s | %9s %10s\n", "KIND", "NAME", "A.COUNT",
+           "A.P50ms", "A.P90ms", "A.MEANms", "B.COUNT", "B.P50ms", "B.P90ms", "B.MEANms", "W1ms",
+           "IMPACTms");
+    for (int kind = KIND_STEP; kind <= KIND_KERNEL; kind++)
+        for (size_t i = 0; i < c->n_rows; i++)
+            if (by_impact[i]->kind == (enum compare_kind)kind)
+                print_row(by_impact[i]);
+    printf("top changes (impact = change of time per step record):\n");
+    for (size_t i = 0, shown = 0; i < c->n_rows && shown < c->cfg.top; i++) {
+        const struct row *r = by_impact[i];
+        char id[24];
+        if (r->kind == KIND_STEP)
+            continue;
+        printf("%3zu. %-6s %s: mean %.3f -> %.3f ms (%+.0f%%), %+.3f ms per step, W1 %.3f ms\n",
+               ++shown, kind_names[r->kind], row_name(r, id, sizeof(id)), r->mean[0] / 1e6,
+               r->mean[1] / 1e6, r->mean[0] > 0 ? (r->mean[1] / r->mean[0] - 1) * 100 : 0,
+               r->impact / 1e6, isnan(r->w1) ? 0 : r->w1 / 1e6);
+    }
+}
+
+static json_object *row_json(const struct row *r)
+{
+    json_object *o = json_object_new_object();
+    char id[24];
+
+    json_object_object_add(o, "kind", json_object_new_string(kind_names[r->kind]));
+    json_object_object_add(o, "name", json_object_new_string(row_name(r, id, sizeof(id))));
+    for (int s = 0; s < 2; s++) {
+        json_object *d = json_object_new_object();
+        json_object_object_add(d, "count", json_object_new_uint64(r->side[s].count));
+        json_object_object_add(d, "p50_ns", json_object_new_double(r->p50[s]));
+        json_object_object_add(d, "p90_ns", json_object_new_double(r->p90[s]));
+        json_object_object_add(d, "mean_ns", json_object_new_double(r->mean[s]));
+        json_object_object_add(o, s ? "b" : "a", d);
+    }
+    json_object_object_add(o, "w1_ns", isnan(r->w1) ? NULL : json_object_new_double(r->w1));
+    json_object_object_add(o, "impact_ns_per_step", json_object_new_double(r->impact));
+    return o;
+}
+
+static void compare_print_json(struct compare *c, struct row **by_impact)
+{
+    json_object *root = json_object_new_object(), *rows = json_object_new_array();
+    json_object *top = json_object_new_array();
+
+    for (int s = 0; s < 2; s++) {
+        json_object *side = json_object_new_object();
+        json_object_object_add(side, "job", json_object_new_string(c->job[s]));
+        json_object_object_add(side, "from_step", json_object_new_uint64(c->from[s]));
+        json_object_object_add(side, "to_step", json_object_new_uint64(c->to[s]));
+        json_object_object_add(side, "records", json_object_new_uint64(c->records[s]));
+        json_object_object_add(root, s ? "b" : "a", side);
+    }
+    for (size_t i = 0; i < c->n_rows; i++)
+        json_object_array_add(rows, row_json(by_impact[i]));
+    for (size_t i = 0, shown = 0; i < c->n_rows && shown < c->cfg.top; i++)
+        if (by_impact[i]->kind != KIND_STEP && ++shown)
+            json_object_array_add(top, row_json(by_impact[i]));
+    json_object_object_add(root, "rows", rows);
+    json_object_object_add(root, "top_changes", top);
+    puts(json_object_to_json_string_ext(root,
+                                        JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(root);
+}
+
+/* "X-Y" (or "X") into from/to; empty = everything. */
+static int parse_range(const char *text, const char *flag, uint64_t *from, uint64_t *to)
+{
+    char *end;
+
+    *from = *to = 0;
+    if (!*text)
+        return 0;
+    errno = 0;
+    *from = strtoull(text, &end, 10);
+    *to = *from;
+    if (!errno && *end == '-' && end[1] >= '0' && end[1] <= '9')
+        *to = strtoull(end + 1, &end, 10);
+    if (errno || *end || end == text || *text == '-' || *to < *from) {
+        fprintf(stderr, "argusctl: --%s '%s': expected a step range X-Y with X <= Y\n", flag, text);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int compare_run(struct compare *c)
+{
+    struct row **by_impact;
+    int r;
+
+    c->job[0] = c->cfg.job;
+    c->job[1] = *c->cfg.vs_job ? c->cfg.vs_job : c->cfg.job;
+    if (!*c->cfg.job || (!*c->cfg.vs_job && !*c->cfg.steps && !*c->cfg.vs_steps)) {
+        fprintf(stderr, "argusctl: compare needs --job A --job B, or --job A --steps X-Y "
+                        "--vs-steps Z-W\n");
+        return CMP_USAGE;
+    }
+    if (parse_range(c->cfg.steps, "steps", &c->from[0], &c->to[0]) < 0 ||
+        parse_range(c->cfg.vs_steps, "vs-steps", &c->from[1], &c->to[1]) < 0)
+        return CMP_USAGE;
+    for (int s = 0; s < 2; s++)
+        if ((r = compare_fetch(c, s)))
+            return r;
+    for (int s = 0; s < 2; s++) {
+        if (c->records[s])
+            continue;
+        fprintf(stderr, "argusctl: no step records for job %s in steps %s\n", c->job[s],
+                (s ? c->cfg.vs_steps : c->cfg.steps)[0] ? (s ? c->cfg.vs_steps : c->cfg.steps)
+                                                        : "(all)");
+        return CMP_NOT_FOUND;
+    }
+    if (compare_stats(c) < 0 || !(by_impact = malloc(c->n_rows * sizeof(*by_impact)))) {
+        fprintf(stderr, "argusctl: out of memory\n");
+        return CMP_ERROR;
+    }
+    for (size_t i = 0; i < c->n_rows; i++)
+        by_impact[i] = &c->rows[i];
+    qsort(by_impact, c->n_rows, sizeof(*by_impact), impact_cmp);
+    if (c->cfg.json)
+        compare_print_json(c, by_impact);
+    else
+        compare_print(c, by_impact);
+    free(by_impact);
+    return CMP_OK;
+}
+
+static void compare_free(struct compare *c)
+{
+    for (size_t i = 0; i < c->n_rows; i++)
+        for (int s = 0; s < 2; s++) {
+            free(c->rows[i].side[s].v);
+            free(c->rows[i].side[s].w);
+        }
+    for (size_t i = 0; i < c->n_names; i++)
+        free(c->names[i]);
+    free(c->names);
+    free(c->name_ids);
+    free(c->rows);
+    free(c->slots);
+    rpc_channel_free(c->ch);
+    config_free(&compare_table, &c->cfg);
+}
+
+int compare_main(int argc, char **argv)
+{
+    struct compare c = {0};
+    struct config_result res;
+    char *args[256], vs[512];
+    int n = 0, jobs = 0, r;
+    struct collector_address addr;
+
+    if (argc > 255) {
+        fprintf(stderr, "argusctl: compare: more than 254 arguments\n");
+        return CMP_USAGE;
+    }
+    for (int i = 0; i < argc; i++) { /* drop the command word; a second --job is --vs-job */
+        if (i > 0 && n == i && strcmp(argv[i], "compare") == 0)
+            continue;
+        args[n] = argv[i];
+        if ((!strcmp(argv[i], "--job") || !strncmp(argv[i], "--job=", 6)) && jobs++ == 1) {
+            snprintf(vs, sizeof(vs), "--vs-job%s", argv[i] + 5);
+            args[n] = vs;
+        }
+        n++;
+    }
+    args[n] = NULL;
+    if (config_load(&compare_table, &c.cfg, n, args, &res) < 0) {
+        fprintf(stderr, "argusctl: compare: %s\n", res.error);
+        config_free(&compare_table, &c.cfg);
+        return CMP_USAGE;
+    }
+    if (res.help) {
+        config_usage(&compare_table, stdout);
+        config_free(&compare_table, &c.cfg);
+        return CMP_OK;
+    }
+    if (ctl_address(c.cfg.collector, &addr) < 0) {
+        compare_free(&c);
+        return CMP_USAGE;
+    }
+    c.ch = ctl_channel_open(addr.address, &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca,
+                                                            c.cfg.tls_cert, c.cfg.tls_key});
+    r = c.ch ? compare_run(&c) : CMP_ERROR;
+    compare_free(&c);
+    return r;
+}
