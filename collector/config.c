@@ -131,6 +131,9 @@ static const struct config_option collector_options[] = {
         "while the job goes on"),
     OPT("diag.max_open_bytes", CONFIG_SIZE, diag_max_open_bytes, "256MiB", 1048576,
         1024.0 * 1073741824, "memory of one job's open and kept steps; over it the oldest closes"),
+    OPT("diag.max_bytes", CONFIG_SIZE, diag_max_bytes, "1GiB", 16777216, 1024.0 * 1073741824,
+        "memory of all jobs' open and kept steps; over it the least recently fed jobs' "
+        "diagnosis state is freed (counted)"),
     OPT("diag.job_idle", CONFIG_DURATION, diag_job_idle, "5m", 1, 86400 * 7.0,
         "a job that sent nothing this long has its open steps closed and its diagnosis state "
         "freed (fed again, it starts anew)"),

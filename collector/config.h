@@ -34,6 +34,7 @@ struct collector_config {
     uint64_t diag_stream_hold; /* ns */
     uint64_t diag_silence;     /* ns */
     uint64_t diag_max_open_bytes;
+    uint64_t diag_max_bytes;
     uint64_t diag_late_horizon;
     uint64_t diag_window, diag_min_hits;
     uint64_t diag_queue_bytes;

@@ -25,6 +25,7 @@ struct diagnosis_job {
     struct strmap names; /* the job's dictionary */
     uint64_t last_fed_ns;
     uint64_t feed_lag_ns;               /* wall clock - receive time of the last batch fed */
+    uint64_t tick_ns;                   /* the engine's time at the last tick */
     struct diagnosis_job_lag lag;       /* as of the last tick */
     struct diagnosis_job_series series; /* steps and lag as of the last tick */
     struct recent_suspects recent;      /* of its reports */
@@ -39,6 +40,8 @@ struct diagnosis {
     pthread_mutex_t stats_lock;
     struct diagnosis_stats stats;
     struct diagnosis_stats retired; /* counters of the engines freed (under lock) */
+    diagnosis_clock_fn clock;
+    void *clock_ctx;
 };
 
 struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o)
@@ -56,6 +59,26 @@ struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_opti
     pthread_mutex_init(&d->lock, NULL);
     pthread_mutex_init(&d->stats_lock, NULL);
     return d;
+}
+
+void diagnosis_set_clock(struct diagnosis *d, diagnosis_clock_fn clock, void *ctx)
+{
+    d->clock = clock;
+    d->clock_ctx = ctx;
+}
+
+/* The engine time of job j at now: what its clock says (never backwards),
+ * else now less the lag of its last feed. */
+static uint64_t diagnosis_job_time(struct diagnosis *d, struct diagnosis_job *j, uint64_t now)
+{
+    uint64_t t = now > j->feed_lag_ns ? now - j->feed_lag_ns : now;
+
+    if (d->clock) {
+        t = d->clock(d->clock_ctx, j->job, now);
+        t = t > j->tick_ns ? t : j->tick_ns;
+    }
+    j->tick_ns = t;
+    return t;
 }
 
 static void diagnosis_job_free(struct diagnosis_job *j)
@@ -238,6 +261,26 @@ void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t rec
     }
 }
 
+void diagnosis_progress(void *ctx, const char *job, const char *agent,
+                        const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns)
+{
+    struct diagnosis *d = ctx;
+    struct diagnosis_job *j = diagnosis_job(d, job);
+    uint64_t now = clock_real_ns();
+
+    if (!j)
+        return;
+    if (diag_engine_begin_batch(j->engine, agent, recv_unix_ns) == 0) {
+        for (size_t i = 0; i < n; i++)
+            diag_engine_note_progress(j->engine, p[i].rank, p[i].step, recv_unix_ns);
+        diag_engine_end_batch(j->engine, recv_unix_ns);
+        j->last_fed_ns = now;
+        j->feed_lag_ns = now > recv_unix_ns ? now - recv_unix_ns : 0;
+        diagnosis_drain(d, j);
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
 void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
 {
     diagnosis_feed(ctx, b, clock_real_ns());
@@ -304,7 +347,7 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
     struct diagnosis_stats one;
 
     pthread_mutex_lock(&j->lock);
-    diag_engine_flush(j->engine, now > j->feed_lag_ns ? now - j->feed_lag_ns : now);
+    diag_engine_flush(j->engine, diagnosis_job_time(d, j, now));
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
     pthread_mutex_unlock(&j->lock);
@@ -315,12 +358,44 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
     d->jobs[i] = d->jobs[--d->njobs];
 }
 
-/* Tick one job (its lock held) at now less its feed lag. */
+/* Over max_bytes (all jobs' open and kept steps, as of the last tick):
+ * retire the least recently fed jobs until under it, never the one fed last
+ * (its own max_open_bytes bounds it). d->lock held. */
+static void diagnosis_bound_memory(struct diagnosis *d, uint64_t now)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < d->njobs; i++)
+        total += d->jobs[i]->lag.open_bytes;
+    while (d->o.max_bytes && total > d->o.max_bytes && d->njobs > 1) {
+        size_t old = 0, last = 0;
+        for (size_t i = 1; i < d->njobs; i++) {
+            if (d->jobs[i]->last_fed_ns < d->jobs[old]->last_fed_ns)
+                old = i;
+            if (d->jobs[i]->last_fed_ns > d->jobs[last]->last_fed_ns)
+                last = i;
+        }
+        if (old == last)
+            break;
+        struct diagnosis_job *j = d->jobs[old];
+        uint64_t bytes = j->lag.open_bytes;
+        log_warn("diagnosis",
+                 "diagnosis memory %.0f MiB over diag.max_bytes %.0f MiB: dropping the state of "
+                 "job %s (%.0f MiB, last fed %.0f s ago)",
+                 total / 1048576.0, d->o.max_bytes / 1048576.0, j->job, bytes / 1048576.0,
+                 now > j->last_fed_ns ? (double)(now - j->last_fed_ns) / 1e9 : 0.0);
+        diagnosis_retire(d, old, now);
+        d->retired.jobs_retired_memory++;
+        total -= bytes < total ? bytes : total;
+    }
+}
+
+/* Tick one job (its lock held) at its own clock. */
 static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uint64_t now,
                                struct diagnosis_stats *acc)
 {
     struct diag_engine_stats es;
-    uint64_t t = now > j->feed_lag_ns ? now - j->feed_lag_ns : now;
+    uint64_t t = diagnosis_job_time(d, j, now);
 
     diag_engine_tick(j->engine, t);
     diagnosis_drain(d, j);
@@ -346,6 +421,7 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     struct diagnosis_stats acc = {0};
 
     pthread_mutex_lock(&d->lock);
+    diagnosis_bound_memory(d, now_unix_ns);
     for (size_t i = 0; i < d->njobs;) {
         struct diagnosis_job *j = d->jobs[i];
         if (now_unix_ns > j->last_fed_ns + d->o.job_idle_ns) {
@@ -363,6 +439,7 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     acc.jobs = d->njobs;
     diagnosis_add_counters(&acc, &d->retired);
     acc.jobs_retired = d->retired.jobs_retired;
+    acc.jobs_retired_memory = d->retired.jobs_retired_memory;
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_lock(&d->stats_lock);
     acc.reports = d->stats.reports;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "collector/diagq.h"
 #include "proto/argus.pb-c.h"
 
 struct alerts;
@@ -22,6 +23,8 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint64_t stream_hold_ns;
     uint64_t silence_ns;
     uint64_t max_open_bytes; /* per job */
+    uint64_t max_bytes;      /* all jobs' open and kept steps: over it the least
+                              * recently fed jobs are retired (0: no bound) */
     uint32_t late_horizon;
     uint32_t window, min_hits;
     uint32_t max_jobs;    /* engines at once; the least recently fed goes */
@@ -46,21 +49,37 @@ void diagnosis_free(struct diagnosis *d);
  * recv_unix_ns (wall clock). The batch stays the caller's. */
 void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t recv_unix_ns);
 
+/* A diagq_progress_fn (ctx: d): the ranks of a batch the diagnosis queue
+ * could not take delivered these steps through agent stream `agent` at
+ * recv_unix_ns; their records are not diagnosed (diag_engine_note_progress). */
+void diagnosis_progress(void *ctx, const char *job, const char *agent,
+                        const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns);
+
 /* The ingest hook (ingest_hook_fn): diagnosis_feed received now. */
 void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b);
 
-/* Advance every job's engine to now_unix_ns, less how far its feed runs
- * behind the receive time (a lagging diagnosis sees its own past, not a
- * silence): close steps by watermark and timeout, find silence, store the
- * reports. */
+/* Where a job's diagnosis is in receive time: the receive time up to which
+ * everything received for job was fed (diagq_job_clock), at most now. */
+typedef uint64_t (*diagnosis_clock_fn)(void *ctx, const char *job, uint64_t now_unix_ns);
+
+/* Tick each job at clock's time for it (set before the first tick; ctx must
+ * outlive d). Without one, a job ticks at now less the lag of its last feed. */
+void diagnosis_set_clock(struct diagnosis *d, diagnosis_clock_fn clock, void *ctx);
+
+/* Advance every job's engine to its own clock at now_unix_ns (a lagging
+ * diagnosis sees its own past, not a silence: time its batches waited to be
+ * fed never counts): close steps by watermark and timeout, find silence,
+ * store the reports. */
 void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns);
 
 struct diagnosis_stats { /* summed over jobs (as of the last tick) */
     uint64_t jobs, records, steps_closed, reports, report_errors;
-    uint64_t jobs_retired;  /* engines freed: idle past job_idle, or over max_jobs */
-    uint64_t closed_by[5];  /* enum diag_close_reason: complete, watermark, timeout,
-                             * budget, flush */
-    uint64_t late, amended; /* records of closed steps; those that amended them */
+    uint64_t jobs_retired;        /* engines freed: idle past job_idle, over max_jobs, or
+                                   * over max_bytes */
+    uint64_t jobs_retired_memory; /* of those, over max_bytes */
+    uint64_t closed_by[5];        /* enum diag_close_reason: complete, watermark, timeout,
+                                   * budget, flush */
+    uint64_t late, amended;       /* records of closed steps; those that amended them */
     uint64_t dropped_horizon, dropped_memory; /* late records not diagnosed */
     uint64_t silent_nodes, silent_ranks;      /* silence findings */
     uint64_t open_steps, open_bytes;          /* gauges */

@@ -23,9 +23,18 @@ struct diagq_job {
     bool warned;
 };
 
+/* A rank's progress in a batch the full queue did not take. */
+struct diagq_note {
+    struct diagq_job *job;
+    struct diagq_progress p;
+};
+
 struct diagq_entry {
     struct diagq_entry *next;
-    const Argus__V1__Batch *b;
+    const Argus__V1__Batch *b; /* NULL: only the progress of a dropped batch */
+    char *agent;               /* that batch's agent stream */
+    struct diagq_note *notes;
+    size_t n_notes;
     uint64_t recv;
     size_t bytes;
     diagq_release_fn release;
@@ -42,6 +51,7 @@ struct diagq {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct diagq_entry *head, *tail;
+    struct diagq_entry *feeding; /* taken by the worker, not done yet */
     bool stop;
     struct diagq_job **jobs;
     size_t njobs, cap_jobs;
@@ -115,39 +125,98 @@ static void jobs_received(struct diagq_job **jobs, size_t n, uint64_t recv, bool
     }
 }
 
+/* The job of a step record among e's (NULL when past the first few). */
+static struct diagq_job *entry_job(const struct diagq_entry *e, const char *job)
+{
+    for (size_t i = 0; i < e->njobs; i++)
+        if (strcmp(e->jobs[i]->job, job ? job : "") == 0)
+            return e->jobs[i];
+    return NULL;
+}
+
+/* e's batch does not fit: turn e into the progress of its ranks (each
+ * (job, rank) once, at its highest step), charged what that holds, when
+ * there is a progress callback and room within an eighth of the bound
+ * more. True when e is now such an entry (e->b NULL; the batch is the
+ * caller's to release). Under the lock. */
+static bool entry_to_notes(struct diagq *q, struct diagq_entry *e)
+{
+    const Argus__V1__Batch *b = e->b;
+    size_t n = 0;
+
+    if (!q->o.progress || !b->n_steps)
+        return false;
+    size_t bytes = sizeof(*e) + b->n_steps * sizeof(*e->notes) + 64;
+    if (q->stats.queued_bytes + bytes > q->o.max_bytes + q->o.max_bytes / 8)
+        return false;
+    struct diagq_note *notes = malloc(b->n_steps * sizeof(*notes));
+    char *agent = strdup(b->agent_id ? b->agent_id : "");
+    if (!notes || !agent) {
+        free(notes);
+        free(agent);
+        return false;
+    }
+    for (size_t i = 0; i < b->n_steps; i++) {
+        const Argus__V1__StepRecord *s = b->steps[i];
+        struct diagq_job *j = entry_job(e, s->job);
+        size_t k = 0;
+        while (k < n && !(notes[k].job == j && notes[k].p.rank == s->rank))
+            k++;
+        if (!j)
+            continue;
+        if (k == n)
+            notes[n++] = (struct diagq_note){j, {s->rank, s->step}};
+        else if (s->step > notes[k].p.step)
+            notes[k].p.step = s->step;
+    }
+    e->b = NULL;
+    e->agent = agent;
+    e->notes = notes;
+    e->n_notes = n;
+    e->bytes = bytes;
+    e->release = NULL;
+    e->owner = NULL;
+    q->stats.noted_batches++;
+    return true;
+}
+
 int diagq_push(struct diagq *q, const Argus__V1__Batch *b, uint64_t recv_unix_ns, size_t bytes,
                diagq_release_fn release, void *owner)
 {
     size_t max_jobs = 8; /* a batch rarely carries more than one job */
     struct diagq_entry *e = malloc(sizeof(*e) + max_jobs * sizeof(e->jobs[0]));
-    bool fits;
+    bool fits, noted = false;
     long n;
 
     if (!e) {
         release(owner);
         return -ENOMEM;
     }
-    *e = (struct diagq_entry){NULL, b, recv_unix_ns, bytes, release, owner, 0};
+    *e = (struct diagq_entry){
+        .b = b, .recv = recv_unix_ns, .bytes = bytes, .release = release, .owner = owner};
     pthread_mutex_lock(&q->lock);
     n = batch_jobs(q, b, e->jobs, max_jobs);
     fits = n >= 0 && (!q->stats.queued_bytes || q->stats.queued_bytes + bytes <= q->o.max_bytes);
     e->njobs = n > 0 ? (size_t)n : 0;
-    jobs_received(e->jobs, e->njobs, recv_unix_ns, fits);
-    if (fits) {
+    if (!fits && n >= 0) {
+        q->stats.dropped_batches++;
+        q->stats.dropped_records += b->n_steps;
+        noted = entry_to_notes(q, e); /* its progress may still go in */
+    }
+    jobs_received(e->jobs, e->njobs, recv_unix_ns, fits || noted);
+    if (fits || noted) {
         *(q->tail ? &q->tail->next : &q->head) = e;
         q->tail = e;
         q->stats.queued_batches++;
-        q->stats.queued_bytes += bytes;
+        q->stats.queued_bytes += e->bytes;
         pthread_cond_signal(&q->wake);
-    } else {
-        q->stats.dropped_batches++;
-        q->stats.dropped_records += b->n_steps;
     }
     pthread_mutex_unlock(&q->lock);
     if (fits)
         return 0;
     release(owner);
-    free(e);
+    if (!noted)
+        free(e);
     return n < 0 ? -ENOMEM : -ENOBUFS;
 }
 
@@ -164,6 +233,63 @@ static void entry_done(struct diagq *q, struct diagq_entry *e)
     q->stats.queued_batches--;
     q->stats.queued_bytes -= e->bytes;
     q->stats.fed_batches++;
+    q->feeding = NULL;
+}
+
+/* The receive time of e when it carries j, else UINT64_MAX. */
+static uint64_t entry_recv_of(const struct diagq_entry *e, const struct diagq_job *j)
+{
+    for (size_t i = 0; e && i < e->njobs; i++)
+        if (e->jobs[i] == j)
+            return e->recv;
+    return UINT64_MAX;
+}
+
+uint64_t diagq_job_clock(struct diagq *q, const char *job, uint64_t now_unix_ns)
+{
+    uint64_t t = now_unix_ns;
+    struct diagq_job *j = NULL;
+
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < q->njobs && !j; i++)
+        if (strcmp(q->jobs[i]->job, job) == 0)
+            j = q->jobs[i];
+    if (j && j->pending) {
+        uint64_t r = entry_recv_of(q->feeding, j);
+        t = r < t ? r : t;
+        for (const struct diagq_entry *e = q->head; e; e = e->next) {
+            r = entry_recv_of(e, j);
+            t = r < t ? r : t;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return t;
+}
+
+/* Give the progress of a dropped batch to the callback, job by job (its
+ * jobs stay while the entry is pending). Worker thread, no lock. */
+static void entry_progress(struct diagq *q, const struct diagq_entry *e)
+{
+    struct diagq_progress *p = malloc(e->n_notes * sizeof(*p) + 1);
+
+    for (size_t k = 0; p && k < e->njobs; k++) {
+        size_t n = 0;
+        for (size_t i = 0; i < e->n_notes; i++)
+            if (e->notes[i].job == e->jobs[k])
+                p[n++] = e->notes[i].p;
+        if (n)
+            q->o.progress(q->feed_ctx, e->jobs[k]->job, e->agent, p, n, e->recv);
+    }
+    free(p);
+}
+
+/* Free what e holds (the batch, or its notes), not e. */
+static void entry_release(struct diagq_entry *e)
+{
+    if (e->release)
+        e->release(e->owner);
+    free(e->notes);
+    free(e->agent);
 }
 
 static void *diagq_worker(void *arg)
@@ -177,15 +303,19 @@ static void *diagq_worker(void *arg)
         if (q->stop)
             break;
         struct diagq_entry *e = q->head;
-        size_t records = e->b->n_steps;
+        size_t records = e->b ? e->b->n_steps : 0;
         q->head = e->next;
         if (!q->head)
             q->tail = NULL;
+        q->feeding = e;
         pthread_mutex_unlock(&q->lock);
-        q->feed(q->feed_ctx, e->b, e->recv);
+        if (e->b)
+            q->feed(q->feed_ctx, e->b, e->recv);
+        else
+            entry_progress(q, e);
         if (q->o.test_delay_ns)
             clock_sleep_ns(q->o.test_delay_ns);
-        e->release(e->owner);
+        entry_release(e);
         pthread_mutex_lock(&q->lock);
         entry_done(q, e);
         q->stats.fed_records += records;
@@ -228,7 +358,7 @@ void diagq_free(struct diagq *q)
     while (q->head) {
         struct diagq_entry *e = q->head;
         q->head = e->next;
-        e->release(e->owner);
+        entry_release(e);
         free(e);
     }
     for (size_t i = 0; i < q->njobs; i++) {

@@ -8,7 +8,11 @@
  * hold): a batch that does not fit is not queued (unless they hold nothing:
  * one batch over the bound still goes through) and not diagnosed; it is
  * already stored, the ack is not held, and its step records are counted as
- * dropped from diagnosis (reason queue_full). push never blocks beyond a
+ * dropped from diagnosis (reason queue_full). What it delivered (each job's
+ * ranks and their highest step, from its stream) still goes to diagnosis in
+ * its place, through progress, within an eighth of the bound more: so that a
+ * full queue makes steps close without those records rather than wait for
+ * them, and never makes their ranks look silent. push never blocks beyond a
  * mutex held for a few list and counter updates.
  *
  * Lag, per job: the receive time of the newest batch that carried the job
@@ -32,13 +36,23 @@
 /* Diagnose one batch (on the worker thread; b is valid during the call). */
 typedef void (*diagq_feed_fn)(void *ctx, const Argus__V1__Batch *b, uint64_t recv_unix_ns);
 
+/* A rank of job delivered step through agent stream `agent`, received at
+ * recv_unix_ns, in a batch the full queue did not take (worker thread). */
+struct diagq_progress {
+    uint32_t rank;
+    uint64_t step;
+};
+typedef void (*diagq_progress_fn)(void *ctx, const char *job, const char *agent,
+                                  const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns);
+
 /* Free the memory a pushed batch lives in. */
 typedef void (*diagq_release_fn)(void *owner);
 
 struct diagq_options {
-    uint64_t max_bytes;     /* bound on the bytes queued batches hold */
-    uint64_t lag_warn_ns;   /* log once when a job's lag is over this; 0: never */
-    uint64_t test_delay_ns; /* sleep per batch in the worker (tests make diagnosis slow) */
+    uint64_t max_bytes;         /* bound on the bytes queued batches hold */
+    uint64_t lag_warn_ns;       /* log once when a job's lag is over this; 0: never */
+    uint64_t test_delay_ns;     /* sleep per batch in the worker (tests make diagnosis slow) */
+    diagq_progress_fn progress; /* with feed's ctx; NULL: dropped batches leave nothing */
 };
 
 struct diagq;
@@ -57,6 +71,14 @@ void diagq_free(struct diagq *q);
 int diagq_push(struct diagq *q, const Argus__V1__Batch *b, uint64_t recv_unix_ns, size_t bytes,
                diagq_release_fn release, void *owner);
 
+/* The receive time up to which every batch of job that reached the queue
+ * was fed to diagnosis: that of its oldest batch still queued or being fed,
+ * or now_unix_ns when none waits (never more than now_unix_ns). Diagnosis
+ * ticks a job at this time, so that the time its batches wait here never
+ * counts as silence, step timeout or stream hold. O(batches queued) when the
+ * job has some queued, else O(jobs). */
+uint64_t diagq_job_clock(struct diagq *q, const char *job, uint64_t now_unix_ns);
+
 /* Once a second or so: lag warnings, forgetting idle jobs. */
 void diagq_tick(struct diagq *q, uint64_t now_mono_ns);
 
@@ -64,6 +86,7 @@ struct diagq_stats {
     uint64_t queued_batches, queued_bytes, max_bytes;
     uint64_t fed_batches, fed_records;
     uint64_t dropped_batches, dropped_records; /* reason queue_full */
+    uint64_t noted_batches;                    /* of those, their progress went on */
     uint64_t lag_warnings;                     /* times a job went over lag_warn */
 };
 void diagq_get_stats(struct diagq *q, struct diagq_stats *out);

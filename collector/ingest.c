@@ -354,6 +354,7 @@ struct ingest_arena {
     char **old; /* full chunks */
     size_t nold;
     size_t bytes; /* all chunks */
+    size_t first; /* size of the first chunk (0: 256 KiB) */
 };
 
 static void *ingest_arena_alloc(void *ctx, size_t size)
@@ -362,7 +363,7 @@ static void *ingest_arena_alloc(void *ctx, size_t size)
 
     size = (size + 15) & ~(size_t)15;
     if (!a->chunk || a->used + size > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 256 * 1024;
+        size_t cap = a->cap ? a->cap * 2 : a->first ? a->first : 256 * 1024;
         while (cap < size)
             cap *= 2;
         char **old = realloc(a->old, (a->nold + 1) * sizeof(*old));
@@ -496,8 +497,8 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
      * diagnosis thread, which may free it at once */
     ingest_ack(s, b, reply);
     if (r != STORE_INGEST_DUPLICATE && s->in->diagq) {
-        diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena),
-                   ingest_arena_release, *arena);
+        diagq_push(s->in->diagq, b, recv, (*arena)->bytes + sizeof(**arena), ingest_arena_release,
+                   *arena);
         *arena = NULL;
     }
 }
@@ -524,6 +525,8 @@ static void ingest_message(void *stream, const void *data, size_t len,
         return;
     }
     struct ingest_arena *arena = calloc(1, sizeof(*arena));
+    if (arena) /* a batch unpacks into about 5 times its encoded size */
+        arena->first = ((raw_len * 6 > 16384 ? raw_len * 6 : 16384) + 4095) & ~(size_t)4095;
     ProtobufCAllocator alloc = {ingest_arena_alloc, ingest_arena_free, arena};
     Argus__V1__Batch *b = arena ? argus__v1__batch__unpack(&alloc, raw_len, raw) : NULL;
     if (!b) {

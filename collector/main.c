@@ -108,6 +108,12 @@ static void collector_feed_diagnosis(void *ctx, const Argus__V1__Batch *b, uint6
     diagnosis_feed(ctx, b, recv_unix_ns);
 }
 
+/* diagnosis_clock_fn: a job's diagnosis is as far as its queued batches. */
+static uint64_t collector_diagnosis_clock(void *ctx, const char *job, uint64_t now_unix_ns)
+{
+    return diagq_job_clock(ctx, job, now_unix_ns);
+}
+
 /* ARGUS_TEST_DIAG_DELAY_MS (tests only): how long the diagnosis worker
  * sleeps per batch, to make diagnosis slow. 0 when unset; -EINVAL when bad. */
 static int collector_test_delay(uint64_t *ns)
@@ -138,6 +144,7 @@ static int collector_start_diagnosis(struct collector *c)
         .stream_hold_ns = c->cfg.diag_stream_hold,
         .silence_ns = c->cfg.diag_silence,
         .max_open_bytes = c->cfg.diag_max_open_bytes,
+        .max_bytes = c->cfg.diag_max_bytes,
         .late_horizon = (uint32_t)c->cfg.diag_late_horizon,
         .job_idle_ns = c->cfg.diag_job_idle,
         .window = (uint32_t)c->cfg.diag_window,
@@ -149,6 +156,7 @@ static int collector_start_diagnosis(struct collector *c)
     struct diagq_options qopt = {
         .max_bytes = c->cfg.diag_queue_bytes,
         .lag_warn_ns = c->cfg.diag_lag_warn,
+        .progress = diagnosis_progress,
     };
     struct stream_clock_options copt = {
         .skew_warn_ns = c->cfg.clock_skew_warn,
@@ -163,6 +171,8 @@ static int collector_start_diagnosis(struct collector *c)
     dopt.on_report_ctx = c->traces;
     c->diagnosis = c->traces ? diagnosis_new(c->store, &dopt) : NULL;
     c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
+    if (c->diagq)
+        diagnosis_set_clock(c->diagnosis, collector_diagnosis_clock, c->diagq);
     c->clock = stream_clock_new(&copt);
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
 }

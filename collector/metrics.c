@@ -101,6 +101,9 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
                     "jobs whose diagnosis state was freed (idle past diag.job_idle, or over the "
                     "job limit)",
                     "", ds.jobs_retired);
+    http_buf_metric(b, "argus_diag_jobs_retired_memory_total", "counter",
+                    "of those, freed because all jobs' steps were over diag.max_bytes", "",
+                    ds.jobs_retired_memory);
     http_buf_metric(b, "argus_diag_steps_closed_total", "counter", "job steps closed", "",
                     ds.steps_closed);
     collector_diag_counter(b, "argus_diag_steps_closed_by_reason_total",
@@ -166,6 +169,9 @@ static void collector_metrics_diagq(struct diagq *q, struct http_buf *b)
     http_buf_metric(b, "argus_diag_queue_dropped_batches_total", "counter",
                     "batches the full diagnosis queue did not take (stored, acked)", "",
                     qs.dropped_batches);
+    http_buf_metric(b, "argus_diag_queue_noted_batches_total", "counter",
+                    "of those, whose ranks' progress still went to diagnosis (no silence, no wait)",
+                    "", qs.noted_batches);
     http_buf_metric(b, "argus_diag_lag_warnings_total", "counter",
                     "times a job's diagnosis lag went over diag.lag_warn", "", qs.lag_warnings);
     diagq_foreach_lag(q, collector_lag, &lag);

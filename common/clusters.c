@@ -60,13 +60,65 @@ int clusters_quantile(const Argus__V1__KernelGroup *kg, double p, double *out_ns
     return 0;
 }
 
+/* Phi^-1 of the grid's levels for g points (levels kept in [1e-6, 1 - 1e-6]
+ * as cluster_value does), computed once per g up to GRID_TABLE points: the
+ * one-cluster grid costs an exp per point, not a ppf, a log and an exp. */
+#define GRID_TABLE 64
+
+static const double *grid_ppf(size_t g)
+{
+    static _Thread_local double table[GRID_TABLE];
+    static _Thread_local size_t table_g;
+
+    if (g > GRID_TABLE)
+        return NULL;
+    if (table_g != g) {
+        for (size_t i = 0; i < g; i++) {
+            double local = ((double)i + 0.5) / (double)g;
+            local = local < 1e-6 ? 1e-6 : local > 1 - 1e-6 ? 1 - 1e-6 : local;
+            table[i] = clusters_norm_ppf(local);
+        }
+        table_g = g;
+    }
+    return table;
+}
+
+/* The grid of a group of one counted cluster: the cluster's own quantiles at
+ * the grid's levels (cluster_value with its constants taken out of the loop). */
+static void one_cluster_grid(const Argus__V1__Cluster *cl, const double *z, float *out, size_t g)
+{
+    double p50 = cl->p50_ns ? (double)cl->p50_ns : 1;
+    double p99 = cl->p99_ns > cl->p50_ns ? (double)cl->p99_ns : p50;
+    double sigma = log(p99 / p50) / CLUSTERS_Z99;
+    double lo = cl->min_ns ? (double)cl->min_ns : 0,
+           hi = cl->max_ns ? (double)cl->max_ns : INFINITY;
+
+    for (size_t i = 0; i < g; i++) {
+        double v = sigma == 0 ? p50 : p50 * exp(sigma * z[i]);
+        out[i] = (float)(v < lo ? lo : v > hi ? hi : v);
+    }
+}
+
 int clusters_quantile_grid(const Argus__V1__KernelGroup *kg, float *out, size_t g)
 {
     uint64_t total = total_count(kg), below = 0;
-    size_t c = 0;
+    const Argus__V1__Cluster *only = NULL;
+    size_t c = 0, counted = 0;
+    const double *z;
 
     if (!total || !g)
         return -EINVAL;
+    for (size_t i = 0; i < kg->n_clusters; i++)
+        if (kg->clusters[i]->count) {
+            only = kg->clusters[i];
+            counted++;
+        }
+    /* one cluster holds every count: the level within it is the grid's own
+     * (value_at passes the empty ones before it and never reaches those after) */
+    if (counted == 1 && (z = grid_ppf(g))) {
+        one_cluster_grid(only, z, out, g);
+        return 0;
+    }
     for (size_t i = 0; i < g; i++)
         out[i] = (float)value_at(kg, ((double)i + 0.5) / (double)g * (double)total, &c, &below);
     return 0;

@@ -572,6 +572,21 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
     return err < 0 ? err : 0;
 }
 
+int diag_engine_note_progress(struct diag_engine *e, uint32_t rank, uint64_t step, uint64_t now_ns)
+{
+    int err = reserve_rank(e, rank);
+
+    if (!err && e->win.started && step > e->win.next + e->o.max_step_jump)
+        err = -ERANGE;
+    if (err) {
+        e->st.rejected++;
+        return err;
+    }
+    diag_watermark_record(&e->wm, e->stream, rank, step, now_ns);
+    e->st.noted++;
+    return 0;
+}
+
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)
 {
     size_t n = e->n_reports;

@@ -80,6 +80,7 @@ struct diag_engine_stats {
     uint64_t dropped_horizon; /* late records beyond the horizon: not diagnosed */
     uint64_t dropped_memory;  /* late records whose kept step was freed for memory */
     uint64_t rejected;        /* wrong job, rank over max_ranks */
+    uint64_t noted;           /* progress noted without a record (queue full) */
     uint64_t steps_closed;
     uint64_t steps_closed_by[DIAG_CLOSE_N]; /* by enum diag_close_reason */
     uint64_t steps_timed_out;               /* closed by timeout or budget */
@@ -119,8 +120,9 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
  * -ENOMEM. */
 int diag_engine_begin_batch(struct diag_engine *e, const char *agent_id, uint64_t recv_ns);
 
-/* The batch is fed: recompute the watermark, amend steps that got late
- * records, close the steps that are ready. Returns steps closed or -errno. */
+/* The batch is fed: recompute the watermark, close the steps that are
+ * ready. Steps that got late records are amended at the next tick (or
+ * flush). Returns steps closed or -errno. */
 int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns);
 
 /* Feed one step record (kept as features; the message stays the caller's).
@@ -131,6 +133,13 @@ int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns);
  * diagnosis, counted), -EINVAL (other job), -ERANGE (rank over max_ranks,
  * step over max_step_jump ahead) or -ENOMEM. */
 int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, uint64_t now_ns);
+
+/* rank delivered step at now_ns, but its record is not diagnosed (the
+ * collector's diagnosis queue was full): it counts as progress of the rank
+ * and its stream (watermark, silence) and nothing else, so a step closes
+ * without it instead of waiting, and the rank is not silent. Within a batch
+ * like diag_engine_add_step. Returns 0, -ERANGE or -ENOMEM. */
+int diag_engine_note_progress(struct diag_engine *e, uint32_t rank, uint64_t step, uint64_t now_ns);
 
 /* Advance time to now_ns (receive-time clock): recompute the watermark,
  * close the steps whose watermark or timeout passed, report what went silent.

@@ -75,14 +75,16 @@ int diag_engine_begin_batch(struct diag_engine *e, const char *agent_id, uint64_
     return 0;
 }
 
+/* Late records wait for the next tick to amend their steps: a step is
+ * analysed again once per tick, not once per batch (at 10,240 ranks a
+ * backlog of late batches re-analysed the same steps for every batch and
+ * diagnosis fell minutes behind). */
 int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns)
 {
     e->in_batch = false;
     e->stream = 0;
     diag_watermark_update(&e->wm, now_ns);
-    int err = diag_engine_amend_pending(e, now_ns);
-    return err < 0 ? err
-                   : diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
+    return diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
 }
 
 static void silence_where(void *ctx, uint32_t rank, struct diag_silence_where *out)

@@ -78,6 +78,9 @@ delivery_flags() { # delivery rate seed nagents capacity: argus-sim flags
 for ranks in $SCALES; do
     # keep the offered load near 30k rank-steps/s so sender and collector share 2 cores
     rate=$(/usr/bin/python3 -c "print(max(1.0, min(50.0, 30000.0 / $ranks)))")
+    # the run's length, a 30 s outage and its replay, and room: a sim whose
+    # last ack never comes gives up here, not after 15 minutes
+    tmo=$(/usr/bin/python3 -c "print(int($STEPS / $rate + ${SIM_SLACK:-180}))")
     seeds=$SEEDS
     ((ranks >= 10240 && BIG_SEEDS < SEEDS)) && seeds=$BIG_SEEDS
     cap=0
@@ -96,7 +99,7 @@ for ranks in $SCALES; do
                 # shellcheck disable=SC2086
                 "$BIN/argus-sim" --collector "127.0.0.1:$port" --job "$job" --scenario "$scn" \
                     --ranks "$ranks" --tp 8 --steps "$STEPS" --rate "$rate" --seed "$seed" \
-                    --onset "$ONSET" --timeout 900s --send_log "$T/runs/$job.log" $flags \
+                    --onset "$ONSET" --timeout "${tmo}s" --send_log "$T/runs/$job.log" $flags \
                     "${extra[@]}" >"$T/runs/$job.json" || echo "  $job: sim incomplete" >&2
                 printf '{"job": "%s", "scenario": "%s", "ranks": %d, "seed": %d, "delivery": "%s", "sim": "%s", "log": "%s", "rep": "%s"}\n' \
                     "$job" "$scn" "$ranks" "$seed" "$d" "$T/runs/$job.json" "$T/runs/$job.log" \
@@ -113,4 +116,7 @@ sleep "$WAIT" # the default step timeout and a tick: every job's last steps are 
 done
 /usr/bin/python3 "$REPO/tests/bench/detect_score.py" "$T/manifest.jsonl" "$SILENCE"
 curl -s "127.0.0.1:$hport/metrics" | awk '$1 == "argus_diag_step_close_seconds_max" {
-    printf "slowest diagnosis of one closed step: %.1f ms\n", $2 * 1e3 }'
+    printf "slowest diagnosis of one closed step: %.1f ms\n", $2 * 1e3 }
+    $1 ~ /^argus_diag_(queue_dropped|dropped_from_diagnosis|steps_closed|silent_findings|late_rec|amended)/ { print }'
+awk '$1 == "VmHWM:" { printf "collector peak RSS (VmHWM): %.0f MiB\n", $2 / 1024 }' \
+    "/proc/$col/status"

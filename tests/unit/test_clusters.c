@@ -19,8 +19,8 @@
 #include "proto/argus.pb-c.h"
 #include "tests/lib/rng.h"
 
-static Argus__V1__Cluster cl[2];
-static Argus__V1__Cluster *clp[2] = {&cl[0], &cl[1]};
+static Argus__V1__Cluster cl[3];
+static Argus__V1__Cluster *clp[3] = {&cl[0], &cl[1], &cl[2]};
 
 static Argus__V1__KernelGroup group_of(size_t n)
 {
@@ -111,6 +111,38 @@ static void test_grid_is_pointwise(void **state)
         assert_true((float)v == q[i]);
     }
     assert_int_equal(clusters_quantile_grid(&kg, q, 0), -EINVAL);
+}
+
+/* One counted cluster (empty ones around it) takes a shorter way: still
+ * clusters_quantile at (i + 0.5) / g, within float rounding, for grids of
+ * 16 (the diagnosis's), 50 and 100 points (over the table: the long way). */
+static void test_one_cluster_grid_is_pointwise(void **state)
+{
+    static const uint64_t p50s[] = {0, 1, 900, 100000, 7654321};
+    static const double spreads[] = {0.5, 1, 1.01, 1.5, 40};
+    static const size_t grids[] = {16, 50, 100};
+    Argus__V1__KernelGroup kg = group_of(3);
+    float q[100];
+    double v;
+
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 5; b++)
+            for (size_t k = 0; k < 3; k++)
+                for (size_t at = 0; at < 3; at++) {
+                    size_t g = grids[k];
+                    for (int c = 0; c < 3; c++)
+                        cl[c] = (Argus__V1__Cluster)ARGUS__V1__CLUSTER__INIT;
+                    cl[at].count = 1 + 37 * a;
+                    cl[at].p50_ns = p50s[a];
+                    cl[at].p99_ns = (uint64_t)((double)p50s[a] * spreads[b]);
+                    cl[at].min_ns = b == 3 ? p50s[a] * 9 / 10 : 0;
+                    cl[at].max_ns = b == 3 ? p50s[a] * 12 / 10 : 0;
+                    assert_int_equal(clusters_quantile_grid(&kg, q, g), 0);
+                    for (size_t i = 0; i < g; i++) {
+                        assert_int_equal(clusters_quantile(&kg, ((double)i + 0.5) / g, &v), 0);
+                        assert_float_equal(q[i], (float)v, fabs(v) * 1e-6);
+                    }
+                }
 }
 
 /* A single cluster with p50 == p99 is a point mass. */
@@ -255,9 +287,13 @@ static void test_norm_ppf(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_cluster_quantiles), cmocka_unit_test(test_two_cluster_mixture),
-        cmocka_unit_test(test_grid_is_pointwise),        cmocka_unit_test(test_quantile_point_mass),
-        cmocka_unit_test(test_quantile_reconstruction),  cmocka_unit_test(test_norm_ppf),
+        cmocka_unit_test(test_single_cluster_quantiles),
+        cmocka_unit_test(test_two_cluster_mixture),
+        cmocka_unit_test(test_grid_is_pointwise),
+        cmocka_unit_test(test_one_cluster_grid_is_pointwise),
+        cmocka_unit_test(test_quantile_point_mass),
+        cmocka_unit_test(test_quantile_reconstruction),
+        cmocka_unit_test(test_norm_ppf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,11 +88,50 @@ static void test_max_jobs_retires_oldest(void **state)
     diagnosis_free(d);
 }
 
+/* Over max_bytes (all jobs' steps) the least recently fed jobs go, counted,
+ * never the one fed last; under it nothing goes. */
+static void test_max_bytes_retires_least_recent(void **state)
+{
+    struct fix *f = *state;
+    struct diagnosis_options o = {.job_idle_ns = 3600 * NSEC_PER_SEC, .max_bytes = 1};
+    struct diagnosis *d = diagnosis_new(f->s, &o);
+    struct diagnosis_stats s;
+
+    assert_non_null(d);
+    feed(d, "job-a", 1, 0);
+    usleep(2000);
+    feed(d, "job-b", 1, 0);
+    usleep(2000);
+    feed(d, "job-c", 1, 0);
+    s = stats_at(d, clock_real_ns()); /* measures each job's memory */
+    assert_int_equal(s.jobs, 3);
+    assert_true(s.open_bytes > 0);
+    s = stats_at(d, clock_real_ns()); /* over the bound: a and b go */
+    assert_int_equal(s.jobs, 1);
+    assert_int_equal(s.jobs_retired, 2);
+    assert_int_equal(s.jobs_retired_memory, 2);
+    assert_int_equal(s.records, 36);
+    s = stats_at(d, clock_real_ns()); /* the last one stays */
+    assert_int_equal(s.jobs, 1);
+    diagnosis_free(d);
+
+    o.max_bytes = 1ULL << 40; /* far over what three jobs hold */
+    d = diagnosis_new(f->s, &o);
+    feed(d, "job-a", 1, 0);
+    feed(d, "job-b", 1, 0);
+    stats_at(d, clock_real_ns());
+    s = stats_at(d, clock_real_ns());
+    assert_int_equal(s.jobs, 2);
+    assert_int_equal(s.jobs_retired_memory, 0);
+    diagnosis_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_idle_job_retired, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_jobs_retires_oldest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_bytes_retires_least_recent, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

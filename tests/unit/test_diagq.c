@@ -264,12 +264,73 @@ static void test_lag(void **state)
     log_free(l);
 }
 
+struct progress_log {
+    size_t calls, n;
+    uint32_t ranks[16];
+    uint64_t steps[16];
+    char agent[16];
+};
+static struct progress_log plog;
+
+static void progress(void *ctx, const char *job, const char *agent, const struct diagq_progress *p,
+                     size_t n, uint64_t recv)
+{
+    plog.calls++;
+    strncpy(plog.agent, agent, sizeof(plog.agent) - 1);
+    for (size_t i = 0; i < n && plog.n < 16; i++) {
+        plog.ranks[plog.n] = p[i].rank;
+        plog.steps[plog.n++] = p[i].step;
+    }
+}
+
+/* A batch the full queue does not take still gives its ranks' highest
+ * steps to progress (after what was queued before it), and is counted both
+ * as dropped and as noted. */
+static void test_full_queue_notes_progress(void **state)
+{
+    struct feed_log *l = log_new(false);
+    struct diagq_options o = {.max_bytes = 1000, .progress = progress};
+    struct diagq *q = diagq_new(&o, feed, l);
+    struct diagq_stats st;
+    struct owned *big = owned_new(l, "j", 9);
+    Argus__V1__StepRecord s2, *sp[2] = {&big->s, &s2};
+
+    memset(&plog, 0, sizeof(plog));
+    assert_int_equal(push(q, l, "j", 1, 100, 900), 0);
+    /* two records of ranks 3 (steps 7, 5): one note, step 7 */
+    big->s.rank = 3;
+    big->s.step = 7;
+    s2 = big->s;
+    s2.step = 5;
+    big->b.n_steps = 2;
+    big->b.steps = sp;
+    assert_int_equal(diagq_push(q, &big->b, 101 * NSEC_PER_SEC, 900, release, big), -ENOBUFS);
+    diagq_get_stats(q, &st);
+    assert_int_equal(st.dropped_batches, 1);
+    assert_int_equal(st.noted_batches, 1);
+    assert_int_equal(st.queued_batches, 2);
+    assert_int_equal(diagq_job_clock(q, "j", 500 * NSEC_PER_SEC), 100 * NSEC_PER_SEC);
+    gate(l, true);
+    wait_released(l, 2);
+    for (int i = 0; i < 3000 && diagq_job_clock(q, "j", 1) != 1; i++)
+        clock_sleep_ns(10 * NSEC_PER_MSEC);
+    assert_int_equal(l->n, 1);
+    assert_int_equal(plog.calls, 1);
+    assert_int_equal(plog.n, 1);
+    assert_int_equal(plog.ranks[0], 3);
+    assert_int_equal(plog.steps[0], 7);
+    assert_string_equal(plog.agent, "a");
+    diagq_free(q);
+    log_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_release),
         cmocka_unit_test(test_full_queue_drops),
         cmocka_unit_test(test_lag),
+        cmocka_unit_test(test_full_queue_notes_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
