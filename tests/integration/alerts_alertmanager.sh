@@ -4,8 +4,8 @@
 # exactly one alert with the labels on-call reads (job, cause, rank, node,
 # gpu, level, severity, the report link), re-sent while it fires (endsAt
 # moves ahead) and listed by argusctl alerts; when the job ends it is
-# resolved and Alertmanager drops it. (A rank that recovers while the job
-# goes on: tests/unit/test_alerts_engine.c; argus-sim has no recovery.) Then, with Alertmanager down while a second
+# resolved and Alertmanager drops it; a rank that recovers while the job
+# goes on (argus-sim --fault_end) is resolved by clean steps. Then, with Alertmanager down while a second
 # straggler fires, the alert waits in the store's queue (counted in
 # /metrics); the collector is killed -9 meanwhile and started again on the
 # same store; once Alertmanager is back, the alert arrives.
@@ -45,7 +45,8 @@ export -f am_alerts am_count has_alert no_alert
 export T AMPORT
 sim() { # JOB SCENARIO
     "$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job "$1" --scenario "$2" --ranks 64 \
-        --steps 100 --rate 50 --steps_per_batch 2 --tp 2 --seed 7 >"$T/$1.json" ||
+        --steps "${SIM_STEPS:-100}" --rate "${SIM_RATE:-50}" --steps_per_batch 2 --tp 2 --seed 7 \
+        ${SIM_END:+--fault_end "$SIM_END"} >"$T/$1.json" ||
         fail "$1: sim failed: $(cat "$T/$1.json")"
     tail -1 "$T/$1.json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["culprits"][0])'
 }
@@ -121,4 +122,21 @@ import json, sys
 alerts = [a for a in json.load(open(sys.argv[1])) if a["labels"].get("job") == "cs-down"]
 assert len(alerts) == 1 and alerts[0]["labels"]["rank"] == sys.argv[2], alerts
 PY
+log "the rank recovers while the job goes on (job_idle 10m): resolved by clean steps"
+sent_am() { metric "$HPORT" 'argus_alerts_sent_total{sink="alertmanager",target="http://127.0.0.1:'"$AMPORT"'"}'; }
+sent0=$(sent_am)
+culprit=$(SIM_STEPS=300 SIM_RATE=20 SIM_END=70 sim cs-rec compute-straggler)
+resolved_rec() {
+    ctl --json alerts --job cs-rec | /usr/bin/python3 -c 'import json, sys
+a = json.load(sys.stdin).get("alerts", [])
+sys.exit(0 if len(a) == 1 and a[0]["status"] == "ALERT_STATUS_RESOLVED" else 1)'
+}
+wait_every "the recovered rank's alert resolved" 120 1 resolved_rec
+ctl --json alerts --job cs-rec | /usr/bin/python3 -c 'import json, sys
+a = json.load(sys.stdin)["alerts"]
+assert len(a) == 1 and a[0]["ranks"] == [int(sys.argv[1])], a
+assert int(a[0]["firing_unix_ns"]) > 0, ("never fired", a)' "$culprit" || fail "cs-rec: $(ctl --json alerts --job cs-rec)"
+# Alertmanager got the firing and the resolve (endsAt in the past): no active alert left
+wait_every "Alertmanager: the recovered rank's alert gone" 60 0.5 bash -c "no_alert cs-rec"
+(($(sent_am) >= sent0 + 2)) || fail "Alertmanager got $(($(sent_am) - sent0)) deliveries for cs-rec, want firing and resolved"
 echo "alerts to Alertmanager ok"

@@ -299,6 +299,13 @@ static void sync_comm(struct diag_scn *s, const uint32_t *mem, uint32_t m, doubl
     }
 }
 
+/* The fault is active at this step: from fault_start until fault_end (when
+ * set), so a culprit can recover while the job goes on. */
+static bool fault_on(const struct diag_scn *s)
+{
+    return s->step >= s->c.fault_start && (!s->c.fault_end || s->step < s->c.fault_end);
+}
+
 static void tp_colls(struct diag_scn *s, uint32_t idx)
 {
     uint32_t mem[64];
@@ -310,7 +317,7 @@ static void tp_colls(struct diag_scn *s, uint32_t idx)
             for (uint32_t t = 0; t < s->c.tp; t++)
                 mem[t] = rank_at(s, d, p, t);
             uint64_t comm = 0x7000000000000000ULL | ((uint64_t)d << 16) | p;
-            bool slow = s->c.fault == DIAG_SCN_LINK_TP && s->step >= s->c.fault_start &&
+            bool slow = s->c.fault == DIAG_SCN_LINK_TP && fault_on(s) &&
                         d == dp_of(s, s->c.fault_rank) && p == pp_of(s, s->c.fault_rank);
             sync_comm(s, mem, s->c.tp, TP_XFER_NS * (slow ? 3 : 1) * noise(s, 0.03), comm,
                       s->step * N_TP_COLLS + idx, s->ids[NM_TP]);
@@ -329,8 +336,8 @@ static void dp_colls(struct diag_scn *s)
         for (uint32_t t = 0; t < s->c.tp; t++) {
             for (uint32_t d = 0; d < s->dp; d++)
                 mem[d] = rank_at(s, d, p, t);
-            bool slow = s->c.fault == DIAG_SCN_LINK_GROUP && s->step >= s->c.fault_start &&
-                        t == s->c.fault_tp && p == 0;
+            bool slow =
+                s->c.fault == DIAG_SCN_LINK_GROUP && fault_on(s) && t == s->c.fault_tp && p == 0;
             uint64_t comm = 0xD000000000000000ULL | ((uint64_t)p << 16) | t;
             sync_comm(s, mem, s->dp, DP_XFER_NS * (slow ? 3 : 1) * noise(s, 0.03), comm, s->step,
                       s->ids[NM_DP]);
@@ -363,7 +370,7 @@ static double slow_factor(const struct diag_scn *s, double dflt)
 static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
 {
     uint32_t n = s->c.ranks, stalled = UINT32_MAX;
-    bool on = s->step >= s->c.fault_start;
+    bool on = fault_on(s);
 
     for (uint32_t r = 0; r < n; r++)
         s->ff[r] = s->bf[r] = 1;
@@ -468,8 +475,7 @@ static void run_experts(struct diag_scn *s)
     for (uint32_t r = 0; r < s->c.ranks; r++) {
         Argus__V1__Phase *ph = &s->pool[r].ph[3];
         double load = (dp_of(s, r) % s->c.ep) % 2 ? 1.5 : 1.0;
-        bool slow = s->c.fault == DIAG_SCN_EXPERT_STRAGGLER && r == s->c.fault_rank &&
-                    s->step >= s->c.fault_start;
+        bool slow = s->c.fault == DIAG_SCN_EXPERT_STRAGGLER && r == s->c.fault_rank && fault_on(s);
         double d = EXPERT_NS * load * noise(s, s->c.noise) * (slow ? slow_factor(s, 1.3) : 1);
         ph->start_ns = (uint64_t)(s->cur[r] - s->t0[r]);
         ph->duration_ns = (uint64_t)d;
@@ -513,8 +519,7 @@ size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uin
         if (s->cur[r] > last)
             last = s->cur[r];
         s->cur[r] += 0.1 * MS;
-        bool silent =
-            s->c.fault == DIAG_SCN_SILENT && r == s->c.fault_rank && s->step >= s->c.fault_start;
+        bool silent = s->c.fault == DIAG_SCN_SILENT && r == s->c.fault_rank && fault_on(s);
         if (!silent)
             s->out[m++] = &p->rec;
     }

@@ -42,6 +42,7 @@ struct diag_scn_config {
     uint32_t fault_rank;  /* the culprit where there is one */
     uint32_t fault_tp;    /* LINK_GROUP: tp index of the slow DP communicator */
     uint64_t fault_start; /* first faulty step */
+    uint64_t fault_end;   /* first healthy step again (0: the fault lasts) */
     uint64_t seed;
     double clock_skew_ns;  /* node clock offsets uniform in +-this (5 ms) */
     bool no_kernels;       /* leave kernel summaries out */

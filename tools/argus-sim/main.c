@@ -68,6 +68,8 @@ static const struct config_option sim_options[] = {
         "masked-straggler, pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, "
         "silent-rank, host-straggler"),
     OPT("onset", CONFIG_UINT, onset, "20", 0, 0, "first faulty step of the scenario"),
+    OPT("fault_end", CONFIG_UINT, fault_end, "0", 0, 0,
+        "the culprit recovers at this step (0: the fault lasts to the end)"),
     OPT("severity", CONFIG_DOUBLE, severity, "0", 0, 100,
         "slowdown factor of the fault (0: the scenario's default)"),
     OPT("fault_rank", CONFIG_INT, fault_rank, "-1", -1, 1e8,
@@ -184,6 +186,12 @@ int main(int argc, char **argv)
     if (*c.scenario && !scenario_known(c.scenario)) {
         fprintf(stderr, "argus-sim: unknown scenario '%s' (one of: %s)\n", c.scenario,
                 scenario_list());
+        config_free(&sim_table, &c);
+        return 2;
+    }
+    if (c.fault_end && c.fault_end <= c.onset) {
+        fprintf(stderr, "argus-sim: --fault_end %llu must be after --onset %llu\n",
+                (unsigned long long)c.fault_end, (unsigned long long)c.onset);
         config_free(&sim_table, &c);
         return 2;
     }

@@ -91,6 +91,7 @@ static void scenario_config(const struct sim_config *c, size_t k, struct diag_sc
         .pp = pp,
         .seed = c->seed,
         .fault_start = c->onset,
+        .fault_end = c->fault_end,
         .factor = c->severity,
         .noise = 0.02,
         .clock_skew_ns = 5e6,

@@ -31,6 +31,7 @@ struct sim_config {
     bool record_split;  /* one record file per node: record.node<i> */
     char *scenario;     /* "" = plain records (gen.h); else a fault scenario (scenario.h) */
     uint64_t onset;     /* first faulty step */
+    uint64_t fault_end; /* first healthy step again, 0 = never */
     double severity;    /* slowdown factor of the fault, 0 = the scenario's default */
     int64_t fault_rank; /* culprit rank, -1 = the scenario's choice */
     /* delivery (tools/argus-sim/delivery.h) */
