@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "common/config_value.h"
+#include "common/tls.h"
 
 #include "agent/cupti/ring.h"
 #include "agent/discovery/discovery.h"
@@ -214,6 +215,7 @@ static int agent_check(const void *cfg, struct config_result *res)
                      WHERE("replay.world"), (unsigned long long)c->replay_world,
                      (unsigned long long)(c->replay_rank_base + c->replay_ranks));
 #undef WHERE
+    tls_config_check(c->grpc_plaintext, c->tls_ca, c->tls_cert, c->tls_key, res);
     return res->nerrors - n;
 }
 

@@ -8,6 +8,7 @@
 
 #include "collector/alerts/alerts.h"
 #include "common/config_value.h"
+#include "common/tls.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     CONFIG_OPTION(struct collector_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
@@ -236,6 +237,7 @@ static int collector_check(const void *cfg, struct config_result *res)
                      (unsigned long long)c->max_frame, (unsigned long long)c->max_raw,
                      config_where(t, res, "ingest.max_raw", b, sizeof(b)));
     collector_check_remote_write(c, res);
+    tls_config_check(c->grpc_plaintext, c->tls_ca, c->tls_cert, c->tls_key, res);
     return res->nerrors - n;
 }
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/config.h"
+
 #define TLS_MAX_FILE (1u << 20) /* a PEM file larger than this is not one of ours */
 
 bool tls_files_set(const struct tls_files *f)
@@ -218,4 +220,17 @@ const char *tls_role_name(unsigned roles)
     static const char *const names[] = {"none", "agent", "query", "agent+query"};
 
     return names[roles & TLS_ROLE_ALL];
+}
+
+int tls_config_check(bool plaintext, const char *ca, const char *cert, const char *key,
+                     struct config_result *res)
+{
+    struct tls_files f = {ca, cert, key};
+    char err[512];
+
+    if (res->print || tls_choose(plaintext, &f, "grpc.plaintext = true",
+                                 "tls.ca, tls.cert and tls.key", err, sizeof(err)) >= 0)
+        return 0;
+    config_error(res, "%s", err);
+    return 1;
 }

@@ -50,6 +50,15 @@ void tls_pem_free(struct tls_pem *p);
 int tls_choose(bool plaintext, const struct tls_files *f, const char *plaintext_key,
                const char *files_keys, char *err, size_t errlen);
 
+struct config_result;
+
+/* The same choice as a config table check (common/config.h), so that
+ * --check-config, start and SIGHUP refuse a config that sets neither or both
+ * with the reason (config_error); --print-config prints it anyway (a default
+ * config sets neither). Returns the number of errors added (0 or 1). */
+int tls_config_check(bool plaintext, const char *ca, const char *cert, const char *key,
+                     struct config_result *res);
+
 /* The notAfter time (Unix seconds) of the first certificate in pem.
  * Returns 0 or -EINVAL. */
 int tls_cert_not_after(const char *pem, int64_t *unix_s);

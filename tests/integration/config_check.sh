@@ -46,10 +46,22 @@ out=$("$BIN/argus-agent" --config /dev/null --check-config --collector.address n
 [[ $rc == 2 && $out == *"--collector.address: 'nowhere' is not an address"* ]] ||
     fail "agent collector.address: rc $rc: $out"
 
+# the shipped configs are the defaults: no TLS choice, which a start refuses,
+# so the check does too; with the choice made they are valid
 for d in agent collector; do
     out=$("$BIN/argus-$d" --config "$REPO/deploy/config/$d.conf" --check-config 2>&1); rc=$?
+    [[ $rc == 2 && $out == *"no TLS configured: set tls.ca, tls.cert and tls.key"* ]] ||
+        fail "argus-$d --check-config of the shipped config without TLS: rc $rc: $out"
+    out=$("$BIN/argus-$d" --config "$REPO/deploy/config/$d.conf" --check-config \
+        --grpc.plaintext true 2>&1); rc=$?
     [[ $rc == 0 && $out == "ok: $REPO/deploy/config/$d.conf is valid" ]] ||
         fail "argus-$d --check-config of the shipped config: rc $rc: $out"
+    out=$("$BIN/argus-$d" --config "$REPO/deploy/config/$d.conf" --check-config \
+        --grpc.plaintext true --tls.ca /x --tls.cert /y --tls.key /z 2>&1); rc=$?
+    [[ $rc == 2 && $out == *"are both set: choose one"* ]] ||
+        fail "argus-$d --check-config with plaintext and TLS: rc $rc: $out"
+    "$BIN/argus-$d" --config "$REPO/deploy/config/$d.conf" --print-config >/dev/null ||
+        fail "argus-$d --print-config of the defaults refused"
 done
 
 # SIGHUP: each change named, live or restart; a bad file refused, old kept

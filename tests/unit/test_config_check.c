@@ -278,11 +278,21 @@ static void test_daemon_defaults_pass(void **state)
     struct agent_config a = {0};
     struct collector_config c = {0};
     struct config_result res;
-    char *argv[] = {"t", "--config", "/dev/null"};
+    /* every default is valid once the TLS choice is made; without it both
+     * daemons refuse to start, and so does the check */
+    char *argv[] = {"t", "--config", "/dev/null", "--grpc.plaintext=true"};
 
-    assert_int_equal(config_load(&agent_config_table, &a, 3, argv, &res), 0);
+    assert_int_equal(config_load(&agent_config_table, &a, 4, argv, &res), 0);
     config_free(&agent_config_table, &a);
-    assert_int_equal(config_load(&collector_config_table, &c, 3, argv, &res), 0);
+    assert_int_equal(config_load(&collector_config_table, &c, 4, argv, &res), 0);
+    config_free(&collector_config_table, &c);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(config_load(&agent_config_table, &a, 3, argv, &res), -EINVAL);
+    assert_non_null(strstr(res.error, "no TLS configured"));
+    config_free(&agent_config_table, &a);
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(config_load(&collector_config_table, &c, 3, argv, &res), -EINVAL);
+    assert_non_null(strstr(res.error, "no TLS configured"));
     config_free(&collector_config_table, &c);
 }
 
@@ -346,8 +356,9 @@ static void test_daemons_refuse_what_they_adjusted(void **state)
                   "--cupti.sample_mode=steps",
                   "--cupti.sample_k=1",
                   "--cupti.sample_n=4",
-                  "--probes.enable=sched,net"};
-    assert_string_equal(daemon_error(&agent_config_table, sizeof(struct agent_config), 7, ok, &res),
+                  "--probes.enable=sched,net",
+                  "--grpc.plaintext=true"};
+    assert_string_equal(daemon_error(&agent_config_table, sizeof(struct agent_config), 8, ok, &res),
                         "");
 }
 
