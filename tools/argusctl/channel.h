@@ -8,9 +8,31 @@
 
 #include <stdbool.h>
 
+#include "common/config.h"
+
 #include "tools/argusctl/collector_address.h"
 
 struct rpc_channel;
+
+/* The connection options every argusctl command takes, as config table
+ * entries of struct st (members collector, plaintext, tls_ca, tls_cert,
+ * tls_key; common/config.h's CONFIG_OPTION). */
+#define CTL_CONNECT_OPTIONS(st)                                                                    \
+    CONFIG_OPTION(st, "collector", CONFIG_STRING, collector, "", 0, 0,                             \
+                  "collector gRPC address HOST:PORT (else $ARGUSCTL_COLLECTOR, else 'collector = " \
+                  "HOST:PORT' in ~/.config/argus/argusctl.conf or /etc/argus/argusctl.conf, "      \
+                  "else 127.0.0.1:7700)",                                                          \
+                  NULL, NULL, false),                                                              \
+        CONFIG_OPTION(st, "grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,                 \
+                      "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)", NULL,    \
+                      NULL, false),                                                                \
+        CONFIG_OPTION(st, "tls.ca", CONFIG_STRING, tls_ca, "", 0, 0,                               \
+                      "CA of the collector's certificate (PEM; env ARGUS_TLS_CA)", NULL, NULL,     \
+                      false),                                                                      \
+        CONFIG_OPTION(st, "tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,                           \
+                      "our certificate, OU=query (PEM; env ARGUS_TLS_CERT)", NULL, NULL, false),   \
+        CONFIG_OPTION(st, "tls.key", CONFIG_STRING, tls_key, "", 0, 0,                             \
+                      "its private key (PEM; env ARGUS_TLS_KEY)", NULL, NULL, false)
 
 /* The TLS choice of a command: plaintext flag and the three files (NULL or
  * "": unset, the environment variable then counts). */

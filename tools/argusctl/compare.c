@@ -44,14 +44,7 @@ struct compare_config {
     CONFIG_OPTION(struct compare_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 
 static const struct config_option compare_options[] = {
-    CMP_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
-            "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
-    CMP_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0, "CA certificate PEM (env ARGUS_TLS_CA)"),
-    CMP_OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
-            "client certificate PEM (env ARGUS_TLS_CERT)"),
-    CMP_OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0, "client key PEM (env ARGUS_TLS_KEY)"),
-    CMP_OPT("collector", CONFIG_STRING, collector, "", 0, 0,
-            "collector gRPC address HOST:PORT (else ARGUSCTL_COLLECTOR, argusctl.conf)"),
+    CTL_CONNECT_OPTIONS(struct compare_config),
     CMP_OPT("job", CONFIG_STRING, job, "", 0, 0, "job of side A (a second --job is --vs-job)"),
     CMP_OPT("vs-job", CONFIG_STRING, vs_job, "", 0, 0, "job of side B (empty: the same job)"),
     CMP_OPT("steps", CONFIG_STRING, steps, "", 0, 0, "steps of side A, X-Y (empty: all)"),

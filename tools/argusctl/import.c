@@ -40,14 +40,7 @@ struct import_config {
     CONFIG_OPTION(struct import_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 
 static const struct config_option import_options[] = {
-    IMPORT_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
-               "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
-    IMPORT_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0, "CA certificate PEM (env ARGUS_TLS_CA)"),
-    IMPORT_OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
-               "client certificate PEM (env ARGUS_TLS_CERT)"),
-    IMPORT_OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0, "client key PEM (env ARGUS_TLS_KEY)"),
-    IMPORT_OPT("collector", CONFIG_STRING, collector, "", 0, 0,
-               "collector gRPC address HOST:PORT (else ARGUSCTL_COLLECTOR, argusctl.conf)"),
+    CTL_CONNECT_OPTIONS(struct import_config),
     IMPORT_OPT("job", CONFIG_STRING, job, "", 0, 0, "job id the traces are stored under"),
     IMPORT_OPT("rank", CONFIG_INT, rank, "-1", -1, 1e9,
                "rank of a trace without distributedInfo.rank (+ the file's index); -1: none"),

@@ -56,18 +56,7 @@ struct ctl_config {
     CONFIG_OPTION(struct ctl_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
 
 static const struct config_option ctl_options[] = {
-    CTL_OPT("collector", CONFIG_STRING, collector, "", 0, 0,
-            "collector gRPC address HOST:PORT (else $ARGUSCTL_COLLECTOR, else 'collector = "
-            "HOST:PORT' in ~/.config/argus/argusctl.conf or /etc/argus/argusctl.conf, else "
-            "127.0.0.1:7700)"),
-    CTL_OPT("grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,
-            "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)"),
-    CTL_OPT("tls.ca", CONFIG_STRING, tls_ca, "", 0, 0,
-            "CA of the collector's certificate (PEM; env ARGUS_TLS_CA)"),
-    CTL_OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
-            "our certificate, OU=query (PEM; env ARGUS_TLS_CERT)"),
-    CTL_OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0,
-            "its private key (PEM; env ARGUS_TLS_KEY)"),
+    CTL_CONNECT_OPTIONS(struct ctl_config),
     CTL_OPT("json", CONFIG_BOOL, json, "false", 0, 0, "print JSON instead of tables"),
     CTL_OPT("all", CONFIG_BOOL, all, "false", 0, 0,
             "stragglers: every report, findings that page nobody too (--json: always all)"),
