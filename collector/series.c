@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/alerts/alert_book.h"
 #include "collector/diagnosis.h"
 #include "common/http.h"
 
@@ -42,11 +43,7 @@ const char *series_metric_type(enum series_metric m)
 
 const char *series_cause_name(int cause)
 {
-    static const char *const names[DIAGNOSIS_CAUSES] = {
-        "unknown", "compute", "link", "host", "data_skew", "silent", "job_regression",
-    };
-
-    return cause >= 0 && cause < DIAGNOSIS_CAUSES ? names[cause] : "unknown";
+    return alert_cause_name(cause); /* one table of cause names (label values) */
 }
 
 int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,

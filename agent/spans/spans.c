@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent/spans/spanring.h"
+#include "common/name_id.h"
 
 #define SPANS_MAX_RINGS 256 /* processes with a ring; more are not kept */
 #define SPANS_RECENT 64     /* answered requests remembered (SPANS_REPEAT_NS) */
@@ -257,22 +258,14 @@ static int spans_fill(struct spans *s, const Argus__V1__CaptureRequest *req,
     return 0;
 }
 
-static uint64_t spans_fnv(uint64_t h, const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* True when the request was answered within SPANS_REPEAT_NS; else it is
  * remembered as answered now. */
 static bool spans_repeated(struct spans *s, const Argus__V1__CaptureRequest *req, uint64_t now)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = name_id_update(NAME_ID_BASIS, req->report_id, strlen(req->report_id) + 1);
 
-    h = spans_fnv(h, req->report_id, strlen(req->report_id) + 1);
-    h = spans_fnv(h, req->job, strlen(req->job) + 1);
-    h = spans_fnv(h, &req->rank, sizeof(req->rank));
+    h = name_id_update(h, req->job, strlen(req->job) + 1);
+    h = name_id_update(h, &req->rank, sizeof(req->rank));
     for (size_t i = 0; i < SPANS_RECENT; i++)
         if (s->recent[i].key == h && s->recent[i].at_ns &&
             now - s->recent[i].at_ns < SPANS_REPEAT_NS)

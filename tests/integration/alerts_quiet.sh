@@ -30,6 +30,8 @@ import json, sys
 jobs = [json.loads(l)["body"]["alert"]["job"] for l in open(sys.argv[1])]
 assert set(jobs) == {"compute-straggler"}, jobs
 PY
-curl -s "127.0.0.1:$HPORT/metrics" | grep -E '^argus_alerts_firing\{job="(healthy|data-skew)"' &&
+curl -sf "127.0.0.1:$HPORT/metrics" >"$T/metrics.txt" || fail "no /metrics from the collector"
+grep -q '^argus_alerts_firing' "$T/metrics.txt" || fail "no argus_alerts_firing series at all"
+grep -E '^argus_alerts_firing\{job="(healthy|data-skew)"' "$T/metrics.txt" &&
     fail "a quiet job has an alert firing"
 echo "healthy and data-skew fire nothing"
