@@ -314,9 +314,9 @@ static int agent_build_pipeline(struct agent *a)
     const struct agent_config *c = a->cfg;
     struct batcher_options bo = {a->agent_id, c->batch_max_steps, c->batch_max_bytes,
                                  c->batch_max_age};
-    struct assembler_options ao = {.mono_to_real = clock_mono_to_real_offset()};
+    struct assembler_options ao = {.clock = &a->clock};
 
-    a->mono_to_real = ao.mono_to_real;
+    clock_offset_init(&a->clock, clock_mono_to_real_offset());
     struct exporter_options eo = {c->collector_address,
                                   c->collector_keepalive,
                                   c->collector_backoff_min,
@@ -335,15 +335,15 @@ static int agent_build_pipeline(struct agent *a)
     a->drops = drops_new();
     a->batcher = a->names && a->drops ? batcher_new(&bo, a->names, a->drops) : NULL;
     a->assembler = assembler_new(&ao, agent_on_step, a);
-    a->stepinfer = stepinfer_new(agent_on_step, a, ao.mono_to_real);
+    a->stepinfer = stepinfer_new(agent_on_step, a, &a->clock);
     a->discovery = discovery_new(&dopt);
     a->spans = spans_new(&(struct spans_options){.ring_bytes = c->spans_ring_bytes,
                                                  .keep_ns = c->spans_keep,
                                                  .chunk_ns = NSEC_PER_SEC,
                                                  .capture_max = c->spans_capture_max,
-                                                 .mono_to_real = ao.mono_to_real});
+                                                 .clock = &a->clock});
     a->frames = stepframes_new(&(struct stepframes_options){
-        .mono_to_real = ao.mono_to_real, .names = a->names, .emit = agent_emit_step, .ctx = a});
+        .clock = &a->clock, .names = a->names, .emit = agent_emit_step, .ctx = a});
     if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
@@ -462,6 +462,13 @@ static void agent_log_discovery(struct agent *a)
 /* Periodic work of one tick. */
 static void agent_tick(struct agent *a, uint64_t now)
 {
+    int64_t stepped = clock_offset_refresh(&a->clock, now);
+
+    if (stepped) {
+        a->clock_steps++;
+        log_warn("agent", "the realtime clock was set %+.3f ms: times from now on use the new time",
+                 (double)stepped / 1e6);
+    }
     if (now >= a->next_dispatch_ns) {
         for (size_t i = 0; i < a->nsources; i++)
             if (a->sources[i].running && a->sources[i].fd < 0)

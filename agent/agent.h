@@ -37,9 +37,10 @@ struct agent_snapshot {
     bool connected;
     uint64_t sent, acked, reconnects, rejected, resent;
     uint64_t discovery_scans, discovery_processes, discovery_watched;
-    uint64_t discovery_skipped[8];                              /* by enum discovery_skip */
-    uint64_t frames_waited, frames_expired, frames_waiting;     /* agent/steps/stepframes.h */
-    uint64_t loop_turns, loop_busy_max_ns;                      /* the main loop's wakeups */
+    uint64_t discovery_skipped[8];                          /* by enum discovery_skip */
+    uint64_t frames_waited, frames_expired, frames_waiting; /* agent/steps/stepframes.h */
+    uint64_t loop_turns, loop_busy_max_ns;                  /* the main loop's wakeups */
+    uint64_t clock_steps; /* times the realtime clock was seen set */
     uint64_t spans_bytes, spans_dropped_age, spans_dropped_cap; /* agent/spans/ */
     uint64_t spans_corrupt, spans_captures;
     size_t nsources;

@@ -91,6 +91,9 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
                     s->spans_corrupt);
     http_buf_metric(b, "argus_agent_span_captures_total", "counter",
                     "capture requests of the collector answered", "", s->spans_captures);
+    http_buf_metric(b, "argus_agent_clock_steps_total", "counter",
+                    "times the realtime clock was set (timestamps from then on use the new time)",
+                    "", s->clock_steps);
     http_buf_metric(b, "argus_agent_loop_busy_max_seconds", "gauge",
                     "longest single turn of the main loop since start (events and periodic work)",
                     "", s->loop_busy_max_ns / 1e9);
@@ -290,6 +293,7 @@ void agent_publish(struct agent *a, uint64_t now)
         s.discovery_skipped[r] = ds.skipped[r];
     s.loop_turns = a->loop_turns;
     s.loop_busy_max_ns = a->loop_busy_max_ns;
+    s.clock_steps = a->clock_steps;
     s.frames_waited = fs.waited;
     s.frames_expired = fs.expired + fs.overflowed;
     s.frames_waiting = fs.waiting;

@@ -16,6 +16,7 @@
 #include "agent/sources/source_cupti.h"
 #include "agent/sources/source_replay.h"
 #include "common/clock.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define AGENT_MAX_SLEEP_NS NSEC_PER_SEC /* /metrics is at most this stale */
@@ -37,7 +38,8 @@ struct agent {
     struct spans *spans;       /* raw spans per rank for drill-down (agent/spans/) */
     struct probe_collectives_config collectives;
     struct probe_stacks_config stacks;
-    int64_t mono_to_real;
+    struct clock_offset clock; /* monotonic to UNIX time, refreshed each tick */
+    uint64_t clock_steps;
     uint64_t next_infer_ns;
     struct agent_source sources[AGENT_MAX_SOURCES];
     size_t nsources;

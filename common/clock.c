@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,12 +24,70 @@ uint64_t clock_real_ns(void)
     return read_clock(CLOCK_REALTIME);
 }
 
+/* The sample of the three with the narrowest pair of realtime reads (a
+ * preempted one would put the midpoint off by up to half its width). */
 int64_t clock_mono_to_real_offset(void)
 {
-    uint64_t r0 = read_clock(CLOCK_REALTIME);
-    uint64_t m = read_clock(CLOCK_MONOTONIC);
-    uint64_t r1 = read_clock(CLOCK_REALTIME);
-    return (int64_t)(r0 + (r1 - r0) / 2) - (int64_t)m;
+    int64_t best = 0;
+    uint64_t best_width = UINT64_MAX;
+
+    for (int i = 0; i < 3; i++) {
+        uint64_t r0 = read_clock(CLOCK_REALTIME);
+        uint64_t m = read_clock(CLOCK_MONOTONIC);
+        uint64_t r1 = read_clock(CLOCK_REALTIME);
+
+        if (r1 - r0 < best_width) {
+            best_width = r1 - r0;
+            best = (int64_t)(r0 + (r1 - r0) / 2) - (int64_t)m;
+        }
+    }
+    return best;
+}
+
+void clock_offset_init(struct clock_offset *o, int64_t ns)
+{
+    *o = (struct clock_offset){.n = 1, .at[0] = {0, ns}};
+}
+
+void clock_offset_set(struct clock_offset *o, uint64_t mono_ns, int64_t ns)
+{
+    if (o->n == CLOCK_OFFSET_KEEP) {
+        memmove(o->at, o->at + 1, (CLOCK_OFFSET_KEEP - 1) * sizeof(o->at[0]));
+        o->n--;
+    }
+    o->at[o->n++] = (struct clock_offset_at){mono_ns, ns};
+}
+
+int64_t clock_offset_refresh(struct clock_offset *o, uint64_t mono_now_ns)
+{
+    int64_t now = clock_mono_to_real_offset(), moved = now - o->at[o->n - 1].ns;
+
+    if (moved <= (int64_t)CLOCK_OFFSET_STEP_NS && moved >= -(int64_t)CLOCK_OFFSET_STEP_NS)
+        return 0;
+    clock_offset_set(o, mono_now_ns, now);
+    return moved;
+}
+
+uint64_t clock_offset_to_real(const struct clock_offset *o, uint64_t mono_ns)
+{
+    uint32_t i = o->n - 1;
+
+    while (i > 0 && mono_ns < o->at[i].since_mono_ns)
+        i--;
+    return clock_mono_to_real(mono_ns, o->at[i].ns);
+}
+
+uint64_t clock_offset_to_mono(const struct clock_offset *o, uint64_t unix_ns)
+{
+    for (uint32_t i = o->n; i-- > 0;) {
+        int64_t m = (int64_t)unix_ns - o->at[i].ns;
+
+        if (m >= (int64_t)o->at[i].since_mono_ns || i == 0)
+            return i + 1 < o->n && m > (int64_t)o->at[i + 1].since_mono_ns
+                       ? o->at[i + 1].since_mono_ns /* skipped by a forward set */
+                       : (uint64_t)m;
+    }
+    return unix_ns;
 }
 
 static struct timespec clock_timespec(uint64_t ns)

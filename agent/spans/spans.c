@@ -196,7 +196,7 @@ struct spans_collect {
     Argus__V1__Span *spans, **ptrs;
     size_t n, max;
     uint64_t in_window;
-    int64_t offset;
+    const struct clock_offset *clock;
 };
 
 static int spans_collect_one(void *ctx, const struct spanring_span *sp)
@@ -211,7 +211,7 @@ static int spans_collect_one(void *ctx, const struct spanring_span *sp)
     argus__v1__span__init(o);
     o->kind = (Argus__V1__SpanKind)sp->kind;
     o->name_id = sp->name_id;
-    o->start_unix_ns = (uint64_t)((int64_t)sp->start_ns + c->offset);
+    o->start_unix_ns = clock_offset_to_real(c->clock, sp->start_ns);
     o->duration_ns = sp->duration_ns;
     o->stream = sp->stream;
     o->tid = sp->tid;
@@ -236,7 +236,6 @@ static int spans_fill(struct spans *s, const Argus__V1__CaptureRequest *req,
 {
     struct spans_ring *r = spans_find_rank(s, req->job ? req->job : "", req->rank);
     struct spanring_stats st;
-    int64_t off = s->o.mono_to_real;
     int corrupt;
 
     if (!r) {
@@ -246,9 +245,10 @@ static int spans_fill(struct spans *s, const Argus__V1__CaptureRequest *req,
     }
     spanring_seal(r->ring);
     spanring_get_stats(r->ring, &st);
-    *oldest = st.oldest_ns ? (uint64_t)((int64_t)st.oldest_ns + off) : 0;
-    corrupt = spanring_window(r->ring, (uint64_t)((int64_t)req->from_unix_ns - off),
-                              (uint64_t)((int64_t)req->to_unix_ns - off), spans_collect_one, c);
+    *oldest = st.oldest_ns ? clock_offset_to_real(s->o.clock, st.oldest_ns) : 0;
+    corrupt =
+        spanring_window(r->ring, clock_offset_to_mono(s->o.clock, req->from_unix_ns),
+                        clock_offset_to_mono(s->o.clock, req->to_unix_ns), spans_collect_one, c);
     if (corrupt < 0)
         return corrupt;
     if (corrupt)
@@ -278,7 +278,7 @@ int spans_capture(struct spans *s, const Argus__V1__CaptureRequest *req, uint64_
                   uint8_t **out, size_t *len)
 {
     Argus__V1__TraceWindow w = ARGUS__V1__TRACE_WINDOW__INIT;
-    struct spans_collect c = {.max = s->o.capture_max, .offset = s->o.mono_to_real};
+    struct spans_collect c = {.max = s->o.capture_max, .clock = s->o.clock};
     char errbuf[256] = "";
     int r = -ENOMEM;
 

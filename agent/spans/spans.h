@@ -13,14 +13,15 @@
 #include <stdint.h>
 
 #include "agent/sources/event.h"
+#include "common/clock.h"
 #include "proto/argus.pb-c.h"
 
 struct spans_options {
-    size_t ring_bytes;    /* cap of all rings together; 0 = no rings at all */
-    uint64_t keep_ns;     /* age of the oldest span kept */
-    uint64_t chunk_ns;    /* a chunk is sealed at most this long after its first span */
-    size_t capture_max;   /* spans per TraceWindow */
-    int64_t mono_to_real; /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
+    size_t ring_bytes;                /* cap of all rings together; 0 = no rings at all */
+    uint64_t keep_ns;                 /* age of the oldest span kept */
+    uint64_t chunk_ns;                /* a chunk is sealed at most this long after its first span */
+    size_t capture_max;               /* spans per TraceWindow */
+    const struct clock_offset *clock; /* monotonic to UNIX time (outlives the spans) */
 };
 
 struct spans;

@@ -138,7 +138,7 @@ static void assembler_close(struct assembler *a, struct assembler_rank *r, uint6
     s.job = r->job;
     s.rank = r->rank;
     s.step = r->step;
-    s.start_unix_ns = clock_mono_to_real(r->start_ts, a->o.mono_to_real);
+    s.start_unix_ns = clock_offset_to_real(a->o.clock, r->start_ts);
     s.duration_ns = end_ts > r->start_ts ? end_ts - r->start_ts : 0;
     s.source = r->source;
     s.sampled = r->sampled;
@@ -201,14 +201,13 @@ static void assembler_add_collective(struct assembler *a, struct assembler_rank 
     c->seq = ev->collective.seq;
     c->name_id = ev->collective.name_id;
     c->bytes = ev->collective.bytes;
-    c->host_arrival_unix_ns = clock_mono_to_real(ev->ts_ns, a->o.mono_to_real);
+    c->host_arrival_unix_ns = clock_offset_to_real(a->o.clock, ev->ts_ns);
     if (ev->collective.gpu_start_ns)
-        c->gpu_start_unix_ns = clock_mono_to_real(ev->collective.gpu_start_ns, a->o.mono_to_real);
+        c->gpu_start_unix_ns = clock_offset_to_real(a->o.clock, ev->collective.gpu_start_ns);
     if (ev->collective.gpu_end_ns)
-        c->gpu_end_unix_ns = clock_mono_to_real(ev->collective.gpu_end_ns, a->o.mono_to_real);
+        c->gpu_end_unix_ns = clock_offset_to_real(a->o.clock, ev->collective.gpu_end_ns);
     if (ev->collective.host_return_ns)
-        c->host_return_unix_ns =
-            clock_mono_to_real(ev->collective.host_return_ns, a->o.mono_to_real);
+        c->host_return_unix_ns = clock_offset_to_real(a->o.clock, ev->collective.host_return_ns);
     c->stream = ev->collective.stream;
     c->comm_id = ev->collective.comm_id;
     c->seq_local = !(ev->flags & AGENT_EVENT_FLAG_SEQ_SHARED) || !c->comm_id;

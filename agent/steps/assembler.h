@@ -23,15 +23,16 @@
 #include <stdint.h>
 
 #include "agent/sources/event.h"
+#include "common/clock.h"
 #include "proto/argus.pb-c.h"
 
 /* A finished step of the rank with pid; valid only during the call. */
 typedef void (*assembler_step_fn)(void *ctx, uint32_t pid, const Argus__V1__StepRecord *step);
 
 struct assembler_options {
-    uint32_t max_phases;      /* per step; more are dropped and counted */
-    uint32_t max_collectives; /* per step */
-    int64_t mono_to_real;     /* clock_mono_to_real_offset() */
+    uint32_t max_phases;              /* per step; more are dropped and counted */
+    uint32_t max_collectives;         /* per step */
+    const struct clock_offset *clock; /* monotonic to UNIX time (outlives the assembler) */
 };
 
 struct assembler;

@@ -111,7 +111,7 @@ static void stepframes_release(struct stepframes *sf, struct stepframes_waiting 
 int stepframes_add(struct stepframes *sf, uint32_t pid, const Argus__V1__StepRecord *s,
                    uint64_t now_ns)
 {
-    uint64_t from = (uint64_t)((int64_t)s->start_unix_ns - sf->o.mono_to_real);
+    uint64_t from = clock_offset_to_mono(sf->o.clock, s->start_unix_ns);
     struct stepframes_waiting w = {pid, from, from + s->duration_ns, now_ns + sf->o.wait_ns, NULL};
 
     if (!sf->have_src || !s->duration_ns ||

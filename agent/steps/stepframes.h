@@ -22,6 +22,7 @@
 
 #include "agent/delivery/names.h"
 #include "agent/probes/probe_stacks.h"
+#include "common/clock.h"
 #include "proto/argus.pb-c.h"
 
 #define STEPFRAMES_TOP 5 /* frames attached to a step record */
@@ -38,10 +39,10 @@ struct stepframes_source {
 };
 
 struct stepframes_options {
-    int64_t mono_to_real; /* step records carry UNIX time, samples monotonic */
-    uint64_t wait_ns;     /* 0 = STEPFRAMES_DEFAULT_WAIT_NS */
-    size_t max_waiting;   /* 0 = STEPFRAMES_DEFAULT_MAX_WAITING */
-    struct names *names;  /* frame names are defined here before a record is emitted */
+    const struct clock_offset *clock; /* step records carry UNIX time, samples monotonic */
+    uint64_t wait_ns;                 /* 0 = STEPFRAMES_DEFAULT_WAIT_NS */
+    size_t max_waiting;               /* 0 = STEPFRAMES_DEFAULT_MAX_WAITING */
+    struct names *names;              /* frame names are defined here before a record is emitted */
     /* Gets each record with its frames; valid during the call. */
     void (*emit)(void *ctx, const Argus__V1__StepRecord *s);
     void *ctx;

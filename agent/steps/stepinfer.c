@@ -9,6 +9,7 @@
 #include "agent/steps/stepcounters.h"
 #include "agent/steps/stepdetect.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/name_id.h"
 
 #define STEPINFER_DETECT_STEPS 256 /* steps one detection reports */
@@ -72,7 +73,7 @@ struct stepinfer_rank {
 struct stepinfer {
     assembler_step_fn emit;
     void *ctx;
-    int64_t mono_to_real;
+    const struct clock_offset *clock;
     struct stepinfer_rank **ranks;
     size_t nranks;
     uint64_t *scratch;
@@ -82,7 +83,7 @@ struct stepinfer {
     struct stepinfer_stats stats;
 };
 
-struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, int64_t mono_to_real)
+struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, const struct clock_offset *clock)
 {
     struct stepinfer *si = calloc(1, sizeof(*si));
 
@@ -90,7 +91,7 @@ struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, int64_t mono_
         return NULL;
     si->emit = emit;
     si->ctx = ctx;
-    si->mono_to_real = mono_to_real;
+    si->clock = clock;
     si->scratch = calloc(2 * STEPINFER_WINDOW, sizeof(*si->scratch));
     si->detect = calloc(STEPINFER_WINDOW, sizeof(*si->detect));
     si->steps = calloc(STEPINFER_DETECT_STEPS, sizeof(*si->steps));
@@ -442,6 +443,12 @@ static bool stepinfer_lock(struct stepinfer *si, struct stepinfer_rank *r, bool 
     r->waited = 0;
     stepinfer_continue(r);
     si->stats.locks++;
+    log_info("steps",
+             "rank %u of job %s (pid %u): %u calls a step, opening call g = %llu mod %llu, "
+             "numbers %+lld, after step %lld (%zu votes)",
+             r->rank, r->job, r->pid, r->model.calls, (unsigned long long)r->model.phase,
+             (unsigned long long)r->model.span, (long long)r->model.base, (long long)r->last_step,
+             best_votes);
     return true;
 }
 
@@ -500,9 +507,9 @@ static size_t stepinfer_collectives(struct stepinfer *si, const struct stepinfer
         x->seq_local = !r->entries[i].shared || !r->entries[i].group;
         x->name_id = r->calls[i].name_id;
         x->bytes = r->calls[i].bytes;
-        x->host_arrival_unix_ns = clock_mono_to_real(r->calls[i].ts_ns, si->mono_to_real);
+        x->host_arrival_unix_ns = clock_offset_to_real(si->clock, r->calls[i].ts_ns);
         if (r->entries[i].done_ns)
-            x->host_return_unix_ns = clock_mono_to_real(r->entries[i].done_ns, si->mono_to_real);
+            x->host_return_unix_ns = clock_offset_to_real(si->clock, r->entries[i].done_ns);
         si->coll_ptrs[nc++] = x;
     }
     return nc;
@@ -536,7 +543,7 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
     s.job = r->job;
     s.rank = r->rank;
     s.step = (uint64_t)stepinfer_number(r, sp->from);
-    s.start_unix_ns = clock_mono_to_real(sp->start_ns, si->mono_to_real);
+    s.start_unix_ns = clock_offset_to_real(si->clock, sp->start_ns);
     s.duration_ns = step_ns;
     s.n_phases = 2;
     s.phases = pp;
@@ -648,6 +655,11 @@ static void stepinfer_rank_scan(struct stepinfer *si, struct stepinfer_rank *r)
 
         while (r->last_step >= 0 && keep + 1 < r->n && r->calls[keep + 1].ts_ns < r->closed_ns)
             keep++;
+        log_info("steps",
+                 "rank %u of job %s (pid %u): steps stopped fitting after step %lld "
+                 "(misfits %04x, %zu calls since the last opening one)",
+                 r->rank, r->job, r->pid, (long long)r->last_step, r->model.misfits,
+                 r->n - (open < r->n ? open : 0));
         stepinfer_shift(r, keep);
         r->model = (struct stepinfer_model){0};
         si->stats.unlocks++;

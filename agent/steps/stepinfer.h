@@ -57,6 +57,7 @@
 #include <stdint.h>
 
 #include "agent/steps/assembler.h"
+#include "common/clock.h"
 
 #define STEPINFER_WINDOW 2048 /* calls kept per rank */
 
@@ -74,9 +75,10 @@ struct stepinfer_call {
 
 struct stepinfer;
 
-/* emit gets each inferred step (valid during the call). NULL on allocation
- * failure. */
-struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, int64_t mono_to_real);
+/* emit gets each inferred step (valid during the call); clock converts its
+ * times (it outlives si). NULL on allocation failure. */
+struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx,
+                                const struct clock_offset *clock);
 void stepinfer_free(struct stepinfer *si);
 
 /* Start watching a rank (job is copied). Returns 0 or -ENOMEM. */

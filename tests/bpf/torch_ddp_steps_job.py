@@ -10,9 +10,11 @@ under no_sync() (DDP's gradient accumulation: one set of all-reduces per
 step).
 
 Each rank writes its own per-step log as it goes, one line per optimizer
-step, with wall-clock times (time.time_ns(), what the agent's records use):
+step, with wall-clock times (time.time_ns(), what the agent's records use)
+and the monotonic time at the end (to tell a realtime clock that was set
+during the run):
 
-    JOBSTEP rank=R step=I start_ns=UNIX end_ns=UNIX
+    JOBSTEP rank=R step=I start_ns=UNIX end_ns=UNIX mono_ns=MONO
 
 to $STEPS_LOG_DIR/rank.R, and its pid to $STEPS_LOG_DIR/pid.R first.
 
@@ -78,8 +80,8 @@ def main():
             else:
                 torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
-        log.write("JOBSTEP rank=%d step=%d start_ns=%d end_ns=%d\n"
-                  % (rank, i, t0, time.time_ns()))
+        log.write("JOBSTEP rank=%d step=%d start_ns=%d end_ns=%d mono_ns=%d\n"
+                  % (rank, i, t0, time.time_ns(), time.monotonic_ns()))
         i += 1
         if STOP_FILE and last == STEPS and os.path.exists(STOP_FILE):
             n = stop_step()

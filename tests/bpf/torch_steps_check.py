@@ -16,7 +16,10 @@ step it is.) Checks, per rank:
   from the first matched one on, the agent came up while the job ran);
 - mean step time (all inferred steps) within 3% of the job's own (mean of
   the job steps they matched).
-Prints one line per rank and exits 1 when a check fails.
+Prints one line per rank and exits 1 when a check fails. When the realtime
+clock was set during the run (realtime - monotonic of the job's log lines
+moved by over 1 ms), it says so: steps around the set may match the wrong
+job step.
 """
 import collections
 import json
@@ -33,6 +36,22 @@ def job_log(logdir, ranks):
                 steps.append((int(kv["step"]), int(kv["start_ns"]), int(kv["end_ns"])))
         job[r] = sorted(steps)
     return job
+
+
+def clock_sets(logdir, ranks):
+    """(rank, step, moved ns) where realtime - monotonic moved by over 1 ms."""
+    sets = []
+    for r in range(ranks):
+        prev = None
+        for line in open("%s/rank.%d" % (logdir, r)):
+            kv = dict(x.split("=") for x in line.split()[1:]) if line.startswith("JOBSTEP") else {}
+            if "mono_ns" not in kv:
+                continue
+            off = int(kv["end_ns"]) - int(kv["mono_ns"])
+            if prev is not None and abs(off - prev) > 1000000:
+                sets.append((r, int(kv["step"]), off - prev))
+            prev = off
+    return sets
 
 
 def containing(js, t):
@@ -64,6 +83,9 @@ def main():
                 matched.append((n, k, dur))
                 offsets[n - k] += 1
         per_rank[r] = (mine, matched)
+    for r, step, moved in clock_sets(logdir, ranks):
+        print("rank %d: the realtime clock was set %+.1f ms before the end of job step %d"
+              % (r, moved / 1e6, step))
     if not offsets:
         print("no inferred step matches a job step")
         return 1

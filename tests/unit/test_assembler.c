@@ -13,12 +13,14 @@
 
 static Argus__V1__Collective got[4];
 static size_t ngot, nsteps;
+static uint64_t step_start;
 
 static void on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *s)
 {
     (void)ctx;
     assert_int_equal(pid, 42);
     nsteps++;
+    step_start = s->start_unix_ns;
     for (size_t i = 0; i < s->n_collectives && ngot < 4; i++)
         got[ngot++] = *s->collectives[i];
 }
@@ -45,11 +47,14 @@ static void coll_event(struct assembler *a, uint64_t ts, uint64_t comm, uint64_t
 
 static void test_collective_fields(void **state)
 {
-    struct assembler_options o = {.mono_to_real = 1000000};
+    struct clock_offset clock;
+    struct assembler_options o = {.clock = &clock};
     struct assembler *a = assembler_new(&o, on_step, NULL);
     Argus__V1__Resource r = ARGUS__V1__RESOURCE__INIT;
 
     (void)state;
+    clock_offset_init(&clock, 1000000);
+    clock_offset_set(&clock, 3500, 2000000); /* the realtime clock set 1 ms on at 3500 */
     assert_non_null(a);
     r.job = "j";
     r.pid = 42;
@@ -63,11 +68,15 @@ static void test_collective_fields(void **state)
     assert_int_equal(ngot, 3);
     assert_int_equal(got[0].comm_id, 0xabc);
     assert_int_equal(got[0].host_arrival_unix_ns, 1002000);
-    assert_int_equal(got[0].host_return_unix_ns, 1005000);
+    assert_int_equal(got[0].host_return_unix_ns, 2005000); /* it returned after the set */
     assert_false(got[0].seq_local);
     assert_int_equal(got[1].host_return_unix_ns, 0); /* unknown stays 0, not the offset */
     assert_true(got[1].seq_local);
     assert_true(got[2].seq_local); /* (0, seq) names no group on every member */
+    /* each time converts with the offset of its own time, before or after the step */
+    assert_int_equal(got[1].host_arrival_unix_ns, 1003000);
+    assert_int_equal(got[2].host_arrival_unix_ns, 2004000);
+    assert_int_equal(step_start, 1001000);
     assembler_free(a);
 }
 

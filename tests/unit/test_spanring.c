@@ -165,11 +165,12 @@ static void kernel_event(struct spans *s, uint32_t pid, uint64_t ts, uint64_t na
  * capture is packed with real times, for the right rank only. */
 static void test_spans_cap_and_capture(void **state)
 {
+    static struct clock_offset clock = {.n = 1, .at[0] = {0, (int64_t)(1000 * NSEC_PER_SEC)}};
     struct spans_options o = {.ring_bytes = 64 * 1024,
                               .keep_ns = 3600 * NSEC_PER_SEC,
                               .chunk_ns = NSEC_PER_SEC,
                               .capture_max = 100,
-                              .mono_to_real = 1000 * NSEC_PER_SEC};
+                              .clock = &clock};
     struct spans *s = spans_new(&o);
     Argus__V1__CaptureRequest req = ARGUS__V1__CAPTURE_REQUEST__INIT;
     Argus__V1__TraceWindow *w;

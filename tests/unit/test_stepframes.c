@@ -56,9 +56,11 @@ static void fake_emit(void *ctx, const Argus__V1__StepRecord *s)
     fake.got[i].top_frames = NULL; /* valid during the call only */
 }
 
+static struct clock_offset clock = {.n = 1, .at[0] = {0, (int64_t)(1000 * SEC)}};
+
 static struct stepframes *make(struct names *names, size_t max_waiting)
 {
-    struct stepframes_options o = {.mono_to_real = 1000 * SEC,
+    struct stepframes_options o = {.clock = &clock,
                                    .wait_ns = 2 * SEC,
                                    .max_waiting = max_waiting,
                                    .names = names,
@@ -89,7 +91,8 @@ static Argus__V1__StepRecord step(char *job, uint64_t number, uint64_t start_s)
 static void test_no_source_passes_through(void **state)
 {
     struct names *names = names_new();
-    struct stepframes_options o = {.names = names, .emit = fake_emit, .ctx = names};
+    struct stepframes_options o = {
+        .clock = &clock, .names = names, .emit = fake_emit, .ctx = names};
     struct stepframes *sf = stepframes_new(&o);
     char job[] = "j";
     Argus__V1__StepRecord s = step(job, 1, 10);

@@ -58,6 +58,7 @@ struct out {
     uint64_t runq;
 };
 
+static struct clock_offset zero_clock = {.n = 1}; /* UNIX time = monotonic */
 static struct fed calls[MAX_CALLS];
 static size_t ncalls;
 static struct out outs[MAX_OUT];
@@ -194,7 +195,7 @@ static void poll_runq(struct stepinfer *si, const struct sim *s, uint64_t *polle
  * after the counters were polled (every 100 ms, and at the tick). */
 static void feed(const struct sim *s, struct stepinfer_stats *stats)
 {
-    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+    struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);
     uint64_t next_tick = 0, polled = 0;
 
     assert_non_null(si);
@@ -452,7 +453,7 @@ static void test_calls_before_track(void **state)
                     .lib_seq = true,
                     .setup = 6,
                     .seed = 37};
-    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+    struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);
     struct stepinfer_call c = {1000, 2000, ALLREDUCE, 0, 1, 5, 0, 0};
 
     (void)state;
@@ -505,7 +506,7 @@ static void test_pattern_change(void **state)
                     .lib_seq = true,
                     .setup = 0,
                     .seed = 29};
-    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+    struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);
     struct stepinfer_stats st;
     static struct fed first[MAX_CALLS];
     size_t nfirst, three = 0;
@@ -561,7 +562,7 @@ static void test_shared_ids_and_ends(void **state)
                     .period_ns = 100 * MS,
                     .lib_seq = true,
                     .setup = 4};
-    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+    struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);
 
     (void)state;
     sim_run(&s);
@@ -632,7 +633,7 @@ static void test_counters_by_time(void **state)
 
 static void test_bad_input(void **state)
 {
-    struct stepinfer *si = stepinfer_new(on_step, NULL, 0);
+    struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);
     struct stepinfer_call c = {1000, 2000, 7, 0, 1, 5, 0, 0};
     struct stepinfer_stats st;
 
