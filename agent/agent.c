@@ -70,6 +70,7 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
     log_info("agent", "rank %u of job %s (pid %u) is gone", ri->rank, ri->job, ri->pid);
     agent_track_all(a, ri->pid, ri->root, false);
     stepinfer_untrack(a->stepinfer, ri->pid, !assembler_has_steps(a->assembler, ri->pid));
+    spans_untrack(a->spans, ri->pid, clock_mono_ns());
     assembler_untrack(a->assembler, ri->pid);
 }
 

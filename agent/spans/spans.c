@@ -17,7 +17,8 @@ struct spans_answered {
 
 struct spans_ring {
     uint32_t pid, rank;
-    char *job; /* NULL until the rank is known */
+    char *job;        /* NULL until the rank is known */
+    uint64_t gone_ns; /* when the rank exited (monotonic); 0 while it runs */
     struct spanring *ring;
 };
 
@@ -27,7 +28,8 @@ struct spans {
     size_t n, cap;
     size_t last; /* index of the ring of the previous event */
     uint64_t sealed_bytes;
-    uint64_t dropped_untracked, captures, capture_spans;
+    uint64_t captures, capture_spans;
+    struct spanring_stats freed; /* the counters of rings freed since */
     struct spans_answered recent[SPANS_RECENT];
     size_t next_recent;
 };
@@ -53,6 +55,37 @@ void spans_free(struct spans *s)
     free(s);
 }
 
+/* Free ring i (its counters go on in s->freed). */
+static void spans_free_ring(struct spans *s, size_t i)
+{
+    struct spanring_stats st;
+
+    spanring_get_stats(s->rings[i].ring, &st);
+    s->freed.spans += st.spans;
+    s->freed.dropped_age += st.spans - st.dropped_cap; /* what it still held ages out with it */
+    s->freed.dropped_cap += st.dropped_cap;
+    s->freed.corrupt_chunks += st.corrupt_chunks;
+    spanring_free(s->rings[i].ring);
+    free(s->rings[i].job);
+    s->rings[i] = s->rings[--s->n];
+    s->last = s->n;
+}
+
+/* Room for one more ring: the one of the rank that exited first goes when
+ * every slot is taken. */
+static bool spans_room(struct spans *s)
+{
+    size_t victim = s->n;
+
+    for (size_t i = 0; s->n >= SPANS_MAX_RINGS && i < s->n; i++)
+        if (s->rings[i].gone_ns &&
+            (victim == s->n || s->rings[i].gone_ns < s->rings[victim].gone_ns))
+            victim = i;
+    if (victim < s->n)
+        spans_free_ring(s, victim);
+    return s->n < SPANS_MAX_RINGS;
+}
+
 /* The ring of pid, created when new (and rings are allowed). NULL when none. */
 static struct spans_ring *spans_ring(struct spans *s, uint32_t pid, bool create)
 {
@@ -63,7 +96,7 @@ static struct spans_ring *spans_ring(struct spans *s, uint32_t pid, bool create)
     for (size_t i = 0; i < s->n; i++)
         if (s->rings[i].pid == pid)
             return &s->rings[s->last = i];
-    if (!create || !s->o.ring_bytes || s->n >= SPANS_MAX_RINGS)
+    if (!create || !s->o.ring_bytes || !spans_room(s))
         return NULL;
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
@@ -89,6 +122,15 @@ void spans_track(struct spans *s, uint32_t pid, const char *job, uint32_t rank)
     free(r->job);
     r->job = copy;
     r->rank = rank;
+    r->gone_ns = 0;
+}
+
+void spans_untrack(struct spans *s, uint32_t pid, uint64_t now_ns)
+{
+    struct spans_ring *r = spans_ring(s, pid, false);
+
+    if (r)
+        r->gone_ns = now_ns ? now_ns : 1;
 }
 
 /* The bytes of every ring, and the oldest chunk over the cap dropped. */
@@ -172,11 +214,9 @@ void spans_event(struct spans *s, const struct agent_event *ev)
 
     if (!ev->pid || !spans_from_event(ev, &sp))
         return;
-    r = spans_ring(s, ev->pid, true);
-    if (!r) {
-        s->dropped_untracked++;
-        return;
-    }
+    r = spans_ring(s, ev->pid, false);
+    if (!r)
+        return; /* not a rank (or no ring for it): nothing to drill into */
     spanring_get_stats(r->ring, &before);
     spanring_add(r->ring, &sp);
     spanring_get_stats(r->ring, &after);
@@ -188,6 +228,9 @@ void spans_tick(struct spans *s, uint64_t now_ns)
 {
     for (size_t i = 0; i < s->n; i++)
         spanring_tick(s->rings[i].ring, now_ns);
+    for (size_t i = s->n; i-- > 0;) /* an exited rank's ring lives as long as its spans */
+        if (s->rings[i].gone_ns && s->rings[i].gone_ns + s->o.keep_ns < now_ns)
+            spans_free_ring(s, i);
     spans_enforce_cap(s);
 }
 
@@ -221,12 +264,22 @@ static int spans_collect_one(void *ctx, const struct spanring_span *sp)
 }
 
 /* The ring holding job/rank, or NULL. */
+/* The ring of the rank: its running process's, else the one that exited last. */
 static struct spans_ring *spans_find_rank(struct spans *s, const char *job, uint32_t rank)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (s->rings[i].job && s->rings[i].rank == rank && strcmp(s->rings[i].job, job) == 0)
-            return &s->rings[i];
-    return NULL;
+    struct spans_ring *best = NULL;
+
+    for (size_t i = 0; i < s->n; i++) {
+        struct spans_ring *r = &s->rings[i];
+
+        if (!r->job || r->rank != rank || strcmp(r->job, job) != 0)
+            continue;
+        if (!best || !r->gone_ns || (best->gone_ns && r->gone_ns > best->gone_ns))
+            best = r;
+        if (!r->gone_ns)
+            break;
+    }
+    return best;
 }
 
 /* Fill w (its spans in c) from the ring of the request; errbuf gets why
@@ -318,7 +371,10 @@ void spans_get_stats(const struct spans *s, struct spans_stats *out)
     struct spanring_stats st;
 
     *out = (struct spans_stats){.rings = s->n,
-                                .dropped_cap = s->dropped_untracked,
+                                .spans = s->freed.spans,
+                                .dropped_age = s->freed.dropped_age,
+                                .dropped_cap = s->freed.dropped_cap,
+                                .corrupt_chunks = s->freed.corrupt_chunks,
                                 .captures = s->captures,
                                 .capture_spans = s->capture_spans};
     for (size_t i = 0; i < s->n; i++) {

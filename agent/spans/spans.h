@@ -30,8 +30,13 @@ struct spans;
 struct spans *spans_new(const struct spans_options *o);
 void spans_free(struct spans *s);
 
-/* The process pid is rank of job (job copied). */
+/* The process pid is rank of job (job copied): its events are kept from now
+ * on (a process that is not a rank gets no ring). At most 256 rings; when
+ * every slot is taken, the ring of the rank that exited first goes. */
 void spans_track(struct spans *s, uint32_t pid, const char *job, uint32_t rank);
+/* The rank pid exited at now_ns (monotonic): its ring stays for drill-down
+ * until its spans age out (keep_ns), then it is freed. */
+void spans_untrack(struct spans *s, uint32_t pid, uint64_t now_ns);
 
 /* Keep one event of a source as a span of its process (kernels, phases,
  * collectives, steps, counters; other kinds and node-level events are

@@ -230,12 +230,57 @@ static void test_spans_cap_and_capture(void **state)
     spans_free(s);
 }
 
+/* Rings are the ranks': a process that is not one gets none; a rank that
+ * exited keeps its ring until its spans age out (and is the first to make
+ * room when all 256 slots are taken), so a job's later ranks still get one. */
+static void test_spans_ranks_only(void **state)
+{
+    static struct clock_offset clock = {.n = 1};
+    struct spans_options o = {.ring_bytes = 1 << 20,
+                              .keep_ns = 10 * NSEC_PER_SEC,
+                              .chunk_ns = NSEC_PER_SEC,
+                              .capture_max = 10,
+                              .clock = &clock};
+    struct spans *s = spans_new(&o);
+    struct spans_stats st;
+
+    (void)state;
+    kernel_event(s, 5, NSEC_PER_SEC, 1); /* not a rank */
+    spans_get_stats(s, &st);
+    assert_int_equal(st.rings, 0);
+    assert_int_equal(st.spans, 0);
+    for (uint32_t pid = 100; pid < 100 + 256; pid++) {
+        spans_track(s, pid, "job", pid - 100);
+        kernel_event(s, pid, NSEC_PER_SEC, pid);
+    }
+    spans_track(s, 999, "job", 999); /* every slot taken, nobody exited: none */
+    kernel_event(s, 999, NSEC_PER_SEC, 1);
+    spans_get_stats(s, &st);
+    assert_int_equal(st.rings, 256);
+    assert_int_equal(st.spans, 256);
+    spans_untrack(s, 101, 2 * NSEC_PER_SEC);
+    spans_untrack(s, 100, 3 * NSEC_PER_SEC);
+    spans_track(s, 1000, "job", 1000); /* 101 exited first: its ring goes */
+    kernel_event(s, 1000, 4 * NSEC_PER_SEC, 1);
+    spans_get_stats(s, &st);
+    assert_int_equal(st.rings, 256);
+    assert_int_equal(st.spans, 257);  /* the freed ring's spans still counted */
+    spans_tick(s, 12 * NSEC_PER_SEC); /* 100 still within keep_ns of its exit */
+    spans_get_stats(s, &st);
+    assert_int_equal(st.rings, 256);
+    spans_tick(s, 14 * NSEC_PER_SEC);
+    spans_get_stats(s, &st);
+    assert_int_equal(st.rings, 255);
+    assert_int_equal(st.spans, 257);
+    spans_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_across_chunks),  cmocka_unit_test(test_age_drops_oldest),
         cmocka_unit_test(test_corrupt_chunk_refused), cmocka_unit_test(test_drop_oldest_for_cap),
-        cmocka_unit_test(test_spans_cap_and_capture),
+        cmocka_unit_test(test_spans_cap_and_capture), cmocka_unit_test(test_spans_ranks_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
