@@ -62,6 +62,8 @@ int probe_calls_start(struct probe_calls *pc, const struct event_sink *sink, cha
     if (!pc->skel)
         goto fail;
     pc->skel->rodata->calls_filter = pc->spec.all_processes ? 0 : 1;
+    pc->uprobes.multi =
+        probe_uprobes_prepare(pc->skel->progs.calls_enter, pc->skel->progs.calls_exit);
     step = "load";
     err = calls_bpf__load(pc->skel);
     if (err < 0)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,6 +189,110 @@ static int uprobes_attach_one(struct probe_uprobes *u, const char *path, uint64_
     return uprobes_push_link(u, link);
 }
 
+/* uprobe_multi links (kernel 6.6+) through the bpf syscall: libbpf 1.1 and
+ * Debian 12's 6.1 UAPI headers predate them. */
+#define UPROBES_ATTACH_MULTI 48 /* BPF_TRACE_UPROBE_MULTI */
+#define UPROBES_MULTI_RETURN 1u /* BPF_F_UPROBE_MULTI_RETURN */
+
+struct uprobes_multi_attr { /* union bpf_attr's link_create, uprobe_multi member */
+    uint32_t prog_fd, target_fd, attach_type, flags;
+    uint64_t path, offsets, ref_ctr_offsets, cookies;
+    uint32_t cnt, multi_flags, pid, pad;
+};
+
+/* One link of prog on n functions of path (file offsets, cookies or NULL):
+ * its fd or -errno. */
+static int uprobes_multi_link(int prog, const char *path, const uint64_t *offs,
+                              const uint64_t *cookies, size_t n, uint32_t flags)
+{
+    struct uprobes_multi_attr a = {.prog_fd = (uint32_t)prog,
+                                   .attach_type = UPROBES_ATTACH_MULTI,
+                                   .path = (uint64_t)(uintptr_t)path,
+                                   .offsets = (uint64_t)(uintptr_t)offs,
+                                   .cookies = (uint64_t)(uintptr_t)cookies,
+                                   .cnt = (uint32_t)n,
+                                   .multi_flags = flags};
+    long fd = syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+
+    return fd < 0 ? -errno : (int)fd;
+}
+
+/* Does the kernel make uprobe_multi links? A program loaded for them, linked
+ * to "/" (no file to probe), fails with EBADF where it does, EINVAL where
+ * it does not know the attach type. Probed once. */
+static bool uprobes_multi_supported(void)
+{
+    static int supported = -1;
+    struct bpf_insn ret0[] = {{.code = BPF_ALU64 | BPF_MOV | BPF_K}, {.code = BPF_JMP | BPF_EXIT}};
+    LIBBPF_OPTS(bpf_prog_load_opts, o,
+                .expected_attach_type = (enum bpf_attach_type)UPROBES_ATTACH_MULTI);
+    uint64_t off = 0;
+    int prog, link;
+
+    if (supported >= 0)
+        return supported;
+    supported = 0;
+    prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", ret0, 2, &o);
+    if (prog < 0)
+        return false;
+    link = uprobes_multi_link(prog, "/", &off, NULL, 1, 0);
+    supported = link == -EBADF;
+    if (link >= 0)
+        close(link);
+    close(prog);
+    return supported;
+}
+
+bool probe_uprobes_prepare(struct bpf_program *enter, struct bpf_program *exit)
+{
+    enum bpf_attach_type multi = (enum bpf_attach_type)UPROBES_ATTACH_MULTI;
+
+    static bool logged;
+
+    if (!logged) {
+        logged = true;
+        log_info("probe", "uprobes: %s",
+                 uprobes_multi_supported() ? "one uprobe_multi link per library and program"
+                                           : "perf-event uprobes (this kernel has no "
+                                             "uprobe_multi links: needs CAP_SYS_ADMIN)");
+    }
+    if (!uprobes_multi_supported() || bpf_program__set_expected_attach_type(enter, multi) < 0)
+        return false;
+    if (exit && bpf_program__set_expected_attach_type(exit, multi) < 0) {
+        bpf_program__set_expected_attach_type(enter, 0);
+        return false;
+    }
+    return true;
+}
+
+static int uprobes_push_fd(struct probe_uprobes *u, int fd)
+{
+    int *tmp = realloc(u->link_fds, (u->nlink_fds + 1) * sizeof(*tmp));
+
+    if (!tmp) {
+        close(fd);
+        return -ENOMEM;
+    }
+    u->link_fds = tmp;
+    u->link_fds[u->nlink_fds++] = fd;
+    return 0;
+}
+
+/* n functions of path (offs, cookies) on one link per program. */
+static int uprobes_attach_multi(struct probe_uprobes *u, const char *path, const uint64_t *offs,
+                                const uint64_t *cookies, size_t n)
+{
+    int fd = uprobes_multi_link(bpf_program__fd(u->enter), path, offs, cookies, n, 0), err;
+
+    if (fd < 0)
+        return fd;
+    err = uprobes_push_fd(u, fd);
+    if (err < 0 || !u->exit)
+        return err;
+    fd = uprobes_multi_link(bpf_program__fd(u->exit), path, offs, cookies, n, UPROBES_MULTI_RETURN);
+    return fd < 0 ? fd : uprobes_push_fd(u, fd);
+}
+
 static int uprobes_remember_inode(struct probe_uprobes *u, const struct stat *st)
 {
     void *tmp;
@@ -205,6 +310,32 @@ static int uprobes_remember_inode(struct probe_uprobes *u, const struct stat *st
     return 0;
 }
 
+/* probe_uprobes_attach_file with uprobe_multi links: every function of
+ * funcs that elf defines on one link per program. */
+static int uprobes_attach_file_multi(struct probe_uprobes *u, const char *path,
+                                     struct symbolize_elf *elf)
+{
+    uint64_t *offs = calloc(u->nfuncs ? u->nfuncs : 1, 2 * sizeof(*offs)), *cookies;
+    size_t n = 0;
+    int err;
+
+    if (!offs)
+        return -ENOMEM;
+    cookies = offs + u->nfuncs;
+    for (size_t i = 0; i < u->nfuncs; i++)
+        if (symbolize_elf_file_offset(elf, u->funcs[i].symbol, &offs[n]) == 0)
+            cookies[n++] = u->funcs[i].cookie;
+    err = n ? uprobes_attach_multi(u, path, offs, cookies, n) : 0;
+    free(offs);
+    if (err < 0) {
+        u->failures += n;
+        log_warn("probe", "uprobes on %zu functions of %s: %s", n, path, strerror(-err));
+        return 0;
+    }
+    u->attached += n;
+    return (int)n;
+}
+
 int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path)
 {
     struct symbolize_elf *elf = NULL;
@@ -219,6 +350,11 @@ int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path)
     err = symbolize_elf_open(path, &elf);
     if (err < 0)
         return err;
+    if (u->multi) {
+        n = uprobes_attach_file_multi(u, path, elf);
+        symbolize_elf_free(elf);
+        return n;
+    }
     for (size_t i = 0; i < u->nfuncs; i++) {
         uint64_t off;
 
@@ -300,7 +436,12 @@ void probe_uprobes_detach(struct probe_uprobes *u)
 {
     for (size_t i = 0; i < u->nlinks; i++)
         bpf_link__destroy(u->links[i]);
+    for (size_t i = 0; i < u->nlink_fds; i++)
+        close(u->link_fds[i]);
     free(u->links);
+    free(u->link_fds);
+    u->link_fds = NULL;
+    u->nlink_fds = 0;
     free(u->inodes);
     u->links = NULL;
     u->inodes = NULL;

@@ -87,11 +87,22 @@ struct probe_uprobes {
         ino_t ino;
     } * inodes;
     size_t ninodes;
+    bool multi; /* one uprobe_multi link per library and program (probe_uprobes_prepare) */
     struct bpf_link **links;
     size_t nlinks;
+    int *link_fds; /* the uprobe_multi links */
+    size_t nlink_fds;
     uint64_t attached; /* functions attached so far */
     uint64_t failures;
 };
+
+/* Before the programs are loaded: where the kernel has uprobe_multi links
+ * (6.6+), load enter and exit (NULL for none) for them and return true (set
+ * it as the probe_uprobes' multi): a library's functions then take one link
+ * per program, removed at once. Each classic uprobe's removal waits for a
+ * grace period under a global lock (~110 ms here, one after the other even
+ * from several threads: 36 of them made the agent's exit 4 s). */
+bool probe_uprobes_prepare(struct bpf_program *enter, struct bpf_program *exit);
 
 /* Does path's basename start with one of libs? Pure. */
 bool probe_uprobes_lib_matches(const char *const *libs, const char *path);

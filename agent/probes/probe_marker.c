@@ -128,6 +128,7 @@ static int marker_start(void *state, const struct event_sink *sink, char *why, s
     if (!m->skel)
         goto fail;
     m->skel->rodata->marker_filter = m->cfg.all_processes ? 0 : 1;
+    m->uprobes.multi = probe_uprobes_prepare(m->skel->progs.marker_call, NULL);
     step = "load";
     err = marker_bpf__load(m->skel);
     if (err < 0)

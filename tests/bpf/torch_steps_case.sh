@@ -71,6 +71,9 @@ torch_steps_case() {
     sleep 2 # the stragglers of the last batch
     ctl --json steps --job stepsjob --limit 100000 >"$T/steps.json" || fail "argusctl steps"
     /usr/bin/python3 "$REPO/tests/bpf/torch_steps_check.py" "$T/log" "$T/steps.json" 4 \
-        $( ((late)) && echo --late) || fail "inferred steps disagree with the job's own"
+        $( ((late)) && echo --late) || {
+        grep -E " steps: | the realtime clock " "$T/agent.log" | tail -20 # locks, unlocks, clock sets
+        fail "inferred steps disagree with the job's own"
+    }
     curl -s "127.0.0.1:$APORT/metrics" | grep -E "^argus_(probe_tags_matched_total|agent_ranks) " || true
 }

@@ -5,9 +5,10 @@
 # NoNewPrivileges) and its default probes; every probe runs, the uprobes on a
 # real PyTorch job's libtorch attach with no failure, and the job's ranks
 # (launched by torch.multiprocessing.spawn, so found only through the
-# communicator uprobe) are tracked. Without CAP_SYS_ADMIN on this kernel
-# the same run has uprobe failures (checked too, so the test shows why the
-# unit needs it).
+# communicator uprobe) are tracked. Without CAP_SYS_ADMIN the same run has
+# uprobe failures on a kernel without uprobe_multi links (the agent falls
+# back to perf-event uprobes, which need it since 6.16; checked then, so the
+# test shows why the unit keeps it), none where it has them.
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root to drop to the unit's capabilities"
 [[ -r /sys/kernel/btf/vmlinux ]] || skip "no BTF"

@@ -89,10 +89,12 @@ done
 busy=$(awk '$1 == "argus_agent_loop_busy_max_seconds" {print $2}' "$T/agent.metrics")
 log "longest turn of the agent's main loop: ${busy} s"
 awk -v b="$busy" 'BEGIN { exit !(b != "" && b < 3) }' || fail "the main loop was busy ${busy} s in one turn"
-# SIGTERM: the flush gets at most 3 s (AGENT_FLUSH_NS); then every uprobe is
-# detached, and the kernel waits for a grace period per uprobe, one at a time
-# (19 functions, entry and return: 0.2-0.5 s on a quiet machine, 4.2-5.5 s at
-# load 12; the agent logs what took long). Bound: 3 s + 2 s + 0.3 s per link.
+# SIGTERM: the flush gets at most 3 s (AGENT_FLUSH_NS); then the uprobes are
+# detached. Perf-event uprobes (kernels without uprobe_multi links) each wait
+# for a grace period under a global lock, one after the other (19 functions,
+# entry and return: ~110 ms each, 3.9-5.5 s); with uprobe_multi links (one
+# per library and program) the whole stop took 0.12 s here. The agent logs
+# what took long. Bound: 3 s + 2 s + 0.6 s per function.
 uprobes=$(awk '$1 == "argus_probe_uprobes_attached{probe=\"collectives\"}" {print $2}' "$T/agent.metrics")
 bound=$(echo "5 + 0.6 * ${uprobes:-0}" | bc)
 t0=$(date +%s.%N)
