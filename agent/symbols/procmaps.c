@@ -3,38 +3,78 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
 #define PROCMAPS_DELETED " (deleted)"
 
+/* Parsers of one field: advance *p past it; false when there is none. A
+ * torch process maps a few thousand regions and its maps are read again as
+ * libraries load: sscanf was most of the agent's CPU under such a job. */
+static bool pm_number(const char **p, unsigned base, unsigned long long *v)
+{
+    const char *s = *p;
+    unsigned long long x = 0;
+
+    for (;; s++) {
+        unsigned c = (unsigned char)*s, d;
+
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (base == 16 && (c | 32) >= 'a' && (c | 32) <= 'f')
+            d = (c | 32) - 'a' + 10;
+        else
+            break;
+        if (x > (ULLONG_MAX - d) / base)
+            return false;
+        x = x * base + d;
+    }
+    if (s == *p)
+        return false;
+    *p = s;
+    *v = x;
+    return true;
+}
+
+static bool pm_char(const char **p, char c)
+{
+    if (**p != c)
+        return false;
+    (*p)++;
+    return true;
+}
+
 int procmaps_parse_line(const char *line, struct procmaps_entry *e)
 {
-    unsigned long long start, end, off, inode = 0;
-    unsigned int major = 0, minor = 0;
-    size_t suffix = strlen(PROCMAPS_DELETED);
-    int pathpos = 0;
+    unsigned long long start, end, off, major, minor, inode;
+    size_t suffix = strlen(PROCMAPS_DELETED), n = 0;
+    const char *p = line;
 
     memset(e, 0, sizeof(*e));
-    if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, e->perms, &off, &major,
-               &minor, &inode, &pathpos) < 4 ||
-        end < start)
+    if (!pm_number(&p, 16, &start) || !pm_char(&p, '-') || !pm_number(&p, 16, &end) ||
+        !pm_char(&p, ' ') || end < start)
+        return -EINVAL;
+    while (n < sizeof(e->perms) - 1 && *p && *p != ' ' && *p != '\n')
+        e->perms[n++] = *p++;
+    if (!n || !pm_char(&p, ' ') || !pm_number(&p, 16, &off))
         return -EINVAL;
     e->start = start;
     e->end = end;
     e->file_offset = off;
-    e->dev = (uint64_t)major << 32 | minor;
+    if (!pm_char(&p, ' ') || !pm_number(&p, 16, &major) || !pm_char(&p, ':') ||
+        !pm_number(&p, 16, &minor) || !pm_char(&p, ' ') || !pm_number(&p, 10, &inode))
+        return 0; /* the device, inode and path are optional */
+    e->dev = major << 32 | (minor & 0xffffffffu);
     e->inode = inode;
-    if (pathpos > 0) {
-        size_t n = strcspn(line + pathpos, "\n");
-
-        e->deleted =
-            n >= suffix && memcmp(line + pathpos + n - suffix, PROCMAPS_DELETED, suffix) == 0;
-        if (n >= sizeof(e->path))
-            n = sizeof(e->path) - 1;
-        memcpy(e->path, line + pathpos, n);
-    }
+    while (*p == ' ' || *p == '\t')
+        p++;
+    n = strcspn(p, "\n");
+    e->deleted = n >= suffix && memcmp(p + n - suffix, PROCMAPS_DELETED, suffix) == 0;
+    if (n >= sizeof(e->path))
+        n = sizeof(e->path) - 1;
+    memcpy(e->path, p, n);
     return 0;
 }
 

@@ -26,6 +26,7 @@ struct symcache_proc {
     uint32_t pid;
     bool loaded;
     uint64_t loaded_ns;
+    uint64_t reload_ns;          /* now between two reads: doubles while reads find nothing new */
     struct procmaps_entry *maps; /* executable mappings, by address */
     size_t nmaps;
     struct symbolize_sym *jit; /* /tmp/perf-PID.map, sorted, names owned */
@@ -316,16 +317,25 @@ static int file_symbolize(struct symcache *c, uint32_t pid, const char *root,
 }
 
 /* Find addr's mapping or JIT symbol; re-read the maps once when it is in
- * neither and the last read is older than the reload interval. */
+ * neither and the last read is older than the process's reload interval.
+ * Stacks unwound through code built without frame pointers carry addresses
+ * no mapping holds: a read that still does not find one doubles the
+ * interval (up to 64 x the configured one), one that does resets it. */
 static void proc_lookup(struct symcache *c, struct symcache_proc *p, uint64_t addr,
                         const struct procmaps_entry **m, const struct symbolize_sym **jit)
 {
     if (!p->loaded)
         proc_load(c, p);
+    if (!p->reload_ns)
+        p->reload_ns = c->o.reload_ns;
     for (int pass = 0; pass < 2; pass++) {
         *m = proc_find_map(p, addr);
         *jit = symbolize_syms_find(p->jit, p->njit, addr);
-        if (*m || *jit || pass || clock_mono_ns() - p->loaded_ns < c->o.reload_ns)
+        if (pass)
+            p->reload_ns = *m || *jit                           ? c->o.reload_ns
+                           : p->reload_ns < 32 * c->o.reload_ns ? 2 * p->reload_ns
+                                                                : 64 * c->o.reload_ns;
+        if (*m || *jit || pass || clock_mono_ns() - p->loaded_ns < p->reload_ns)
             return;
         proc_load(c, p);
     }

@@ -19,6 +19,7 @@
 
 #include "agent/symbols/symbolize.h"
 #include "agent/symbols/symcache.h"
+#include "common/clock.h"
 
 __attribute__((noinline, used)) int symcache_test_marker_function(int x);
 __attribute__((noinline, used)) int symcache_test_marker_function(int x)
@@ -133,6 +134,27 @@ static void test_maps_reload_interval(void **state)
     symcache_free(c);
 }
 
+/* Reads that find nothing new back off: misses every 5 ms for 320 ms with a
+ * 20 ms interval read at 0, 20, 60, 140 and 300 ms at most (16 times
+ * without; time-bound, so a slow machine reads fewer times, never more). */
+static void test_maps_reload_backoff(void **state)
+{
+    struct symcache_options o = {.reload_ns = 20ull * 1000000ull};
+    struct symcache *c = symcache_new(&o);
+    struct symcache_stats st;
+    char buf[64];
+
+    (void)state;
+    assert_non_null(c);
+    for (uint64_t t0 = clock_mono_ns(); clock_mono_ns() - t0 < 320ull * 1000000ull;) {
+        symcache_user(c, (uint32_t)getpid(), NULL, 16, buf, sizeof(buf));
+        usleep(5000);
+    }
+    symcache_get_stats(c, &st);
+    assert_true(st.maps_reads >= 2 && st.maps_reads <= 5);
+    symcache_free(c);
+}
+
 static void test_perf_map_jit(void **state)
 {
     struct symcache *c = symcache_new(NULL);
@@ -239,10 +261,10 @@ static void test_kernel(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_user_address),   cmocka_unit_test(test_file_shared_by_two_pids),
-        cmocka_unit_test(test_cap_evicts_lru), cmocka_unit_test(test_maps_reload_interval),
-        cmocka_unit_test(test_perf_map_jit),   cmocka_unit_test(test_perf_map_private_tmp),
-        cmocka_unit_test(test_kernel),
+        cmocka_unit_test(test_user_address),         cmocka_unit_test(test_file_shared_by_two_pids),
+        cmocka_unit_test(test_cap_evicts_lru),       cmocka_unit_test(test_maps_reload_interval),
+        cmocka_unit_test(test_maps_reload_backoff),  cmocka_unit_test(test_perf_map_jit),
+        cmocka_unit_test(test_perf_map_private_tmp), cmocka_unit_test(test_kernel),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
