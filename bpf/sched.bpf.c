@@ -14,11 +14,13 @@ char LICENSE[] SEC("license") = "GPL";
 
 ARGUS_TRACKED_MAP(sched_tracked);
 
-/* LRU: threads that exit while off the CPU leave their entry behind. */
+/* Task-local: found through the task itself and freed with it (an LRU hash
+ * keyed by tid cost an update and a delete per context switch of every
+ * tracked thread: half the in-process cost of the agent on a gloo job). */
 struct {
-    __uint(type, BPF_MAP_TYPE_LRU_HASH);
-    __uint(max_entries, 16384);
-    __type(key, __u32); /* tid */
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
     __type(value, struct argus_sched_start);
 } sched_start SEC(".maps");
 
@@ -36,12 +38,13 @@ static __always_inline bool tracked(__u32 tgid)
     return bpf_map_lookup_elem(&sched_tracked, &tgid) != NULL;
 }
 
-static __always_inline void account(__u32 tid, __u32 tgid, __u64 now)
+static __always_inline void account(struct task_struct *task, __u32 tgid, __u64 now)
 {
-    struct argus_sched_start *s = bpf_map_lookup_elem(&sched_start, &tid);
+    struct argus_sched_start *s = bpf_task_storage_get(&sched_start, task, 0, 0);
+    __u32 tid = task->pid;
     struct argus_sched_acc *a;
 
-    if (!s)
+    if (!s || (!s->off_ts && !s->runq_ts))
         return;
     a = bpf_map_lookup_elem(&sched_acc, &tid);
     if (!a) {
@@ -59,7 +62,8 @@ static __always_inline void account(__u32 tid, __u32 tgid, __u64 now)
             __sync_fetch_and_add(&a->runq_ns, now - s->runq_ts);
         __sync_fetch_and_add(&a->switches, 1);
     }
-    bpf_map_delete_elem(&sched_start, &tid);
+    s->off_ts = 0;
+    s->runq_ts = 0;
 }
 
 SEC("tp_btf/sched_switch")
@@ -70,34 +74,29 @@ int BPF_PROG(sched_on_switch, bool preempt, struct task_struct *prev, struct tas
     __u32 tgid = prev->tgid;
 
     if (tgid && tracked(tgid)) {
-        __u32 tid = prev->pid;
-        /* Still runnable (preempted, yielded): waiting in the run queue now. */
-        struct argus_sched_start s = {.off_ts = now, .runq_ts = prev_state == 0 ? now : 0};
+        struct argus_sched_start *s =
+            bpf_task_storage_get(&sched_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-        bpf_map_update_elem(&sched_start, &tid, &s, BPF_ANY);
+        if (s) { /* still runnable (preempted, yielded): waiting in the run queue now */
+            s->off_ts = now;
+            s->runq_ts = prev_state == 0 ? now : 0;
+        }
     }
     tgid = next->tgid;
     if (tgid && tracked(tgid))
-        account(next->pid, tgid, now);
+        account(next, tgid, now);
     return 0;
 }
 
 static __always_inline void on_wakeup(struct task_struct *p)
 {
-    __u32 tgid = p->tgid, tid = p->pid;
     struct argus_sched_start *s;
 
-    if (!tracked(tgid))
+    if (!tracked(p->tgid))
         return;
-    s = bpf_map_lookup_elem(&sched_start, &tid);
-    if (s) {
-        if (!s->runq_ts)
-            s->runq_ts = bpf_ktime_get_ns();
-    } else {
-        struct argus_sched_start fresh = {.runq_ts = bpf_ktime_get_ns()};
-
-        bpf_map_update_elem(&sched_start, &tid, &fresh, BPF_ANY);
-    }
+    s = bpf_task_storage_get(&sched_start, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (s && !s->runq_ts)
+        s->runq_ts = bpf_ktime_get_ns();
 }
 
 SEC("tp_btf/sched_wakeup")
