@@ -467,8 +467,11 @@ static void agent_tick(struct agent *a, uint64_t now)
 
     if (stepped) {
         a->clock_steps++;
-        log_warn("agent", "the realtime clock was set %+.3f ms: times from now on use the new time",
-                 (double)stepped / 1e6);
+        log_at(stepped > (int64_t)NSEC_PER_MSEC || stepped < -(int64_t)NSEC_PER_MSEC
+                   ? LOG_LEVEL_WARN
+                   : LOG_LEVEL_INFO,
+               "agent", "the realtime clock was set %+.3f ms: times from now on use the new time",
+               (double)stepped / 1e6);
     }
     if (now >= a->next_dispatch_ns) {
         for (size_t i = 0; i < a->nsources; i++)

@@ -24,24 +24,32 @@ uint64_t clock_real_ns(void)
     return read_clock(CLOCK_REALTIME);
 }
 
-/* The sample of the three with the narrowest pair of realtime reads (a
- * preempted one would put the midpoint off by up to half its width). */
-int64_t clock_mono_to_real_offset(void)
+/* realtime - monotonic: the sample of three with the narrowest pair of
+ * realtime reads around the monotonic one (a preempted sample puts the
+ * midpoint off by up to half its width, *width). */
+static int64_t clock_sample_offset(uint64_t *width)
 {
     int64_t best = 0;
-    uint64_t best_width = UINT64_MAX;
 
+    *width = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
         uint64_t r0 = read_clock(CLOCK_REALTIME);
         uint64_t m = read_clock(CLOCK_MONOTONIC);
         uint64_t r1 = read_clock(CLOCK_REALTIME);
 
-        if (r1 - r0 < best_width) {
-            best_width = r1 - r0;
+        if (r1 - r0 < *width) {
+            *width = r1 - r0;
             best = (int64_t)(r0 + (r1 - r0) / 2) - (int64_t)m;
         }
     }
     return best;
+}
+
+int64_t clock_mono_to_real_offset(void)
+{
+    uint64_t width;
+
+    return clock_sample_offset(&width);
 }
 
 void clock_offset_init(struct clock_offset *o, int64_t ns)
@@ -60,9 +68,11 @@ void clock_offset_set(struct clock_offset *o, uint64_t mono_ns, int64_t ns)
 
 int64_t clock_offset_refresh(struct clock_offset *o, uint64_t mono_now_ns)
 {
-    int64_t now = clock_mono_to_real_offset(), moved = now - o->at[o->n - 1].ns;
+    uint64_t width;
+    int64_t now = clock_sample_offset(&width), moved = now - o->at[o->n - 1].ns;
 
-    if (moved <= (int64_t)CLOCK_OFFSET_STEP_NS && moved >= -(int64_t)CLOCK_OFFSET_STEP_NS)
+    if (width > CLOCK_OFFSET_STEP_NS || /* every sample preempted: the next turn's */
+        (moved <= (int64_t)CLOCK_OFFSET_STEP_NS && moved >= -(int64_t)CLOCK_OFFSET_STEP_NS))
         return 0;
     clock_offset_set(o, mono_now_ns, now);
     return moved;

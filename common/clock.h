@@ -48,7 +48,8 @@ struct clock_offset {
 void clock_offset_init(struct clock_offset *o, int64_t ns);
 /* Sample the clocks now (mono_now_ns: clock_mono_ns() of the caller). When
  * the offset moved by more than CLOCK_OFFSET_STEP_NS, the new one holds from
- * now on and the move is returned (new - old); else 0. */
+ * now on and the move is returned (new - old); else 0 (also when the sample
+ * was too coarse to tell, a preempted read). */
 int64_t clock_offset_refresh(struct clock_offset *o, uint64_t mono_now_ns);
 /* Record a new offset from mono_ns on (clock_offset_refresh's step; tests). */
 void clock_offset_set(struct clock_offset *o, uint64_t mono_ns, int64_t ns);
