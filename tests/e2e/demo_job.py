@@ -17,8 +17,11 @@ and at the end its CPU time (all threads, user + system: what uprobes cost
 it is in there) and its main thread's wait for a core (run queue,
 schedstat) over the steps from WARM (10) on:
 
-    JOBSTEP rank=R step=I start_ns=MONO dur_ns=NS
+    JOBSTEP rank=R step=I start_ns=MONO dur_ns=NS cpu_ns=NS
     JOBCPU rank=R steps=K cpu_ns=NS wait_ns=NS
+
+(cpu_ns on a step line: the rank's CPU time, all threads, since its
+previous step line.)
 """
 import os
 import sys
@@ -62,6 +65,7 @@ def rank_main(rank, port):
     x = torch.randn(BATCH, WIDTH)
     y = torch.randint(0, 10, (BATCH,))
     cpu0 = wait0 = 0
+    cpu_last = time.process_time_ns()
     for i in range(STEPS):
         if i == WARM:
             cpu0, wait0 = time.process_time_ns(), run_queue_ns()
@@ -69,8 +73,10 @@ def rank_main(rank, port):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
-        line = "JOBSTEP rank=%d step=%d start_ns=%d dur_ns=%d\n" % (
-            rank, i, t0, time.monotonic_ns() - t0)
+        t1, cpu = time.monotonic_ns(), time.process_time_ns()
+        line = "JOBSTEP rank=%d step=%d start_ns=%d dur_ns=%d cpu_ns=%d\n" % (
+            rank, i, t0, t1 - t0, cpu - cpu_last)
+        cpu_last = cpu
         os.write(1, line.encode())  # one write: the ranks share stdout
     if STEPS > WARM:
         line = "JOBCPU rank=%d steps=%d cpu_ns=%d wait_ns=%d\n" % (
