@@ -4,7 +4,7 @@
 usage: torch_steps_check.py LOGDIR STEPS_JSON RANKS [--late]
 
 Each inferred step is matched with the job step (same rank) during which it
-ended: an inferred step closes with the last collective of a step (DDP's
+ended (5 ms before its end: see END_SLACK_NS): an inferred step closes with the last collective of a step (DDP's
 last bucket, issued at the end of that step's backward), which is inside
 the job step whose gradients it syncs. (Its start is the previous step's
 last collective, so most of it can lie in the previous job step when a rank
@@ -54,6 +54,9 @@ def clock_sets(logdir, ranks):
     return sets
 
 
+END_SLACK_NS = 5000000
+
+
 def containing(js, t):
     for step, a, b in js:
         if a <= t <= b:
@@ -78,7 +81,12 @@ def main():
         js = job[r]
         matched = []
         for n, start, dur in mine:
-            k = containing(js, start + dur)
+            # the end less END_SLACK: an inferred step ends at the return of
+            # its last all-reduce, ~1 ms before the job's optimizer step and log
+            # line end its step, so a ms of clock difference (a realtime set the
+            # agent sees a tick later) would otherwise move it to the next
+            # job step; misnumbering moves it by a whole step (80+ ms)
+            k = containing(js, start + dur - END_SLACK_NS)
             if k is not None:
                 matched.append((n, k, dur))
                 offsets[n - k] += 1
