@@ -246,7 +246,6 @@ static bool uprobes_multi_supported(void)
 bool probe_uprobes_prepare(struct bpf_program *enter, struct bpf_program *exit)
 {
     enum bpf_attach_type multi = (enum bpf_attach_type)UPROBES_ATTACH_MULTI;
-
     static bool logged;
 
     if (!logged) {

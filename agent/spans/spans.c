@@ -263,7 +263,6 @@ static int spans_collect_one(void *ctx, const struct spanring_span *sp)
     return 0;
 }
 
-/* The ring holding job/rank, or NULL. */
 /* The ring of the rank: its running process's, else the one that exited last. */
 static struct spans_ring *spans_find_rank(struct spans *s, const char *job, uint32_t rank)
 {

@@ -316,6 +316,11 @@ static int file_symbolize(struct symcache *c, uint32_t pid, const char *root,
     return -ENOENT;
 }
 
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
 /* Find addr's mapping or JIT symbol; re-read the maps once when it is in
  * neither and the last read is older than the process's reload interval.
  * Stacks unwound through code built without frame pointers carry addresses
@@ -331,10 +336,9 @@ static void proc_lookup(struct symcache *c, struct symcache_proc *p, uint64_t ad
     for (int pass = 0; pass < 2; pass++) {
         *m = proc_find_map(p, addr);
         *jit = symbolize_syms_find(p->jit, p->njit, addr);
-        if (pass)
-            p->reload_ns = *m || *jit                           ? c->o.reload_ns
-                           : p->reload_ns < 32 * c->o.reload_ns ? 2 * p->reload_ns
-                                                                : 64 * c->o.reload_ns;
+        if (pass) /* what this read found sets the next wait */
+            p->reload_ns =
+                *m || *jit ? c->o.reload_ns : min_u64(2 * p->reload_ns, 64 * c->o.reload_ns);
         if (*m || *jit || pass || clock_mono_ns() - p->loaded_ns < p->reload_ns)
             return;
         proc_load(c, p);
