@@ -543,19 +543,31 @@ static uint64_t min64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
+/* A deadline of work that may wait for the next tick of the grid (sealing a
+ * batch, an fsync, a step record's frames): up to AGENT_DISPATCH_NS later,
+ * where the loop wakes anyway, instead of a wakeup of its own. Only where
+ * those periods are a second or so (the defaults); shorter ones (tests,
+ * a low-latency setting) keep their deadlines. */
+static uint64_t agent_grid_deadline(const struct agent *a, uint64_t t)
+{
+    if (t == UINT64_MAX || a->cfg->batch_max_age < 10 * AGENT_DISPATCH_NS ||
+        a->cfg->spool_fsync_interval < 10 * AGENT_DISPATCH_NS)
+        return t;
+    return (t + AGENT_DISPATCH_NS - 1) / AGENT_DISPATCH_NS * AGENT_DISPATCH_NS;
+}
+
 /* How long the loop may sleep: until the earliest deadline of the periodic
  * work, so that an idle agent wakes about once a second and a busy one only
- * when a batch, an fsync or an outstanding send is due. */
+ * on the grid or when an outstanding send is due. */
 static int agent_sleep_ms(struct agent *a, uint64_t now, uint64_t next_watchdog)
 {
     uint64_t next = min64(now + AGENT_MAX_SLEEP_NS, min64(a->next_scan_ns, a->next_infer_ns));
+    uint64_t later = min64(batcher_next_ns(a->batcher), stepframes_next_ns(a->frames));
 
     for (size_t i = 0; i < a->nsources; i++)
         if (a->sources[i].running && a->sources[i].fd < 0)
             next = min64(next, a->next_dispatch_ns);
-    next = min64(next, batcher_next_ns(a->batcher));
-    next = min64(next, stepframes_next_ns(a->frames));
-    next = min64(next, spool_next_ns(a->spool, now));
+    next = min64(next, agent_grid_deadline(a, min64(later, spool_next_ns(a->spool, now))));
     next = min64(next, exporter_next_ns(a->exporter, now));
     next = min64(next, next_watchdog);
     return next <= now ? 0 : (int)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);

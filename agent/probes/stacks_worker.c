@@ -42,6 +42,7 @@ struct stacks_worker {
 
     /* main thread only */
     uint64_t taken;
+    uint64_t kicked; /* pushed at the last kick */
     uint32_t main_names;
     uint64_t dropped;
 
@@ -244,9 +245,18 @@ int stacks_worker_push(struct stacks_worker *w, const struct stacks_raw *s)
     w->slots[seq % w->cap].raw = *s; /* outside [taken, pushed): the main thread's */
     pthread_mutex_lock(&w->lock);
     w->pushed = seq + 1;
-    pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
     return 0;
+}
+
+void stacks_worker_kick(struct stacks_worker *w)
+{
+    if (w->kicked == w->pushed) /* only this thread writes pushed */
+        return;
+    w->kicked = w->pushed;
+    pthread_mutex_lock(&w->lock);
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
 }
 
 size_t stacks_worker_take(struct stacks_worker *w, struct probe_stacks_sample *out, size_t max)

@@ -5,7 +5,11 @@
  * fixed ring and takes them back, in the same order, once the worker has
  * named their frames (agent/symbols/symcache.h: reading a library's symbols or a
  * process's maps can take milliseconds to seconds; it must never stall the
- * loop). The worker writes an eventfd when it has results.
+ * loop). The main loop wakes the worker once for the samples it pushed in
+ * one go (stacks_worker_kick), not per sample: a worker woken per push ran
+ * ~50 times a second under a 4-rank job, each wakeup a context switch on a
+ * machine whose cores the job uses. The worker writes an eventfd when it has
+ * results.
  *
  * Ownership: one ring of `queue` slots and three counters. [taken, done)
  * are resolved samples the main thread may read, [done, pushed) raw samples
@@ -21,7 +25,7 @@
  * only through the ring, after its string: the main thread may read the
  * names of every id it has taken.
  *
- * push, take, forget, name, fd and stats are for the main thread (one
+ * push, kick, take, forget, name, fd and stats are for the main thread (one
  * thread); everything else happens on the worker. */
 #ifndef ARGUS_AGENT_STACKS_WORKER_H
 #define ARGUS_AGENT_STACKS_WORKER_H
@@ -64,8 +68,13 @@ void stacks_worker_free(struct stacks_worker *w);
 
 /* Copy s into the ring. Returns 0, or -ENOBUFS (counted in dropped) when
  * `queue` samples are outstanding. Never blocks but on the ring's lock,
- * which the worker holds only to move counters. */
+ * which the worker holds only to move counters. The worker is not woken
+ * for it before the next stacks_worker_kick. */
 int stacks_worker_push(struct stacks_worker *w, const struct stacks_raw *s);
+
+/* Wake the worker for what was pushed since the last kick (nothing to do
+ * when nothing was). */
+void stacks_worker_kick(struct stacks_worker *w);
 
 /* Copy up to max resolved samples into out, in push order (frame ids for
  * stacks_worker_name), and clear the eventfd. Returns how many. */

@@ -20,6 +20,8 @@
 # to the first correct page. One table, a row per scale x scenario x delivery.
 #   SCALES="1024 10240" SEEDS=5 BIG_SEEDS=2 STEPS=70 tests/bench/detect.sh
 #   SCALES=1024 SEEDS=1 SCENARIOS="healthy compute-straggler" DELIVERY="lockstep realistic" ...
+# COLLECTOR_ARGS adds collector flags (experiments: the table is then not
+# the default settings'); KEEP=1 keeps the store, logs and reports.
 # SEEDS is the seed count below 10,240 ranks, BIG_SEEDS (<= SEEDS) from there.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,8 +42,9 @@ SCENARIOS=${SCENARIOS:-healthy compute-straggler link-degraded-group masked-stra
 DELIVERY=${DELIVERY:-lockstep realistic stall5 outage30 spread5 clock2 overload2}
 port=$((21000 + RANDOM % 9000))
 hport=$((port + 1))
+# shellcheck disable=SC2086 # COLLECTOR_ARGS: words
 "$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true --http.listen "127.0.0.1:$hport" \
-    --store.dir "$T/store" >"$T/collector.log" 2>&1 &
+    --store.dir "$T/store" ${COLLECTOR_ARGS:-} >"$T/collector.log" 2>&1 &
 col=$!
 for _ in $(seq 100); do
     "$BIN/argusctl" --collector "127.0.0.1:$port" --timeout 1s jobs >/dev/null 2>&1 && break

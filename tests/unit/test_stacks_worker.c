@@ -44,6 +44,7 @@ static size_t take_all(struct stacks_worker *w, struct probe_stacks_sample *out,
     uint64_t end = clock_mono_ns() + 5 * NSEC_PER_SEC;
     size_t n = 0;
 
+    stacks_worker_kick(w);
     while (n < want && clock_mono_ns() < end) {
         struct pollfd p = {.fd = stacks_worker_fd(w), .events = POLLIN};
 
@@ -132,6 +133,30 @@ static void test_forget_after_samples(void **state)
     stacks_worker_free(w);
 }
 
+/* Pushes wake the worker only when kicked: once per drain of the BPF ring,
+ * not once per sample. */
+static void test_kick_wakes(void **state)
+{
+    struct stacks_worker *w = stacks_worker_new(NULL);
+    struct probe_stacks_sample out[2];
+    struct stacks_worker_stats st;
+    struct stacks_raw r = sample(1);
+
+    assert_non_null(w);
+    assert_int_equal(stacks_worker_start(w), 0);
+    assert_int_equal(take_all(w, out, 0), 0); /* the worker is waiting */
+    usleep(50 * 1000);
+    assert_int_equal(stacks_worker_push(w, &r), 0);
+    assert_int_equal(stacks_worker_push(w, &r), 0);
+    usleep(200 * 1000);
+    stacks_worker_get_stats(w, &st);
+    assert_int_equal(st.resolved, 0); /* pushed, not kicked */
+    assert_int_equal(take_all(w, out, 2), 2);
+    stacks_worker_get_stats(w, &st);
+    assert_int_equal(st.resolved, 2);
+    stacks_worker_free(w);
+}
+
 /* Shutdown with a full queue: the thread stops between samples. */
 static void test_free_is_prompt(void **state)
 {
@@ -152,9 +177,8 @@ static void test_free_is_prompt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_results_come_back),
-        cmocka_unit_test(test_drops_at_cap),
-        cmocka_unit_test(test_forget_after_samples),
+        cmocka_unit_test(test_results_come_back),    cmocka_unit_test(test_drops_at_cap),
+        cmocka_unit_test(test_forget_after_samples), cmocka_unit_test(test_kick_wakes),
         cmocka_unit_test(test_free_is_prompt),
     };
 
