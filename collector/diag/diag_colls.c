@@ -76,9 +76,32 @@ static void table_build(struct diag_colls *l, const struct diag_frame *f)
         l->table[l->slot_of[i]].n_end += f->colls[i].end != 0;
 }
 
-/* One Jacobi round: each rank's offset moves to where its collective end
- * times agree with its peers', each call weighted by its number of peers (a
- * 32-member all-reduce says more than a pair on the same node). */
+static uint32_t domain_of(const struct diag_colls *l, uint32_t rank)
+{
+    return l->domain && rank < l->n_domain ? l->domain[rank] : rank;
+}
+
+/* Every rank of a clock domain has the domain's offset (a rank whose node
+ * became known later took its own until now). */
+static void offsets_by_domain(struct diag_colls *l)
+{
+    for (uint32_t r = 0; l->domain && r < l->cap && r < l->n_domain; r++)
+        if (l->domain[r] < r)
+            l->offset[r] = l->offset[l->domain[r]];
+}
+
+/* One Jacobi round: each clock domain's offset moves to where the
+ * collective end times of its ranks agree with their peers', each call
+ * weighted by its number of peers (a 32-member all-reduce says more than a
+ * pair on the same node). By domain, not by rank: a rank's offset is pulled
+ * by the calls of its tensor-parallel group (8 members, its own node) and
+ * of its data-parallel group (1,280 ranks of the same GPU index at 10,240
+ * ranks); per rank, at 1,279 to 7, the offsets of a whole data-parallel
+ * group could drift together against the other groups (nothing in its own
+ * calls shows it), corrected by ~1% a step, and each step's noise walked
+ * them hundreds of us apart: a slow "transfer" of every rank of that group
+ * (a false LINK page of 1,280 ranks in bench-detect). One clock per node
+ * has no such freedom. */
 static void offsets_round(struct diag_colls *l, const struct diag_frame *f)
 {
     for (size_t i = 0; i < l->table_cap; i++)
@@ -96,12 +119,15 @@ static void offsets_round(struct diag_colls *l, const struct diag_frame *f)
         if (e->n_end < 2 || !c->end)
             continue;
         double w = e->n_end - 1;
-        l->resid[c->rank] += w * ((double)c->end - l->offset[c->rank] - e->sum_end / e->n_end);
-        l->resid_w[c->rank] += w;
+        uint32_t d = domain_of(l, c->rank);
+        l->resid[d] += w * ((double)c->end - l->offset[c->rank] - e->sum_end / e->n_end);
+        l->resid_w[d] += w;
     }
-    for (uint32_t r = 0; r < l->cap; r++)
-        if (l->resid_w[r] > 0)
-            l->offset[r] += l->resid[r] / l->resid_w[r];
+    for (uint32_t r = 0; r < l->cap; r++) {
+        uint32_t d = domain_of(l, r);
+        if (l->resid_w[d] > 0)
+            l->offset[r] += l->resid[d] / l->resid_w[d];
+    }
 }
 
 /* This step's offsets by a few rounds from the last estimate, then blended
@@ -301,6 +327,7 @@ int diag_colls_run(struct diag_colls *l, const struct diag_frame *f, uint32_t ca
     if (err)
         return err;
     table_build(l, f);
+    offsets_by_domain(l);
     if (!l->frozen) {
         estimate_offsets(l, f);
         match_colls(l, f);

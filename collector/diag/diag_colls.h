@@ -8,9 +8,10 @@
  * matches nobody that way (a communicator id that is a process-local handle
  * from an old agent, or none) is matched by (name, ordinal). Ordinals name
  * the same real call on every rank once steps are numbered alike. Every node has its own clock, but
- * a collective ends at nearly the same instant on all its members, so per-rank clock offsets are
+ * a collective ends at nearly the same instant on all its members, so clock offsets are
  * estimated from the end times (GPU end, else the host end: gloo's work done or a wait's return;
- * weighted Jacobi rounds over the communicator graph, blended over steps) and removed before
+ * weighted Jacobi rounds over the communicator graph, blended over steps), one per node (clock
+ * domain: the ranks of a node read one clock and move together), and removed before
  * arrivals are compared; calls without an end time are compared with the offsets learnt from the
  * others (none: 0). Per rank and closed step: late     worst call: own start (or host arrival,
  * whichever is later) minus the members' mean; the culprit of a wait arrives last and its
@@ -46,6 +47,11 @@ struct diag_colls {
     struct diag_colls_gap *gaps;
     double *resid, *resid_w, *prev;
     bool frozen; /* analyse without learning: offsets are restored after the run */
+    /* The clock domain of each rank below n_domain: the lowest rank of its
+     * node (ranks of a node read one clock), or NULL / beyond n_domain: the
+     * rank itself. Owned by the caller. */
+    const uint32_t *domain;
+    uint32_t n_domain;
     struct diag_colls_entry *table;
     uint32_t *slot_of;
     size_t table_cap, slot_cap;

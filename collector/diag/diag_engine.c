@@ -76,6 +76,7 @@ void diag_engine_free(struct diag_engine *e)
     free(e->coords);
     diag_groups_free(&e->groups);
     diag_groups_free(&e->xgroups);
+    free(e->domain);
     diag_steps_free(&e->win);
     diag_watermark_free(&e->wm);
     free(e->flags);
@@ -161,6 +162,8 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
     char *node = strdup(r->node ? r->node : "");
     if (!node)
         return -ENOMEM;
+    if (!ri->node || strcmp(ri->node, node))
+        e->groups_dirty = true; /* its clock domain */
     free(ri->node);
     ri->node = node;
     ri->gpu = r->gpu;
@@ -432,6 +435,51 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     return err;
 }
 
+static uint32_t node_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+/* The clock domain of every rank: the lowest rank with the same node name
+ * (a rank without one is its own). 0 or -ENOMEM. */
+static int build_domains(struct diag_engine *e)
+{
+    uint32_t size = 16, *first, *dom = realloc(e->domain, (size_t)e->cap * sizeof(*dom));
+
+    if (!dom)
+        return -ENOMEM;
+    e->domain = dom;
+    while (size < 2 * e->cap)
+        size *= 2;
+    first = malloc((size_t)size * sizeof(*first)); /* node -> its lowest rank + 1 */
+    if (!first)
+        return -ENOMEM;
+    memset(first, 0, (size_t)size * sizeof(*first));
+    for (uint32_t r = 0; r < e->cap; r++) {
+        const char *node = e->ri[r].node;
+        dom[r] = r;
+        if (!node || !*node)
+            continue;
+        for (uint32_t h = node_hash(node) & (size - 1);; h = (h + 1) & (size - 1)) {
+            if (!first[h]) {
+                first[h] = r + 1;
+                break;
+            }
+            if (!strcmp(e->ri[first[h] - 1].node, node)) {
+                dom[r] = first[h] - 1;
+                break;
+            }
+        }
+    }
+    free(first);
+    e->n_domain = e->cap;
+    return 0;
+}
+
 int diag_engine_build_groups(struct diag_engine *e)
 {
     int err = 0;
@@ -439,8 +487,11 @@ int diag_engine_build_groups(struct diag_engine *e)
     if (e->groups_dirty) {
         err = diag_groups_build(&e->groups, e->coords, e->cap, DIAG_GROUP_WORK);
         err = err ? err : diag_groups_build(&e->xgroups, e->coords, e->cap, DIAG_GROUP_EXPERT);
+        err = err ? err : build_domains(e);
         e->groups_dirty = err != 0;
     }
+    e->l2.cm.domain = e->domain;
+    e->l2.cm.n_domain = e->n_domain;
     return err;
 }
 

@@ -44,6 +44,8 @@ struct diag_engine {
     bool amend_pending;         /* kept frames got late records */
     struct diag_groups groups;  /* work groups: (pp, tp) */
     struct diag_groups xgroups; /* expert groups: (pp, ep) */
+    uint32_t *domain;           /* clock domain per rank: the lowest rank of its node */
+    uint32_t n_domain;          /* ranks in domain (cap when built) */
     struct diag_dict dict;
     struct diag_steps win; /* open steps */
     struct diag_flag *flags;
