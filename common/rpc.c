@@ -51,8 +51,13 @@ struct rpc_stream {
     bool send_busy, recv_busy, closed, send_closed, dying;
 };
 
+/* 0 ms is the infinite past: a deadline of "now" made gRPC's poller block
+ * in epoll_wait for 1 ms (it rounds a deadline up to the millisecond), which
+ * cost the agent's loop a sleep and a wakeup on every turn. */
 static gpr_timespec rpc_deadline(uint64_t timeout_ms)
 {
+    if (!timeout_ms)
+        return gpr_inf_past(GPR_CLOCK_MONOTONIC);
     return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                         gpr_time_from_millis((int64_t)timeout_ms, GPR_TIMESPAN));
 }
