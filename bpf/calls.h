@@ -23,11 +23,4 @@ struct argus_call_record {
     __u32 tid;
 };
 
-/* Key of a call in flight: a thread and the function (a probed function may
- * call another probed one, e.g. cudaStreamSynchronize -> cuStreamSynchronize). */
-struct argus_call_key {
-    __u64 pid_tgid;
-    __u64 cookie;
-};
-
 #endif

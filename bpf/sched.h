@@ -10,16 +10,17 @@
 
 struct argus_sched_acc {
     __u64 off_cpu_ns; /* switched out -> switched in (sleeping or runnable) */
-    __u64 runq_ns;    /* runnable (woken or preempted) -> switched in */
+    __u64 runq_ns;    /* waiting for a CPU: the kernel's run_delay (throttling included) */
     __u64 switches;   /* times switched back in */
     __u32 tgid;
     __u32 pad;
 };
 
-/* When a thread left the CPU and when it became runnable (0 = not). */
+/* When a thread left the CPU (0 = on it), and its run_delay when it did. */
 struct argus_sched_start {
     __u64 off_ts;
-    __u64 runq_ts;
+    __u64 run_delay;
+    __u64 run_delay_seen; /* run_delay holds a reading */
 };
 
 #endif

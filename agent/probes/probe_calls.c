@@ -143,6 +143,7 @@ size_t probe_calls_metrics(struct probe_calls *pc, char *buf, size_t len)
     if (pc->skel) {
         n += probe_metric(buf + n, len - n, p, "dropped_total", pc->skel->bss->calls_dropped);
         n += probe_metric(buf + n, len - n, p, "unmatched_total", pc->skel->bss->calls_unmatched);
+        n += probe_metric(buf + n, len - n, p, "abandoned_total", pc->skel->bss->calls_abandoned);
     }
     n += probe_metric(buf + n, len - n, p, "uprobes_attached", pc->uprobes.attached);
     n += probe_metric(buf + n, len - n, p, "uprobe_failures_total", pc->uprobes.failures);

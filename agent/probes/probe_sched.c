@@ -73,7 +73,7 @@ static struct sched_slot *sched_slot(struct sched *s, uint32_t tid)
 
 static int sched_supported(char *why, size_t whylen)
 {
-    static const char *const tps[] = {"sched_switch", "sched_wakeup", "sched_wakeup_new", NULL};
+    static const char *const tps[] = {"sched_switch", NULL};
 
     return probe_tp_btf_supported(tps, why, whylen);
 }

@@ -1,6 +1,7 @@
 /* The `sched` probe: off-CPU time and run-queue delay per thread of tracked
- * ranks (tp_btf sched_switch / sched_wakeup / sched_wakeup_new), filtered and
- * summed in the kernel per thread. Every dispatch (tick) reads the per-thread
+ * ranks (tp_btf sched_switch; the delay is the kernel's sched_info.run_delay,
+ * time throttled by a CPU quota included), filtered and summed in the kernel
+ * per thread. Every dispatch (tick) reads the per-thread
  * sums and emits what grew since the last read as AGENT_EVENT_COUNTER
  * OFF_CPU_NS and RUNQ_NS (pid = tgid, tid = thread, ts = read time), so the
  * step a counter lands in is known to the tick (100 ms). Off-CPU includes the

@@ -19,6 +19,11 @@
 #
 #   BENCH_PAIRS (8, at least 6)  BENCH_BLOCK_S (15 s)  BENCH_RUNS=FILE keeps per-block figures
 #   BENCH_PROBES=LIST: the agent's probes.enable (default: its default list)
+#   BENCH_JOB_CPUS=LIST, BENCH_AGENT_CPUS=LIST: taskset CPU lists for the ranks
+#   and for the agent and collector (default: all CPUs for each). On a GPU node
+#   the ranks leave cores idle; on a 2-core machine the 4 ranks take both, so
+#   any CPU the agent uses is taken from them. "0" and "1" here split the two:
+#   what is then left is the agent's cost inside the ranks (BPF, uprobes).
 # Needs root (the agent's eBPF probes), python3-torch and BTF; says why and
 # exits 0 without them (make bench runs every script).
 set -u
@@ -28,6 +33,15 @@ export ARGUS_GRPC_PLAINTEXT=true # argusctl: the bench's collector is plaintext 
 pairs=${BENCH_PAIRS:-8} block=${BENCH_BLOCK_S:-15} world=4
 [[ $pairs =~ ^[0-9]+$ ]] && ((pairs >= 6)) || { echo "BENCH_PAIRS must be 6 or more, not '$pairs'" >&2; exit 2; }
 [[ $block =~ ^[0-9]+$ ]] && ((block >= 5)) || { echo "BENCH_BLOCK_S must be 5 (seconds) or more, not '$block'" >&2; exit 2; }
+pin_job=() pin_agent=()
+if [[ -n ${BENCH_JOB_CPUS:-} ]]; then pin_job=(taskset -c "$BENCH_JOB_CPUS"); fi
+if [[ -n ${BENCH_AGENT_CPUS:-} ]]; then pin_agent=(taskset -c "$BENCH_AGENT_CPUS"); fi
+pin_desc=""
+[[ -z ${BENCH_JOB_CPUS:-} ]] || pin_desc+="; ranks on CPUs $BENCH_JOB_CPUS"
+[[ -z ${BENCH_AGENT_CPUS:-} ]] || pin_desc+="; agent and collector on CPUs $BENCH_AGENT_CPUS"
+for p in "${BENCH_JOB_CPUS:-}" "${BENCH_AGENT_CPUS:-}"; do
+    [[ -z $p ]] || taskset -c "$p" true 2>/dev/null || { echo "not a CPU list this machine has: '$p'" >&2; exit 2; }
+done
 [[ $(id -u) == 0 ]] || { echo "skip: needs root (the agent's eBPF probes)"; exit 0; }
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { echo "skip: /usr/bin/python3 has no torch"; exit 0; }
 [[ -r /sys/kernel/btf/vmlinux ]] || { echo "skip: no kernel BTF"; exit 0; }
@@ -52,7 +66,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cport=$(port) aport=$(port)
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "" --store.dir "$work/store" \
+"${pin_agent[@]}" "$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "" --store.dir "$work/store" \
     >"$work/collector.log" 2>&1 &
 collector=$!
 
@@ -62,9 +76,9 @@ job_steps() { local n; n=$(grep -c '^JOBSTEP rank=0 ' "$work/job.out" 2>/dev/nul
 
 # one process per rank with its rank at exec (as torchrun starts them): the
 # agent, started under a running job, finds them from their environment
-ARGUS_JOB=bench-ab STEPS=1000000 WARM=10 OMP_NUM_THREADS=1 WORLD=$world MASTER_PORT=$(port) \
+PIN="${pin_job[*]}" ARGUS_JOB=bench-ab STEPS=1000000 WARM=10 OMP_NUM_THREADS=1 WORLD=$world MASTER_PORT=$(port) \
     setsid bash -c 'for ((r = 0; r < WORLD; r++)); do
-        RANK=$r WORLD_SIZE=$WORLD /usr/bin/python3 tests/e2e/demo_job.py "$MASTER_PORT" &
+        RANK=$r WORLD_SIZE=$WORLD $PIN /usr/bin/python3 tests/e2e/demo_job.py "$MASTER_PORT" &
     done; wait' >"$work/job.out" 2>&1 &
 job=$!
 for _ in $(seq 600); do (($(job_steps) >= 20)) && break; kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
@@ -73,7 +87,7 @@ for _ in $(seq 600); do (($(job_steps) >= 20)) && break; kill -0 "$job" 2>/dev/n
 # agent_on: start the agent and wait until it tracks every rank with its
 # collectives uprobes attached; agent_off: SIGTERM, wait for the exit.
 agent_on() {
-    "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
+    "${pin_agent[@]}" "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
         --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" \
         ${BENCH_PROBES+--probes.enable "$BENCH_PROBES"} >>"$work/agent.log" 2>&1 &
     agent=$!
@@ -106,10 +120,10 @@ done
 } 2>/dev/null
 job=""
 seen=$("$BIN/argusctl" --collector "127.0.0.1:$cport" jobs | awk '$1 == "bench-ab" {print $2 "r/" $5 "s"}')
-/usr/bin/python3 - "$work/job.out" "$work/blocks" "$block" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+/usr/bin/python3 - "$work/job.out" "$work/blocks" "$block" "$(nproc)" "$pin_desc" "$(cut -d' ' -f1-3 /proc/loadavg)" \
     "${seen:-0}" "${BENCH_RUNS:-}" <<'PY'
 import random, statistics, sys
-out, blocks_path, block_s, cpus, load, seen, keep = sys.argv[1:8]
+out, blocks_path, block_s, cpus, pin, load, seen, keep = sys.argv[1:9]
 steps = []  # (start, dur, cpu)
 for line in open(out):
     if line.startswith("JOBSTEP"):
@@ -139,8 +153,8 @@ def figure(k):
 
 s, c = figure(0), figure(1)
 print("agent on a real PyTorch DDP job (4 ranks, gloo, CPU, one run, %d pairs of %s s blocks "
-      "with and without the agent, %s CPUs, load %s): step time %+.2f%% (95%% CI %+.2f..%+.2f%%) "
+      "with and without the agent, %s CPUs%s, load %s): step time %+.2f%% (95%% CI %+.2f..%+.2f%%) "
       "of %.1f ms; rank CPU per step %+.2f%% (%+.2f..%+.2f%%) of %.1f ms; at the collector "
       "(ranks/rank-steps): %s"
-      % (len(keys), block_s, cpus, load, s[1], s[2], s[3], s[0], c[1], c[2], c[3], c[0], seen))
+      % (len(keys), block_s, cpus, pin, load, s[1], s[2], s[3], s[0], c[1], c[2], c[3], c[0], seen))
 PY

@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ int ncclReduceScatter(const void *, void *, size_t, int, int, ncclComm_t, cudaSt
 int ncclReduce(const void *, void *, size_t, int, int, int, ncclComm_t, cudaStream_t);
 int ncclSend(const void *, size_t, int, int, ncclComm_t, cudaStream_t);
 int ncclRecv(void *, size_t, int, int, ncclComm_t, cudaStream_t);
+int ncclBroadcast(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
 int ncclGroupStart(void);
 int ncclGroupEnd(void);
 typedef struct {
@@ -178,6 +180,28 @@ static int mode_calls(void)
     cudaMalloc(&dev, 1 << 20);
     free(dev);
     printf("did cudaMalloc bytes=1048576\n");
+    return 0;
+}
+
+static jmp_buf unwind_to;
+
+static void unwind_out(void)
+{
+    longjmp(unwind_to, 1);
+}
+
+/* n broadcasts left by longjmp, their returns never seen; then an
+ * all-reduce that returns. */
+static int mode_unwind(uint64_t n)
+{
+    static float buf[16];
+
+    calls_init_comm();
+    for (volatile uint64_t i = 0; i < n; i++)
+        if (!setjmp(unwind_to))
+            ncclBroadcast((const void *)unwind_out, NULL, 0, 0, 0, COMM, STREAM);
+    ncclAllReduce(buf, buf, 16, 7 /* float32 */, 0, COMM, STREAM);
+    printf("did unwind n=%" PRIu64 ", then ncclAllReduce bytes=64\n", n);
     return 0;
 }
 
@@ -520,6 +544,8 @@ int main(int argc, char **argv)
     wait_go();
     if (!strcmp(mode, "calls")) {
         rc = mode_calls();
+    } else if (!strcmp(mode, "unwind")) {
+        rc = mode_unwind(arg);
     } else if (!strcmp(mode, "sleep")) {
         pthread_t t;
 

@@ -24,6 +24,14 @@ bpf_check "collectives: 3 ncclAllReduce of 4096 bytes, seq 0-2, communicator $co
 bpf_check "collectives: ncclReduce 8th-arg stream decoded" "grep -q 'seq=5 bytes=80 comm=$comm stream=0x5555' $out/drv.out"
 bpf_check "collectives: ncclSend/ncclRecv bytes" "grep -q 'seq=6 bytes=256' $out/drv.out && grep -q 'seq=7 bytes=32' $out/drv.out"
 
+# a probed call left by longjmp (an exception unwinding through the library)
+# never returns: 5 of them, one more than a thread's calls in flight, then a
+# call that returns and must still be matched to its own entry
+ARGUS_SEEN=$out/drv.out bpf_run collectives "$out" unwind 5
+bpf_check "collectives: 4 unreturned calls dropped, the all-reduce after them recorded" \
+    "grep -q 'abandoned_total{probe=\"collectives\"} 4\$' $out/drv.out && grep -q 'unmatched_total{probe=\"collectives\"} 0\$' $out/drv.out &&
+     grep -q 'kind=COLLECTIVE.*bytes=64 ' $out/drv.out && ! grep -q 'name=ncclBroadcast' $out/drv.out"
+
 bpf_run sync "$out" calls
 sum=$(bpf_counter_sum "$out/drv.out" 3)
 want=$(awk '/wait_ns/ {split($3,a,"="); s+=a[2]} END {print s}' "$out/wl.out")
