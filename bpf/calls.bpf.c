@@ -23,7 +23,7 @@ ARGUS_TRACKED_MAP(calls_tracked);
  * call another: allreduce -> nextTag, cudaStreamSynchronize ->
  * cuStreamSynchronize). Task-local, so freed with the thread: an LRU hash
  * keyed by (thread, function) cost an update at every entry and a delete at
- * every return, 60% of the probe's BPF time on a gloo job. */
+ * every return (entry + return 3.9 -> 2.9 us a call on a gloo job). */
 #define CALLS_DEPTH 4
 
 struct calls_stack {

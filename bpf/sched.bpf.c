@@ -2,10 +2,11 @@
  * (tp_btf sched_switch only), accumulated in a per-thread hash map that user
  * space reads every tick. Off-CPU runs from a thread's switch-out to its
  * switch-in. The run-queue delay is the kernel's own (sched_info.run_delay,
- * which also holds time throttled by a CPU quota): its growth is added when
- * the thread leaves the CPU, the wait before that run included (a program
- * on every wakeup to time it ourselves ran 266 times per step of a 4-rank
- * gloo job, 23% of the probes' BPF time). */
+ * which also holds time throttled by a CPU quota), its growth added at the
+ * thread's switch-in: the kernel adds the wait that this switch-in ends
+ * just after the tracepoint, so each wait is counted one switch-in later.
+ * A program on every wakeup to time the waits ourselves ran 266 times per
+ * step of a 4-rank gloo job, a third of the probe's BPF time. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -43,11 +44,21 @@ static __always_inline bool tracked(__u32 tgid)
     return bpf_map_lookup_elem(&sched_tracked, &tgid) != NULL;
 }
 
-static __always_inline struct argus_sched_acc *acc_of(struct task_struct *task, __u32 tgid)
+/* next gets the CPU: the time since it left is off-CPU; the run-queue
+ * delay the kernel added since it was last seen (none without
+ * CONFIG_SCHED_INFO). */
+static __always_inline void account(struct task_struct *next, __u32 tgid, __u64 now)
 {
-    __u32 tid = task->pid;
-    struct argus_sched_acc *a = bpf_map_lookup_elem(&sched_acc, &tid);
+    struct argus_sched_start *s = bpf_task_storage_get(&sched_start, next, 0, 0);
+    __u32 tid = next->pid;
+    struct argus_sched_acc *a;
+    __u64 rd = 0;
 
+    if (!s || !s->off_ts)
+        return;
+    if (bpf_core_field_exists(next->sched_info))
+        rd = next->sched_info.run_delay; /* a BTF pointer: a plain load */
+    a = bpf_map_lookup_elem(&sched_acc, &tid);
     if (!a) {
         struct argus_sched_acc zero = {.tgid = tgid};
 
@@ -56,42 +67,16 @@ static __always_inline struct argus_sched_acc *acc_of(struct task_struct *task, 
             __sync_fetch_and_add(&sched_acc_full, 1);
         a = bpf_map_lookup_elem(&sched_acc, &tid);
     }
-    return a;
-}
-
-/* prev leaves the CPU: off-CPU from now; the run-queue delay it has had
- * since it was last seen (0 when the kernel keeps none: no CONFIG_SCHED_INFO). */
-static __always_inline void switch_out(struct task_struct *prev, __u32 tgid, __u64 now)
-{
-    struct argus_sched_start *s =
-        bpf_task_storage_get(&sched_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-    struct argus_sched_acc *a;
-    __u64 rd = 0;
-
-    if (!s)
-        return;
-    s->off_ts = now;
-    if (bpf_core_field_exists(prev->sched_info))
-        rd = BPF_CORE_READ(prev, sched_info.run_delay);
-    if (rd > s->run_delay && s->run_delay_seen && (a = acc_of(prev, tgid)))
-        __sync_fetch_and_add(&a->runq_ns, rd - s->run_delay);
-    s->run_delay = rd;
-    s->run_delay_seen = 1;
-}
-
-/* next gets the CPU: the time since it left is off-CPU. */
-static __always_inline void switch_in(struct task_struct *next, __u32 tgid, __u64 now)
-{
-    struct argus_sched_start *s = bpf_task_storage_get(&sched_start, next, 0, 0);
-    struct argus_sched_acc *a;
-
-    if (!s || !s->off_ts)
-        return;
-    if (now > s->off_ts && (a = acc_of(next, tgid))) {
-        __sync_fetch_and_add(&a->off_cpu_ns, now - s->off_ts);
+    if (a) {
+        if (now > s->off_ts)
+            __sync_fetch_and_add(&a->off_cpu_ns, now - s->off_ts);
+        if (s->run_delay_seen && rd > s->run_delay)
+            __sync_fetch_and_add(&a->runq_ns, rd - s->run_delay);
         __sync_fetch_and_add(&a->switches, 1);
     }
     s->off_ts = 0;
+    s->run_delay = rd;
+    s->run_delay_seen = 1;
 }
 
 SEC("tp_btf/sched_switch")
@@ -101,10 +86,15 @@ int BPF_PROG(sched_on_switch, bool preempt, struct task_struct *prev, struct tas
     __u64 now = bpf_ktime_get_ns();
     __u32 tgid = prev->tgid;
 
-    if (tgid && tracked(tgid))
-        switch_out(prev, tgid, now);
+    if (tgid && tracked(tgid)) {
+        struct argus_sched_start *s =
+            bpf_task_storage_get(&sched_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+        if (s)
+            s->off_ts = now;
+    }
     tgid = next->tgid;
     if (tgid && tracked(tgid))
-        switch_in(next, tgid, now);
+        account(next, tgid, now);
     return 0;
 }

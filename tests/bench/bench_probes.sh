@@ -8,6 +8,7 @@
 #   BENCH_PAIRS=12 BENCH_TRAIN_STEPS=60   pairs of runs, steps per run
 #   BENCH_CHANNEL="sched stacks"          only these probes in the channel part
 #   BENCH_CHANNEL_ONLY=1                  skip the per-probe rows
+#   BENCH_ROWS_ONLY=1                     only the per-probe rows
 #   BENCH_RUNS=FILE                       keep the raw per-run figures
 set -u
 cd "$(dirname "$0")/../.."
@@ -59,6 +60,7 @@ if [[ -z ${BENCH_CHANNEL_ONLY:-} ]]; then
     EXTRA="--freq 99" row stacks "2 s compute at 99 Hz (per ms)" 2000 spin 2000
     row proc "fork+exec /bin/true (2 events)" 500 forkexec 500
 fi
+[[ -z ${BENCH_ROWS_ONLY:-} ]] || exit 0
 
 # The whole host channel on 8 training-like ranks: runs of the job without
 # and with all 8 probe drivers, in interleaved pairs (ABBA...: a drift of

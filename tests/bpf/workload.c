@@ -6,6 +6,7 @@
  *   sleep MS      a new thread runs 5 ms, sleeps MS, runs 5 ms
  *   threads N     N threads one after the other, each sleeping 20 ms
  *   busy MS       spin in workload_busy_function for MS
+ *   compete MS    two threads on one CPU spin MS each, waiting for it in turn
  *   marker LIB N  dlopen libargus-marker.so, N steps of forward/backward phases
  *   bench N       N calls of ncclAllReduce (cost of an entry+return uprobe)
  *   benchsync N   N calls of cudaMalloc(16) + free (entry+return uprobe)
@@ -444,6 +445,24 @@ static uint64_t thread_run_delay_ns(void)
     return delay;
 }
 
+/* One of the compete threads: pinned to CPU 0 with the other, spins *arg
+ * ms of wall time; prints the run-queue wait the kernel counted for it. */
+static void *competer(void *arg)
+{
+    uint64_t ms = *(uint64_t *)arg, rd0;
+    cpu_set_t one;
+
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    sched_yield();
+    rd0 = thread_run_delay_ns();
+    spin_ns(ms * 1000000u);
+    printf("did compete tid=%ld run_delay_ns=%" PRIu64 "\n", (long)syscall(SYS_gettid),
+           thread_run_delay_ns() - rd0);
+    return NULL;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -560,6 +579,13 @@ int main(int argc, char **argv)
             pthread_create(&t, NULL, sleeper, &ms);
             pthread_join(t, NULL);
         }
+    } else if (!strcmp(mode, "compete")) {
+        pthread_t t[2];
+
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, competer, &arg);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
     } else if (!strcmp(mode, "busy")) {
         workload_busy_function(arg * 1000000u);
         printf("did busy ms=%" PRIu64 "\n", arg);

@@ -67,6 +67,19 @@ reaped=$(sed -n 's/.*threads_reaped_total{probe="sched"} //p' "$out/drv.out")
 bpf_check "sched: $n short threads off-CPU $off ns (run queue $runq): blocked within 10% of their sleeps $slept ns, $reaped exited threads reaped" \
     "(( n == 40 && off - runq > slept * 90 / 100 && off - runq < slept * 110 / 100 && reaped >= 30 ))"
 
+# two threads spinning 400 ms on one CPU wait for it in turn: the run queue
+# counted is the kernel's own (each thread's schedstat), less the last wait
+# of each (counted at a next switch-in that never comes) and plus the waits
+# before each measured its own start
+bpf_run sched "$out" compete 400
+runq=0; kern=0
+for t in $(sed -n 's/.*compete tid=\([0-9]*\).*/\1/p' "$out/wl.out"); do
+    runq=$((runq + $(bpf_counter_sum "$out/drv.out" 2 "$t")))
+done
+kern=$(awk '/did compete/ { split($4,a,"="); s+=a[2] } END { print s }' "$out/wl.out")
+bpf_check "sched: two threads sharing one CPU waited $runq ns in its run queue (kernel: $kern ns)" \
+    "(( kern > 200000000 && runq > kern * 85 / 100 && runq < kern * 110 / 100 ))"
+
 BPF_DRIVER_ARGS="--freq 99" bpf_run stacks "$out" busy 1000
 bpf_check "stacks: workload_busy_function in the top frames" "grep -q 'TOP .*name=workload_busy_function' $out/drv.out"
 
