@@ -23,7 +23,7 @@ ARGUS_TRACKED_MAP(calls_tracked);
  * call another: allreduce -> nextTag, cudaStreamSynchronize ->
  * cuStreamSynchronize). Task-local, so freed with the thread: an LRU hash
  * keyed by (thread, function) cost an update at every entry and a delete at
- * every return (entry + return 3.9 -> 2.9 us a call on a gloo job). */
+ * every return (side by side under a gloo job, entry + return ~11% less BPF time). */
 #define CALLS_DEPTH 4
 
 struct calls_stack {
@@ -71,8 +71,7 @@ int BPF_KPROBE(calls_enter)
         d = 0;
     }
     r = &st->f[d & (CALLS_DEPTH - 1)];
-    r->enter_ns = bpf_ktime_get_ns();
-    r->exit_ns = 0;
+    r->enter_ns = bpf_ktime_get_ns(); /* exit_ns and ret: set at the return */
     r->cookie = bpf_get_attach_cookie(ctx);
     r->args[0] = PT_REGS_PARM1(ctx);
     r->args[1] = PT_REGS_PARM2(ctx);
@@ -80,10 +79,9 @@ int BPF_KPROBE(calls_enter)
     r->args[3] = PT_REGS_PARM4(ctx);
     r->args[4] = PT_REGS_PARM5(ctx);
     r->args[5] = ctx->r9; /* PT_REGS_PARM6 is missing in libbpf 1.1 */
-    /* At entry [sp] is the return address; arguments 7 and 8 follow. */
-    if (bpf_probe_read_user(&r->args[6], 2 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8)) < 0)
-        r->args[6] = r->args[7] = 0;
-    r->ret = 0;
+    /* At entry [sp] is the return address; arguments 7 and 8 follow (zeroed
+     * by the helper when unreadable). */
+    bpf_probe_read_user(&r->args[6], 2 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8));
     r->pid = tgid;
     r->tid = (__u32)id;
     st->depth = d + 1;

@@ -16,7 +16,8 @@ struct argus_sched_acc {
     __u32 pad;
 };
 
-/* When a thread left the CPU (0 = on it), and its run_delay when it did. */
+/* When a thread left the CPU (0 = on it), and its run_delay when it was
+ * last switched in. */
 struct argus_sched_start {
     __u64 off_ts;
     __u64 run_delay;

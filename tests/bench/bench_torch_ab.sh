@@ -33,9 +33,8 @@ export ARGUS_GRPC_PLAINTEXT=true # argusctl: the bench's collector is plaintext 
 pairs=${BENCH_PAIRS:-8} block=${BENCH_BLOCK_S:-15} world=4
 [[ $pairs =~ ^[0-9]+$ ]] && ((pairs >= 6)) || { echo "BENCH_PAIRS must be 6 or more, not '$pairs'" >&2; exit 2; }
 [[ $block =~ ^[0-9]+$ ]] && ((block >= 5)) || { echo "BENCH_BLOCK_S must be 5 (seconds) or more, not '$block'" >&2; exit 2; }
-pin_job=() pin_agent=()
-if [[ -n ${BENCH_JOB_CPUS:-} ]]; then pin_job=(taskset -c "$BENCH_JOB_CPUS"); fi
-if [[ -n ${BENCH_AGENT_CPUS:-} ]]; then pin_agent=(taskset -c "$BENCH_AGENT_CPUS"); fi
+# "taskset -c LIST" or nothing, used unquoted (words)
+pin_job=${BENCH_JOB_CPUS:+taskset -c $BENCH_JOB_CPUS} pin_agent=${BENCH_AGENT_CPUS:+taskset -c $BENCH_AGENT_CPUS}
 pin_desc=""
 [[ -z ${BENCH_JOB_CPUS:-} ]] || pin_desc+="; ranks on CPUs $BENCH_JOB_CPUS"
 [[ -z ${BENCH_AGENT_CPUS:-} ]] || pin_desc+="; agent and collector on CPUs $BENCH_AGENT_CPUS"
@@ -66,7 +65,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cport=$(port) aport=$(port)
-"${pin_agent[@]}" "$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "" --store.dir "$work/store" \
+$pin_agent "$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --grpc.plaintext true --http.listen "" --store.dir "$work/store" \
     >"$work/collector.log" 2>&1 &
 collector=$!
 
@@ -76,7 +75,7 @@ job_steps() { local n; n=$(grep -c '^JOBSTEP rank=0 ' "$work/job.out" 2>/dev/nul
 
 # one process per rank with its rank at exec (as torchrun starts them): the
 # agent, started under a running job, finds them from their environment
-PIN="${pin_job[*]}" ARGUS_JOB=bench-ab STEPS=1000000 WARM=10 OMP_NUM_THREADS=1 WORLD=$world MASTER_PORT=$(port) \
+PIN=$pin_job ARGUS_JOB=bench-ab STEPS=1000000 WARM=10 OMP_NUM_THREADS=1 WORLD=$world MASTER_PORT=$(port) \
     setsid bash -c 'for ((r = 0; r < WORLD; r++)); do
         RANK=$r WORLD_SIZE=$WORLD $PIN /usr/bin/python3 tests/e2e/demo_job.py "$MASTER_PORT" &
     done; wait' >"$work/job.out" 2>&1 &
@@ -87,7 +86,7 @@ for _ in $(seq 600); do (($(job_steps) >= 20)) && break; kill -0 "$job" 2>/dev/n
 # agent_on: start the agent and wait until it tracks every rank with its
 # collectives uprobes attached; agent_off: SIGTERM, wait for the exit.
 agent_on() {
-    "${pin_agent[@]}" "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
+    $pin_agent "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
         --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" \
         ${BENCH_PROBES+--probes.enable "$BENCH_PROBES"} >>"$work/agent.log" 2>&1 &
     agent=$!

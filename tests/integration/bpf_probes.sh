@@ -50,8 +50,9 @@ fi
 bpf_run sched "$out" sleep 400
 tid=$(sed -n 's/.*tid=\([0-9]*\).*/\1/p' "$out/wl.out"); slept=$(sed -n 's/.*slept_ns=\([0-9]*\).*/\1/p' "$out/wl.out")
 # off-CPU (counter 1) runs from switch-out to switch-in, so it also holds
-# the wait in the run queue after the wakeup (counter 2), which grows with
-# the machine's load; the time blocked, off - runq, is what the sleep was.
+# the wait in the run queue after the wakeup, which grows with the machine's
+# load; the run queue (counter 2) is counted one switch-in later, so
+# off - runq is the sleep give or take a wait or two.
 off=$(bpf_counter_sum "$out/drv.out" 1 "$tid"); runq=$(bpf_counter_sum "$out/drv.out" 2 "$tid")
 bpf_check "sched: off-CPU $off ns (run queue $runq) of thread $tid: blocked within 10% of its sleep $slept ns" \
     "(( off >= slept * 90 / 100 && off - runq > slept * 90 / 100 && off - runq < slept * 110 / 100 ))"
