@@ -17,7 +17,8 @@
 #include "common/log.h"
 
 #define DISCOVERY_PROC_ROOT_MAX PROCFS_ROOT_MAX
-#define DISCOVERY_DEPTH_MAX 16 /* ancestors followed for the descendant check */
+#define DISCOVERY_DEPTH_MAX 16  /* ancestors followed for the descendant check */
+#define DISCOVERY_ENV_RETRIES 3 /* scans that re-read an empty environ */
 
 struct discovery_config {
     char proc_root[DISCOVERY_PROC_ROOT_MAX];
@@ -48,6 +49,7 @@ struct entry {
     bool job_hint;        /* WATCHED: the environment says it is in a job */
     bool launcher;        /* a child of it became a rank by its communicator */
     bool missed;          /* WATCHED: DISCOVERY_SKIP_MISSED_INIT counted */
+    uint8_t env_retries;  /* scans left to re-read an empty environ (an exec in progress) */
     struct rank_info *ri; /* RANK, CHILD, WATCHED: what the environ said */
 };
 
@@ -404,7 +406,7 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
         entry_remove(d, e, call);
         e = NULL;
     }
-    if (e && !force && strcmp(e->comm, st.comm) == 0) {
+    if (e && !force && !e->env_retries && strcmp(e->comm, st.comm) == 0) {
         e->gen = d->gen;
         return e;
     }
@@ -412,6 +414,7 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
     if (e && n >= 0 && e->env_hash == env_hash && e->exe_hash == exe_hash) {
         memcpy(e->comm, st.comm, sizeof(e->comm)); /* renamed, same image */
         e->gen = d->gen;
+        e->env_retries -= e->env_retries > 0;
         return e;
     }
     if (e)
@@ -431,6 +434,12 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
     if (n < 0)
         return e; /* ENTRY_OTHER until it execs or its pid is reused */
     e->env_hash = env_hash, e->exe_hash = exe_hash;
+    /* An exec sets comm and exe before the new image's environment exists:
+     * a process caught in between reads an empty environ, and its comm will
+     * not change again to make a scan look twice. Read it again on the next
+     * scans (kernel threads have no environ at all). */
+    if (n == 0 && !(st.flags & PROCFS_PF_KTHREAD))
+        e->env_retries = DISCOVERY_ENV_RETRIES;
     d->stats.evaluated++;
     entry_classify(d, e, &st, (size_t)n, depth, call);
     return e;

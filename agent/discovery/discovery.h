@@ -136,7 +136,8 @@ struct discovery *discovery_new(const struct discovery_options *o);
 void discovery_free(struct discovery *d);
 
 /* Full scan of PROC_ROOT: reads /proc/PID/stat of every process, the environ
- * only of processes not seen before (or whose comm changed). Calls
+ * only of processes not seen before, whose comm changed, or whose environ
+ * read empty (caught inside an exec; re-read for a few scans). Calls
  * on_rank_new for each new rank and on_rank_exit for each tracked rank that
  * is gone (or whose pid now belongs to another process). Processes vanishing
  * mid-read and permission errors are counted, not errors. Returns the number

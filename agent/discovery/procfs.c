@@ -68,6 +68,8 @@ int procfs_read_stat(const char *proc_root, uint32_t pid, struct proc_stat *st)
             return -EINVAL;
         if (field == 4)
             st->ppid = (uint32_t)v;
+        if (field == 9)
+            st->flags = (uint32_t)v;
         if (field == 22)
             st->start_time = v;
         p = end;

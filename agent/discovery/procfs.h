@@ -13,8 +13,11 @@
 
 #define PROCFS_ROOT_MAX 256 /* bytes of a proc root path, with the NUL */
 
+#define PROCFS_PF_KTHREAD 0x00200000u /* field 9: a kernel thread (no environ, no exe) */
+
 struct proc_stat {
     uint32_t ppid;
+    uint32_t flags;      /* field 9, PF_* */
     uint64_t start_time; /* field 22, clock ticks since boot */
     char state;          /* 'R', 'S', ..., 'Z' */
     char comm[DISCOVERY_COMM_MAX];

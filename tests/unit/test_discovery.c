@@ -281,6 +281,45 @@ static void test_fake_exec_and_exit_events(void **state)
     assert_int_equal(discovery_check_pid(f->d, 4242, &callbacks, &f->ev), 0);
 }
 
+/* A scan that lands inside an exec: comm already the new image's, environ
+ * still empty. The next scan reads it again; a kernel thread is not re-read. */
+static void test_fake_scan_during_exec(void **state)
+{
+    struct fake *f = *state;
+    struct discovery_stats st;
+    static const char kthread[] = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 "
+                                  "3 0 0 18446744073709551615\n";
+
+    FAKE(f, 100, 1, 500, "python3", "X=1");
+    fake_write(f, 100, "environ", "", 0);
+    fake_write(f, 2, "stat", kthread, sizeof(kthread) - 1);
+    fake_write(f, 2, "environ", "", 0);
+    assert_int_equal(scan(f), 0);
+    discovery_get_stats(f->d, &st);
+    uint64_t evaluated = st.evaluated;
+    assert_int_equal(evaluated, 2);
+    /* still empty: read again, nothing else changes */
+    assert_int_equal(scan(f), 0);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.evaluated, evaluated);
+    assert_int_equal(f->ev.news, 0);
+    /* the exec finished: the same comm, now with its environment */
+    FAKE(f, 100, 1, 500, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=j");
+    assert_int_equal(scan(f), 1);
+    assert_int_equal(f->ev.news, 1);
+    assert_int_equal(f->ev.last_new_pid, 100);
+    discovery_get_stats(f->d, &st);
+    assert_int_equal(st.evaluated, evaluated + 1); /* the kernel thread was not read again */
+    /* a process whose environment stays empty is given up after a few scans */
+    FAKE(f, 101, 1, 501, "python3", "X=1");
+    fake_write(f, 101, "environ", "", 0);
+    for (int i = 0; i < 8; i++)
+        scan(f);
+    FAKE(f, 101, 1, 501, "python3", "RANK=0", "WORLD_SIZE=2", "ARGUS_JOB=j");
+    assert_int_equal(scan(f), 1);
+    assert_null(discovery_find(f->d, 101));
+}
+
 static void test_fake_reject_warns_once(void **state)
 {
     struct fake *f = *state;
@@ -482,18 +521,18 @@ static pid_t spawn_sleep(char *const env[])
     char *argv[] = {"sleep", "30", NULL};
     pid_t pid;
     assert_int_equal(posix_spawnp(&pid, "sleep", NULL, NULL, argv, env), 0);
-    /* wait until the exec is done: comm becomes "sleep" */
-    for (int i = 0; i < 200; i++) {
-        char path[64], comm[32] = "";
-        snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    /* wait until the exec is done: posix_spawn returns when the new image
+     * replaces the old, before its environment is laid out */
+    for (int i = 0;; i++) {
+        char path[64], buf[64];
+        snprintf(path, sizeof(path), "/proc/%d/environ", pid);
         FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(comm, sizeof(comm), f))
-                comm[0] = '\0';
+        size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+        if (f)
             fclose(f);
-        }
-        if (strcmp(comm, "sleep\n") == 0)
+        if (n > 0)
             break;
+        assert_true(i < 3000); /* 30 s */
         usleep(10000);
     }
     return pid;
@@ -577,6 +616,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fake_scan_exit_reuse, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_children_and_deny, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_exec_and_exit_events, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fake_scan_during_exec, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_reject_warns_once, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_host_path_and_resource, fake_setup,
                                         fake_teardown),
