@@ -1,6 +1,9 @@
-/* Per-thread accumulators shared by bpf/sched.bpf.c and agent/probes/probe_sched.c:
- * off-CPU time and run-queue delay of the threads of tracked processes,
- * summed in the kernel so ring traffic does not grow with the switch rate. */
+/* Shared by bpf/sched.bpf.c and agent/probes/probe_sched.c: what a thread
+ * of a tracked process spent off a CPU, and of that waiting for one, since
+ * it was last reported. Computed in the kernel from its own accounting of
+ * the thread (time on a CPU, sched_info.run_delay, CPU arrivals: what
+ * /proc/PID/task/TID/schedstat shows) by a task iterator user space runs
+ * every tick, and once more when the thread is freed. */
 #ifndef ARGUS_BPF_SCHED_H
 #define ARGUS_BPF_SCHED_H
 
@@ -8,20 +11,21 @@
 #include <linux/types.h>
 #endif
 
-struct argus_sched_acc {
-    __u64 off_cpu_ns; /* switched out -> switched in (sleeping or runnable) */
-    __u64 runq_ns;    /* waiting for a CPU: the kernel's run_delay (throttling included) */
-    __u64 switches;   /* times switched back in */
+struct argus_sched_delta {
+    __u64 off_cpu_ns; /* wall time less time on a CPU: sleeping, blocked or waiting */
+    __u64 runq_ns;    /* of it, waiting for a CPU (CPU-quota throttling included) */
     __u32 tgid;
-    __u32 pad;
+    __u32 tid;
 };
 
-/* When a thread left the CPU (0 = on it), and its run_delay when it was
- * last switched in. */
-struct argus_sched_start {
-    __u64 off_ts;
-    __u64 run_delay;
-    __u64 run_delay_seen; /* run_delay holds a reading */
+/* Per thread (task storage): its reading when last reported. */
+struct argus_sched_mark {
+    __u64 exec_ns;           /* se.sum_exec_runtime */
+    __u64 run_delay_ns;      /* sched_info.run_delay (0 without CONFIG_SCHED_INFO) */
+    __u64 pcount;            /* sched_info.pcount: times it got a CPU */
+    __u64 ts_ns;             /* CLOCK_MONOTONIC */
+    __u64 exit_ns;           /* its exit, 0 while alive */
+    __u64 exit_run_delay_ns; /* run_delay at its exit (a wait after it is outside its wall time) */
 };
 
 #endif

@@ -1,11 +1,19 @@
 /* The `sched` probe: off-CPU time and run-queue delay per thread of tracked
- * ranks (tp_btf sched_switch; the delay is the kernel's sched_info.run_delay,
- * time throttled by a CPU quota included), filtered and summed in the kernel
- * per thread. Every dispatch (tick) reads the per-thread
- * sums and emits what grew since the last read as AGENT_EVENT_COUNTER
- * OFF_CPU_NS and RUNQ_NS (pid = tgid, tid = thread, ts = read time), so the
- * step a counter lands in is known to the tick (100 ms). Off-CPU includes the
- * run-queue wait that ends it. */
+ * ranks, from the kernel's own accounting of each thread (time on a CPU,
+ * sched_info.run_delay with CPU-quota throttling included, CPU arrivals):
+ * a BPF task iterator reads every tracked thread once per dispatch (tick),
+ * and a thread's end is read when it is freed. No BPF runs at a context
+ * switch, so the ranks pay nothing for it but at their threads' exits.
+ *
+ * A thread's counters are reported when it has been back on a CPU since
+ * its last report (and when it is freed), as AGENT_EVENT_COUNTER OFF_CPU_NS
+ * (the wall time since, less its time on a CPU: sleeping and waiting) and RUNQ_NS
+ * (pid = tgid, tid = thread, ts = the tick's time), so a long sleep is
+ * counted when it ends and the step a counter lands in is known to the tick
+ * (100 ms). A thread created after its process was tracked counts from its
+ * creation; the threads a process had when tracked, from their first
+ * reading. The reports are computed in the kernel (bpf/sched.bpf.c): this
+ * side keeps no per-thread state. */
 #ifndef ARGUS_AGENT_PROBE_SCHED_H
 #define ARGUS_AGENT_PROBE_SCHED_H
 
@@ -15,20 +23,12 @@
 #include "agent/sources/event.h"
 #include "agent/sources/source.h"
 
-struct argus_sched_acc;
+struct argus_sched_delta;
 
-struct probe_sched_config {
-    /* Every this many dispatches, the entries of exited threads are deleted
-     * (kernel map and user table); 0 = 50 (5 s at the agent's tick). */
-    uint32_t reap_ticks;
-};
-
-/* Turn the growth of one thread's sums (cur against last; last NULL = zero)
- * into up to two counter events at ts (pure). Returns how many were written
- * into out[0..1]; a counter that did not grow (or went back: the entry was
- * recreated) gives no event. */
-int probe_sched_decode(const struct argus_sched_acc *cur, const struct argus_sched_acc *last,
-                       uint32_t tid, uint64_t ts, struct agent_event out[2]);
+/* One thread's report into up to two counter events at ts (pure): returns
+ * how many were written into out[0..1] (a counter that did not grow gives
+ * none). */
+int probe_sched_decode(const struct argus_sched_delta *d, uint64_t ts, struct agent_event out[2]);
 
 extern const struct source_ops probe_sched_ops;
 

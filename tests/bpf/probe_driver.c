@@ -8,7 +8,7 @@
  *   RUSAGE user_us= sys_us= events=  (the driver's own CPU, at the end)
  *
  *   probe_driver PROBE [--pid PID]... [--all] [--file LIB]... [--seconds S]
- *                [--ready FILE] [--freq HZ] [--stepdetect] [--quiet] [--reap TICKS]
+ *                [--ready FILE] [--freq HZ] [--stepdetect] [--quiet]
  *
  * --stepdetect keeps every COLLECTIVE event per pid and prints, at the end,
  * the steps agent/steps/stepdetect.c finds in them:
@@ -171,7 +171,7 @@ struct driver_opts {
     bool all, stepdetect;
     double seconds;
     const char *ready;
-    uint32_t freq, reap;
+    uint32_t freq;
 };
 
 static void *make_config(const char *probe, const struct driver_opts *o)
@@ -180,7 +180,6 @@ static void *make_config(const char *probe, const struct driver_opts *o)
     static struct probe_sync_config sync;
     static struct probe_stacks_config stacks;
     static struct probe_marker_config marker;
-    static struct probe_sched_config sched;
 
     if (!strcmp(probe, "collectives")) {
         coll = (struct probe_collectives_config){.all_processes = o->all, .files = o->files};
@@ -195,10 +194,6 @@ static void *make_config(const char *probe, const struct driver_opts *o)
     if (!strcmp(probe, "marker")) {
         marker = (struct probe_marker_config){o->all, o->files};
         return &marker;
-    }
-    if (!strcmp(probe, "sched")) {
-        sched = (struct probe_sched_config){.reap_ticks = o->reap};
-        return &sched;
     }
     if (!strcmp(probe, "stacks")) {
         stacks = (struct probe_stacks_config){.frequency_hz = o->freq};
@@ -231,8 +226,6 @@ static int parse(int argc, char **argv, struct driver_opts *o)
             o->seconds = strtod(v, NULL);
         else if (!strcmp(a, "--ready"))
             o->ready = v;
-        else if (!strcmp(a, "--reap"))
-            o->reap = (uint32_t)strtoul(v, NULL, 10);
         else if (!strcmp(a, "--freq"))
             o->freq = (uint32_t)strtoul(v, NULL, 10);
         else

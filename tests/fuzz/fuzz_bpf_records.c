@@ -65,12 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case 3: {
-            struct argus_sched_acc acc[2];
+            struct argus_sched_delta d;
             struct agent_event out[2];
-            uint32_t tid;
-            used = take(acc, sizeof(acc), data, size);
-            tid = acc[0].pad;
-            if (probe_sched_decode(&acc[0], &acc[1], tid, acc[0].off_cpu_ns, out) > 2)
+            used = take(&d, sizeof(d), data, size);
+            if (probe_sched_decode(&d, d.off_cpu_ns, out) > 2)
                 abort();
             break;
         }

@@ -55,6 +55,9 @@ done
 [[ $(m unit 'argus_probe_uprobe_failures_total{probe="collectives"}') == 0 ]] \
     || fail "uprobe failures with the unit's capabilities: $(grep -m3 uprobe "$T/agent.unit.log")"
 [[ $(m unit 'argus_probe_uprobes_attached{probe="collectives"}') -gt 0 ]] || fail "no uprobe attached"
+[[ $(m unit 'argus_probe_reports_total{probe="sched"}') -gt 0 &&
+    $(m unit 'argus_probe_read_errors_total{probe="sched"}') == 0 ]] \
+    || fail "the sched iterator gave nothing or failed: $(grep 'probe="sched"' "$T/metrics.unit")"
 [[ $(m unit 'argus_probe_communicator_inits_total{probe="collectives"}') -ge 4 ]] \
     || fail "communicator creations not seen: $(cat "$T/healthz.unit")"
 ! grep -q "Permission denied" "$T/agent.unit.log" || fail "$(grep -m3 'Permission denied' "$T/agent.unit.log")"

@@ -49,29 +49,33 @@ fi
 
 bpf_run sched "$out" sleep 400
 tid=$(sed -n 's/.*tid=\([0-9]*\).*/\1/p' "$out/wl.out"); slept=$(sed -n 's/.*slept_ns=\([0-9]*\).*/\1/p' "$out/wl.out")
-# off-CPU (counter 1) runs from switch-out to switch-in, so it also holds
-# the wait in the run queue after the wakeup, which grows with the machine's
-# load; the run queue (counter 2) is counted one switch-in later, so
-# off - runq is the sleep give or take a wait or two.
+# off-CPU (counter 1) is the wall time less the time on a CPU, so it holds
+# the sleep and every wait in the run queue (counter 2), which grows with
+# the machine's load. The sleep the thread timed also holds the wait after
+# its wakeup: off - runq lies between slept - runq and slept (2% slack).
+sleep_ok() { # OFF RUNQ SLEPT
+    (($1 >= $3 * 98 / 100 && $1 - $2 <= $3 * 102 / 100 && $1 - $2 >= ($3 - $2) * 98 / 100))
+}
 off=$(bpf_counter_sum "$out/drv.out" 1 "$tid"); runq=$(bpf_counter_sum "$out/drv.out" 2 "$tid")
-bpf_check "sched: off-CPU $off ns (run queue $runq) of thread $tid: blocked within 10% of its sleep $slept ns" \
-    "(( off >= slept * 90 / 100 && off - runq > slept * 90 / 100 && off - runq < slept * 110 / 100 ))"
+bpf_check "sched: off-CPU $off ns (run queue $runq) of thread $tid: its sleep $slept ns and its waits" \
+    "sleep_ok $off $runq $slept"
 
-BPF_DRIVER_ARGS="--reap 3" bpf_run sched "$out" threads 40
+# 40 threads one after the other, each living ~30 ms: most are born and
+# gone between two reads of the iterator, so their time comes from their end
+bpf_run sched "$out" threads 40
 off=0; runq=0; n=0
 for t in $(sed -n 's/.*tid=\([0-9]*\).*/\1/p' "$out/wl.out"); do
     off=$((off + $(bpf_counter_sum "$out/drv.out" 1 "$t"))); n=$((n + 1))
     runq=$((runq + $(bpf_counter_sum "$out/drv.out" 2 "$t")))
 done
 slept=$(awk '/slept_ns/ { split($4,a,"="); s+=a[2] } END { print s }' "$out/wl.out")
-reaped=$(sed -n 's/.*threads_reaped_total{probe="sched"} //p' "$out/drv.out")
-bpf_check "sched: $n short threads off-CPU $off ns (run queue $runq): blocked within 10% of their sleeps $slept ns, $reaped exited threads reaped" \
-    "(( n == 40 && off - runq > slept * 90 / 100 && off - runq < slept * 110 / 100 && reaped >= 30 ))"
+ended=$(sed -n 's/.*threads_ended_total{probe="sched"} //p' "$out/drv.out")
+bpf_check "sched: $n short threads off-CPU $off ns (run queue $runq): their sleeps $slept ns and their waits, $ended thread ends seen" \
+    "(( n == 40 && ended >= 40 )) && sleep_ok $off $runq $slept"
 
 # two threads spinning 400 ms on one CPU wait for it in turn: the run queue
-# counted is the kernel's own (each thread's schedstat), less the last wait
-# of each (counted at a next switch-in that never comes) and plus the waits
-# before each measured its own start
+# counted is the kernel's own (each thread's schedstat, as each read it
+# just before its exit), plus the waits before each read its own start
 bpf_run sched "$out" compete 400
 runq=0; kern=0
 for t in $(sed -n 's/.*compete tid=\([0-9]*\).*/\1/p' "$out/wl.out"); do

@@ -179,19 +179,26 @@ static void test_proc_decode(void **state)
 
 static void test_sched_decode(void **state)
 {
-    struct argus_sched_acc last = {.off_cpu_ns = 100, .runq_ns = 10, .tgid = 5};
-    struct argus_sched_acc cur = {.off_cpu_ns = 400, .runq_ns = 10, .tgid = 5};
+    struct argus_sched_delta d = {.off_cpu_ns = 300, .runq_ns = 0, .tgid = 5, .tid = 6};
     struct agent_event ev[2];
 
-    assert_int_equal(probe_sched_decode(&cur, &last, 6, 77, ev), 1);
+    assert_int_equal(probe_sched_decode(&d, 77, ev), 1);
+    assert_int_equal(ev[0].kind, AGENT_EVENT_COUNTER);
     assert_int_equal(ev[0].counter.counter, AGENT_COUNTER_OFF_CPU_NS);
     assert_int_equal(ev[0].counter.value, 300);
     assert_int_equal(ev[0].pid, 5);
     assert_int_equal(ev[0].tid, 6);
-    assert_int_equal(probe_sched_decode(&cur, NULL, 6, 77, ev), 2);
+    assert_int_equal(ev[0].ts_ns, 77);
+    d.runq_ns = 40;
+    assert_int_equal(probe_sched_decode(&d, 77, ev), 2);
     assert_int_equal(ev[1].counter.counter, AGENT_COUNTER_RUNQ_NS);
-    assert_int_equal(ev[1].counter.value, 10);
-    assert_int_equal(probe_sched_decode(&last, &cur, 6, 77, ev), 0); /* went back */
+    assert_int_equal(ev[1].counter.value, 40);
+    assert_int_equal(ev[1].tid, 6);
+    d.off_cpu_ns = 0;
+    assert_int_equal(probe_sched_decode(&d, 77, ev), 1);
+    assert_int_equal(ev[0].counter.counter, AGENT_COUNTER_RUNQ_NS);
+    d.runq_ns = 0; /* back on a CPU with no time off it: nothing */
+    assert_int_equal(probe_sched_decode(&d, 77, ev), 0);
 }
 
 static void test_counter_decode(void **state)
