@@ -51,28 +51,12 @@ __u64 calls_dropped = 0;   /* ring full */
 __u64 calls_unmatched = 0; /* return without a saved entry (attached mid-call) */
 __u64 calls_abandoned = 0; /* entries whose return never came (unwound past), dropped */
 
-SEC("uprobe")
-int BPF_KPROBE(calls_enter)
+/* The entry's time, the argument registers and the first two stack slots. */
+static __always_inline void read_args(struct argus_call_record *r, struct pt_regs *ctx, __u32 tgid,
+                                      __u32 tid, __u64 cookie)
 {
-    __u64 id = bpf_get_current_pid_tgid();
-    __u32 tgid = id >> 32, d;
-    struct calls_stack *st;
-    struct argus_call_record *r;
-
-    if (calls_filter && !bpf_map_lookup_elem(&calls_tracked, &tgid))
-        return 0;
-    st = bpf_task_storage_get(&calls_inflight, bpf_get_current_task_btf(), 0,
-                              BPF_LOCAL_STORAGE_GET_F_CREATE);
-    if (!st)
-        return 0;
-    d = st->depth;
-    if (d >= CALLS_DEPTH) { /* returns that never came (an exception unwound past them) */
-        __sync_fetch_and_add(&calls_abandoned, CALLS_DEPTH);
-        d = 0;
-    }
-    r = &st->f[d & (CALLS_DEPTH - 1)];
-    r->enter_ns = bpf_ktime_get_ns(); /* exit_ns and ret: set at the return */
-    r->cookie = bpf_get_attach_cookie(ctx);
+    r->enter_ns = bpf_ktime_get_ns();
+    r->cookie = cookie;
     r->args[0] = PT_REGS_PARM1(ctx);
     r->args[1] = PT_REGS_PARM2(ctx);
     r->args[2] = PT_REGS_PARM3(ctx);
@@ -83,7 +67,43 @@ int BPF_KPROBE(calls_enter)
      * by the helper when unreadable). */
     bpf_probe_read_user(&r->args[6], 2 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8));
     r->pid = tgid;
-    r->tid = (__u32)id;
+    r->tid = tid;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(calls_enter)
+{
+    __u64 id = bpf_get_current_pid_tgid(), cookie;
+    __u32 tgid = id >> 32, d;
+    struct calls_stack *st;
+    struct argus_call_record *r;
+
+    if (calls_filter && !bpf_map_lookup_elem(&calls_tracked, &tgid))
+        return 0;
+    cookie = bpf_get_attach_cookie(ctx);
+    if (cookie & ARGUS_CALL_ENTRY_ONLY) {
+        r = bpf_ringbuf_reserve(&calls_ring, sizeof(*r), 0);
+        if (!r) {
+            __sync_fetch_and_add(&calls_dropped, 1);
+            return 0;
+        }
+        read_args(r, ctx, tgid, (__u32)id, cookie & ~ARGUS_CALL_ENTRY_ONLY);
+        r->exit_ns = r->enter_ns;
+        r->ret = 0;
+        bpf_ringbuf_submit(r, argus_ring_wakeup(&calls_ring, CALLS_RING_BYTES));
+        return 0;
+    }
+    st = bpf_task_storage_get(&calls_inflight, bpf_get_current_task_btf(), 0,
+                              BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!st)
+        return 0;
+    d = st->depth;
+    if (d >= CALLS_DEPTH) { /* returns that never came (an exception unwound past them) */
+        __sync_fetch_and_add(&calls_abandoned, CALLS_DEPTH);
+        d = 0;
+    }
+    r = &st->f[d & (CALLS_DEPTH - 1)];
+    read_args(r, ctx, tgid, (__u32)id, cookie); /* exit_ns and ret: set at the return */
     st->depth = d + 1;
     return 0;
 }

@@ -13,6 +13,12 @@
 
 #define ARGUS_CALL_NARGS 8
 
+/* A cookie with this bit: the function has no return probe (its return
+ * carries nothing used); its entry sends the record at once, exit_ns =
+ * enter_ns and ret 0, cookie without the bit. Saves a uretprobe trap a
+ * call. Same bit as PROBE_UPROBE_ENTRY_ONLY (agent/probes/probe_common.h). */
+#define ARGUS_CALL_ENTRY_ONLY (1ULL << 63)
+
 struct argus_call_record {
     __u64 enter_ns; /* bpf_ktime_get_ns at entry */
     __u64 exit_ns;  /* at return */

@@ -12,6 +12,9 @@
 #include "bpf/calls.h"
 #include "common/clock.h"
 
+_Static_assert(ARGUS_CALL_ENTRY_ONLY == PROBE_UPROBE_ENTRY_ONLY,
+               "bpf/calls.h and probe_common.h name one cookie bit");
+
 struct probe_calls {
     struct probe_calls_spec spec;
     struct calls_bpf *skel;

@@ -96,6 +96,13 @@ static const struct coll_func coll_funcs[] = {
 };
 #define NFUNCS (sizeof(coll_funcs) / sizeof(coll_funcs[0]))
 
+/* Only the entry is used (the work's address, the time), once per gloo call
+ * each: no uretprobe, a trap a call saved. */
+static bool layout_entry_only(enum layout l)
+{
+    return l == LAYOUT_WORK || l == LAYOUT_DONE;
+}
+
 static const char *const coll_libs[] = {"libnccl.so", "libtorch_cpu.so", "libtorch_cuda.so", NULL};
 
 uint32_t probe_collectives_dtype_size(uint32_t dtype)
@@ -430,7 +437,9 @@ static void *coll_create(const void *config, char *why, size_t whylen)
     if (!c->ident)
         goto fail;
     for (size_t i = 0; i < NFUNCS; i++)
-        c->funcs[i] = (struct probe_uprobe_func){coll_funcs[i].symbol, i};
+        c->funcs[i] = (struct probe_uprobe_func){
+            coll_funcs[i].symbol,
+            i | (layout_entry_only(coll_funcs[i].layout) ? PROBE_UPROBE_ENTRY_ONLY : 0)};
     spec.funcs = c->funcs;
     spec.all_processes = c->cfg.all_processes;
     spec.files = c->cfg.files;

@@ -180,7 +180,7 @@ static int uprobes_attach_one(struct probe_uprobes *u, const char *path, uint64_
     if (!link)
         return -errno;
     err = uprobes_push_link(u, link);
-    if (err < 0 || !u->exit)
+    if (err < 0 || !u->exit || (cookie & PROBE_UPROBE_ENTRY_ONLY))
         return err;
     opts.retprobe = true;
     link = bpf_program__attach_uprobe_opts(u->exit, -1, path, off, &opts);
@@ -277,18 +277,31 @@ static int uprobes_push_fd(struct probe_uprobes *u, int fd)
     return 0;
 }
 
-/* n functions of path (offs, cookies) on one link per program. */
-static int uprobes_attach_multi(struct probe_uprobes *u, const char *path, const uint64_t *offs,
-                                const uint64_t *cookies, size_t n)
+/* n functions of path (offs, cookies) on one link per program; the exit
+ * program's leaves out the entry-only ones (offs and cookies are reordered:
+ * those last). */
+static int uprobes_attach_multi(struct probe_uprobes *u, const char *path, uint64_t *offs,
+                                uint64_t *cookies, size_t n)
 {
     int fd = uprobes_multi_link(bpf_program__fd(u->enter), path, offs, cookies, n, 0), err;
+    size_t nret = 0;
 
     if (fd < 0)
         return fd;
     err = uprobes_push_fd(u, fd);
     if (err < 0 || !u->exit)
         return err;
-    fd = uprobes_multi_link(bpf_program__fd(u->exit), path, offs, cookies, n, UPROBES_MULTI_RETURN);
+    for (size_t i = 0; i < n; i++) {
+        if (cookies[i] & PROBE_UPROBE_ENTRY_ONLY)
+            continue;
+        uint64_t o = offs[i], c = cookies[i];
+        offs[i] = offs[nret], cookies[i] = cookies[nret];
+        offs[nret] = o, cookies[nret++] = c;
+    }
+    if (!nret)
+        return 0;
+    fd = uprobes_multi_link(bpf_program__fd(u->exit), path, offs, cookies, nret,
+                            UPROBES_MULTI_RETURN);
     return fd < 0 ? fd : uprobes_push_fd(u, fd);
 }
 

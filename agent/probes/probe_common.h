@@ -67,7 +67,11 @@ int probe_pids_update(struct probe_pids *pids, struct bpf_map *map, uint32_t pid
 void probe_pids_free(struct probe_pids *pids);
 
 /* A function to uprobe: its symbol and the attach cookie that tells the
- * shared BPF program which one fired. */
+ * shared BPF program which one fired. A cookie with PROBE_UPROBE_ENTRY_ONLY
+ * gets no return probe even where the probe has an exit program (its entry
+ * program sees the bit: bpf/calls.h ARGUS_CALL_ENTRY_ONLY). */
+#define PROBE_UPROBE_ENTRY_ONLY (UINT64_C(1) << 63)
+
 struct probe_uprobe_func {
     const char *symbol;
     uint64_t cookie;
