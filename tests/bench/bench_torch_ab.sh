@@ -84,15 +84,16 @@ for _ in $(seq 600); do (($(job_steps) >= 20)) && break; kill -0 "$job" 2>/dev/n
 (($(job_steps) >= 20)) || { echo "bench_torch_ab: the job did not start: $(tail -3 "$work/job.out")" >&2; exit 1; }
 
 # agent_on: start the agent and wait until it tracks every rank with its
-# collectives uprobes attached; agent_off: SIGTERM, wait for the exit.
+# collectives uprobes attached (when that probe runs); agent_off: SIGTERM,
+# wait for the exit.
 agent_on() {
     $pin_agent "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
         --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" \
         ${BENCH_PROBES+--probes.enable "$BENCH_PROBES"} >>"$work/agent.log" 2>&1 &
     agent=$!
     for _ in $(seq 300); do
-        [[ $(metric argus_agent_ranks) == "$world" ]] &&
-            curl -s "127.0.0.1:$aport/metrics" | grep -q '^argus_probe_uprobes_attached{probe="collectives"} [1-9]' && return 0
+        [[ $(metric argus_agent_ranks) == "$world" ]] && { [[ ,${BENCH_PROBES-collectives}, != *,collectives,* ]] ||
+            curl -s "127.0.0.1:$aport/metrics" | grep -q '^argus_probe_uprobes_attached{probe="collectives"} [1-9]'; } && return 0
         sleep 0.1
     done
     echo "bench_torch_ab: the agent did not attach to the job in 30 s: $(tail -3 "$work/agent.log")" >&2
