@@ -19,6 +19,10 @@
 #
 #   BENCH_PAIRS (8, at least 6)  BENCH_BLOCK_S (15 s)  BENCH_RUNS=FILE keeps per-block figures
 #   BENCH_PROBES=LIST: the agent's probes.enable (default: its default list)
+#   BENCH_BURN_MS=N: a control, no agent: the B blocks run a process on the
+#   agent's CPUs that spins N ms every 100 ms (an agent's own CPU, without
+#   anything in the ranks), to tell the host's cost of a busy neighbour CPU
+#   from the agent's
 #   BENCH_JOB_CPUS=LIST, BENCH_AGENT_CPUS=LIST: taskset CPU lists for the ranks
 #   and for the agent and collector (default: all CPUs for each). On a GPU node
 #   the ranks leave cores idle; on a 2-core machine the 4 ranks take both, so
@@ -38,6 +42,7 @@ pin_job=${BENCH_JOB_CPUS:+taskset -c $BENCH_JOB_CPUS} pin_agent=${BENCH_AGENT_CP
 pin_desc=""
 [[ -z ${BENCH_JOB_CPUS:-} ]] || pin_desc+="; ranks on CPUs $BENCH_JOB_CPUS"
 [[ -z ${BENCH_AGENT_CPUS:-} ]] || pin_desc+="; agent and collector on CPUs $BENCH_AGENT_CPUS"
+[[ -z ${BENCH_BURN_MS:-} ]] || pin_desc+="; CONTROL: no agent, the B blocks spin $BENCH_BURN_MS ms every 100 ms on the agent's CPUs"
 for p in "${BENCH_JOB_CPUS:-}" "${BENCH_AGENT_CPUS:-}"; do
     [[ -z $p ]] || taskset -c "$p" true 2>/dev/null || { echo "not a CPU list this machine has: '$p'" >&2; exit 2; }
 done
@@ -87,6 +92,17 @@ for _ in $(seq 600); do (($(job_steps) >= 20)) && break; kill -0 "$job" 2>/dev/n
 # collectives uprobes attached (when that probe runs); agent_off: SIGTERM,
 # wait for the exit.
 agent_on() {
+    if [[ -n ${BENCH_BURN_MS:-} ]]; then
+        $pin_agent /usr/bin/python3 -c 'import sys, time
+ms = float(sys.argv[1]) / 1e3
+while True:
+    t = time.perf_counter()
+    while time.perf_counter() - t < ms:
+        pass
+    time.sleep(0.1 - ms)' "$BENCH_BURN_MS" &
+        agent=$!
+        return 0
+    fi
     $pin_agent "$BIN/argus-agent" --collector.address "127.0.0.1:$cport" --grpc.plaintext true --http.listen "127.0.0.1:$aport" \
         --spool.dir "$work/spool" --cupti.socket "$work/cupti.sock" \
         ${BENCH_PROBES+--probes.enable "$BENCH_PROBES"} >>"$work/agent.log" 2>&1 &
