@@ -2,12 +2,11 @@
  * from the kernel's own accounting of each thread: time on a CPU, the
  * run-queue delay (sched_info.run_delay, which also holds time throttled by
  * a CPU quota) and CPU arrivals. A task iterator that user space runs every
- * tick reports each tracked thread that has been back on a CPU since its
- * last report (so a long sleep is counted when it ends); a thread's exit
- * marks its end and its free (after its last switch, when its CPU time is
- * final) reports the rest on a ring. Nothing runs at a context switch: a
- * sched_switch program did, ~400 times per step of a 4-rank gloo job,
- * inside the ranks, most of the probes' BPF time there. */
+ * tick (one per tracked process where the kernel filters by pid, 6.1+) reports each tracked thread
+ * that has been back on a CPU since its last report (so a long sleep is counted when it ends); a
+ * thread's exit marks its end and its free (after its last switch, when its CPU time is final)
+ * reports the rest on a ring. Nothing runs at a context switch: a sched_switch program did, ~400
+ * times per step of a 4-rank gloo job, inside the ranks, most of the probes' BPF time there. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -100,7 +99,7 @@ SEC("iter/task")
 int sched_iter(struct bpf_iter__task *ctx)
 {
     struct task_struct *t = ctx->task;
-    struct argus_sched_mark cur, *m;
+    struct argus_sched_mark cur = {}, *m;
     struct argus_sched_delta d;
     __u32 tgid;
 
@@ -114,7 +113,10 @@ int sched_iter(struct bpf_iter__task *ctx)
         return 0; /* its end is reported when it is freed */
     read_now(&cur, t, bpf_ktime_get_ns());
     if (!m->ts_ns) { /* first reading of a thread older than its tracking */
-        *m = cur;
+        m->exec_ns = cur.exec_ns;
+        m->run_delay_ns = cur.run_delay_ns;
+        m->pcount = cur.pcount;
+        m->ts_ns = cur.ts_ns;
         return 0;
     }
     if (cur.pcount <= m->pcount)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "agent/probes/probe_common.h"
@@ -37,8 +38,17 @@ int probe_sched_decode(const struct argus_sched_delta *d, uint64_t ts, struct ag
     return n;
 }
 
+/* A tracked process's own iterator (the kernel walks its threads only). */
+struct sched_iter {
+    uint32_t pid;
+    struct bpf_link *link;
+};
+
 struct sched {
     struct sched_bpf *skel;
+    bool per_pid;             /* the kernel filters task iterators by pid (6.1+) */
+    struct sched_iter *iters; /* per_pid: one per tracked process */
+    size_t niters;
     struct ring_buffer *ends;
     const struct event_sink *sink;
     struct probe_pids pids;
@@ -68,17 +78,13 @@ static int sched_on_end(void *ctx, void *data, size_t len)
     return 0;
 }
 
-/* The threads freed since the last read, then one run of the iterator.
- * Returns 0 or -errno. */
-static int sched_read(struct sched *s)
+/* One run of an iterator: each report it writes. Returns 0 or -errno. */
+static int sched_read_iter(struct sched *s, struct bpf_link *link)
 {
     size_t carry = 0;
     int fd, err = 0;
 
-    s->now = clock_mono_ns();
-    s->reads++;
-    ring_buffer__consume(s->ends);
-    fd = bpf_iter_create(bpf_link__fd(s->skel->links.sched_iter));
+    fd = bpf_iter_create(bpf_link__fd(link));
     if (fd < 0) {
         s->read_errors++;
         return -errno;
@@ -106,6 +112,73 @@ static int sched_read(struct sched *s)
     if (err < 0)
         s->read_errors++;
     return err;
+}
+
+/* The threads freed since the last read, then the iterators: one walk of
+ * every task on the node, or each tracked process's own. Returns 0 or the
+ * first -errno. */
+static int sched_read(struct sched *s)
+{
+    int err = 0;
+
+    s->now = clock_mono_ns();
+    s->reads++;
+    ring_buffer__consume(s->ends);
+    if (!s->per_pid)
+        return sched_read_iter(s, s->skel->links.sched_iter);
+    for (size_t i = 0; i < s->niters; i++) {
+        int e = sched_read_iter(s, s->iters[i].link);
+        err = err ? err : e;
+    }
+    return err;
+}
+
+/* Does this kernel's task iterator take a pid (bpf_iter_aux_info.task,
+ * 6.1+)? An older one would walk every task for each link. */
+static bool sched_iter_filters(void)
+{
+    struct btf *btf = btf__load_vmlinux_btf();
+    bool ok = false;
+
+    if (!btf)
+        return false;
+    int id = btf__find_by_name_kind(btf, "bpf_iter_aux_info", BTF_KIND_STRUCT);
+    if (id > 0) {
+        const struct btf_type *t = btf__type_by_id(btf, (uint32_t)id);
+        const struct btf_member *m = btf_members(t);
+
+        for (int i = 0; i < btf_vlen(t) && !ok; i++)
+            ok = strcmp(btf__name_by_offset(btf, m[i].name_off), "task") == 0;
+    }
+    btf__free(btf);
+    return ok;
+}
+
+/* per_pid: make (add) or drop pid's own iterator. Returns 0 or -errno. */
+static int sched_iter_update(struct sched *s, uint32_t pid, bool add)
+{
+    for (size_t i = 0; i < s->niters; i++) {
+        if (s->iters[i].pid != pid)
+            continue;
+        if (add)
+            return 0;
+        bpf_link__destroy(s->iters[i].link);
+        s->iters[i] = s->iters[--s->niters];
+        return 0;
+    }
+    if (!add)
+        return 0;
+    union bpf_iter_link_info info = {.task = {.pid = pid}};
+    LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
+    struct sched_iter *tmp = realloc(s->iters, (s->niters + 1) * sizeof(*tmp));
+    if (!tmp)
+        return -ENOMEM;
+    s->iters = tmp;
+    struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.sched_iter, &opts);
+    if (!link)
+        return -errno;
+    s->iters[s->niters++] = (struct sched_iter){pid, link};
+    return 0;
 }
 
 static int sched_supported(char *why, size_t whylen)
@@ -140,8 +213,11 @@ static int sched_mirror(struct sched *s, uint32_t pid, const char *root, bool ad
     if (s->skel && add &&
         bpf_map_update_elem(bpf_map__fd(s->skel->maps.sched_since), &pid, &since, BPF_ANY) < 0)
         return -errno;
-    int err =
-        probe_pids_update(&s->pids, s->skel ? s->skel->maps.sched_tracked : NULL, pid, root, add);
+    int err = s->skel && s->per_pid ? sched_iter_update(s, pid, add) : 0;
+
+    if (err < 0)
+        return err;
+    err = probe_pids_update(&s->pids, s->skel ? s->skel->maps.sched_tracked : NULL, pid, root, add);
     if (s->skel && !add)
         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.sched_since), &pid);
     return err;
@@ -166,6 +242,7 @@ static int sched_start(void *state, const struct event_sink *sink, char *why, si
     err = sched_bpf__attach(s->skel);
     if (err < 0)
         goto fail;
+    s->per_pid = sched_iter_filters();
     if (!s->skel->links.sched_iter) { /* iterators are not auto-attached by every libbpf */
         s->skel->links.sched_iter = bpf_program__attach_iter(s->skel->progs.sched_iter, NULL);
         if (!s->skel->links.sched_iter) {
@@ -234,6 +311,7 @@ static size_t sched_metrics(void *state, char *buf, size_t len)
     n += probe_metric(buf + n, len - n, "sched", "reports_total", s->reports);
     n += probe_metric(buf + n, len - n, "sched", "threads_ended_total", s->ends_seen);
     n += probe_metric(buf + n, len - n, "sched", "reads_total", s->reads);
+    n += probe_metric(buf + n, len - n, "sched", "iterators", s->per_pid ? s->niters : 1);
     n += probe_metric(buf + n, len - n, "sched", "read_errors_total", s->read_errors);
     n += probe_metric(buf + n, len - n, "sched", "ends_lost_total",
                       s->skel ? s->skel->bss->sched_ends_lost : 0);
@@ -247,6 +325,9 @@ static void sched_destroy(void *state)
     if (!s)
         return;
     ring_buffer__free(s->ends);
+    for (size_t i = 0; i < s->niters; i++)
+        bpf_link__destroy(s->iters[i].link);
+    free(s->iters);
     sched_bpf__destroy(s->skel);
     probe_pids_free(&s->pids);
     free(s->buf);
