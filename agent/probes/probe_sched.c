@@ -133,6 +133,21 @@ static int sched_read(struct sched *s)
     return err;
 }
 
+/* sched_read for pid alone: with an iterator per process, only its own
+ * runs (the others wait for the tick). */
+static void sched_read_pid(struct sched *s, uint32_t pid)
+{
+    if (!s->per_pid) {
+        sched_read(s);
+        return;
+    }
+    s->now = clock_mono_ns();
+    ring_buffer__consume(s->ends);
+    for (size_t i = 0; i < s->niters; i++)
+        if (s->iters[i].pid == pid)
+            sched_read_iter(s, s->iters[i].link);
+}
+
 /* Does this kernel's task iterator take a pid (bpf_iter_aux_info.task,
  * 6.1+)? An older one would walk every task for each link. */
 static bool sched_iter_filters(void)
@@ -211,7 +226,9 @@ static int sched_mirror(struct sched *s, uint32_t pid, const char *root, bool ad
     uint64_t since = clock_mono_ns();
 
     if (s->skel && add &&
-        bpf_map_update_elem(bpf_map__fd(s->skel->maps.sched_since), &pid, &since, BPF_ANY) < 0)
+        bpf_map_update_elem(bpf_map__fd(s->skel->maps.sched_since), &pid, &since, BPF_NOEXIST) <
+            0 &&
+        errno != EEXIST) /* tracked again (a new root): keep when it began */
         return -errno;
     int err = s->skel && s->per_pid ? sched_iter_update(s, pid, add) : 0;
 
@@ -295,10 +312,10 @@ static int sched_track(void *state, uint32_t pid, const char *root, bool add)
     int err;
 
     if (!add && s->skel)
-        sched_read(s); /* deliver what its threads did before it goes */
+        sched_read_pid(s, pid); /* deliver what its threads did before it goes */
     err = sched_mirror(s, pid, root, add);
     if (add && err == 0 && s->skel)
-        sched_read(s); /* its threads' first readings: they count from now */
+        sched_read_pid(s, pid); /* its threads' first readings: they count from now */
     return err;
 }
 
