@@ -4,9 +4,12 @@
  * a CPU quota) and CPU arrivals. A task iterator that user space runs every
  * tick (one per tracked process where the kernel filters by pid, 6.1+) reports each tracked thread
  * that has been back on a CPU since its last report (so a long sleep is counted when it ends); a
- * thread's exit marks its end and its free (after its last switch, when its CPU time is final)
- * reports the rest on a ring. Nothing runs at a context switch: a sched_switch program did, ~400
- * times per step of a 4-rank gloo job, inside the ranks, most of the probes' BPF time there. */
+ * thread's exit marks its end and reports the rest on a ring, and its free (after its last
+ * switch, when its CPU time is final) reports that stretch again, final. The free is an RCU
+ * callback, normally milliseconds after the exit, but seen not to come at all for some threads
+ * on a loaded host: user space waits for it a while and else counts the exit's. Nothing runs at a
+ * context switch: a sched_switch program did, ~400 times per step of a 4-rank gloo job, inside the
+ * ranks, most of the probes' BPF time there. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -16,7 +19,7 @@
 #include "bpf/sched.h"
 #include "bpf/tracked.bpf.h"
 
-#define SCHED_RING_BYTES (256 * 1024) /* 10k thread ends between two ticks */
+#define SCHED_RING_BYTES (512 * 1024) /* 6k thread ends (exit and free) between two ticks */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -44,7 +47,7 @@ struct {
     __uint(max_entries, SCHED_RING_BYTES);
 } sched_ends SEC(".maps");
 
-__u64 sched_ends_lost = 0; /* ring full: those threads' last stretch */
+__u64 sched_ends_lost = 0; /* ring full: a thread's exit or free record */
 
 static __always_inline void read_now(struct argus_sched_mark *r, struct task_struct *t, __u64 now)
 {
@@ -78,9 +81,10 @@ static __always_inline struct argus_sched_mark *mark_of(struct task_struct *t, _
     return m;
 }
 
-/* The growth from m to cur into d; cur becomes the mark. */
-static __always_inline void report(struct argus_sched_delta *d, struct argus_sched_mark *m,
-                                   const struct argus_sched_mark *cur, __u32 tgid, __u32 tid)
+/* The growth from m to cur into d. */
+static __always_inline void measure(struct argus_sched_delta *d, const struct argus_sched_mark *m,
+                                    const struct argus_sched_mark *cur, __u32 tgid, __u32 tid,
+                                    __u32 kind)
 {
     __u64 wall = cur->ts_ns > m->ts_ns ? cur->ts_ns - m->ts_ns : 0;
     __u64 exec = cur->exec_ns > m->exec_ns ? cur->exec_ns - m->exec_ns : 0;
@@ -89,6 +93,16 @@ static __always_inline void report(struct argus_sched_delta *d, struct argus_sch
     d->runq_ns = cur->run_delay_ns > m->run_delay_ns ? cur->run_delay_ns - m->run_delay_ns : 0;
     d->tgid = tgid;
     d->tid = tid;
+    d->kind = kind;
+    d->reserved = 0;
+}
+
+/* measure, and cur becomes the mark. */
+static __always_inline void report(struct argus_sched_delta *d, struct argus_sched_mark *m,
+                                   const struct argus_sched_mark *cur, __u32 tgid, __u32 tid,
+                                   __u32 kind)
+{
+    measure(d, m, cur, tgid, tid, kind);
     m->exec_ns = cur->exec_ns;
     m->run_delay_ns = cur->run_delay_ns;
     m->pcount = cur->pcount;
@@ -121,7 +135,7 @@ int sched_iter(struct bpf_iter__task *ctx)
     }
     if (cur.pcount <= m->pcount)
         return 0; /* not back on a CPU since: its off-CPU stretch goes on */
-    report(&d, m, &cur, tgid, t->pid);
+    report(&d, m, &cur, tgid, t->pid, ARGUS_SCHED_REPORT);
     bpf_seq_write(ctx->meta->seq, &d, sizeof(d));
     return 0;
 }
@@ -138,10 +152,20 @@ int BPF_PROG(sched_on_exit)
     m = mark_of(t, tgid);
     if (m) {
         struct argus_sched_mark cur;
+        struct argus_sched_delta *d;
 
         read_now(&cur, t, bpf_ktime_get_ns());
         m->exit_run_delay_ns = cur.run_delay_ns;
         m->exit_ns = cur.ts_ns;
+        if (!m->ts_ns)
+            return 0; /* never read: nothing to measure from */
+        d = bpf_ringbuf_reserve(&sched_ends, sizeof(*d), 0);
+        if (!d) {
+            __sync_fetch_and_add(&sched_ends_lost, 1);
+            return 0;
+        }
+        measure(d, m, &cur, tgid, t->pid, ARGUS_SCHED_EXIT); /* the mark stays for the free */
+        bpf_ringbuf_submit(d, BPF_RB_NO_WAKEUP);
     }
     return 0;
 }
@@ -166,7 +190,7 @@ int BPF_PROG(sched_on_free, struct task_struct *t)
         __sync_fetch_and_add(&sched_ends_lost, 1);
         return 0;
     }
-    report(d, m, &cur, t->tgid, t->pid);
+    report(d, m, &cur, t->tgid, t->pid, ARGUS_SCHED_FREE);
     bpf_ringbuf_submit(d, BPF_RB_NO_WAKEUP); /* read every tick */
     return 0;
 }

@@ -3,7 +3,9 @@
  * it was last reported. Computed in the kernel from its own accounting of
  * the thread (time on a CPU, sched_info.run_delay, CPU arrivals: what
  * /proc/PID/task/TID/schedstat shows) by a task iterator user space runs
- * every tick, and once more when the thread is freed. */
+ * every tick, and at a thread's end: once at its exit (its CPU time then
+ * still lacks what it ran since its last tick) and once when it is freed
+ * (final), which user space prefers when it comes in time. */
 #ifndef ARGUS_BPF_SCHED_H
 #define ARGUS_BPF_SCHED_H
 
@@ -11,11 +13,19 @@
 #include <linux/types.h>
 #endif
 
+enum argus_sched_kind {
+    ARGUS_SCHED_REPORT = 0, /* the iterator: back on a CPU since its last report */
+    ARGUS_SCHED_EXIT = 1,   /* its exit: the rest of its life, CPU time as at its exit */
+    ARGUS_SCHED_FREE = 2,   /* its free: the same stretch, CPU time final */
+};
+
 struct argus_sched_delta {
     __u64 off_cpu_ns; /* wall time less time on a CPU: sleeping, blocked or waiting */
     __u64 runq_ns;    /* of it, waiting for a CPU (CPU-quota throttling included) */
     __u32 tgid;
     __u32 tid;
+    __u32 kind; /* enum argus_sched_kind */
+    __u32 reserved;
 };
 
 /* Per thread (task storage): its reading when last reported. */

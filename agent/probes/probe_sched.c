@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/probes/probe_common.h"
+#include "agent/probes/sched_ends.h"
 #include "bpf/sched.h"
 #include "bpf/sched.skel.h"
 #include "common/clock.h"
@@ -50,6 +51,7 @@ struct sched {
     struct sched_iter *iters; /* per_pid: one per tracked process */
     size_t niters;
     struct ring_buffer *ends;
+    struct sched_ends held; /* thread ends waiting for their free */
     const struct event_sink *sink;
     struct probe_pids pids;
     unsigned char *buf; /* SCHED_READ_BYTES */
@@ -67,15 +69,33 @@ static void sched_emit(struct sched *s, const struct argus_sched_delta *d)
     s->events += (uint64_t)k;
 }
 
+/* A thread-end record from the ring: held for its free, or reported. */
 static int sched_on_end(void *ctx, void *data, size_t len)
 {
     struct sched *s = ctx;
+    struct argus_sched_delta d, out;
 
-    if (len >= sizeof(struct argus_sched_delta)) {
+    if (len < sizeof(d))
+        return 0;
+    memcpy(&d, data, sizeof(d));
+    if (sched_ends_add(&s->held, &d, s->now, &out) == 1) {
         s->ends_seen++;
-        sched_emit(s, data);
+        sched_emit(s, &out);
     }
     return 0;
+}
+
+/* The thread ends from the ring, then the exits whose free did not come in
+ * time, from their exit's reading. */
+static void sched_read_ends(struct sched *s)
+{
+    struct argus_sched_delta out;
+
+    ring_buffer__consume(s->ends);
+    while (sched_ends_expire(&s->held, s->now, &out) == 1) {
+        s->ends_seen++;
+        sched_emit(s, &out);
+    }
 }
 
 /* One run of an iterator: each report it writes. Returns 0 or -errno. */
@@ -123,7 +143,7 @@ static int sched_read(struct sched *s)
 
     s->now = clock_mono_ns();
     s->reads++;
-    ring_buffer__consume(s->ends);
+    sched_read_ends(s);
     if (!s->per_pid)
         return sched_read_iter(s, s->skel->links.sched_iter);
     for (size_t i = 0; i < s->niters; i++) {
@@ -142,7 +162,7 @@ static void sched_read_pid(struct sched *s, uint32_t pid)
         return;
     }
     s->now = clock_mono_ns();
-    ring_buffer__consume(s->ends);
+    sched_read_ends(s);
     for (size_t i = 0; i < s->niters; i++)
         if (s->iters[i].pid == pid)
             sched_read_iter(s, s->iters[i].link);
@@ -332,6 +352,9 @@ static size_t sched_metrics(void *state, char *buf, size_t len)
     n += probe_metric(buf + n, len - n, "sched", "read_errors_total", s->read_errors);
     n += probe_metric(buf + n, len - n, "sched", "ends_lost_total",
                       s->skel ? s->skel->bss->sched_ends_lost : 0);
+    n += probe_metric(buf + n, len - n, "sched", "ends_from_exit_total", s->held.from_exit);
+    n += probe_metric(buf + n, len - n, "sched", "ends_late_free_total", s->held.late_frees);
+    n += probe_metric(buf + n, len - n, "sched", "ends_held", sched_ends_held(&s->held));
     return n;
 }
 
@@ -342,6 +365,7 @@ static void sched_destroy(void *state)
     if (!s)
         return;
     ring_buffer__free(s->ends);
+    sched_ends_free(&s->held);
     for (size_t i = 0; i < s->niters; i++)
         bpf_link__destroy(s->iters[i].link);
     free(s->iters);

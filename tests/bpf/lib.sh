@@ -21,6 +21,7 @@ bpf_run() {
     local wl=$!
     timeout 60 "$BPF_DRIVER" "$probe" --pid "$wl" --ready "$out/go" ${BPF_DRIVER_ARGS:-} >"$out/drv.out" 2>&1
     local rc=$?
+    [[ $rc == 0 ]] || kill "$wl" 2>/dev/null # it may still wait for the go file
     wait "$wl"
     [[ $rc == 77 ]] && { cat "$out/drv.out"; exit 77; }
     [[ $rc == 0 ]] || { cat "$out/drv.out"; echo "driver failed ($rc)"; exit 1; }

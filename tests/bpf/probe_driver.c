@@ -8,7 +8,7 @@
  *   RUSAGE user_us= sys_us= events=  (the driver's own CPU, at the end)
  *
  *   probe_driver PROBE [--pid PID]... [--all] [--file LIB]... [--seconds S]
- *                [--ready FILE] [--freq HZ] [--stepdetect] [--quiet]
+ *                [--ready FILE] [--freq HZ] [--ends N] [--stepdetect] [--quiet]
  *
  * --stepdetect keeps every COLLECTIVE event per pid and prints, at the end,
  * the steps agent/steps/stepdetect.c finds in them:
@@ -17,7 +17,9 @@
  *
  * It tracks each --pid, touches --ready once started, and runs until every
  * tracked pid has exited (zombies count as exited) or S seconds passed, then
- * drains for 300 ms. Exit 77 with "skip: ..." when the probe is unsupported. */
+ * drains for 300 ms (with --ends N, the sched probe, until N thread ends
+ * were reported, at most 10 s more). Exit 77 with "skip: ..." when the
+ * probe is unsupported. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -172,6 +174,7 @@ struct driver_opts {
     double seconds;
     const char *ready;
     uint32_t freq;
+    uint64_t ends; /* sched: drain until this many thread ends (at most 10 s) */
 };
 
 static void *make_config(const char *probe, const struct driver_opts *o)
@@ -228,6 +231,8 @@ static int parse(int argc, char **argv, struct driver_opts *o)
             o->ready = v;
         else if (!strcmp(a, "--freq"))
             o->freq = (uint32_t)strtoul(v, NULL, 10);
+        else if (!strcmp(a, "--ends"))
+            o->ends = strtoull(v, NULL, 10);
         else
             return -EINVAL;
     }
@@ -240,6 +245,30 @@ static bool any_alive(const struct driver_opts *o)
         if (pid_alive(o->pids[i]))
             return true;
     return false;
+}
+
+/* The sched probe's thread ends so far (its metrics). */
+static uint64_t ends_seen(const struct source_ops *ops, void *st)
+{
+    static const char key[] = "threads_ended_total{probe=\"sched\"} ";
+    char m[4096];
+    size_t n = ops->metrics ? ops->metrics(st, m, sizeof(m) - 1) : 0;
+    const char *p;
+
+    m[n] = '\0';
+    p = strstr(m, key);
+    return p ? strtoull(p + sizeof(key) - 1, NULL, 10) : 0;
+}
+
+/* A thread's end is reported at its free, an RCU callback after its exit
+ * that can come well after its process is gone (lazy RCU, a loaded host):
+ * with --ends the drain waits for them, up to 10 s. */
+static bool drained(const struct source_ops *ops, void *st, const struct driver_opts *o,
+                    uint64_t now, uint64_t drain_until)
+{
+    if (now < drain_until)
+        return false;
+    return !o->ends || ends_seen(ops, st) >= o->ends || now >= drain_until + 10 * NSEC_PER_SEC;
 }
 
 static void run_loop(const struct source_ops *ops, void *st, const struct driver_opts *o)
@@ -260,7 +289,7 @@ static void run_loop(const struct source_ops *ops, void *st, const struct driver
         if (!drain_until && ((o->npids && !any_alive(o)) ||
                              (o->seconds > 0 && now - start >= (uint64_t)(o->seconds * 1e9))))
             drain_until = now + 300 * NSEC_PER_MSEC;
-        if (drain_until && now >= drain_until)
+        if (drain_until && drained(ops, st, o, now, drain_until))
             break;
     }
 }
@@ -293,7 +322,7 @@ int main(int argc, char **argv)
 
     if (!ops || parse(argc, argv, &o) < 0) {
         fprintf(stderr, "usage: probe_driver PROBE [--pid PID]... [--all] [--file LIB]... "
-                        "[--seconds S] [--ready FILE] [--freq HZ]\n");
+                        "[--seconds S] [--ready FILE] [--freq HZ] [--ends N]\n");
         return 2;
     }
     err = ops->supported(why, sizeof(why));

@@ -24,8 +24,8 @@ name = b"forward"
 marker = struct.pack("<QQIIIi64s", 3_000_000, 17, 2, 4242, 4243, len(name) + 1, name)
 step = struct.pack("<QQIIIi64s", 3_000_000, 18, 1, 4242, 4243, 0, b"")
 proc = struct.pack("<QIIIi16s", 4_000_000, 1, 4242, 1, 0, b"python3")
-# argus_sched_delta: off-CPU, run queue, tgid, tid
-sched = struct.pack("<QQII", 9_000_000, 4_000_000, 4242, 4243)
+# argus_sched_delta: off-CPU, run queue, tgid, tid, kind (a thread's exit), reserved
+sched = struct.pack("<QQIIII", 9_000_000, 4_000_000, 4242, 4243, 1, 0)
 counter = struct.pack("<QQQ", 1 << 30, 1 << 29, 3)
 put("fuzz_bpf_records", "collective", b"\0" + call)
 put("fuzz_bpf_records", "sync", b"\0" + sync)

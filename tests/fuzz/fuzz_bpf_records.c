@@ -1,9 +1,9 @@
 /* libFuzzer target: the decoders of the records the BPF programs write
  * (agent/probes/: collectives and sync call records, marker records, whose
  * names a traced process chose, process events, scheduler and counter
- * accumulators). The input is a sequence of {selector byte, record bytes};
- * each record is decoded by the decoder the selector names. Decoders must
- * never read past a record or crash on any field value. */
+ * accumulators, the thread ends held for their free). The input is a sequence of {selector byte,
+ * record bytes}; each record is decoded by the decoder the selector names. Decoders must never read
+ * past a record or crash on any field value. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +13,7 @@
 #include "agent/probes/probe_proc.h"
 #include "agent/probes/probe_sched.h"
 #include "agent/probes/probe_sync.h"
+#include "agent/probes/sched_ends.h"
 #include "bpf/calls.h"
 #include "bpf/marker.h"
 #include "bpf/proc.h"
@@ -67,9 +68,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 3: {
             struct argus_sched_delta d;
             struct agent_event out[2];
+            struct sched_ends ends = {0};
+            struct argus_sched_delta r;
             used = take(&d, sizeof(d), data, size);
             if (probe_sched_decode(&d, d.off_cpu_ns, out) > 2)
                 abort();
+            /* an end reported once: now, or when its wait is over */
+            int k = sched_ends_add(&ends, &d, 0, &r);
+            if (k == 0 && d.kind == ARGUS_SCHED_EXIT &&
+                (sched_ends_expire(&ends, SCHED_ENDS_WAIT_NS, &r) != 1 || r.tid != d.tid ||
+                 sched_ends_held(&ends) != 0))
+                abort();
+            if ((k == 1) != (d.kind == ARGUS_SCHED_FREE) && k >= 0)
+                abort();
+            sched_ends_free(&ends);
             break;
         }
         default: {
