@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/array.h"
+
 static struct sched_end *find(struct sched_ends *e, uint32_t tgid, uint32_t tid)
 {
     for (size_t i = 0; i < e->n; i++)
@@ -18,21 +20,12 @@ static void drop(struct sched_ends *e, struct sched_end *x)
     *x = e->v[--e->n];
 }
 
-/* Room for one more: 0, or -ENOMEM (at SCHED_ENDS_MAX or out of memory). */
+/* Room for one more: 0, or -ENOMEM (SCHED_ENDS_MAX held, or out of memory). */
 static int reserve(struct sched_ends *e)
 {
-    if (e->n < e->cap)
-        return 0;
-    if (e->cap >= SCHED_ENDS_MAX)
+    if (e->n >= SCHED_ENDS_MAX)
         return -ENOMEM;
-    size_t cap = e->cap ? e->cap * 2 : 16;
-    struct sched_end *v = realloc(e->v, cap * sizeof(*v));
-
-    if (!v)
-        return -ENOMEM;
-    e->v = v;
-    e->cap = cap;
-    return 0;
+    return array_reserve((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v));
 }
 
 static int add_exit(struct sched_ends *e, const struct argus_sched_delta *d, uint64_t now,
