@@ -3,8 +3,9 @@
  * (ARGUS_SCHED_EXIT: its CPU time then lacks what it ran since its last
  * tick, ~2 ms on a 4 ms tick, so off-CPU reads high) and at its free
  * (ARGUS_SCHED_FREE: CPU time final), an RCU callback that normally follows
- * within milliseconds but was seen not to come at all for a few threads in
- * a thousand on a loaded host. An exit is held up to SCHED_ENDS_WAIT_NS for
+ * within milliseconds, but on a loaded host ~1-2 threads in 1,000 got no
+ * free record at all (the kernel's tracepoint fired, the program's record
+ * did not come; cause not found). An exit is held up to SCHED_ENDS_WAIT_NS for
  * its free; past that the exit's reading is reported, and the free, if it
  * still comes within SCHED_ENDS_KEEP_NS, is dropped (one end per thread).
  * A free without a held exit (its exit record lost to a full ring) is
