@@ -125,7 +125,7 @@ int sched_iter(struct bpf_iter__task *ctx)
         return 0;
     m = mark_of(t, tgid);
     if (!m || m->exit_ns)
-        return 0; /* its end is reported when it is freed */
+        return 0; /* its end is reported at its exit and its free */
     read_now(&cur, t, bpf_ktime_get_ns());
     if (!m->ts_ns) { /* first reading of a thread older than its tracking */
         m->exec_ns = cur.exec_ns;

@@ -16,6 +16,7 @@
 #include "agent/probes/sched_ends.h"
 #include "bpf/sched.h"
 #include "bpf/sched.skel.h"
+#include "common/array.h"
 #include "common/clock.h"
 
 #define SCHED_READ_BYTES (64 * 1024) /* 2,730 reports per read() */
@@ -49,7 +50,7 @@ struct sched {
     struct sched_bpf *skel;
     bool per_pid;             /* the kernel filters task iterators by pid (6.1+) */
     struct sched_iter *iters; /* per_pid: one per tracked process */
-    size_t niters;
+    size_t niters, iters_cap;
     struct ring_buffer *ends;
     struct sched_ends held; /* thread ends waiting for their free */
     const struct event_sink *sink;
@@ -205,10 +206,8 @@ static int sched_iter_update(struct sched *s, uint32_t pid, bool add)
         return 0;
     union bpf_iter_link_info info = {.task = {.pid = pid}};
     LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
-    struct sched_iter *tmp = realloc(s->iters, (s->niters + 1) * sizeof(*tmp));
-    if (!tmp)
+    if (array_reserve((void **)&s->iters, &s->iters_cap, s->niters + 1, sizeof(*s->iters)) < 0)
         return -ENOMEM;
-    s->iters = tmp;
     struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.sched_iter, &opts);
     if (!link)
         return -errno;
