@@ -620,12 +620,23 @@ int agent_run(struct agent *a)
     }
 }
 
-/* SIGTERM: close open steps, seal them into the spool, and give the exporter
- * a bounded time to get everything acked; what is left stays spooled. */
+/* SIGTERM: take what the sources read or hold (a probe's ring is read on a
+ * 100 ms tick; the sched probe holds thread ends for their free), close
+ * open steps, seal them into the spool, and give the exporter a bounded
+ * time to get everything acked; what is left stays spooled. */
 static void agent_flush(struct agent *a)
 {
     uint64_t end = clock_mono_ns() + AGENT_FLUSH_NS;
 
+    for (size_t i = 0; i < a->nsources; i++) {
+        struct agent_source *s = &a->sources[i];
+
+        if (!s->running)
+            continue;
+        agent_dispatch(a, s);
+        if (s->ops->flush)
+            s->ops->flush(s->state);
+    }
     assembler_flush(a->assembler);
     stepframes_flush(a->frames);
     agent_seal(a);

@@ -561,30 +561,78 @@ static struct probe_counter_last *counters_slot(struct probe_counter_table *t, u
     return &t->v[t->n++];
 }
 
-int probe_counters_poll(int map_fd, struct probe_counter_table *t, uint32_t counter,
-                        const struct event_sink *sink)
+/* key's value now: its growth goes to sink. 1 when an event went, 0 when
+ * it did not grow, -ENOMEM. */
+static int counters_take(struct probe_counter_table *t, uint32_t key, uint64_t value,
+                         uint32_t counter, uint64_t now, const struct event_sink *sink)
 {
-    uint64_t now = clock_mono_ns(), value;
+    struct probe_counter_last *slot = counters_slot(t, key);
+    struct agent_event ev;
+    int n = 0;
+
+    if (!slot)
+        return -ENOMEM;
+    if (probe_counter_decode(key, value, slot->value, counter, now, &ev)) {
+        sink->event(sink->ctx, &ev);
+        n = 1;
+    }
+    slot->value = value;
+    return n;
+}
+
+/* A key at a time: two syscalls a key. */
+static int counters_poll_each(int map_fd, struct probe_counter_table *t, uint32_t counter,
+                              uint64_t now, const struct event_sink *sink)
+{
+    uint64_t value;
     uint32_t key, next;
     bool first = true;
     int n = 0;
 
     while (bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
-        struct probe_counter_last *slot;
-        struct agent_event ev;
-
         first = false;
         key = next;
         if (bpf_map_lookup_elem(map_fd, &key, &value) < 0)
             continue;
-        slot = counters_slot(t, key);
-        if (!slot)
-            return -ENOMEM;
-        if (probe_counter_decode(key, value, slot->value, counter, now, &ev)) {
-            sink->event(sink->ctx, &ev);
-            n++;
+        int r = counters_take(t, key, value, counter, now, sink);
+        if (r < 0)
+            return r;
+        n += r;
+    }
+    return n;
+}
+
+int probe_counters_poll(int map_fd, struct probe_counter_table *t, uint32_t counter,
+                        const struct event_sink *sink)
+{
+    uint32_t keys[PROBE_COUNTERS_BATCH], batch = 0, count;
+    uint64_t now = clock_mono_ns(), values[PROBE_COUNTERS_BATCH];
+    bool first = true, more = true;
+    int n = 0;
+
+    if (t->one_by_one)
+        return counters_poll_each(map_fd, t, counter, now, sink);
+    while (more) {
+        count = PROBE_COUNTERS_BATCH;
+        if (bpf_map_lookup_batch(map_fd, first ? NULL : &batch, &batch, keys, values, &count,
+                                 NULL) < 0) {
+            if (errno != ENOENT) { /* ENOENT: the last batch, count keys in it */
+                /* no batch lookup here (kept), or a bucket over a batch (ENOSPC): this
+                 * time a key at a time; what was taken already shows no growth */
+                t->one_by_one =
+                    first && (errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP);
+                int r = counters_poll_each(map_fd, t, counter, now, sink);
+                return r < 0 ? r : n + r;
+            }
+            more = false;
         }
-        slot->value = value;
+        first = false;
+        for (uint32_t i = 0; i < count; i++) {
+            int r = counters_take(t, keys[i], values[i], counter, now, sink);
+            if (r < 0)
+                return r;
+            n += r;
+        }
     }
     return n;
 }

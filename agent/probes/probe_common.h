@@ -122,17 +122,17 @@ int probe_uprobes_attach_file(struct probe_uprobes *u, const char *path);
  * (-ESRCH when the process is gone). */
 int probe_uprobes_scan(struct probe_uprobes *u, uint32_t pid, const char *root);
 
-/* Re-scan the maps of the tracked pids whose time has come, for libraries
- * mapped since (a late dlopen of libnccl): one second after a pid was
- * added, then at doubling intervals up to PROBE_RESCAN_MAX_NS while scans
- * attach nothing new. Reading the maps of a PyTorch rank (~1,700 lines) is
- * the costliest thing a probe does; libraries are mostly mapped at start. */
 /* Counter maps are walked every dispatch while ranks are tracked, and once
  * a second when none is: a walk visits every bucket of the hash map, even an
  * empty one, and only node-level counts (net) can change then. */
 #define PROBE_IDLE_POLL_NS NSEC_PER_SEC
 bool probe_idle_skip(const struct probe_pids *pids, uint64_t *next_ns, uint64_t now_ns);
 
+/* Re-scan the maps of the tracked pids whose time has come, for libraries
+ * mapped since (a late dlopen of libnccl): one second after a pid was
+ * added, then at doubling intervals up to PROBE_RESCAN_MAX_NS while scans
+ * attach nothing new. Reading the maps of a PyTorch rank (~1,700 lines) is
+ * the costliest thing a probe does; libraries are mostly mapped at start. */
 #define PROBE_RESCAN_MIN_NS NSEC_PER_SEC
 #define PROBE_RESCAN_MAX_NS (16 * NSEC_PER_SEC)
 void probe_uprobes_rescan(struct probe_uprobes *u, struct probe_pids *pids, uint64_t now_ns);
@@ -180,6 +180,7 @@ struct probe_counter_last {
 struct probe_counter_table {
     struct probe_counter_last *v;
     size_t n;
+    bool one_by_one; /* the kernel has no batch lookup for the map: a key at a time */
 };
 
 struct agent_event;
@@ -190,8 +191,11 @@ struct event_sink;
 int probe_counter_decode(uint32_t key, uint64_t cur, uint64_t last, uint32_t counter, uint64_t ts,
                          struct agent_event *out);
 
-/* Read every key of map_fd and emit what grew to sink. Returns events
- * emitted or -errno. */
+#define PROBE_COUNTERS_BATCH 64 /* keys a counter map's poll reads a syscall */
+
+/* Read every key of map_fd (a hash of u32 -> u64) and emit what grew to
+ * sink: in batches of up to PROBE_COUNTERS_BATCH keys a syscall (5.6+),
+ * else a lookup a key. Returns events emitted or -errno. */
 int probe_counters_poll(int map_fd, struct probe_counter_table *t, uint32_t counter,
                         const struct event_sink *sink);
 void probe_counters_free(struct probe_counter_table *t);

@@ -338,6 +338,20 @@ static int sched_track(void *state, uint32_t pid, const char *root, bool add)
     return err;
 }
 
+/* Stopping: the ends still held go out now, from their exit's reading. */
+static void sched_flush(void *state)
+{
+    struct sched *s = state;
+    struct argus_sched_delta out;
+
+    s->now = clock_mono_ns();
+    sched_read_ends(s);
+    while (sched_ends_flush(&s->held, &out) == 1) {
+        s->ends_seen++;
+        sched_emit(s, &out);
+    }
+}
+
 static size_t sched_metrics(void *state, char *buf, size_t len)
 {
     struct sched *s = state;
@@ -383,5 +397,6 @@ const struct source_ops probe_sched_ops = {
     .dispatch = sched_dispatch,
     .track = sched_track,
     .metrics = sched_metrics,
+    .flush = sched_flush,
     .destroy = sched_destroy,
 };

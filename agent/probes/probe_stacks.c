@@ -130,16 +130,17 @@ static int stacks_on_record(void *ctx, void *data, size_t size)
 /* Move what the symbolizer finished into the window. */
 static void stacks_take(struct stacks *st)
 {
-    size_t n;
+    size_t n, room;
 
-    do {
-        n = stacks_worker_take(st->worker, &st->window[st->head], st->cfg.window - st->head);
+    do { /* again only when the window's end cut a take short */
+        room = st->cfg.window - st->head;
+        n = stacks_worker_take(st->worker, &st->window[st->head], room);
         st->head = (st->head + n) % st->cfg.window;
         st->count = st->count + n < st->cfg.window ? st->count + n : st->cfg.window;
         st->pending_first += n;
         if (n)
             st->pending_min_ok = false;
-    } while (n);
+    } while (n && n == room);
 }
 
 /* Read the BPF ring (cheap: no symbols) and take results. */

@@ -28,6 +28,17 @@ static int reserve(struct sched_ends *e)
     return array_reserve((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v));
 }
 
+/* x's exit reading goes out at now; it is remembered to drop a late free. */
+static int report(struct sched_ends *e, struct sched_end *x, uint64_t now,
+                  struct argus_sched_delta *out)
+{
+    x->reported = 1;
+    x->due_ns = now + SCHED_ENDS_KEEP_NS;
+    e->from_exit++;
+    *out = x->d;
+    return 1;
+}
+
 static int add_exit(struct sched_ends *e, const struct argus_sched_delta *d, uint64_t now,
                     struct argus_sched_delta *out)
 {
@@ -35,8 +46,7 @@ static int add_exit(struct sched_ends *e, const struct argus_sched_delta *d, uin
     struct sched_end held = {.d = *d, .due_ns = now + SCHED_ENDS_WAIT_NS};
 
     if (x && !x->reported) { /* its tid reused before the old one's free: that one goes now */
-        e->from_exit++;
-        *out = x->d;
+        report(e, x, now, out);
         *x = held;
         return 1;
     }
@@ -82,13 +92,17 @@ int sched_ends_expire(struct sched_ends *e, uint64_t now, struct argus_sched_del
         } else if (x->reported) {
             drop(e, x); /* the slot now holds another: look at i again */
         } else {
-            x->reported = 1;
-            x->due_ns = now + SCHED_ENDS_KEEP_NS;
-            e->from_exit++;
-            *out = x->d;
-            return 1;
+            return report(e, x, now, out);
         }
     }
+    return 0;
+}
+
+int sched_ends_flush(struct sched_ends *e, struct argus_sched_delta *out)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (!e->v[i].reported)
+            return report(e, &e->v[i], e->v[i].due_ns, out);
     return 0;
 }
 

@@ -49,6 +49,11 @@ int sched_ends_add(struct sched_ends *e, const struct argus_sched_delta *d, uint
  * whose keep time passed. */
 int sched_ends_expire(struct sched_ends *e, uint64_t now, struct argus_sched_delta *out);
 
+/* The probe is stopping: the next held exit, due or not, as
+ * sched_ends_expire reports it (counted in from_exit). Call until it
+ * returns 0; then nothing is held. */
+int sched_ends_flush(struct sched_ends *e, struct argus_sched_delta *out);
+
 /* Ends held now (not yet reported). */
 size_t sched_ends_held(const struct sched_ends *e);
 

@@ -59,6 +59,11 @@ struct source_ops {
      * Returns bytes written. May be NULL. */
     size_t (*metrics)(void *state, char *buf, size_t len);
 
+    /* The agent is stopping, after a last dispatch: deliver to the sink
+     * what the source still holds back for later (the sched probe's thread
+     * ends waiting for their free). May be NULL. */
+    void (*flush)(void *state);
+
     /* Detach, stop threads, free everything. state may be NULL. */
     void (*destroy)(void *state);
 };

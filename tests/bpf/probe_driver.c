@@ -261,8 +261,9 @@ static uint64_t ends_seen(const struct source_ops *ops, void *st)
 }
 
 /* A thread's end is reported at its free, an RCU callback after its exit
- * that can come well after its process is gone (lazy RCU, a loaded host):
- * with --ends the drain waits for them, up to 10 s. */
+ * that can come well after its process is gone (lazy RCU, a loaded host),
+ * or from its exit's reading 2 s after the exit when no free came: with
+ * --ends the drain waits for them, up to 10 s. */
 static bool drained(const struct source_ops *ops, void *st, const struct driver_opts *o,
                     uint64_t now, uint64_t drain_until)
 {
@@ -292,6 +293,8 @@ static void run_loop(const struct source_ops *ops, void *st, const struct driver
         if (drain_until && drained(ops, st, o, now, drain_until))
             break;
     }
+    if (ops->flush) /* what the source still holds, as when the agent stops */
+        ops->flush(st);
 }
 
 static void print_tops(void *st, const struct driver_opts *o)

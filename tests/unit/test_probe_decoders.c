@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <bpf/bpf.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "agent/probes/coll_ident.h"
 #include "agent/probes/probe_collectives.h"
@@ -244,11 +246,14 @@ static void test_lib_matches(void **state)
 
 static struct agent_event last_event;
 static int nevents;
+static uint64_t grown; /* the COUNTER events' values summed */
 
 static void sink_event(void *ctx, const struct agent_event *ev)
 {
     last_event = *ev;
     nevents++;
+    if (ev->kind == AGENT_EVENT_COUNTER)
+        grown += ev->counter.value;
 }
 
 static void test_report_drops(void **state)
@@ -265,6 +270,59 @@ static void test_report_drops(void **state)
     assert_int_equal(probe_report_drops(&sink, 7, &reported, "x_ring_full"), 0);
     assert_int_equal(probe_report_drops(&sink, 9, &reported, "x_ring_full"), 1);
     assert_int_equal(last_event.drops.count, 2);
+}
+
+/* Growth sum and events of one poll of a counter map into sink. */
+static int poll_counters(int fd, struct probe_counter_table *t, uint64_t *grew)
+{
+    struct event_sink sink = {.event = sink_event};
+    int before = nevents, n;
+
+    n = probe_counters_poll(fd, t, AGENT_COUNTER_IO_WAIT_NS, &sink);
+    assert_int_equal(n, nevents - before);
+    *grew = grown;
+    grown = 0;
+    return n;
+}
+
+/* A real kernel hash map (root): more keys than a batch, each key's growth
+ * once, in batches and a key at a time (a kernel without batch lookup). */
+static void test_counters_poll(void **state)
+{
+    struct probe_counter_table t = {0};
+    uint64_t grew, v;
+    int fd;
+
+    fd = bpf_map_create(BPF_MAP_TYPE_HASH, "argus_test", sizeof(uint32_t), sizeof(uint64_t), 4097,
+                        NULL);
+    if (fd < 0) {
+        print_message("skip: no BPF map (%s): needs root\n", strerror(errno));
+        skip();
+    }
+    for (uint32_t k = 0; k < 3 * PROBE_COUNTERS_BATCH + 5; k++) {
+        v = 10 + k;
+        assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_ANY), 0);
+    }
+    grown = 0;
+    assert_int_equal(poll_counters(fd, &t, &grew), 3 * PROBE_COUNTERS_BATCH + 5);
+    assert_int_equal(t.n, 3 * PROBE_COUNTERS_BATCH + 5);
+    assert_false(t.one_by_one);
+    assert_int_equal(poll_counters(fd, &t, &grew), 0); /* nothing grew */
+    for (uint32_t k = 0; k < 10; k++) {
+        v = 10 + k + 100;
+        assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_ANY), 0);
+    }
+    assert_int_equal(poll_counters(fd, &t, &grew), 10);
+    assert_int_equal(grew, 1000);
+    t.one_by_one = true;
+    for (uint32_t k = 100; k < 107; k++) {
+        v = 10 + k + 3;
+        assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_ANY), 0);
+    }
+    assert_int_equal(poll_counters(fd, &t, &grew), 7);
+    assert_int_equal(grew, 21);
+    probe_counters_free(&t);
+    close(fd);
 }
 
 static void test_supported_checks(void **state)
@@ -290,7 +348,7 @@ int main(void)
         cmocka_unit_test(test_proc_decode),           cmocka_unit_test(test_sched_decode),
         cmocka_unit_test(test_counter_decode),        cmocka_unit_test(test_stacks_aggregate),
         cmocka_unit_test(test_lib_matches),           cmocka_unit_test(test_supported_checks),
-        cmocka_unit_test(test_report_drops),
+        cmocka_unit_test(test_report_drops),          cmocka_unit_test(test_counters_poll),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,6 +105,36 @@ static void test_many_and_reuse(void **state)
     sched_ends_free(&e);
 }
 
+/* The probe stopping: every held end goes out once, due or not; a free
+ * that still comes is dropped, an end already reported is not repeated. */
+static void test_flush(void **state)
+{
+    struct sched_ends e = {0};
+    struct argus_sched_delta d, out;
+    uint32_t seen = 0;
+
+    for (uint32_t t = 1; t <= 3; t++) {
+        d = end(t, ARGUS_SCHED_EXIT, 10 * t);
+        assert_int_equal(sched_ends_add(&e, &d, t * MS, &out), 0);
+    }
+    assert_int_equal(sched_ends_expire(&e, 1 * MS + SCHED_ENDS_WAIT_NS, &out), 1); /* tid 1 */
+    assert_int_equal(out.tid, 1);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sched_ends_flush(&e, &out), 1);
+        assert_true(out.tid == 2 || out.tid == 3);
+        assert_int_equal(out.off_cpu_ns, 10 * out.tid);
+        seen |= 1u << out.tid;
+    }
+    assert_int_equal(seen, (1u << 2) | (1u << 3));
+    assert_int_equal(sched_ends_flush(&e, &out), 0);
+    assert_int_equal(sched_ends_held(&e), 0);
+    assert_int_equal(e.from_exit, 3);
+    d = end(2, ARGUS_SCHED_FREE, 19);
+    assert_int_equal(sched_ends_add(&e, &d, 3 * MS, &out), 0); /* counted already */
+    assert_int_equal(e.late_frees, 1);
+    sched_ends_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -112,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_no_free),
         cmocka_unit_test(test_forgotten_after_keep),
         cmocka_unit_test(test_many_and_reuse),
+        cmocka_unit_test(test_flush),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
