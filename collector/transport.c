@@ -37,11 +37,17 @@ struct transport_method {
     void *ctx;
 };
 
+/* A completion queue and the thread that serves it. Every batch of a call
+ * on cq starts from that thread, while it handles an event under lock; once
+ * cq is shut down none may start (gRPC asserts), so transport_free shuts it
+ * down under lock and sets closed, which the thread reads under lock. */
 struct transport_worker {
     struct transport_server *t;
     grpc_completion_queue *cq;
     pthread_t thread;
     bool running;
+    pthread_mutex_t lock;
+    bool closed; /* cq shut down: no batch starts, no call is requested */
 };
 
 struct transport_call;
@@ -135,8 +141,11 @@ static void transport_maybe_free(struct transport_call *c)
 static bool transport_start_batch(struct transport_call *c, const grpc_op *ops, size_t n,
                                   struct transport_tag *tag)
 {
-    grpc_call_error e = grpc_call_start_batch(c->call, ops, n, tag, NULL);
+    grpc_call_error e;
 
+    if (c->w->closed) /* shutting down: the call ends with what is in flight */
+        return false;
+    e = grpc_call_start_batch(c->call, ops, n, tag, NULL);
     if (e != GRPC_CALL_OK) {
         log_error("transport", "grpc_call_start_batch: error %d", (int)e);
         return false;
@@ -395,9 +404,12 @@ static void transport_dispatch(struct transport_tag *tag, bool ok)
 
 static void transport_request(struct transport_worker *w, struct transport_method *m)
 {
-    struct transport_call *c = transport_call_new(w, m);
+    struct transport_call *c;
     grpc_call_error e;
 
+    if (w->closed)
+        return;
+    c = transport_call_new(w, m);
     if (!c)
         return;
     e = grpc_server_request_registered_call(w->t->server, m->handle, &c->call, &c->deadline,
@@ -409,6 +421,8 @@ static void transport_request(struct transport_worker *w, struct transport_metho
     }
 }
 
+/* Serve w's queue until it is shut down and empty: every call on it is
+ * then freed. */
 static void *transport_worker_main(void *arg)
 {
     struct transport_worker *w = arg;
@@ -424,7 +438,9 @@ static void *transport_worker_main(void *arg)
             atomic_store(&w->t->shutdown_done, true);
             continue;
         }
+        pthread_mutex_lock(&w->lock);
         transport_dispatch(ev.tag, ev.success != 0);
+        pthread_mutex_unlock(&w->lock);
     }
     return NULL;
 }
@@ -494,6 +510,7 @@ int transport_start(struct transport_server *t)
     t->nworkers = t->opts.workers;
     for (unsigned i = 0; i < t->nworkers; i++) {
         t->workers[i].t = t;
+        pthread_mutex_init(&t->workers[i].lock, NULL);
         t->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
         grpc_server_register_completion_queue(t->server, t->workers[i].cq, NULL);
     }
@@ -568,15 +585,18 @@ void transport_free(struct transport_server *t)
     if (t->server)
         grpc_server_destroy(t->server);
     for (unsigned i = 0; i < t->nworkers; i++) {
-        grpc_completion_queue_shutdown(t->workers[i].cq);
-        if (t->workers[i].running)
-            pthread_join(t->workers[i].thread, NULL);
-        else /* never started: drain here */
-            while (grpc_completion_queue_next(t->workers[i].cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                              NULL)
-                       .type != GRPC_QUEUE_SHUTDOWN)
-                ;
-        grpc_completion_queue_destroy(t->workers[i].cq);
+        struct transport_worker *w = &t->workers[i];
+
+        pthread_mutex_lock(&w->lock); /* not while its thread starts a batch */
+        w->closed = true;
+        grpc_completion_queue_shutdown(w->cq);
+        pthread_mutex_unlock(&w->lock);
+        if (w->running)
+            pthread_join(w->thread, NULL);
+        else /* never started: its calls end here */
+            transport_worker_main(w);
+        grpc_completion_queue_destroy(w->cq);
+        pthread_mutex_destroy(&w->lock);
     }
     free(t->workers);
     transport_tls_free(t->tls);
