@@ -21,6 +21,7 @@
 #include "agent/sources/event.h"
 #include "agent/symbols/procmaps.h"
 #include "agent/symbols/symbolize.h"
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -548,15 +549,11 @@ int probe_counter_decode(uint32_t key, uint64_t cur, uint64_t last, uint32_t cou
 
 static struct probe_counter_last *counters_slot(struct probe_counter_table *t, uint32_t key)
 {
-    struct probe_counter_last *tmp;
-
     for (size_t i = 0; i < t->n; i++)
         if (t->v[i].key == key)
             return &t->v[i];
-    tmp = realloc(t->v, (t->n + 1) * sizeof(*tmp));
-    if (!tmp)
+    if (array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) < 0)
         return NULL;
-    t->v = tmp;
     t->v[t->n] = (struct probe_counter_last){key, 0};
     return &t->v[t->n++];
 }
@@ -640,6 +637,5 @@ int probe_counters_poll(int map_fd, struct probe_counter_table *t, uint32_t coun
 void probe_counters_free(struct probe_counter_table *t)
 {
     free(t->v);
-    t->v = NULL;
-    t->n = 0;
+    *t = (struct probe_counter_table){0};
 }

@@ -179,7 +179,7 @@ struct probe_counter_last {
 
 struct probe_counter_table {
     struct probe_counter_last *v;
-    size_t n;
+    size_t n, cap;
     bool one_by_one; /* the kernel has no batch lookup for the map: a key at a time */
 };
 

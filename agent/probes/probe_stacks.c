@@ -140,7 +140,7 @@ static void stacks_take(struct stacks *st)
         st->pending_first += n;
         if (n)
             st->pending_min_ok = false;
-    } while (n && n == room);
+    } while (n == room); /* room > 0: head < window */
 }
 
 /* Read the BPF ring (cheap: no symbols) and take results. */

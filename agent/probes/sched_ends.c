@@ -102,7 +102,7 @@ int sched_ends_flush(struct sched_ends *e, struct argus_sched_delta *out)
 {
     for (size_t i = 0; i < e->n; i++)
         if (!e->v[i].reported)
-            return report(e, &e->v[i], e->v[i].due_ns, out);
+            return report(e, &e->v[i], e->v[i].due_ns, out); /* as if it came due */
     return 0;
 }
 
