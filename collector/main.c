@@ -18,16 +18,16 @@
 
 #include "collector/alerts/alerts.h"
 #include "collector/config.h"
-#include "collector/diagnosis.h"
-#include "collector/diagq.h"
-#include "collector/ingest.h"
+#include "collector/diag/diagnosis.h"
+#include "collector/diag/diagq.h"
+#include "collector/ingest/ingest.h"
 #include "collector/metrics.h"
-#include "collector/query.h"
-#include "collector/remote_write.h"
-#include "collector/series.h"
+#include "collector/query/query.h"
+#include "collector/series/remote_write.h"
+#include "collector/series/series.h"
 #include "collector/store/store.h"
-#include "collector/stream_clock.h"
-#include "collector/transport.h"
+#include "collector/ingest/stream_clock.h"
+#include "collector/transport/transport.h"
 #include "common/clock.h"
 #include "common/daemon.h"
 #include "common/http.h"
@@ -196,7 +196,7 @@ static int collector_check_tls(const struct collector_config *cfg, struct tls_fi
     return r < 0 ? r : 0;
 }
 
-/* The limits.* keys (collector/limits.h); jobs are forgotten when diagnosis
+/* The limits.* keys (collector/ingest/limits.h); jobs are forgotten when diagnosis
  * forgets them. */
 static void collector_admission_limits(const struct collector *c, struct limits_options *o)
 {

@@ -5,15 +5,15 @@
 #include <string.h>
 
 #include "collector/alerts/alerts_metrics.h"
-#include "collector/diagnosis.h"
-#include "collector/diagq.h"
-#include "collector/ingest.h"
-#include "collector/limits.h"
-#include "collector/remote_write.h"
-#include "collector/series.h"
+#include "collector/diag/diagnosis.h"
+#include "collector/diag/diagq.h"
+#include "collector/ingest/ingest.h"
+#include "collector/ingest/limits.h"
+#include "collector/series/remote_write.h"
+#include "collector/series/series.h"
 #include "collector/store/store.h"
-#include "collector/stream_clock.h"
-#include "collector/transport.h"
+#include "collector/ingest/stream_clock.h"
+#include "collector/transport/transport.h"
 #include "collector/trace/trace_capture.h"
 #include "collector/trace/trace_json.h"
 #include "common/clock.h"
@@ -218,7 +218,7 @@ static void collector_metrics_tls(struct transport_server *t, struct http_buf *b
     http_buf_sample(b, "argus_tls_cert_expiry_seconds", "role=\"ca\"", (double)(ca - now));
 }
 
-/* The per-job series (collector/series.h), as remote write sends them. */
+/* The per-job series (collector/series/series.h), as remote write sends them. */
 static void collector_metrics_series(struct diagnosis *d, struct http_buf *b)
 {
     struct series_set s = {0};

@@ -1,5 +1,5 @@
 /* collector/alerts/: on-call alerts. The stage takes in the reports that
- * diagnosis produces (collector/diagnosis.c hands each job's reports and its
+ * diagnosis produces (collector/diag/diagnosis.c hands each job's reports and its
  * count of closed steps to alerts_observe, alerts.h) and gives out alert
  * state changes, each written to the store's alerts family first and then
  * delivered to every configured sink by a sender thread per sink, with

@@ -1,5 +1,5 @@
 /* collector/diag, the diagnosis stage: it takes in the argus.v1.StepRecords
- * of one job, as ingest stores them (through the adapter collector/diagnosis.h,
+ * of one job, as ingest stores them (through the adapter collector/diag/diagnosis.h,
  * which keeps this stage free of the store and of logging), and gives out
  * argus.v1.Report messages: the suspect ranks, each with a cause (compute,
  * link, host, data skew, silent, job regression), where (phase or kernel)

@@ -1,6 +1,6 @@
 /* collector/store/: the collector's time-indexed store on RocksDB (DESIGN.md
  * section 6). It takes in the validated batches the collector's ingest
- * (collector/ingest.c) hands it, each step record kept as the agent packed
+ * (collector/ingest/ingest.c) hands it, each step record kept as the agent packed
  * it, with the (agent, epoch, seq) high-water mark that makes a redelivered
  * batch a no-op, and the reports diagnosis writes back; it gives out packed
  * protobuf bytes through scans (jobs, steps by window and rank, ranks,

@@ -1,4 +1,4 @@
-/* Benchmark of the collector's online diagnosis (collector/diagnosis.h): a
+/* Benchmark of the collector's online diagnosis (collector/diag/diagnosis.h): a
  * healthy job of 10,240 ranks (1,280 agent streams of 8 ranks) and one of
  * 1,024 ranks (128 streams) fed through diagnosis_feed and diagnosis_tick as
  * the collector's diagnosis worker and main loop call them, with a real store
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/diagnosis.h"
+#include "collector/diag/diagnosis.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "tools/argus-sim/diag_scenario.h"

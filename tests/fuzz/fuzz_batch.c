@@ -5,7 +5,7 @@
  * must agree with protobuf-c on how many steps a valid batch holds. */
 #include <stdlib.h>
 
-#include "collector/ingest.h"
+#include "collector/ingest/ingest.h"
 #include "common/wire_steps.h"
 #include "fuzz_util.h"
 #include "proto/argus.pb-c.h"

@@ -1,5 +1,5 @@
 /* limits_flood: a hostile or runaway client for the collector's admission
- * limits (collector/limits.h). It sends --jobs batches on the real protocol,
+ * limits (collector/ingest/limits.h). It sends --jobs batches on the real protocol,
  * each for a new job (PREFIX0, PREFIX1, ...) with one Resource (rank, world
  * size) and one step record, from one agent stream, and reopens the stream
  * whenever the collector ends it (a refusal ends the stream). Prints one

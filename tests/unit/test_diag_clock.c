@@ -1,4 +1,4 @@
-/* collector/diagnosis behind collector/diagq: a job's diagnosis ticks at the
+/* collector/diag/diagnosis behind collector/diag/diagq: a job's diagnosis ticks at the
  * receive time of what it was fed (diagq_job_clock), not at the wall clock
  * less the lag of its last feed. Here job X's last record for step 10 waits
  * in the queue behind a slow batch of another job (the feed is held shut by
@@ -10,8 +10,8 @@
 
 #include "tests/unit/store_fixture.h"
 
-#include "collector/diagnosis.h"
-#include "collector/diagq.h"
+#include "collector/diag/diagnosis.h"
+#include "collector/diag/diagq.h"
 
 /* The diagnosis feed behind a gate, counting the batches that entered it. */
 struct gated {

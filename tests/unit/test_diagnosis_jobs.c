@@ -1,11 +1,11 @@
-/* collector/diagnosis: a job fed nothing for job_idle is flushed and its
+/* collector/diag/diagnosis: a job fed nothing for job_idle is flushed and its
  * state freed (a collector that sees many jobs end does not grow without
  * bound), its counters stay in the totals, and a job fed again starts anew. */
 #include <unistd.h>
 
 #include "tests/unit/store_fixture.h"
 
-#include "collector/diagnosis.h"
+#include "collector/diag/diagnosis.h"
 
 #define IDLE (1 * NSEC_PER_SEC)
 

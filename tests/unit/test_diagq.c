@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "collector/diagq.h"
+#include "collector/diag/diagq.h"
 #include "common/clock.h"
 
 #define MAX_FED 64

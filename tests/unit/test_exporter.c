@@ -17,7 +17,7 @@
 #include "agent/delivery/drops.h"
 #include "agent/delivery/exporter.h"
 #include "agent/delivery/spool.h"
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 #include "common/clock.h"
 #include "common/rpc_paths.h"
 #include "proto/argus.pb-c.h"

@@ -14,9 +14,9 @@
 #include <cmocka.h>
 #include <lz4.h>
 
-#include "collector/ingest.h"
+#include "collector/ingest/ingest.h"
 #include "collector/store/store.h"
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 #include "common/frame.h"
 #include "common/name_id.h"
 #include "common/rpc.h"

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "collector/ingest.h"
+#include "collector/ingest/ingest.h"
 #include "collector/store/store.h"
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 #include "common/frame.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"

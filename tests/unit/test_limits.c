@@ -1,4 +1,4 @@
-/* collector/limits: every admission limit crossed by one is refused with the
+/* collector/ingest/limits: every admission limit crossed by one is refused with the
  * right status and a sentence naming the limit, counted once under its own
  * label, and leaves nothing behind; what is at the limit is admitted. Also
  * the hostile cases of issue 15: step 2^64-1, a jump of 2^40, one batch
@@ -17,8 +17,8 @@
 #include <cmocka.h>
 
 #include "collector/diag/diag_engine.h"
-#include "collector/limits.h"
-#include "collector/transport.h"
+#include "collector/ingest/limits.h"
+#include "collector/transport/transport.h"
 #include "common/name_id.h"
 
 #define SEC 1000000000ULL

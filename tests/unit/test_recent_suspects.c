@@ -1,4 +1,4 @@
-/* collector/recent_suspects: suspects count by cause while reports name
+/* collector/diag/recent_suspects: suspects count by cause while reports name
  * them and leave two windows after the last one; the top straggler is the
  * highest-scoring rank suspect of a rank-level cause (never a node, data
  * skew or a job regression); a (rank, cause) is one entry however often it
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "collector/diag/diag_report.h"
-#include "collector/recent_suspects.h"
+#include "collector/diag/recent_suspects.h"
 
 /* A report ending at to_step naming n suspects. */
 static void report(struct recent_suspects *r, uint64_t to_step, size_t n, const uint32_t *ranks,

@@ -1,4 +1,4 @@
-/* collector/remote_write's pure parts: the request decodes (snappy, then
+/* collector/series/remote_write's pure parts: the request decodes (snappy, then
  * prometheus.WriteRequest) to the series given, __name__ first and labels
  * sorted, each sample at the timestamp; which answers are retried; the
  * backoff. The sender itself runs against real Prometheus and a failing
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "collector/remote_write.h"
-#include "collector/series.h"
+#include "collector/series/remote_write.h"
+#include "collector/series/series.h"
 #include "common/clock.h"
 #include "proto/remote_write.pb-c.h"
 

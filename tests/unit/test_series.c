@@ -1,4 +1,4 @@
-/* collector/series with collector/diagnosis: a job's closed steps give its
+/* collector/series/series with collector/diag/diagnosis: a job's closed steps give its
  * step time (median and max over ranks) and the rest of its per-job series,
  * with low-cardinality labels; the text exposition groups each metric under
  * one HELP/TYPE; a retired job's series are gone. */
@@ -6,8 +6,8 @@
 
 #include "tests/unit/store_fixture.h"
 
-#include "collector/diagnosis.h"
-#include "collector/series.h"
+#include "collector/diag/diagnosis.h"
+#include "collector/series/series.h"
 #include "common/http.h"
 
 static struct diagnosis *fed_job(struct fix *f, const char *job, uint64_t *fed_at)

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "collector/stream_clock.h"
+#include "collector/ingest/stream_clock.h"
 #include "common/clock.h"
 
 #define T0 (UINT64_C(1796000000) * NSEC_PER_SEC)

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 #include "common/rpc.h"
 
 struct stream_state {

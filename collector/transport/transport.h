@@ -1,4 +1,8 @@
-/* The collector's gRPC server on the C core API. Every grpc_call, byte
+/* collector/transport/, the first stage: it takes in gRPC connections (plaintext
+ * or TLS, transport_tls.h) and gives out plain bytes to the registered method
+ * handlers (ingest, query), and their replies back to the peer.
+ *
+ * The collector's gRPC server on the C core API. Every grpc_call, byte
  * buffer, slice and completion queue of the server lives in transport.c;
  * the ingest and query modules see plain bytes and return bytes or a status.
  *

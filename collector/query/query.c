@@ -1,4 +1,4 @@
-#include "collector/query.h"
+#include "collector/query/query.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* Admission limits per job and per collector: see limits.h. */
-#include "collector/limits.h"
+#include "collector/ingest/limits.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 #include "common/name_id.h"
 #include "common/u64set.h"
 

@@ -1,4 +1,8 @@
-/* Query: the unary handlers of the /argus.v1.Query methods over the store. Requests
+/* collector/query/: it takes in Query calls (argusctl) from transport, reads
+ * the store and the alerts, and gives out argus.v1 replies. The report page
+ * beside it (collector/web/) serves the same store over HTTP.
+ *
+ * Query: the unary handlers of the /argus.v1.Query methods over the store. Requests
  * and replies are the argus.v1 *Request / *Response messages. Errors: a
  * malformed request is INVALID_ARGUMENT, an unknown job or report NOT_FOUND,
  * a store failure UNAVAILABLE; each with a message that says which. Under
@@ -9,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 
 struct alerts;
 struct store;

@@ -1,4 +1,4 @@
-#include "collector/ingest.h"
+#include "collector/ingest/ingest.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/diagq.h"
+#include "collector/diag/diagq.h"
 #include "collector/store/store.h"
-#include "collector/stream_clock.h"
+#include "collector/ingest/stream_clock.h"
 #include "collector/trace/trace_capture.h"
 #include "common/clock.h"
 #include "common/frame.h"

@@ -1,4 +1,4 @@
-#include "collector/recent_suspects.h"
+#include "collector/diag/recent_suspects.h"
 
 #include <stdbool.h>
 

@@ -1,4 +1,4 @@
-#include "collector/transport.h"
+#include "collector/transport/transport.h"
 
 #include <errno.h>
 #include <grpc/byte_buffer_reader.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/transport_tls.h"
+#include "collector/transport/transport_tls.h"
 #include "common/clock.h"
 #include "common/log.h"
 

@@ -1,4 +1,4 @@
-#include "collector/diagq.h"
+#include "collector/diag/diagq.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* Remote write: the per-job series (collector/series.h) pushed to a
+/* Remote write: the per-job series (collector/series/series.h) pushed to a
  * Prometheus-compatible TSDB (Prometheus with
  * --web.enable-remote-write-receiver, Mimir, Thanos receive,
  * VictoriaMetrics) with the remote write 1.0 protocol: a

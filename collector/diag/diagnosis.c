@@ -1,4 +1,4 @@
-#include "collector/diagnosis.h"
+#include "collector/diag/diagnosis.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include "collector/alerts/alerts.h"
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_report.h"
-#include "collector/recent_suspects.h"
+#include "collector/diag/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"

@@ -1,4 +1,4 @@
-#include "collector/transport_tls.h"
+#include "collector/transport/transport_tls.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,8 +1,12 @@
-/* The per-job series for Prometheus: what collector/diagnosis.h summarises
+/* collector/series/: it takes in what diagnosis and alerts hold of each job
+ * and gives out Prometheus series: the text exposition of /metrics and the
+ * remote write sender (remote_write.h).
+ *
+ * The per-job series for Prometheus: what collector/diag/diagnosis.h summarises
  * of each job, as samples with low-cardinality labels (job, cause, the top
  * straggler's rank; never phase or kernel names). One collection is a
  * series_set, written as text exposition by /metrics (collector/metrics.c)
- * and sent by remote write (collector/remote_write.c), so both carry the
+ * and sent by remote write (collector/series/remote_write.c), so both carry the
  * same series. A retired job has no samples: its series disappear. */
 #ifndef ARGUS_COLLECTOR_SERIES_H
 #define ARGUS_COLLECTOR_SERIES_H

@@ -1,5 +1,5 @@
 /* The suspects of a job's recent reports, for its per-job series
- * (collector/diagnosis.h's diagnosis_job_series): fed every report the
+ * (collector/diag/diagnosis.h's diagnosis_job_series): fed every report the
  * job's engine produces, it keeps the newest of each (rank, cause) and
  * says how many are recent by cause and which rank suspect scores highest.
  * Pure and bounded (RECENT_SUSPECTS_MAX entries; full, the oldest goes);
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector/diagnosis.h"
+#include "collector/diag/diagnosis.h"
 #include "proto/argus.pb-c.h"
 
 #define RECENT_SUSPECTS_MAX 64

@@ -1,7 +1,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* tdestroy, twalk_r */
 #endif
-#include "collector/stream_clock.h"
+#include "collector/ingest/stream_clock.h"
 
 #include <pthread.h>
 #include <search.h>

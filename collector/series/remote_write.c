@@ -1,4 +1,4 @@
-#include "collector/remote_write.h"
+#include "collector/series/remote_write.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/series.h"
+#include "collector/series/series.h"
 #include "common/clock.h"
 #include "common/http_client.h"
 #include "common/log.h"

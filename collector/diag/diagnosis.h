@@ -1,4 +1,8 @@
-/* Online diagnosis in the collector: one diag_engine (collector/diag/diag_engine.h)
+/* collector/diag/diagnosis.h: the diagnosis stage's adapter to the rest of
+ * the collector (the folder's map is in diag_engine.h). diagq.h is the queue
+ * from ingest to here; recent_suspects.h the view of current suspects.
+ *
+ * Online diagnosis in the collector: one diag_engine (collector/diag/diag_engine.h)
  * per job, fed every durable batch with the agent stream it came from and the
  * collector's receive time (diagnosis_feed; the caller may run behind ingest,
  * which is measured and exported), ticked once a second so steps close by
@@ -12,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "collector/diagq.h"
+#include "collector/diag/diagq.h"
 #include "proto/argus.pb-c.h"
 
 struct alerts;
@@ -101,7 +105,7 @@ typedef void (*diagnosis_job_fn)(void *ctx, const char *job, const struct diagno
 /* Call fn for every job under diagnosis (as of the last tick). */
 void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx);
 
-/* One job's summary for the per-job Prometheus series (collector/series.h).
+/* One job's summary for the per-job Prometheus series (collector/series/series.h).
  * "Recent" suspects are those of reports whose window ended at most two
  * persistence windows (2 * diag.window steps) before the last step closed:
  * a firing suspect is re-reported every window, so it stays; a recovered one

@@ -1,4 +1,9 @@
-/* Ingest: the handler of /argus.v1.Ingest/Push. For each Frame on a stream:
+/* collector/ingest/, the second stage: it takes in the bytes of each Push
+ * stream from transport and gives out validated batches, durably in the store
+ * and queued for diagnosis. Beside ingest.h: limits.h (admission limits per
+ * stream and agent), stream_clock.h (each agent's clock offset).
+ *
+ * Ingest: the handler of /argus.v1.Ingest/Push. For each Frame on a stream:
  * note the receive time (the collector's clock) -> decode (common/frame.h,
  * limits first) -> unpack the Batch -> validate every size, string and rank
  * against the limits -> store_ingest_raw (one WriteBatch with the dedup
@@ -24,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector/limits.h"
-#include "collector/transport.h"
+#include "collector/ingest/limits.h"
+#include "collector/transport/transport.h"
 #include "proto/argus.pb-c.h"
 
 struct store;

@@ -1,4 +1,4 @@
-#include "collector/series.h"
+#include "collector/series/series.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "collector/alerts/alert_book.h"
-#include "collector/diagnosis.h"
+#include "collector/diag/diagnosis.h"
 #include "common/http.h"
 
 static const char *const series_names[SERIES_METRIC_N][2] = {
