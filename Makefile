@@ -83,7 +83,7 @@ GEN_HEADERS  := $(PROTO_H) $(RW_PROTO_H) $(BUILD_INFO) $(BPF_SKELS)
 AGENT_STAGES  := sources probes symbols steps delivery discovery spans
 COMMON_SRC    := $(wildcard common/*.c)
 AGENT_SRC     := $(filter-out agent/main.c,$(wildcard agent/*.c $(AGENT_STAGES:%=agent/%/*.c)))
-COLLECTOR_SRC := $(filter-out collector/main.c,$(wildcard collector/*.c collector/*/*.c))
+COLLECTOR_SRC := $(filter-out collector/main.c,$(wildcard collector/*.c collector/*/*.c collector/*/*/*.c))
 TOOLS         := $(notdir $(wildcard tools/*))
 CUPTI_SRC     := $(wildcard agent/cupti/*.c)
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "collector/alerts/alerts.h"
+#include "collector/alerts/sinks/sinks.h"
 #include "common/config_value.h"
 #include "common/tls.h"
 
@@ -41,24 +42,28 @@ static int collector_check_remote_write_url(const struct config_option *o, const
     return -EINVAL;
 }
 
-/* alerts.alertmanager, .webhook, .exec, .webhook_token_file: what the
- * collector checks at start (collector/alerts/alerts.h, alerts_check). */
+/* alerts.NAME (the targets of the sink NAME, collector/alerts/sinks/sinks.h)
+ * and alerts.webhook_token_file: what the collector checks at start
+ * (collector/alerts/alerts.h, alerts_check). */
 static int collector_check_alerts_sink(const struct config_option *o, const void *field, char *err,
                                        size_t errlen)
 {
     const char *v = *(char *const *)field;
     struct alerts_options a = {0};
+    int row;
 
     if (!v || !*v)
         return 0;
-    if (strcmp(o->key, "alerts.alertmanager") == 0)
-        a.alertmanager = v;
-    else if (strcmp(o->key, "alerts.webhook") == 0)
-        a.webhook = v;
-    else if (strcmp(o->key, "alerts.exec") == 0)
-        a.exec = v;
-    else
+    if (strcmp(o->key, "alerts.webhook_token_file") == 0) {
         a.webhook_token_file = v;
+    } else {
+        row = alert_sink_index(alert_sink_find(o->key + strlen("alerts.")));
+        if (row < 0) {
+            snprintf(err, errlen, "%s: no alert sink of that name", o->key);
+            return -EINVAL;
+        }
+        a.targets[row] = v;
+    }
     return alerts_check(&a, err, errlen) < 0 ? -EINVAL : 0;
 }
 
@@ -250,3 +255,13 @@ const struct config_table collector_config_table = {
     .check = collector_check,
     .man_section = "8",
 };
+
+const char *collector_config_string(const struct collector_config *c, const char *key)
+{
+    for (size_t i = 0; i < collector_config_table.count; i++) {
+        const struct config_option *o = &collector_options[i];
+        if (o->type == CONFIG_STRING && strcmp(o->key, key) == 0)
+            return *(char *const *)((const char *)c + o->offset);
+    }
+    return NULL;
+}

@@ -46,12 +46,19 @@ struct collector_config {
     uint64_t remote_write_timeout;  /* ns */
     uint64_t remote_write_queue_bytes;
     char *remote_write_bearer_token_file;
-    char *alerts_alertmanager, *alerts_webhook, *alerts_webhook_token_file, *alerts_exec;
+    /* One key alerts.NAME per alert sink (collector/alerts/sinks/sinks.h):
+     * its comma-separated targets. */
+    char *alerts_alertmanager, *alerts_webhook, *alerts_exec;
+    char *alerts_webhook_token_file;
     char *alerts_report_url;
     uint64_t alerts_exec_timeout, alerts_http_timeout, alerts_resend, alerts_backoff_max; /* ns */
     uint64_t alerts_resolve_after, alerts_rate_limit;
 };
 
 extern const struct config_table collector_config_table;
+
+/* The value of the string key (an option of the table) in c, or NULL when
+ * the table has no such string key. Valid while c is. */
+const char *collector_config_string(const struct collector_config *c, const char *key);
 
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "collector/alerts/alerts.h"
+#include "collector/alerts/sinks/sinks.h"
 #include "collector/config.h"
 #include "collector/diag/diagnosis.h"
 #include "collector/diag/diagq.h"
@@ -79,10 +80,7 @@ static int collector_open_store(struct collector *c)
 static int collector_start_alerts(struct collector *c)
 {
     struct alerts_options o = {
-        .alertmanager = c->cfg.alerts_alertmanager,
-        .webhook = c->cfg.alerts_webhook,
         .webhook_token_file = c->cfg.alerts_webhook_token_file,
-        .exec = c->cfg.alerts_exec,
         .report_url = c->cfg.alerts_report_url,
         .exec_timeout_ns = c->cfg.alerts_exec_timeout,
         .http_timeout_ns = c->cfg.alerts_http_timeout,
@@ -93,9 +91,14 @@ static int collector_start_alerts(struct collector *c)
         .job_idle_ns = c->cfg.diag_job_idle,
         .rate_limit = (uint32_t)c->cfg.alerts_rate_limit,
     };
-    char err[512];
-    int r = alerts_new(c->store, &o, &c->alerts, err, sizeof(err));
+    char err[512], key[64];
+    int r;
 
+    for (size_t i = 0; i < alert_sinks_count; i++) { /* each sink's key alerts.NAME */
+        snprintf(key, sizeof(key), "alerts.%s", alert_sinks[i]->name);
+        o.targets[i] = collector_config_string(&c->cfg, key);
+    }
+    r = alerts_new(c->store, &o, &c->alerts, err, sizeof(err));
     if (r < 0)
         log_error("main", "alerts: %s", err);
     return r;

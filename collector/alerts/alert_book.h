@@ -4,10 +4,12 @@
  * state changes, each written to the store's alerts family first and then
  * delivered to every configured sink by a sender thread per sink, with
  * retries (alerts.h). Files: alert_book.h (this: the lifecycle, pure: no
- * store, no threads, no I/O), alert_json.h (the argus.alert.v1 JSON and the
- * Alertmanager v2 payload), alert_sink.h (delivery to one sink:
- * Alertmanager, webhook, exec hook), alerts.h (the composition: queue,
- * sender threads, counters, the Query/Alerts listing).
+ * store, no threads, no I/O), alert_json.h (the argus.alert.v1 JSON),
+ * alerts_sender.h (one target's queue in the store and its sender thread),
+ * alerts.h (the composition: set-up, the queueing of changes, counters, the
+ * Query/Alerts listing), alerts_metrics.h (/metrics); sinks/ (delivery to
+ * one sink: Alertmanager, webhook, exec hook; sinks/sinks.h, one file and
+ * one table row per sink).
  *
  * The lifecycle of one alert, per (job, subject, cause):
  *   pending   a suspect of a cause that can page (compute, link, host,

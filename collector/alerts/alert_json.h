@@ -1,7 +1,7 @@
 /* collector/alerts/: alerts as JSON. An alert's state (what the store keeps
- * and argusctl shows), the argus.alert.v1 event a webhook and an exec hook
- * receive (and the delivery queue holds), and the Alertmanager API v2 body
- * made from events.
+ * and argusctl shows) and the argus.alert.v1 event the sinks receive (and
+ * the delivery queue holds); the Alertmanager API v2 body made from events
+ * is the Alertmanager sink's (sinks/alertmanager.h).
  *
  * argus.alert.v1 event:
  *   {"schema": "argus.alert.v1", "status": "firing" | "resolved",
@@ -20,8 +20,9 @@
 #include <stdint.h>
 
 #include "collector/alerts/alert_book.h"
+#include "collector/alerts/sinks/sink.h"
 
-#define ALERT_SCHEMA "argus.alert.v1"
+#define ALERT_SCHEMA ALERT_SINK_SCHEMA /* the sinks' contract names it */
 
 /* a as a JSON object (caller owns: json_object_put). NULL on ENOMEM. */
 struct json_object *alert_to_json(const struct alert *a);
@@ -33,14 +34,6 @@ int alert_from_json(struct json_object *o, struct alert *a);
 /* The event text of a's change: malloc'd (caller frees), NULL on ENOMEM.
  * report_url: the template with {id} and {job} (NULL or "": none). */
 char *alert_event_json(const struct alert *a, const char *report_url);
-
-/* The Alertmanager v2 alert of one event, appended to the array am: labels
- * alertname, job, cause, subject, rank(s), node, gpu, level, severity;
- * annotations summary, evidence, report; startsAt; endsAt the resolve time,
- * or now + ends_ahead_ns while firing. 0, or -EINVAL for an event that is
- * not argus.alert.v1. */
-int alert_am_append(struct json_object *am, struct json_object *event, uint64_t now_ns,
-                    uint64_t ends_ahead_ns);
 
 /* A fixed template with {id} and {job} replaced (malloc'd; NULL on ENOMEM). */
 char *alert_report_url(const char *templ, const char *id, const char *job);

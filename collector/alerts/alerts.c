@@ -1,4 +1,4 @@
-#include "collector/alerts/alerts_impl.h"
+#include "collector/alerts/alerts.h"
 
 #include <ctype.h>
 #include <endian.h>
@@ -8,53 +8,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "collector/alerts/alert_json.h"
-#include "collector/alerts/alert_sink.h"
+#include "collector/alerts/alerts_sender.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
 
+#define ALERTS_MAX_SINKS 32 /* targets in all */
+
+/* a->lock guards the book, seq and the error counts; each sender guards
+ * its own counters. Order: a->lock, then a sender's lock (a sender takes
+ * a->lock, to read the book, only without its own: alerts_sender.h). */
+struct alerts {
+    struct store *store;
+    struct alerts_options o;
+    char *report_url;
+    char *token;
+    struct alert_sink_settings settings; /* what the sinks read */
+    pthread_mutex_t lock;
+    struct alert_book *book;
+    struct alerts_sender *senders[ALERTS_MAX_SINKS];
+    size_t n_senders;
+    uint64_t seq;
+    uint64_t store_errors, observe_errors;
+};
+
 /* ---- the queue in the store ----------------------------------------------- */
 
-void alerts_store_fail(struct alerts *a, const char *what, const char *err)
+/* Count a store error and log it (1 in 100). a->lock held. */
+static void alerts_store_fail(struct alerts *a, const char *what, const char *err)
 {
     if (a->store_errors++ % 100 == 0)
         log_error("alerts", "%s: %s (%llu store errors so far)", what, err,
                   (unsigned long long)a->store_errors);
 }
 
-/* Queue event text for sink k (a->lock held). */
-static void alerts_enqueue(struct alerts *a, struct alerts_sink *k, const char *event, uint64_t now)
+/* Queue event text for every sender (a->lock held). */
+static void alerts_enqueue(struct alerts *a, const char *event, uint64_t now)
 {
-    size_t elen = strlen(event), klen = k->plen + 8;
-    uint8_t *key = malloc(klen), *val = malloc(8 + elen);
-    uint64_t be;
     char err[256];
 
-    if (!key || !val) {
-        alerts_store_fail(a, "queue an alert", "out of memory");
-        goto out;
-    }
-    memcpy(key, k->prefix, k->plen);
-    be = htobe64(++a->seq);
-    memcpy(key + k->plen, &be, 8);
-    be = htobe64(now);
-    memcpy(val, &be, 8);
-    memcpy(val + 8, event, elen);
-    if (store_put_alert(a->store, key, klen, val, 8 + elen, err, sizeof(err)) < 0) {
-        alerts_store_fail(a, "queue an alert", err);
-        goto out;
-    }
-    k->enqueued++;
-    if (k->queued++ == 0)
-        k->oldest_ns = now;
-out:
-    free(key);
-    free(val);
+    for (size_t i = 0; i < a->n_senders; i++)
+        if (alerts_sender_enqueue(a->senders[i], ++a->seq, event, now, err, sizeof(err)) < 0)
+            alerts_store_fail(a, "queue an alert", err);
 }
 
 /* Write a's state ("s:" id), or delete it when forgotten. */
@@ -98,10 +97,8 @@ static void alerts_changed(void *ctx, const struct alert *al, bool forgotten)
         alerts_store_fail(a, "queue an alert", "out of memory");
         return;
     }
-    for (size_t i = 0; i < a->n_sinks; i++)
-        alerts_enqueue(a, &a->sinks[i], event, now);
+    alerts_enqueue(a, event, now);
     free(event);
-    pthread_cond_broadcast(&a->wake);
 }
 
 void alerts_observe(struct alerts *a, const char *job, Argus__V1__Report *const *reports, size_t n,
@@ -127,38 +124,37 @@ void alerts_tick(struct alerts *a, uint64_t now_unix_ns)
 
 /* ---- set-up ---------------------------------------------------------------------- */
 
-/* Add the sinks of the comma-separated list (kind). 0 or -EINVAL/-ENOMEM
- * with err naming key. */
-static int alerts_add_sinks(struct alerts *a, enum alert_sink_kind kind, const char *list,
-                            const char *key, char *err, size_t errlen)
+/* Add a sender per target of the comma-separated list of sink ops (config
+ * key alerts.NAME). 0 or -EINVAL/-ENOMEM with err naming the key. */
+static int alerts_add_sinks(struct alerts *a, const struct alert_sink_ops *ops, const char *list,
+                            char *err, size_t errlen)
 {
-    char *copy = strdup(list ? list : ""), *save = NULL;
+    char *copy = strdup(list ? list : ""), *save = NULL, e[300];
     int rc = copy ? 0 : -ENOMEM;
+    struct alerts_sender_options so = {
+        .store = a->store,
+        .ops = ops,
+        .settings = &a->settings,
+        .backoff_max_ns = a->o.backoff_max_ns,
+        .book = a->book,
+        .book_lock = &a->lock,
+        .report_url = a->report_url,
+    };
 
     for (char *t = copy ? strtok_r(copy, ", \t", &save) : NULL; t && rc == 0;
          t = strtok_r(NULL, ", \t", &save)) {
-        struct alerts_sink *k = &a->sinks[a->n_sinks];
-        size_t scheme = strncmp(t, "http://", 7) == 0 ? 7 : strncmp(t, "https://", 8) == 0 ? 8 : 0;
-        if (a->n_sinks == ALERTS_MAX_SINKS) {
-            snprintf(err, errlen, "%s: more than %d sinks in all", key, ALERTS_MAX_SINKS);
+        if (a->n_senders == ALERTS_MAX_SINKS) {
+            snprintf(err, errlen, "alerts.%s: more than %d sinks in all", ops->name,
+                     ALERTS_MAX_SINKS);
             rc = -EINVAL;
-        } else if (kind != ALERT_SINK_EXEC && (!scheme || !t[scheme])) {
-            snprintf(err, errlen, "%s: '%s' is not an http:// or https:// URL", key, t);
-            rc = -EINVAL;
-        } else if (kind == ALERT_SINK_EXEC && (t[0] != '/' || access(t, X_OK) < 0)) {
-            snprintf(err, errlen, "%s: '%s' is not an absolute path to an executable file%s%s", key,
-                     t, t[0] == '/' ? ": " : "", t[0] == '/' ? strerror(errno) : "");
+        } else if (ops->check(t, e, sizeof(e)) < 0) {
+            snprintf(err, errlen, "alerts.%s: %s", ops->name, e);
             rc = -EINVAL;
         } else {
-            k->owner = a;
-            k->target = strdup(t);
-            if (k->target && asprintf(&k->prefix, "q:%s:%s", alert_sink_kind_name(kind), t) < 0)
-                k->prefix = NULL;
-            if (!k->target || !k->prefix)
-                rc = -ENOMEM;
-            k->plen = k->prefix ? strlen(k->prefix) + 1 : 0; /* with its \0 */
-            k->t = (struct alert_sink_target){kind, k->target, NULL, 0, 0};
-            a->n_sinks++;
+            so.target = t;
+            a->senders[a->n_senders] = alerts_sender_new(&so);
+            rc = a->senders[a->n_senders] ? 0 : -ENOMEM;
+            a->n_senders += rc == 0;
         }
     }
     free(copy);
@@ -229,13 +225,11 @@ static int alerts_load_one(void *ctx, const void *key, size_t klen, const void *
     seq = be64toh(be);
     if (seq > a->seq)
         a->seq = seq;
-    for (size_t i = 0; i < a->n_sinks; i++) {
-        struct alerts_sink *k = &a->sinks[i];
-        if (k->plen + 8 == klen && memcmp(k->prefix, key, k->plen) == 0) {
-            if (k->queued++ == 0 && vlen >= 8) {
+    for (size_t i = 0; i < a->n_senders; i++) {
+        if (alerts_sender_owns(a->senders[i], key, klen)) {
+            if (vlen >= 8)
                 memcpy(&be, val, 8);
-                k->oldest_ns = be64toh(be);
-            }
+            alerts_sender_restore(a->senders[i], vlen >= 8 ? be64toh(be) : 0);
             return 0;
         }
     }
@@ -299,20 +293,16 @@ static int alerts_configure(struct alerts *a, const struct alerts_options *o, ch
     a->report_url = strdup(o->report_url ? o->report_url : "");
     if (!a->book || !a->report_url)
         return -ENOMEM;
-    rc = alerts_add_sinks(a, ALERT_SINK_ALERTMANAGER, o->alertmanager, "alerts.alertmanager", err,
-                          errlen);
-    if (rc == 0)
-        rc = alerts_add_sinks(a, ALERT_SINK_WEBHOOK, o->webhook, "alerts.webhook", err, errlen);
-    if (rc == 0)
-        rc = alerts_add_sinks(a, ALERT_SINK_EXEC, o->exec, "alerts.exec", err, errlen);
+    for (size_t i = 0; i < alert_sinks_count && rc == 0; i++)
+        rc = alerts_add_sinks(a, alert_sinks[i], o->targets[i], err, errlen);
     if (rc == 0)
         rc = alerts_read_token(a, o->webhook_token_file, err, errlen);
-    for (size_t i = 0; i < a->n_sinks; i++) {
-        struct alert_sink_target *t = &a->sinks[i].t;
-        t->token = t->kind == ALERT_SINK_WEBHOOK ? a->token : NULL;
-        t->timeout_ns = t->kind == ALERT_SINK_EXEC ? o->exec_timeout_ns : o->http_timeout_ns;
-        t->ends_ahead_ns = 4 * o->resend_ns;
-    }
+    a->settings = (struct alert_sink_settings){
+        .token = a->token,
+        .http_timeout_ns = o->http_timeout_ns,
+        .exec_timeout_ns = o->exec_timeout_ns,
+        .resend_ns = o->resend_ns,
+    };
     return rc;
 }
 
@@ -334,15 +324,13 @@ int alerts_new(struct store *s, const struct alerts_options *o, struct alerts **
     if (!a->o.resend_ns)
         a->o.resend_ns = 60 * NSEC_PER_SEC;
     pthread_mutex_init(&a->lock, NULL);
-    pthread_cond_init(&a->wake, NULL);
     rc = alerts_configure(a, &a->o, err, errlen);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (rc == 0)
         rc = alerts_load(a, err, errlen);
-    for (size_t i = 0; i < a->n_sinks && rc == 0; i++) {
-        rc = -pthread_create(&a->sinks[i].thread, NULL, alerts_sender, &a->sinks[i]);
-        a->sinks[i].started = rc == 0;
+    for (size_t i = 0; i < a->n_senders && rc == 0; i++) {
+        rc = alerts_sender_start(a->senders[i]);
         if (rc < 0)
             snprintf(err, errlen, "cannot start an alert sender: %s", strerror(-rc));
     }
@@ -350,9 +338,12 @@ int alerts_new(struct store *s, const struct alerts_options *o, struct alerts **
         alerts_free(a);
         return rc;
     }
-    for (size_t i = 0; i < a->n_sinks; i++)
-        log_info("alerts", "sink %s %s (%llu queued)", alert_sink_kind_name(a->sinks[i].t.kind),
-                 a->sinks[i].target, (unsigned long long)a->sinks[i].queued);
+    for (size_t i = 0; i < a->n_senders; i++) {
+        struct alerts_sender_stats st;
+        alerts_sender_stats(a->senders[i], &st);
+        log_info("alerts", "sink %s %s (%llu queued)", st.kind, st.target,
+                 (unsigned long long)st.queued);
+    }
     *out = a;
     return 0;
 }
@@ -364,7 +355,6 @@ int alerts_check(const struct alerts_options *o, char *err, size_t errlen)
 
     if (a) {
         pthread_mutex_init(&a->lock, NULL);
-        pthread_cond_init(&a->wake, NULL);
         rc = alerts_configure(a, o, err, errlen);
     }
     if (rc == -ENOMEM)
@@ -377,19 +367,12 @@ void alerts_free(struct alerts *a)
 {
     if (!a)
         return;
-    pthread_mutex_lock(&a->lock);
-    a->stop = true;
-    pthread_cond_broadcast(&a->wake);
-    pthread_mutex_unlock(&a->lock);
-    for (size_t i = 0; i < a->n_sinks; i++) {
-        if (a->sinks[i].started)
-            pthread_join(a->sinks[i].thread, NULL);
-        free(a->sinks[i].target);
-        free(a->sinks[i].prefix);
-    }
+    for (size_t i = 0; i < a->n_senders; i++) /* all told first: they stop together */
+        alerts_sender_stop(a->senders[i]);
+    for (size_t i = 0; i < a->n_senders; i++)
+        alerts_sender_free(a->senders[i]);
     alert_book_free(a->book);
     pthread_mutex_destroy(&a->lock);
-    pthread_cond_destroy(&a->wake);
     free(a->report_url);
     free(a->token);
     free(a);
@@ -401,21 +384,20 @@ void alerts_foreach_sink(struct alerts *a, alerts_sink_fn fn, void *ctx)
 
     if (!a)
         return;
-    pthread_mutex_lock(&a->lock);
-    for (size_t i = 0; i < a->n_sinks; i++) {
-        struct alerts_sink *k = &a->sinks[i];
+    for (size_t i = 0; i < a->n_senders; i++) { /* fixed since alerts_new: no lock */
+        struct alerts_sender_stats k;
+        alerts_sender_stats(a->senders[i], &k);
         struct alerts_sink_stats st = {
-            .kind = alert_sink_kind_name(k->t.kind),
-            .target = k->target,
-            .sent = k->sent,
-            .failed = k->failed,
-            .queued = k->queued,
+            .kind = k.kind,
+            .target = k.target,
+            .sent = k.sent,
+            .failed = k.failed,
+            .queued = k.queued,
             .oldest_age_s =
-                k->oldest_ns && now > k->oldest_ns ? (double)(now - k->oldest_ns) / 1e9 : 0,
+                k.oldest_ns && now > k.oldest_ns ? (double)(now - k.oldest_ns) / 1e9 : 0,
         };
         fn(ctx, &st);
     }
-    pthread_mutex_unlock(&a->lock);
 }
 
 void alerts_foreach(struct alerts *a, alert_change_fn fn, void *ctx)

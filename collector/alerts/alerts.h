@@ -2,11 +2,12 @@
  * map is in alert_book.h). Diagnosis hands every job's reports and closed-
  * step count to alerts_observe; the lifecycle (alert_book.h) decides what
  * changed; each change of an alert that fires is written, as an
- * argus.alert.v1 event, to the store's alerts family once per sink (the
- * queue) before anything is sent; one sender thread per sink delivers its
- * queue in order (alert_sink.h), deletes what was delivered, and retries
- * what failed with exponential backoff (1 s doubling up to backoff_max,
- * jittered to 50-100 %). An Alertmanager sink also re-sends every firing
+ * argus.alert.v1 event, to the store's alerts family once per sink target
+ * (the queue) before anything is sent; one sender thread per target
+ * (alerts_sender.h) delivers its queue in order through its sink
+ * (sinks/sinks.h), deletes what was delivered, and retries what failed
+ * with exponential backoff (1 s doubling up to backoff_max, jittered to
+ * 50-100 %). A sink that re-sends (Alertmanager) also gets every firing
  * alert every resend (endsAt 4 x resend ahead) so Alertmanager keeps it.
  * A restart takes the queue and the alert states back from the store and
  * resumes; queue entries of sinks no longer configured are dropped (logged).
@@ -14,8 +15,8 @@
  *
  * Store keys (alerts family): "s:" id -> alert state JSON (alert_json.h);
  * "q:" kind ":" target \0 seq (u64 big-endian) -> enqueue unix ns (u64
- * big-endian) + event JSON.
- * Thread-safe (one lock).
+ * big-endian) + event JSON (alerts_sender.h).
+ * Thread-safe (one lock for the book; each sender has its own).
  */
 #ifndef ARGUS_COLLECTOR_ALERTS_H
 #define ARGUS_COLLECTOR_ALERTS_H
@@ -24,15 +25,17 @@
 #include <stdint.h>
 
 #include "collector/alerts/alert_book.h"
+#include "collector/alerts/sinks/sinks.h"
 #include "proto/argus.pb-c.h"
 
 struct store;
 
 struct alerts_options {
-    const char *alertmanager;       /* comma-separated base URLs, "" for none */
-    const char *webhook;            /* comma-separated URLs */
+    /* Per row i of the sink table (alert_sinks[i], sinks/sinks.h): the
+     * comma-separated targets of its config key alerts.NAME (NULL or "":
+     * none). */
+    const char *targets[ALERT_SINKS_MAX];
     const char *webhook_token_file; /* bearer token for the webhooks ("": none) */
-    const char *exec;               /* comma-separated absolute paths */
     const char *report_url;         /* link template with {id} and {job} ("": none) */
     uint64_t exec_timeout_ns, http_timeout_ns;
     uint64_t resend_ns;      /* Alertmanager re-send interval */
@@ -45,10 +48,10 @@ struct alerts_options {
 
 struct alerts;
 
-/* Check the sinks (URLs http(s)://, exec paths absolute and executable, the
- * token file readable and not empty), load the store's queue and states,
- * start the senders. Returns 0 and *out, or -EINVAL/-ENOMEM/-EIO with a
- * sentence naming the config key in err (errlen bytes). */
+/* Check the sinks' targets (each sink's ops->check: URLs http(s)://, exec
+ * paths absolute and executable), the token file (readable, not empty), load the store's queue and
+ * states, start the senders. Returns 0 and *out, or -EINVAL/-ENOMEM/-EIO with a sentence naming the
+ * config key in err (errlen bytes). */
 int alerts_new(struct store *s, const struct alerts_options *o, struct alerts **out, char *err,
                size_t errlen);
 

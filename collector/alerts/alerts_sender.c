@@ -1,18 +1,114 @@
-/* collector/alerts/: the sender thread of one sink (alerts.h says what it
- * does; alerts_impl.h what it shares with alerts.c). */
+#include "collector/alerts/alerts_sender.h"
+
 #include <endian.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "collector/alerts/alert_json.h"
-#include "collector/alerts/alerts_impl.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
+
+struct alerts_sender {
+    struct alerts_sender_options o;
+    struct alert_sink sink;
+    char *target;
+    char *prefix; /* "q:" name ":" target \0 */
+    size_t plen;  /* with its \0 */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool started, stop;
+    uint64_t sent, failed, queued;
+    uint64_t oldest_ns;   /* enqueue time of the head, 0 when empty */
+    uint64_t next_resend; /* mono ns */
+    uint64_t enqueued;    /* events queued, ever (a sender's nap sees new ones) */
+    char last_error[256];
+};
+
+struct alerts_sender *alerts_sender_new(const struct alerts_sender_options *o)
+{
+    struct alerts_sender *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->o = *o;
+    s->target = strdup(o->target);
+    if (!s->target || asprintf(&s->prefix, "q:%s:%s", o->ops->name, o->target) < 0) {
+        free(s->target);
+        free(s);
+        return NULL;
+    }
+    s->plen = strlen(s->prefix) + 1;
+    s->sink = (struct alert_sink){o->ops, s->target, o->settings};
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    return s;
+}
+
+bool alerts_sender_owns(const struct alerts_sender *s, const void *key, size_t klen)
+{
+    return s->plen + 8 == klen && memcmp(s->prefix, key, s->plen) == 0;
+}
+
+void alerts_sender_restore(struct alerts_sender *s, uint64_t queued_ns)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->queued++ == 0)
+        s->oldest_ns = queued_ns;
+    pthread_mutex_unlock(&s->lock);
+}
+
+int alerts_sender_enqueue(struct alerts_sender *s, uint64_t seq, const char *event, uint64_t now_ns,
+                          char *err, size_t errlen)
+{
+    size_t elen = strlen(event), klen = s->plen + 8;
+    uint8_t *key = malloc(klen), *val = malloc(8 + elen);
+    uint64_t be;
+    int rc = key && val ? 0 : -ENOMEM;
+
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    if (rc == 0) {
+        memcpy(key, s->prefix, s->plen);
+        be = htobe64(seq);
+        memcpy(key + s->plen, &be, 8);
+        be = htobe64(now_ns);
+        memcpy(val, &be, 8);
+        memcpy(val + 8, event, elen);
+        rc = store_put_alert(s->o.store, key, klen, val, 8 + elen, err, errlen) < 0 ? -EIO : 0;
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&s->lock);
+        s->enqueued++;
+        if (s->queued++ == 0)
+            s->oldest_ns = now_ns;
+        pthread_cond_broadcast(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+    }
+    free(key);
+    free(val);
+    return rc;
+}
+
+void alerts_sender_stats(struct alerts_sender *s, struct alerts_sender_stats *st)
+{
+    pthread_mutex_lock(&s->lock);
+    *st = (struct alerts_sender_stats){
+        .kind = s->o.ops->name,
+        .target = s->target,
+        .sent = s->sent,
+        .failed = s->failed,
+        .queued = s->queued,
+        .oldest_ns = s->oldest_ns,
+    };
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- the thread ------------------------------------------------------------ */
 
 struct alerts_head {
     uint8_t *key;
@@ -41,33 +137,33 @@ static int alerts_take_head(void *ctx, const void *key, size_t klen, const void 
     return 1;
 }
 
-/* Deliver the head of k's queue and delete it. 0, 1 when the queue was
- * empty, or -errno (k->last_error set). */
-static int alerts_send_head(struct alerts *a, struct alerts_sink *k)
+/* Deliver the head of s's queue and delete it. 0, 1 when the queue was
+ * empty, or -errno (s->last_error set). s->lock not held. */
+static int alerts_send_head(struct alerts_sender *s)
 {
     struct alerts_head h = {0};
     const char *events[1];
     char err[256] = "";
-    int rc = store_scan_alerts(a->store, k->prefix, k->plen, alerts_take_head, &h);
+    int rc = store_scan_alerts(s->o.store, s->prefix, s->plen, alerts_take_head, &h);
 
     if (rc == 0 && !h.key)
         rc = 1;
     if (rc == 0) {
-        pthread_mutex_lock(&a->lock);
-        k->oldest_ns = h.queued_ns;
-        pthread_mutex_unlock(&a->lock);
+        pthread_mutex_lock(&s->lock);
+        s->oldest_ns = h.queued_ns;
+        pthread_mutex_unlock(&s->lock);
         events[0] = h.event;
-        rc = alert_sink_deliver(&k->t, events, 1, clock_real_ns(), err, sizeof(err));
+        rc = s->sink.ops->deliver(&s->sink, &(struct alert_sink_batch){events, 1, clock_real_ns()},
+                                  err, sizeof(err));
     }
     if (rc == -EINVAL) { /* never deliverable: dropped, not retried forever */
-        log_error("alerts", "%s %s: dropped a queued alert: %s", alert_sink_kind_name(k->t.kind),
-                  k->target, err);
-        store_delete_alert(a->store, h.key, h.klen, NULL, 0);
+        log_error("alerts", "%s %s: dropped a queued alert: %s", s->sink.ops->name, s->target, err);
+        store_delete_alert(s->o.store, h.key, h.klen, NULL, 0);
     }
-    if (rc == 0 && store_delete_alert(a->store, h.key, h.klen, err, sizeof(err)) < 0)
+    if (rc == 0 && store_delete_alert(s->o.store, h.key, h.klen, err, sizeof(err)) < 0)
         rc = -EIO; /* sent, not deleted: sent again later (sinks see a repeat) */
     if (rc < 0)
-        snprintf(k->last_error, sizeof(k->last_error), "%s", *err ? err : strerror(-rc));
+        snprintf(s->last_error, sizeof(s->last_error), "%s", *err ? err : strerror(-rc));
     free(h.key);
     free(h.event);
     return rc;
@@ -98,102 +194,143 @@ static void alerts_snap_one(void *ctx, const struct alert *al, bool forgotten)
         s->n++;
 }
 
-/* Alertmanager: send every firing alert again. 0, 1 when none fires, or
- * -errno. */
-static int alerts_resend(struct alerts *a, struct alerts_sink *k)
+/* Send every firing alert again. 0, 1 when none fires, or -errno.
+ * s->lock not held. */
+static int alerts_resend(struct alerts_sender *s)
 {
-    struct alerts_snapshot s = {.report_url = a->report_url};
+    struct alerts_snapshot snap = {.report_url = s->o.report_url};
     char err[256] = "";
     int rc = 0;
 
-    pthread_mutex_lock(&a->lock);
-    alert_book_foreach(a->book, alerts_snap_one, &s);
-    pthread_mutex_unlock(&a->lock);
-    if (!s.n)
+    pthread_mutex_lock(s->o.book_lock);
+    alert_book_foreach(s->o.book, alerts_snap_one, &snap);
+    pthread_mutex_unlock(s->o.book_lock);
+    if (!snap.n)
         rc = 1;
     else
-        rc = alert_sink_deliver(&k->t, (const char *const *)s.events, s.n, clock_real_ns(), err,
-                                sizeof(err));
+        rc = s->sink.ops->deliver(
+            &s->sink,
+            &(struct alert_sink_batch){(const char *const *)snap.events, snap.n, clock_real_ns()},
+            err, sizeof(err));
     if (rc < 0)
-        snprintf(k->last_error, sizeof(k->last_error), "%s", err);
-    for (size_t i = 0; i < s.n; i++)
-        free(s.events[i]);
-    free(s.events);
+        snprintf(s->last_error, sizeof(s->last_error), "%s", err);
+    for (size_t i = 0; i < snap.n; i++)
+        free(snap.events[i]);
+    free(snap.events);
     return rc;
 }
 
-/* Sleep on a->wake (a->lock held) until mono time t or a wake-up. */
-static void alerts_wait_until(struct alerts *a, uint64_t t)
+/* Sleep on s->wake (s->lock held) until mono time t or a wake-up. */
+static void alerts_wait_until(struct alerts_sender *s, uint64_t t)
 {
     uint64_t real = clock_real_ns(), mono = clock_mono_ns();
     uint64_t until = real + (t > mono ? t - mono : 0);
     struct timespec ts = {(time_t)(until / NSEC_PER_SEC), (long)(until % NSEC_PER_SEC)};
 
-    pthread_cond_timedwait(&a->wake, &a->lock, &ts);
+    pthread_cond_timedwait(&s->wake, &s->lock, &ts);
 }
 
 /* The next retry delay: 1 s doubling to backoff_max, jittered 50-100 %. */
-static uint64_t alerts_backoff(struct alerts *a, uint64_t *backoff)
+static uint64_t alerts_backoff(struct alerts_sender *s, uint64_t *backoff)
 {
     *backoff = *backoff ? *backoff * 2 : NSEC_PER_SEC;
-    if (*backoff > a->o.backoff_max_ns)
-        *backoff = a->o.backoff_max_ns;
+    if (*backoff > s->o.backoff_max_ns)
+        *backoff = s->o.backoff_max_ns;
     return *backoff / 2 + (uint64_t)((double)(*backoff / 2) * ((double)random() / RAND_MAX));
 }
 
-/* One round of sink k (a->lock held, released around delivery): the head
- * of its queue, else (Alertmanager) the re-send when due, else a nap. */
-static void alerts_sender_round(struct alerts *a, struct alerts_sink *k, uint64_t *backoff)
+/* After a round that found nothing to do (s->lock held): unless something
+ * was queued meanwhile, the queue is empty; nap until the next re-send or
+ * for a second (an enqueue wakes it sooner). */
+static void alerts_sender_nap(struct alerts_sender *s, uint64_t now, uint64_t gen)
 {
-    uint64_t now = clock_mono_ns(), gen = k->enqueued;
-    bool resend = k->t.kind == ALERT_SINK_ALERTMANAGER && now >= k->next_resend;
+    uint64_t until = now + NSEC_PER_SEC;
+
+    if (s->enqueued != gen)
+        return;
+    s->queued = 0;
+    s->oldest_ns = 0;
+    if (s->sink.ops->resends && s->next_resend < until)
+        until = s->next_resend;
+    alerts_wait_until(s, until);
+}
+
+/* One round (s->lock held, released around delivery): the head of the
+ * queue, else the re-send when due, else a nap. */
+static void alerts_sender_round(struct alerts_sender *s, uint64_t *backoff)
+{
+    uint64_t now = clock_mono_ns(), gen = s->enqueued;
+    bool resend = s->sink.ops->resends && now >= s->next_resend;
     bool head = true;
     int rc;
 
-    pthread_mutex_unlock(&a->lock);
-    rc = alerts_send_head(a, k);
+    pthread_mutex_unlock(&s->lock);
+    rc = alerts_send_head(s);
     if (rc == 1 && resend) {
         head = false;
-        rc = alerts_resend(a, k);
+        rc = alerts_resend(s);
     }
-    pthread_mutex_lock(&a->lock);
+    pthread_mutex_lock(&s->lock);
     if (!head && rc >= 0)
-        k->next_resend = clock_mono_ns() + a->o.resend_ns;
+        s->next_resend = clock_mono_ns() + s->o.settings->resend_ns;
     if (rc == 1) { /* nothing queued, nothing due */
-        if (k->enqueued == gen) {
-            k->queued = 0;
-            k->oldest_ns = 0;
-            uint64_t until = now + NSEC_PER_SEC; /* enqueue wakes it sooner */
-            if (k->t.kind == ALERT_SINK_ALERTMANAGER && k->next_resend < until)
-                until = k->next_resend;
-            alerts_wait_until(a, until);
-        }
+        alerts_sender_nap(s, now, gen);
         return;
     }
     if (rc < 0) {
-        k->failed++;
-        if (k->failed == 1 || k->failed % 100 == 0)
-            log_warn("alerts", "%s %s: %s (%llu failures, retrying)",
-                     alert_sink_kind_name(k->t.kind), k->target, k->last_error,
-                     (unsigned long long)k->failed);
-        alerts_wait_until(a, clock_mono_ns() + alerts_backoff(a, backoff));
+        s->failed++;
+        if (s->failed == 1 || s->failed % 100 == 0)
+            log_warn("alerts", "%s %s: %s (%llu failures, retrying)", s->sink.ops->name, s->target,
+                     s->last_error, (unsigned long long)s->failed);
+        alerts_wait_until(s, clock_mono_ns() + alerts_backoff(s, backoff));
         return;
     }
     *backoff = 0;
-    k->sent++;
-    if (head && k->queued)
-        k->queued--;
+    s->sent++;
+    if (head && s->queued)
+        s->queued--;
 }
 
-void *alerts_sender(void *arg)
+static void *alerts_sender_main(void *arg)
 {
-    struct alerts_sink *k = arg;
-    struct alerts *a = k->owner;
+    struct alerts_sender *s = arg;
     uint64_t backoff = 0;
 
-    pthread_mutex_lock(&a->lock);
-    while (!a->stop)
-        alerts_sender_round(a, k, &backoff);
-    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop)
+        alerts_sender_round(s, &backoff);
+    pthread_mutex_unlock(&s->lock);
     return NULL;
+}
+
+int alerts_sender_start(struct alerts_sender *s)
+{
+    int rc = -pthread_create(&s->thread, NULL, alerts_sender_main, s);
+
+    s->started = rc == 0;
+    return rc;
+}
+
+void alerts_sender_stop(struct alerts_sender *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void alerts_sender_free(struct alerts_sender *s)
+{
+    if (!s)
+        return;
+    alerts_sender_stop(s);
+    if (s->started)
+        pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->wake);
+    free(s->target);
+    free(s->prefix);
+    free(s);
 }

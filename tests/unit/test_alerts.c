@@ -15,6 +15,7 @@
 
 #include "collector/alerts/alert_book.h"
 #include "collector/alerts/alert_json.h"
+#include "collector/alerts/sinks/alertmanager.h"
 
 #define SEC 1000000000ull
 
@@ -262,7 +263,7 @@ static void test_json(void **state)
     assert_string_equal(json_object_get_string(v), "argus.alert.v1");
     assert_true(json_object_object_get_ex(e, "report_url", &v));
     assert_string_equal(json_object_get_string(v), "https://argus/r/rep-1?j=job1");
-    assert_int_equal(alert_am_append(am, e, 1700000100 * SEC, 240 * SEC), 0);
+    assert_int_equal(alert_sink_alertmanager_append(am, e, 1700000100 * SEC, 240 * SEC), 0);
     v = json_object_array_get_idx(am, 0);
     assert_true(json_object_object_get_ex(v, "labels", &l));
     assert_string_equal(json_object_get_string(json_object_object_get(l, "ranks")), "5,6");
@@ -274,7 +275,7 @@ static void test_json(void **state)
     assert_string_equal(json_object_get_string(json_object_object_get(v, "endsAt")),
                         "2023-11-14T22:19:00.000Z");
     json_object_object_add(e, "schema", json_object_new_string("other"));
-    assert_int_equal(alert_am_append(am, e, 0, 0), -EINVAL);
+    assert_int_equal(alert_sink_alertmanager_append(am, e, 0, 0), -EINVAL);
     json_object_put(e);
     json_object_put(am);
     free(ev);

@@ -8,16 +8,32 @@
 #include <unistd.h>
 
 #include "collector/alerts/alerts.h"
+#include "collector/alerts/sinks/sinks.h"
+
+/* o's targets of the sink called name (a row of the sinks table). */
+static void set_targets(struct alerts_options *o, const char *name, const char *list)
+{
+    int row = alert_sink_index(alert_sink_find(name));
+
+    assert_true(row >= 0);
+    o->targets[row] = list;
+}
 
 struct keys {
     int n;
     char first[64];
+    char first_key[128];
+    size_t first_klen;
 };
 
 static int count_key(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
     struct keys *k = ctx;
 
+    if (k->n == 0)
+        k->first_klen = klen;
+    if (k->n == 0 && klen <= sizeof(k->first_key))
+        memcpy(k->first_key, key, klen);
     if (k->n++ == 0)
         snprintf(k->first, sizeof(k->first), "%.*s", (int)vlen, (const char *)val);
     return 0;
@@ -73,8 +89,7 @@ static void count_queued(void *ctx, const struct alerts_sink_stats *st)
 static void test_queue_survives(void **state)
 {
     struct fix *f = *state;
-    struct alerts_options o = {.webhook = "http://127.0.0.1:1/down",
-                               .window = 40,
+    struct alerts_options o = {.window = 40,
                                .resolve_after = 20,
                                .backoff_max_ns = NSEC_PER_SEC,
                                .http_timeout_ns = NSEC_PER_SEC};
@@ -82,17 +97,23 @@ static void test_queue_survives(void **state)
     struct keys k = {0};
     char err[256];
     uint64_t seen = 0;
+    static const char prefix[] = "q:webhook:http://127.0.0.1:1/down"; /* and its \0 */
 
+    set_targets(&o, "webhook", "http://127.0.0.1:1/down");
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), 0);
     fire_one(a);
     alerts_free(a);
     assert_int_equal(store_scan_alerts(f->s, "q:", 2, count_key, &k), 0);
     assert_int_equal(k.n, 1); /* never delivered: still queued */
+    /* the key earlier builds wrote, which a restart must find: "q:" kind
+     * ":" target \0 seq (8 bytes) */
+    assert_int_equal(k.first_klen, sizeof(prefix) + 8);
+    assert_memory_equal(k.first_key, prefix, sizeof(prefix));
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), 0);
     alerts_foreach_sink(a, count_queued, &seen);
     assert_int_equal(seen, 1);
     alerts_free(a);
-    o.webhook = "";
+    set_targets(&o, "webhook", "");
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), 0); /* sink gone: dropped */
     alerts_free(a);
     k = (struct keys){0};
@@ -110,27 +131,27 @@ static void test_bad_settings(void **state)
     struct alerts *a = NULL;
     char err[256];
 
-    o.alertmanager = "localhost:9093";
+    set_targets(&o, "alertmanager", "localhost:9093");
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "alerts.alertmanager: 'localhost:9093' is not an http"));
     assert_null(a);
     assert_int_equal(alerts_check(&o, err, sizeof(err)), -EINVAL);
-    o.alertmanager = "http://a:9093,https://";
+    set_targets(&o, "alertmanager", "http://a:9093,https://");
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "'https://' is not an http"));
-    o.alertmanager = "";
-    o.exec = "relative/hook";
+    set_targets(&o, "alertmanager", "");
+    set_targets(&o, "exec", "relative/hook");
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "alerts.exec: 'relative/hook' is not an absolute path"));
-    o.exec = "/nonexistent/hook";
+    set_targets(&o, "exec", "/nonexistent/hook");
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "No such file"));
-    o.exec = "";
+    set_targets(&o, "exec", "");
     o.webhook_token_file = "/nonexistent/token";
     assert_int_equal(alerts_new(f->s, &o, &a, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "alerts.webhook_token_file: cannot read /nonexistent/token"));
     o.webhook_token_file = "";
-    o.alertmanager = "http://a:9093, https://b:9093";
+    set_targets(&o, "alertmanager", "http://a:9093, https://b:9093");
     assert_int_equal(alerts_check(&o, err, sizeof(err)), 0);
 }
 

@@ -1,5 +1,9 @@
-#include "collector/alerts/alert_sink.h"
-
+/* collector/alerts/sinks/exec: run path (no shell, its own process group)
+ * with the event on stdin and ARGUS_ALERT_{ID,JOB,STATUS,CAUSE,RANKS,NODE,
+ * GPU,LEVEL,SUBJECT,SUMMARY,REPORT_ID,REPORT_URL} in its environment; delivered
+ * when it exits 0 within alerts.exec_timeout; at the timeout the whole group
+ * is killed (SIGKILL). One run per event, in order. Its ops are a row of the
+ * registration table (sinks.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,77 +17,24 @@
 
 #include <json-c/json.h>
 
-#include "collector/alerts/alert_json.h"
+#include "collector/alerts/sinks/sink.h"
 #include "common/clock.h"
-#include "common/http_client.h"
 
 extern char **environ;
 
-const char *alert_sink_kind_name(enum alert_sink_kind k)
+/* An absolute path to a file we may execute. */
+static int exec_check(const char *target, char *err, size_t errlen)
 {
-    return k == ALERT_SINK_ALERTMANAGER ? "alertmanager"
-           : k == ALERT_SINK_WEBHOOK    ? "webhook"
-                                        : "exec";
-}
-
-/* POST body to url; 0 on a 2xx answer, else -EIO with err set. */
-static int alert_sink_post(const char *url, const char *const *headers, const char *body,
-                           uint64_t timeout_ns, char *err, size_t errlen)
-{
-    struct http_response resp = {0};
-    int rc = http_post(url, "application/json", headers, body, strlen(body),
-                       timeout_ns / NSEC_PER_MSEC, &resp, err, errlen);
-
-    if (rc == 0 && (resp.status < 200 || resp.status > 299)) {
-        snprintf(err, errlen, "POST %s: HTTP %ld: %.200s", url, resp.status,
-                 resp.body ? resp.body : "");
-        rc = -1;
-    }
-    http_response_free(&resp);
-    return rc == 0 ? 0 : -EIO;
-}
-
-static int alert_sink_alertmanager(const struct alert_sink_target *t, const char *const *events,
-                                   size_t n, uint64_t now_ns, char *err, size_t errlen)
-{
-    struct json_object *am = json_object_new_array();
-    char url[1024];
-    size_t tl = strlen(t->target);
-    int rc = am ? 0 : -ENOMEM;
-
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct json_object *ev = json_tokener_parse(events[i]);
-        rc = ev ? alert_am_append(am, ev, now_ns, t->ends_ahead_ns) : -EINVAL;
-        json_object_put(ev);
-    }
-    if (rc < 0)
-        snprintf(err, errlen, "an alert event that is not %s JSON", ALERT_SCHEMA);
-    if (rc == 0) {
-        snprintf(url, sizeof(url), "%.*s/api/v2/alerts",
-                 (int)(tl && t->target[tl - 1] == '/' ? tl - 1 : tl), t->target);
-        rc = alert_sink_post(url, NULL, json_object_to_json_string_ext(am, JSON_C_TO_STRING_PLAIN),
-                             t->timeout_ns, err, errlen);
-    }
-    json_object_put(am);
-    return rc;
-}
-
-static int alert_sink_webhook(const struct alert_sink_target *t, const char *event, char *err,
-                              size_t errlen)
-{
-    char auth[1100];
-    const char *headers[2] = {NULL, NULL};
-
-    if (t->token && *t->token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", t->token);
-        headers[0] = auth;
-    }
-    return alert_sink_post(t->target, headers, event, t->timeout_ns, err, errlen);
+    if (target[0] == '/' && access(target, X_OK) == 0)
+        return 0;
+    snprintf(err, errlen, "'%s' is not an absolute path to an executable file%s%s", target,
+             target[0] == '/' ? ": " : "", target[0] == '/' ? strerror(errno) : "");
+    return -EINVAL;
 }
 
 /* The hook's environment: ours plus ARGUS_ALERT_*. Strings in store (kept
  * by the caller until the hook started). NULL on ENOMEM. */
-static char **alert_sink_env(struct json_object *ev, char store[][600], size_t nstore)
+static char **exec_env(struct json_object *ev, char store[][600], size_t nstore)
 {
     static const char *const keys[][2] = {
         {"ID", "id"},           {"JOB", "job"},
@@ -124,7 +75,7 @@ static char **alert_sink_env(struct json_object *ev, char store[][600], size_t n
 
 /* Start path with stdin from a pipe (*fd: its write end, non-blocking), in
  * its own process group. The pid, or -errno. */
-static pid_t alert_sink_spawn(const char *path, char **env, int *fd)
+static pid_t exec_spawn(const char *path, char **env, int *fd)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -154,7 +105,7 @@ static pid_t alert_sink_spawn(const char *path, char **env, int *fd)
 
 /* Write body to fd until done or the deadline (a hook that does not read
  * its stdin is not waited on). Closes fd. */
-static void alert_sink_feed(int fd, const char *body, uint64_t deadline)
+static void exec_feed(int fd, const char *body, uint64_t deadline)
 {
     size_t off = 0, len = strlen(body);
 
@@ -174,7 +125,7 @@ static void alert_sink_feed(int fd, const char *body, uint64_t deadline)
 
 /* Wait for pid until the deadline, then kill its group. Its wait status,
  * or -ETIMEDOUT (killed). */
-static int alert_sink_reap(pid_t pid, uint64_t deadline)
+static int exec_reap(pid_t pid, uint64_t deadline)
 {
     int status;
 
@@ -194,35 +145,36 @@ static int alert_sink_reap(pid_t pid, uint64_t deadline)
     return -ETIMEDOUT;
 }
 
-static int alert_sink_exec(const struct alert_sink_target *t, const char *event, char *err,
-                           size_t errlen)
+/* Run the hook once with event. 0, or -EIO/-EINVAL/-ENOMEM with err set. */
+static int exec_one(const char *path, uint64_t timeout_ns, const char *event, char *err,
+                    size_t errlen)
 {
     struct json_object *ev = json_tokener_parse(event);
     char store[12][600];
-    char **env = ev ? alert_sink_env(ev, store, 12) : NULL;
-    uint64_t deadline = clock_mono_ns() + (t->timeout_ns ? t->timeout_ns : 10 * NSEC_PER_SEC);
+    char **env = ev ? exec_env(ev, store, 12) : NULL;
+    uint64_t deadline = clock_mono_ns() + (timeout_ns ? timeout_ns : 10 * NSEC_PER_SEC);
     int fd = -1, status;
     pid_t pid;
 
     if (!env) {
         json_object_put(ev);
-        snprintf(err, errlen, "exec %s: %s", t->target, ev ? "out of memory" : "bad event");
+        snprintf(err, errlen, "exec %s: %s", path, ev ? "out of memory" : "bad event");
         return ev ? -ENOMEM : -EINVAL;
     }
-    pid = alert_sink_spawn(t->target, env, &fd);
+    pid = exec_spawn(path, env, &fd);
     free(env);
     json_object_put(ev);
     if (pid < 0) {
-        snprintf(err, errlen, "exec %s: %s", t->target, strerror((int)-pid));
+        snprintf(err, errlen, "exec %s: %s", path, strerror((int)-pid));
         return -EIO;
     }
-    alert_sink_feed(fd, event, deadline);
-    status = alert_sink_reap(pid, deadline);
+    exec_feed(fd, event, deadline);
+    status = exec_reap(pid, deadline);
     if (status == -ETIMEDOUT)
-        snprintf(err, errlen, "exec %s: still running after %.1f s: killed", t->target,
-                 (double)t->timeout_ns / 1e9);
+        snprintf(err, errlen, "exec %s: still running after %.1f s: killed", path,
+                 (double)timeout_ns / 1e9);
     else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        snprintf(err, errlen, "exec %s: %s %d", t->target,
+        snprintf(err, errlen, "exec %s: %s %d", path,
                  status >= 0 && WIFSIGNALED(status) ? "killed by signal" : "exit status",
                  status < 0            ? status
                  : WIFSIGNALED(status) ? WTERMSIG(status)
@@ -232,16 +184,20 @@ static int alert_sink_exec(const struct alert_sink_target *t, const char *event,
     return -EIO;
 }
 
-int alert_sink_deliver(const struct alert_sink_target *t, const char *const *events, size_t n,
-                       uint64_t now_ns, char *err, size_t errlen)
+static int exec_deliver(const struct alert_sink *s, const struct alert_sink_batch *b, char *err,
+                        size_t errlen)
 {
-    if (t->kind == ALERT_SINK_ALERTMANAGER)
-        return alert_sink_alertmanager(t, events, n, now_ns, err, errlen);
-    for (size_t i = 0; i < n; i++) {
-        int rc = t->kind == ALERT_SINK_WEBHOOK ? alert_sink_webhook(t, events[i], err, errlen)
-                                               : alert_sink_exec(t, events[i], err, errlen);
+    for (size_t i = 0; i < b->n; i++) {
+        int rc = exec_one(s->target, s->settings->exec_timeout_ns, b->events[i], err, errlen);
         if (rc < 0)
             return rc;
     }
     return 0;
 }
+
+const struct alert_sink_ops alert_sink_exec = {
+    .name = "exec",
+    .check = exec_check,
+    .deliver = exec_deliver,
+    .resends = false,
+};
