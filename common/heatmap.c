@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/causes.h"
+
 struct heatmap {
     uint32_t nranks;
     uint64_t first, nsteps;
@@ -370,13 +372,9 @@ int heatmap_add_report(struct heatmap *h, const Argus__V1__Report *rep)
 
     for (size_t i = 0; i < rep->n_suspects && r == 0; i++) {
         const Argus__V1__Suspect *s = rep->suspects[i];
-        const ProtobufCEnumValue *cause =
-            protobuf_c_enum_descriptor_get_value(&argus__v1__cause__descriptor, s->cause);
-        const char *name = cause ? cause->name : "CAUSE_UNKNOWN";
         if (!s->pages || s->rank >= h->nranks || heatmap_is_suspect(h, s->rank))
             continue;
-        snprintf(label, sizeof(label), "rank %u %s", s->rank,
-                 strncmp(name, "CAUSE_", 6) == 0 ? name + 6 : name);
+        snprintf(label, sizeof(label), "rank %u %s", s->rank, causes_get(s->cause)->name);
         r = heatmap_add_suspect(h, s->rank, label);
         if (r == -ENOSPC)
             return 0; /* enough marked; the report page lists the rest */

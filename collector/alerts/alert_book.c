@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/causes.h"
 #include "common/name_id.h"
 
 #define ALERT_RATE_SLOTS 256 /* start times kept per job for the rate limit */
@@ -67,20 +68,6 @@ void alert_book_free(struct alert_book *b)
     free(b);
 }
 
-bool alert_cause_alerts(int cause)
-{
-    return cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE || cause == ARGUS__V1__CAUSE__CAUSE_LINK ||
-           cause == ARGUS__V1__CAUSE__CAUSE_HOST || cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
-}
-
-const char *alert_cause_name(int cause)
-{
-    static const char *const names[] = {"unknown",   "compute", "link",          "host",
-                                        "data_skew", "silent",  "job_regression"};
-
-    return cause >= 0 && cause < 7 ? names[cause] : "unknown";
-}
-
 const char *alert_status_name(enum alert_status s)
 {
     return s == ALERT_FIRING ? "firing" : s == ALERT_RESOLVED ? "resolved" : "pending";
@@ -114,10 +101,11 @@ static struct alert_job *alert_book_job(struct alert_book *b, const char *job, u
     return j;
 }
 
-/* Where a suspect's alert goes: its peer group (a link), node or rank. */
+/* Where a suspect's alert goes: its peer group (a cause grouped by peers:
+ * a link), node or rank. */
 static void alert_subject(const Argus__V1__Suspect *s, char *out, size_t len)
 {
-    if (s->cause == ARGUS__V1__CAUSE__CAUSE_LINK && s->group && *s->group &&
+    if (causes_get(s->cause)->grouping == CAUSES_GROUP_PEERS && s->group && *s->group &&
         strcmp(s->group, "job") != 0)
         snprintf(out, len, "group:%s", s->group);
     else if (s->node && *s->node)
@@ -267,7 +255,7 @@ static int alert_book_suspect(struct alert_book *b, struct alert_job *j, const A
     char subject[160];
     struct alert *a;
 
-    if (!alert_cause_alerts(s->cause))
+    if (!causes_pages(s->cause))
         return 0;
     alert_subject(s, subject, sizeof(subject));
     a = alert_book_find(b, j->job, subject, s->cause);

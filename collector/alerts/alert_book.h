@@ -12,8 +12,9 @@
  * one table row per sink).
  *
  * The lifecycle of one alert, per (job, subject, cause):
- *   pending   a suspect of a cause that can page (compute, link, host,
- *             silent) appeared in a report but has not paged yet;
+ *   pending   a suspect of a cause that can page (causes_pages,
+ *             common/causes.h: compute, link, host, silent) appeared in a
+ *             report but has not paged yet;
  *   firing    a report's suspect pages (Suspect.pages: the engine's M of N
  *             persistence rule), unless the job's rate limit is spent (it
  *             stays pending, counted, and fires on a later report);
@@ -21,9 +22,10 @@
  *             subject (the engine re-reports a firing suspect every window
  *             steps, so clear_steps is window + the configured clean steps),
  *             or the job went idle (ended) for job_idle.
- * The subject groups ranks: a link suspect with a peer group is the group
- * ("group:pp=0,tp=1"), else a suspect with a node is its node
- * ("node:node-3"), else its rank ("rank:17"); the ranks of an alert are the
+ * The subject groups ranks by the cause's grouping (common/causes.h): a
+ * link suspect with a peer group is the group ("group:pp=0,tp=1"), else a
+ * suspect with a node is its node ("node:node-3"), else its rank
+ * ("rank:17"); the ranks of an alert are the
  * union of those reported under it. One sick node or switch is one alert.
  */
 #ifndef ARGUS_COLLECTOR_ALERT_BOOK_H
@@ -108,11 +110,8 @@ void alert_book_foreach(struct alert_book *b, alert_change_fn fn, void *ctx);
 /* Alerts that stayed pending because their job's rate limit was spent. */
 uint64_t alert_book_rate_limited(const struct alert_book *b);
 
-/* True for the causes an alert is made of (compute, link, host, silent). */
-bool alert_cause_alerts(int cause);
-
-/* Lowercase names: "compute", "link"...; "pending", "firing", "resolved". */
-const char *alert_cause_name(int cause);
+/* "pending", "firing", "resolved". (A cause's name in alerts is its
+ * common/causes.h label: "compute", "data_skew".) */
 const char *alert_status_name(enum alert_status s);
 
 #endif

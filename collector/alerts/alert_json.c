@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/causes.h"
 #include "common/pbjson.h"
 
 static void json_put_str(struct json_object *o, const char *k, const char *v)
@@ -60,7 +61,7 @@ struct json_object *alert_to_json(const struct alert *a)
     json_put_str(o, "id", a->id);
     json_put_str(o, "job", a->job);
     json_put_str(o, "subject", a->subject);
-    json_put_str(o, "cause", alert_cause_name(a->cause));
+    json_put_str(o, "cause", causes_get(a->cause)->label);
     json_put_str(o, "level", alert_level_name(a->level));
     json_put_str(o, "status", alert_status_name(a->status));
     json_object_object_add(o, "fired", json_object_new_boolean(a->fired));
@@ -109,8 +110,8 @@ static int json_int(struct json_object *o, const char *k, int def)
 
 static int alert_cause_value(const char *name)
 {
-    for (int c = 0; c < 7; c++)
-        if (strcmp(alert_cause_name(c), name) == 0)
+    for (int c = 0; c < causes_count(); c++)
+        if (strcmp(causes_get(c)->label, name) == 0)
             return c;
     return 0;
 }

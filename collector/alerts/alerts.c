@@ -14,6 +14,7 @@
 #include "collector/alerts/alert_json.h"
 #include "collector/alerts/alerts_sender.h"
 #include "collector/store/store.h"
+#include "common/causes.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -90,7 +91,7 @@ static void alerts_changed(void *ctx, const struct alert *al, bool forgotten)
     if (forgotten || !al->fired || al->status == ALERT_PENDING)
         return;
     log_warn("alerts", "alert %s %s: job %s %s cause %s ranks %s", al->id,
-             alert_status_name(al->status), al->job, al->subject, alert_cause_name(al->cause),
+             alert_status_name(al->status), al->job, al->subject, causes_get(al->cause)->label,
              al->fired_ranks);
     event = alert_event_json(al, a->report_url);
     if (!event) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "collector/alerts/alerts.h"
+#include "common/causes.h"
 
 #define ALERTS_METRICS_MAX 256 /* (job, cause) pairs listed */
 
@@ -80,7 +81,7 @@ static void alerts_firing_metrics(struct alerts *a, struct http_buf *b)
     for (size_t i = 0; i < c.n; i++) {
         snprintf(labels, sizeof(labels), "job=\"%s\",cause=\"%s\"",
                  http_label_escape(e, sizeof(e), c.rows[i].job_copy),
-                 alert_cause_name(c.rows[i].cause));
+                 causes_get(c.rows[i].cause)->label);
         if (i == 0)
             http_buf_metric(b, "argus_alerts_firing", "gauge", "alerts firing, per job and cause",
                             labels, c.rows[i].n);

@@ -11,6 +11,7 @@
 #include "collector/diag/diag_engine_impl.h"
 #include "collector/diag/diag_evidence.h"
 #include "collector/diag/diag_pipeline.h"
+#include "common/causes.h"
 
 static void options_defaults(struct diag_options *o)
 {
@@ -217,12 +218,6 @@ static int push_report(struct diag_engine *e, Argus__V1__Report *r)
     return 0;
 }
 
-static const Argus__V1__Cause cause_of[DIAG_CAUSE_N] = {
-    [DIAG_CAUSE_COMPUTE] = ARGUS__V1__CAUSE__CAUSE_COMPUTE,
-    [DIAG_CAUSE_LINK] = ARGUS__V1__CAUSE__CAUSE_LINK,
-    [DIAG_CAUSE_HOST] = ARGUS__V1__CAUSE__CAUSE_HOST,
-};
-
 static const char *group_label_of(const struct diag_groups *gs, uint32_t rank)
 {
     uint32_t g = rank < gs->n_ranks ? gs->group_of[rank] : DIAG_GROUP_NONE;
@@ -250,8 +245,9 @@ static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint3
         return -ENOMEM;
     diag_evidence_flag(&nm, f, c, group, hits, e->o.window, &re, ev, sizeof(ev));
     diag_evidence_where(&nm, f, where, sizeof(where));
-    Argus__V1__Suspect *s = diag_suspect_new(r, e->ri[r].node, e->ri[r].gpu, group, f->level,
-                                             cause_of[c], where, f->score, hits, e->o.window, ev);
+    Argus__V1__Suspect *s =
+        diag_suspect_new(r, e->ri[r].node, e->ri[r].gpu, group, f->level, causes_persisted(c),
+                         where, f->score, hits, e->o.window, ev);
     return s ? diag_report_add(rep, s) : -ENOMEM;
 }
 

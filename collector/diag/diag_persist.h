@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Causes tracked per rank (a subset of argus.v1.Cause). */
+/* Causes tracked per rank: the rows of common/causes.c with persists set,
+ * in value order (causes_persisted(index) is the argus.v1.Cause value;
+ * tests/unit/test_causes.c checks the two agree). Constants, because the
+ * per-rank arrays and the detectors that set flags index by them. */
 enum diag_cause_index {
     DIAG_CAUSE_COMPUTE = 0,
     DIAG_CAUSE_LINK = 1,

@@ -1,6 +1,7 @@
 /* Report building: see diag_report.h. */
 #include "collector/diag/diag_report.h"
 
+#include "common/causes.h"
 #include "common/name_id.h"
 
 #include <errno.h>
@@ -91,26 +92,6 @@ int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s)
     return 0;
 }
 
-static const char *cause_word(Argus__V1__Cause c)
-{
-    switch (c) {
-    case ARGUS__V1__CAUSE__CAUSE_COMPUTE:
-        return "compute";
-    case ARGUS__V1__CAUSE__CAUSE_LINK:
-        return "link";
-    case ARGUS__V1__CAUSE__CAUSE_HOST:
-        return "host";
-    case ARGUS__V1__CAUSE__CAUSE_DATA_SKEW:
-        return "data skew";
-    case ARGUS__V1__CAUSE__CAUSE_SILENT:
-        return "silent";
-    case ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION:
-        return "job regression";
-    default:
-        return "unknown";
-    }
-}
-
 int diag_report_summarize(Argus__V1__Report *r)
 {
     char buf[512];
@@ -124,10 +105,10 @@ int diag_report_summarize(Argus__V1__Report *r)
         const Argus__V1__Suspect *s = r->suspects[i];
         if (s->rank == DIAG_RANK_NONE)
             off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s job %s (%s)", i ? "," : ":",
-                                    cause_word(s->cause), s->where);
+                                    causes_get(s->cause)->word, s->where);
         else
             off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s rank %u %s (%s)",
-                                    i ? "," : ":", s->rank, cause_word(s->cause), s->where);
+                                    i ? "," : ":", s->rank, causes_get(s->cause)->word, s->where);
     }
     if (r->n_suspects > 4 && off < sizeof(buf))
         snprintf(buf + off, sizeof(buf) - off, ", ...");
@@ -177,9 +158,7 @@ int diag_suspect_pages(const Argus__V1__Suspect *s)
 {
     if (s->rank == DIAG_RANK_NONE || s->level == ARGUS__V1__LEVEL__LEVEL_L1_ITERATION)
         return 0;
-    return s->cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE ||
-           s->cause == ARGUS__V1__CAUSE__CAUSE_LINK || s->cause == ARGUS__V1__CAUSE__CAUSE_HOST ||
-           s->cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
+    return causes_pages(s->cause);
 }
 
 void diag_report_mark_pages(Argus__V1__Report *r)

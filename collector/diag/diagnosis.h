@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "collector/diag/diagq.h"
+#include "common/causes.h"
 #include "proto/argus.pb-c.h"
 
 struct alerts;
@@ -110,15 +111,15 @@ void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx);
  * persistence windows (2 * diag.window steps) before the last step closed:
  * a firing suspect is re-reported every window, so it stays; a recovered one
  * leaves after two windows. */
-#define DIAGNOSIS_CAUSES 7 /* Argus__V1__Cause values 0 .. 6 */
 struct diagnosis_job_series {
-    bool has_step;                       /* a step was closed and analysed */
-    uint64_t step;                       /* the last one */
-    double step_p50_s;                   /* its step time, median over ranks */
-    double step_max_s;                   /* and max over ranks */
-    uint32_t suspects[DIAGNOSIS_CAUSES]; /* recent suspects (a rank, or a node) by cause */
-    bool has_top;                        /* a recent rank suspect of a rank-level cause exists */
-    uint32_t top_rank; /* the one with the highest score (compute, link, host, silent) */
+    bool has_step;                 /* a step was closed and analysed */
+    uint64_t step;                 /* the last one */
+    double step_p50_s;             /* its step time, median over ranks */
+    double step_max_s;             /* and max over ranks */
+    uint32_t suspects[CAUSES_MAX]; /* recent suspects (a rank, or a node) by cause
+                                    * value, causes_count() of them (common/causes.h) */
+    bool has_top;                  /* a recent rank suspect of a cause that pages exists */
+    uint32_t top_rank;             /* the one with the highest score (a cause that pages) */
     double top_score;
     double lag_s; /* diagnosis behind receipt: the feed lag of the last batch plus
                    * the wait of the oldest open step */

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 
 #include "collector/diag/diag_report.h"
+#include "common/causes.h"
 
 /* The entry for (rank, cause): its own, a free one, or the oldest. */
 static struct recent_suspect *recent_suspects_slot(struct recent_suspects *r, uint32_t rank,
@@ -30,27 +31,21 @@ void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *re
     }
 }
 
-static bool recent_suspects_rank_cause(int cause)
-{
-    return cause == ARGUS__V1__CAUSE__CAUSE_COMPUTE || cause == ARGUS__V1__CAUSE__CAUSE_LINK ||
-           cause == ARGUS__V1__CAUSE__CAUSE_HOST || cause == ARGUS__V1__CAUSE__CAUSE_SILENT;
-}
-
 void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
                                struct diagnosis_job_series *s)
 {
     uint64_t horizon = 2 * (uint64_t)window;
 
-    for (int c = 0; c < DIAGNOSIS_CAUSES; c++)
+    for (int c = 0; c < CAUSES_MAX; c++)
         s->suspects[c] = 0;
     s->has_top = false;
     for (size_t i = 0; i < r->n; i++) {
         const struct recent_suspect *x = &r->v[i];
         if (s->has_step && x->to_step + horizon < s->step)
             continue; /* not named for two windows: recovered */
-        if (x->cause >= 0 && x->cause < DIAGNOSIS_CAUSES)
+        if (causes_known(x->cause))
             s->suspects[x->cause]++;
-        if (x->rank == DIAG_RANK_NONE || !recent_suspects_rank_cause(x->cause))
+        if (x->rank == DIAG_RANK_NONE || !causes_pages(x->cause))
             continue;
         if (!s->has_top || x->score > s->top_score) {
             s->has_top = true;

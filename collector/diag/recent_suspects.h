@@ -33,8 +33,8 @@ void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *re
 /* Fill s->suspects, s->has_top, s->top_rank and s->top_score from the
  * suspects named by a report whose window ended at most 2 * window steps
  * before s->step (all of them while !s->has_step). The top is the highest
- * score among rank suspects (not a node) of a rank-level cause: compute,
- * link, host, silent. */
+ * score among rank suspects (not a node) of a cause that pages
+ * (common/causes.h: compute, link, host, silent). */
 void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
                                struct diagnosis_job_series *s);
 

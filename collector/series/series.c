@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/alerts/alert_book.h"
 #include "collector/diag/diagnosis.h"
+#include "common/causes.h"
 #include "common/http.h"
 
 static const char *const series_names[SERIES_METRIC_N][2] = {
@@ -39,11 +39,6 @@ const char *series_metric_help(enum series_metric m)
 const char *series_metric_type(enum series_metric m)
 {
     return "gauge";
-}
-
-const char *series_cause_name(int cause)
-{
-    return alert_cause_name(cause); /* one table of cause names (label values) */
 }
 
 int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,
@@ -88,8 +83,8 @@ static void series_job(void *ctx, const char *job, const struct diagnosis_job_se
         err |= series_add(s, SERIES_STEP_P50, "job", job, NULL, NULL, j->step_p50_s);
         err |= series_add(s, SERIES_STEP_MAX, "job", job, NULL, NULL, j->step_max_s);
     }
-    for (int c = 0; c < DIAGNOSIS_CAUSES; c++)
-        err |= series_add(s, SERIES_SUSPECTS, "cause", series_cause_name(c), "job", job,
+    for (int c = 0; c < causes_count(); c++)
+        err |= series_add(s, SERIES_SUSPECTS, "cause", causes_get(c)->label, "job", job,
                           j->suspects[c]);
     if (j->has_top) {
         snprintf(rank, sizeof(rank), "%u", j->top_rank);

@@ -1,4 +1,4 @@
-/* collector/series/: it takes in what diagnosis and alerts hold of each job
+/* collector/series/: it takes in what diagnosis holds of each job
  * and gives out Prometheus series: the text exposition of /metrics and the
  * remote write sender (remote_write.h).
  *
@@ -46,9 +46,6 @@ struct series_set {
 const char *series_metric_name(enum series_metric m);
 const char *series_metric_help(enum series_metric m);
 const char *series_metric_type(enum series_metric m);
-
-/* The label value of an Argus__V1__Cause ("compute", "data_skew", ...). */
-const char *series_cause_name(int cause);
 
 /* Append the per-job samples of every job under diagnosis to out (which
  * the caller zeroed or cleared). Returns the number appended, or -ENOMEM

@@ -9,6 +9,7 @@
 #include "collector/store/store.h"
 #include "collector/web/web.h"
 #include "collector/web/web_html.h"
+#include "common/causes.h"
 #include "common/heatmap.h"
 #include "common/heatmap_svg.h"
 #include "common/heatmap_wire.h"
@@ -102,6 +103,8 @@ static const char *web_enum(const ProtobufCEnumDescriptor *d, int v)
 
 static void web_suspect_row(const Argus__V1__Suspect *x, const char *suffix, FILE *out)
 {
+    const struct causes_row *cause = causes_known(x->cause) ? causes_get(x->cause) : NULL;
+
     fprintf(out, "<tr class=\"%s\"><td>%s</td><td>", x->pages ? "pages" : "finding",
             x->pages ? "PAGES" : "finding");
     if (x->rank != UINT32_MAX)
@@ -113,9 +116,10 @@ static void web_suspect_row(const Argus__V1__Suspect *x, const char *suffix, FIL
     web_html_escape(x->node, out);
     fprintf(out, "</td><td class=\"num\">%" PRId32 "</td><td>", x->gpu);
     web_html_escape(x->group, out);
-    fprintf(out, "</td><td>%s</td><td>%s</td><td>",
-            web_enum(&argus__v1__level__descriptor, x->level),
-            web_enum(&argus__v1__cause__descriptor, x->cause));
+    /* The cause as argus.proto spells it ("CAUSE_COMPUTE"), "?" when unknown. */
+    fprintf(out, "</td><td>%s</td><td>%s%s</td><td>",
+            web_enum(&argus__v1__level__descriptor, x->level), cause ? "CAUSE_" : "",
+            cause ? cause->name : "?");
     web_html_escape(x->where, out);
     fprintf(out,
             "</td><td class=\"num\">%.2f</td><td class=\"num\">%" PRIu32 "/%" PRIu32 "</td><td>",

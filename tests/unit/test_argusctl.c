@@ -238,8 +238,15 @@ static void test_parse_causes(void **state)
     assert_int_equal(stragglers_parse_causes("CAUSE_SILENT,data_skew", &f, err, sizeof(err)), 0);
     assert_int_equal(f.causes, (1u << ARGUS__V1__CAUSE__CAUSE_SILENT) |
                                    (1u << ARGUS__V1__CAUSE__CAUSE_DATA_SKEW));
+    /* a prefixed name other than SILENT (the prefix's length) is one name too */
+    assert_int_equal(
+        stragglers_parse_causes("CAUSE_HOST,cause_job_regression", &f, err, sizeof(err)), 0);
+    assert_int_equal(f.causes, (1u << ARGUS__V1__CAUSE__CAUSE_HOST) |
+                                   (1u << ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION));
     assert_int_equal(stragglers_parse_causes("", &f, err, sizeof(err)), 0);
     assert_int_equal(f.causes, 0);
+    assert_int_equal(stragglers_parse_causes("CAUSE_gpu", &f, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "unknown cause 'gpu'"));
     assert_int_equal(stragglers_parse_causes("host,slow", &f, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "unknown cause 'slow'"));
     assert_non_null(strstr(err, "JOB_REGRESSION"));

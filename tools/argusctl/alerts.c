@@ -3,6 +3,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/causes.h"
+
 void alerts_age(uint64_t since_ns, uint64_t now_ns, char *out, size_t len)
 {
     uint64_t s = since_ns && now_ns > since_ns ? (now_ns - since_ns) / 1000000000ull : 0;
@@ -45,7 +47,7 @@ static void alerts_print_one(FILE *out, const Argus__V1__Alert *a, uint64_t now_
         off += (size_t)snprintf(ranks + off, sizeof(ranks) - off, "%s%" PRIu32, i ? "," : "",
                                 a->ranks[i]);
     fprintf(out, "%-8s %6s  %-20s %-8s %-22s %-12s %-9s %s\n", alerts_status(a->status), age,
-            a->job, alerts_enum(&argus__v1__cause__descriptor, a->cause, 6), a->subject, ranks,
+            a->job, causes_known(a->cause) ? causes_get(a->cause)->name : "?", a->subject, ranks,
             alerts_enum(&argus__v1__level__descriptor, a->level, 9), a->summary);
 }
 

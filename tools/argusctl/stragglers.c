@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/causes.h"
 #include "common/clock.h"
 #include "common/config_value.h"
 
@@ -32,8 +33,8 @@ static void print_suspect(FILE *out, const Argus__V1__Suspect *s)
             "/%" PRIu32 " steps\n",
             s->pages ? "PAGES" : "finding", rank, s->node, s->gpu,
             enum_name(&argus__v1__level__descriptor, s->level, 6),
-            enum_name(&argus__v1__cause__descriptor, s->cause, 6), s->group, s->where, s->persisted,
-            s->window);
+            causes_known(s->cause) ? causes_get(s->cause)->name : "?", s->group, s->where,
+            s->persisted, s->window);
     fprintf(out, "      %s (score %.2f)\n", s->evidence, s->score);
 }
 
@@ -73,32 +74,36 @@ size_t stragglers_print(FILE *out, const Argus__V1__StragglersResponse *resp, bo
     return shown;
 }
 
+/* The names --cause takes, for its error message: "UNKNOWN, COMPUTE, ...". */
+static void stragglers_cause_names(char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (int c = 0; c < causes_count(); c++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", c ? ", " : "", causes_get(c)->name);
+}
+
 int stragglers_parse_causes(const char *list, struct stragglers_filter *f, char *err, size_t errlen)
 {
-    const ProtobufCEnumDescriptor *d = &argus__v1__cause__descriptor;
-
     f->causes = 0;
     for (const char *p = list ? list : ""; *p;) {
         size_t len = strcspn(p, ",");
-        const char *name = p;
-        if (len > 6 && strncasecmp(name, "CAUSE_", 6) == 0) {
-            name += 6;
-            len -= 6;
+        char name[64];
+        const struct causes_row *c = NULL;
+        if (len < sizeof(name)) {
+            memcpy(name, p, len);
+            name[len] = 0;
+            c = causes_by_name(name);
         }
-        unsigned i = 0;
-        while (i < d->n_values && !(strlen(d->values[i].name + 6) == len &&
-                                    strncasecmp(d->values[i].name + 6, name, len) == 0))
-            i++;
-        if (i == d->n_values) {
-            char allowed[256] = "";
-            for (unsigned k = 0; k < d->n_values; k++)
-                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s",
-                         k ? ", " : "", d->values[k].name + 6);
-            snprintf(err, errlen, "--cause: unknown cause '%.*s' (one of: %s)", (int)len, name,
+        if (!c) {
+            char allowed[256];
+            stragglers_cause_names(allowed, sizeof(allowed));
+            if (len > 6 && strncasecmp(p, "CAUSE_", 6) == 0)
+                p += 6, len -= 6; /* the message names it without the prefix */
+            snprintf(err, errlen, "--cause: unknown cause '%.*s' (one of: %s)", (int)len, p,
                      allowed);
             return -EINVAL;
         }
-        f->causes |= 1u << d->values[i].value;
+        f->causes |= 1u << c->value;
         p += len + (p[len] == ',');
     }
     return 0;

@@ -1,0 +1,148 @@
+/* The causes table: see causes.h. */
+#include "common/causes.h"
+
+#include <string.h>
+#include <strings.h>
+
+#define L1 CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_L1_ITERATION)
+#define L2 CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_L2_PHASE)
+#define L3 CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_L3_KERNEL)
+#define LSILENT CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_SILENT)
+
+/* Indexed by value; a row per value, none missing (test_causes.c). */
+static const struct causes_row causes_table[] = {
+    [ARGUS__V1__CAUSE__CAUSE_UNKNOWN] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_UNKNOWN,
+         .name = "UNKNOWN",
+         .label = "unknown",
+         .word = "unknown",
+         .meaning = "not said: a report of a collector that did not set it",
+         .audience = CAUSES_FOR_NOBODY,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "none"},
+    [ARGUS__V1__CAUSE__CAUSE_COMPUTE] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_COMPUTE,
+         .name = "COMPUTE",
+         .label = "compute",
+         .word = "compute",
+         .meaning = "the rank's GPU work is slow: a phase or its kernels take longer than its "
+                    "peers'",
+         .levels = L1 | L2 | L3,
+         .pages = true,
+         .persists = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "the phase or kernel, its time vs the group median (robust z, or W1 of "
+                     "kernel times), the rank's own kernel time, persisted M/N steps; an L1 "
+                     "spike: the steps, peak vs rolling median, how late the rank arrived"},
+    [ARGUS__V1__CAUSE__CAUSE_LINK] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_LINK,
+         .name = "LINK",
+         .label = "link",
+         .word = "link",
+         .meaning = "a collective's transfers are slow: a link, NIC or switch of the rank or its "
+                    "peer group",
+         .levels = L2,
+         .pages = true,
+         .persists = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_PEERS,
+         .evidence = "the collective's transfer time vs the group median (z), or the whole "
+                     "group's vs its stage's groups, persisted M/N steps"},
+    [ARGUS__V1__CAUSE__CAUSE_HOST] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_HOST,
+         .name = "HOST",
+         .label = "host",
+         .word = "host",
+         .meaning = "the host side stalls: the rank arrives late at collectives with normal "
+                    "phases, or its threads wait for a CPU",
+         .levels = L1 | L2,
+         .pages = true,
+         .persists = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "late arrival at collectives or run-queue wait vs the group median (z), "
+                     "phases normal, off-CPU time, persisted M/N steps"},
+    [ARGUS__V1__CAUSE__CAUSE_DATA_SKEW] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_DATA_SKEW,
+         .name = "DATA_SKEW",
+         .label = "data_skew",
+         .word = "data skew",
+         .meaning = "slowness moves from rank to rank: work imbalance (e.g. variable sequence "
+                    "length), not a bad rank",
+         .levels = L2,
+         .audience = CAUSES_FOR_JOB_OWNER,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "how many ranks the slowness moved over in how many of the window's "
+                     "steps, none persisted"},
+    [ARGUS__V1__CAUSE__CAUSE_SILENT] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_SILENT,
+         .name = "SILENT",
+         .label = "silent",
+         .word = "silent",
+         .meaning = "a node's agent or a rank stopped reporting while the job went on",
+         .levels = LSILENT,
+         .pages = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "how long nothing came from the node's agent and its ranks, or no step "
+                     "record from the rank while its agent went on"},
+    [ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION,
+         .name = "JOB_REGRESSION",
+         .label = "job_regression",
+         .word = "job regression",
+         .meaning = "the whole job got slower: a change point of step time that the job's "
+                    "phases or kernels confirm",
+         .levels = L1,
+         .audience = CAUSES_FOR_JOB_OWNER,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "the step-time ratio since the change point (L1 on log T) and the phase "
+                     "or kernel across the job that confirms it"},
+};
+
+#define CAUSES_ROWS ((int)(sizeof(causes_table) / sizeof(causes_table[0])))
+
+_Static_assert(sizeof(causes_table) / sizeof(causes_table[0]) <= CAUSES_MAX,
+               "CAUSES_MAX must cover every cause");
+
+int causes_count(void)
+{
+    return CAUSES_ROWS;
+}
+
+bool causes_known(int cause)
+{
+    return cause >= 0 && cause < CAUSES_ROWS && causes_table[cause].name;
+}
+
+const struct causes_row *causes_get(int cause)
+{
+    return causes_known(cause) ? &causes_table[cause]
+                               : &causes_table[ARGUS__V1__CAUSE__CAUSE_UNKNOWN];
+}
+
+const struct causes_row *causes_by_name(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (strlen(name) > 6 && strncasecmp(name, "CAUSE_", 6) == 0)
+        name += 6;
+    for (int c = 0; c < CAUSES_ROWS; c++)
+        if (causes_table[c].name && strcasecmp(causes_table[c].name, name) == 0)
+            return &causes_table[c];
+    return NULL;
+}
+
+bool causes_pages(int cause)
+{
+    return causes_get(cause)->pages;
+}
+
+Argus__V1__Cause causes_persisted(int index)
+{
+    for (int c = 0; c < CAUSES_ROWS; c++)
+        if (causes_table[c].persists && index-- == 0)
+            return causes_table[c].value;
+    return ARGUS__V1__CAUSE__CAUSE_UNKNOWN;
+}
