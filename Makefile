@@ -300,7 +300,8 @@ all: $(MAN_PAGES)
 
 # --- install (packaging) ------------------------------------------------------
 # make install [DESTDIR=/tmp/pkg] [PREFIX=/usr]. The units run $(PREFIX)/bin
-# and document $(PREFIX)/share/doc/argus; argus.py goes where /usr/bin/python3
+# and document $(PREFIX)/share/doc/argus (README.md, docs/*.md beside it so its
+# links hold, deploy/README.md as deploy.md); argus.py goes where /usr/bin/python3
 # imports it from (PYTHONDIR) and loads the marker library from
 # $(PREFIX)/lib/argus. Config files under /etc/argus are never overwritten.
 PREFIX    ?= /usr
@@ -327,6 +328,8 @@ install: all
 	for f in agent collector; do [ -e $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf ] || \
 		install -m 0644 deploy/config/$$f.conf $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf; done
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -d $(DESTDIR)$(DOCDIR)/docs
+	install -m 0644 $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy.md
 	install -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(PREFIX)/share/man/man8/

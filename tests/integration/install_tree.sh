@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make install like a package: into DESTDIR, the binaries, libraries, units,
-# example configs (never overwritten), the README under share/doc/argus
+# example configs (never overwritten), the README and docs/ under share/doc/argus
 # where the units' Documentation= points, a man page per binary that man
 # renders (generated from the config and command tables), and argus.py in a
 # directory on /usr/bin/python3's sys.path, loading the installed marker
@@ -22,6 +22,9 @@ for f in usr/bin/argus-agent usr/bin/argus-collector usr/bin/argusctl usr/bin/ar
 done
 [[ -x $D/usr/bin/argusctl ]] || fail "argusctl not executable"
 cmp -s "$REPO/README.md" "$D/usr/share/doc/argus/README.md" || fail "README differs"
+for f in "$REPO"/docs/*.md; do # the README links to them: docs/ beside it
+    cmp -s "$f" "$D/usr/share/doc/argus/docs/${f##*/}" || fail "docs/${f##*/} not installed beside the README"
+done
 
 for u in argus-agent argus-collector; do
     unit=$D/lib/systemd/system/$u.service
