@@ -3,10 +3,12 @@
  * describes the format and the guarantees; this file keeps an index of every
  * valid record in memory (24 bytes per record: 1.5 MiB for 1 GiB of 16 KiB
  * batches) so replay, acks and drop counting never re-read the disk. Here:
- * open, append, cap, ack, read and the files they write; spool_recover.c
- * builds the index from what spool_open finds on disk. */
+ * open, append, cap, ack, read and the files they write. spool_recover.c
+ * builds the index from what spool_open finds on disk, and spool_format.c
+ * holds the format and the index both work on. */
 #include "agent/delivery/spool.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "agent/delivery/spool_impl.h"
+#include "agent/delivery/spool_format.h"
+#include "agent/delivery/spool_recover.h"
 #include "common/clock.h"
 #include "common/daemon.h"
 
@@ -23,8 +26,35 @@
 #define SPOOL_ROTATE_ACKED_BYTES (256u << 10)
 #define SPOOL_META_RETRY_NS (100 * NSEC_PER_MSEC) /* a failed meta write is retried this often */
 
+struct spool {
+    struct spool_options o;
+    struct spool_meta m;
+    uint64_t next_seq;
+    int dirfd, lockfd, ackfd;
+    int fd;  /* the open segment (always the last one), or -1 */
+    int rfd; /* cached read fd of the segment starting at rfd_seq */
+    uint64_t rfd_seq;
+    struct spool_index ix; /* every segment, oldest first */
+    uint64_t ack_gen, synced_ns;
+    bool ready, unsynced, meta_dirty;
+    uint8_t *buf; /* spool_read's record buffer */
+    size_t bufcap;
+    uint64_t appended, acked, fsyncs, fsync_errors;
+    uint64_t reported_cap, reported_corrupt; /* losses told to o.on_loss */
+};
+
+static inline int neg_errno(void)
+{
+    return errno > 0 ? -errno : -EIO;
+}
+
+static inline uint64_t max64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
 /* First index in g with seq > after (g->n when none). */
-static size_t entry_after(const struct segment *g, uint64_t after)
+static size_t entry_after(const struct spool_segment *g, uint64_t after)
 {
     size_t lo = 0, hi = g->n;
 
@@ -62,23 +92,6 @@ static int write_full_at(int fd, const struct iovec *iov_in, int cnt, uint64_t o
     return 0;
 }
 
-ssize_t spool_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-    size_t got = 0;
-
-    while (got < len) {
-        ssize_t r = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return neg_errno();
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (ssize_t)got;
-}
-
 static int dir_sync(struct spool *s)
 {
     int err = fsync(s->dirfd) ? neg_errno() : 0;
@@ -88,18 +101,12 @@ static int dir_sync(struct spool *s)
     return err;
 }
 
-int spool_meta_write(struct spool *s)
+/* Replace meta with s->m (spool_format_meta_write). A failure leaves
+ * meta_dirty set so that spool_tick tries again. Returns 0 or -errno. */
+static int spool_meta_write(struct spool *s)
 {
-    uint8_t buf[META_SIZE];
-    uint32_t magic = META_MAGIC, version = META_VERSION, crc;
-    int err;
+    int err = spool_format_meta_write(s->dirfd, &s->m, &s->fsyncs, &s->fsync_errors);
 
-    memcpy(buf, &magic, 4);
-    memcpy(buf + 4, &version, 4);
-    memcpy(buf + 8, &s->m, sizeof(s->m));
-    crc = crc32c(0, buf, META_SIZE - 4);
-    memcpy(buf + META_SIZE - 4, &crc, 4);
-    err = daemon_replace_file_at(s->dirfd, "meta", buf, sizeof(buf), &s->fsyncs, &s->fsync_errors);
     s->meta_dirty = err != 0;
     return err;
 }
@@ -119,52 +126,21 @@ static int ack_write(struct spool *s)
     return write_full_at(s->ackfd, &io, 1, (s->ack_gen & 1) * ACK_STRIDE);
 }
 
-int spool_seg_push(struct spool *s, uint64_t epoch, uint64_t first)
+/* Forget segment i (closing the fds on it) and delete its file. */
+static void spool_seg_remove(struct spool *s, size_t i)
 {
-    if (s->nseg == s->segcap) {
-        size_t cap = s->segcap ? s->segcap * 2 : 16;
-        struct segment *tmp = realloc(s->seg, cap * sizeof(*tmp));
-        if (!tmp)
-            return -ENOMEM;
-        s->seg = tmp;
-        s->segcap = cap;
-    }
-    s->seg[s->nseg++] = (struct segment){.epoch = epoch, .first_seq = first};
-    return 0;
-}
-
-void spool_seg_remove(struct spool *s, size_t i)
-{
-    struct segment *g = &s->seg[i];
-    char name[SEG_NAME_LEN + 1];
+    const struct spool_segment *g = &s->ix.seg[i];
 
     if (s->rfd >= 0 && s->rfd_seq == g->first_seq) {
         close(s->rfd);
         s->rfd = -1;
     }
-    if (i == s->nseg - 1 && s->fd >= 0) {
+    if (i == s->ix.nseg - 1 && s->fd >= 0) {
         close(s->fd);
         s->fd = -1;
         s->unsynced = false;
     }
-    seg_name(name, g);
-    unlinkat(s->dirfd, name, 0);
-    free(g->e);
-    memmove(g, g + 1, (s->nseg - i - 1) * sizeof(*g));
-    s->nseg--;
-}
-
-int spool_entry_reserve(struct segment *g)
-{
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 64;
-        struct entry *tmp = realloc(g->e, cap * sizeof(*tmp));
-        if (!tmp)
-            return -ENOMEM;
-        g->e = tmp;
-        g->cap = cap;
-    }
-    return 0;
+    spool_index_delete(&s->ix, s->dirfd, i);
 }
 
 static int dir_open(struct spool *s, const char *dir)
@@ -211,9 +187,7 @@ static void spool_free(struct spool *s)
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    for (size_t i = 0; i < s->nseg; i++)
-        free(s->seg[i].e);
-    free(s->seg);
+    spool_index_free(&s->ix);
     free(s->buf);
     free(s);
 }
@@ -233,6 +207,19 @@ static void spool_report_losses(struct spool *s)
     s->reported_corrupt = s->m.corrupt_records;
 }
 
+/* Take what spool_recover finds in the directory, then write meta. */
+static int spool_open_recover(struct spool *s)
+{
+    struct spool_found found = {0};
+    int err = spool_recover(s->dirfd, s->ackfd, s->o.max_record_bytes, &found);
+
+    s->m = found.meta;
+    s->ix = found.index;
+    s->ack_gen = found.ack_gen;
+    s->next_seq = found.next_seq;
+    return err ? err : spool_meta_write(s);
+}
+
 int spool_open(const char *dir, const struct spool_options *opts, struct spool **out)
 {
     struct spool *s = calloc(1, sizeof(*s));
@@ -246,7 +233,7 @@ int spool_open(const char *dir, const struct spool_options *opts, struct spool *
     if (!err)
         err = dir_open(s, dir);
     if (!err)
-        err = spool_recover(s);
+        err = spool_open_recover(s);
     if (err) {
         spool_free(s);
         return err;
@@ -277,24 +264,24 @@ static void seg_close(struct spool *s)
     seg_sync(s);
     close(s->fd);
     s->fd = -1;
-    if (seg_last(&s->seg[s->nseg - 1]) <= s->m.acked)
-        spool_seg_remove(s, s->nseg - 1);
+    if (spool_segment_last(&s->ix.seg[s->ix.nseg - 1]) <= s->m.acked)
+        spool_seg_remove(s, s->ix.nseg - 1);
 }
 
 static int seg_create(struct spool *s)
 {
     char name[SEG_NAME_LEN + 1];
-    int err = spool_seg_push(s, s->m.epoch, s->next_seq);
+    int err = spool_index_push(&s->ix, s->m.epoch, s->next_seq);
 
     if (err)
         return err;
-    seg_name(name, &s->seg[s->nseg - 1]);
+    spool_segment_name(name, &s->ix.seg[s->ix.nseg - 1]);
     s->fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (s->fd < 0 && errno == EEXIST && !unlinkat(s->dirfd, name, 0)) /* an unindexed leftover */
         s->fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (s->fd < 0) {
         err = neg_errno();
-        s->nseg--;
+        s->ix.nseg--;
         return err;
     }
     dir_sync(s); /* the file must outlive a crash along with its records */
@@ -332,9 +319,9 @@ uint64_t spool_acked_seq(const struct spool *s)
 bool spool_has_unacked(const struct spool *s)
 {
     /* seqs ascend across segments: the newest valid record decides */
-    for (size_t i = s->nseg; i-- > 0;)
-        if (s->seg[i].n)
-            return seg_last(&s->seg[i]) > s->m.acked;
+    for (size_t i = s->ix.nseg; i-- > 0;)
+        if (s->ix.seg[i].n)
+            return spool_segment_last(&s->ix.seg[i]) > s->m.acked;
     return false;
 }
 
@@ -342,8 +329,8 @@ static uint64_t spool_bytes(const struct spool *s)
 {
     uint64_t bytes = 0;
 
-    for (size_t i = 0; i < s->nseg; i++)
-        bytes += s->seg[i].size;
+    for (size_t i = 0; i < s->ix.nseg; i++)
+        bytes += s->ix.seg[i].size;
     return bytes;
 }
 
@@ -351,13 +338,13 @@ static uint64_t spool_bytes(const struct spool *s)
  * counters reach meta before the file goes. */
 static void cap_make_room(struct spool *s, uint64_t need)
 {
-    while (s->nseg && spool_bytes(s) + need > s->o.cap_bytes) {
-        struct segment *g = &s->seg[0];
-        for (size_t i = entry_after(g, spool_gone(s)); i < g->n; i++) {
+    while (s->ix.nseg && spool_bytes(s) + need > s->o.cap_bytes) {
+        struct spool_segment *g = &s->ix.seg[0];
+        for (size_t i = entry_after(g, spool_meta_gone(&s->m)); i < g->n; i++) {
             s->m.dropped_records++;
             s->m.dropped_bytes += g->e[i].len;
         }
-        s->m.dropped_through = max64(s->m.dropped_through, seg_last(g));
+        s->m.dropped_through = max64(s->m.dropped_through, spool_segment_last(g));
         spool_meta_write(s); /* on failure meta_dirty: spool_tick retries */
         spool_seg_remove(s, 0);
     }
@@ -367,7 +354,7 @@ static void cap_make_room(struct spool *s, uint64_t need)
 /* Write the record at the end of the open segment. On failure cut the file
  * back; when even that fails, close the segment (the next open counts the
  * torn record). */
-static int rec_write(struct spool *s, struct segment *g, const void *data, size_t len)
+static int rec_write(struct spool *s, struct spool_segment *g, const void *data, size_t len)
 {
     uint8_t h[REC_HDR];
     uint32_t magic = REC_MAGIC, len32 = (uint32_t)len, crc;
@@ -378,7 +365,7 @@ static int rec_write(struct spool *s, struct segment *g, const void *data, size_
     memcpy(h, &magic, 4);
     memcpy(h + 4, &len32, 4);
     memcpy(h + 8, &s->next_seq, 8);
-    crc = rec_crc(h, data, len32);
+    crc = spool_record_crc(h, data, len32);
     memcpy(h + 16, &crc, 4);
     err = write_full_at(s->fd, io, 2, g->size);
     if (err && ftruncate(s->fd, (off_t)g->size)) {
@@ -392,7 +379,7 @@ static int rec_write(struct spool *s, struct segment *g, const void *data, size_
 int spool_append(struct spool *s, const void *data, size_t len, uint64_t *seq)
 {
     uint64_t need = REC_HDR + (uint64_t)len;
-    struct segment *g;
+    struct spool_segment *g;
     int err;
 
     if (len > s->o.max_record_bytes || need > s->o.cap_bytes)
@@ -409,13 +396,13 @@ int spool_append(struct spool *s, const void *data, size_t len, uint64_t *seq)
     }
     if (s->fd < 0 && (err = seg_create(s)))
         return err;
-    g = &s->seg[s->nseg - 1];
-    err = spool_entry_reserve(g);
+    g = &s->ix.seg[s->ix.nseg - 1];
+    err = spool_index_reserve(g);
     if (!err)
         err = rec_write(s, g, data, len);
     if (err)
         return err;
-    g->e[g->n++] = (struct entry){.seq = s->next_seq, .off = g->size, .len = (uint32_t)len};
+    g->e[g->n++] = (struct spool_entry){.seq = s->next_seq, .off = g->size, .len = (uint32_t)len};
     g->size += need;
     if (seq)
         *seq = s->next_seq;
@@ -437,32 +424,33 @@ int spool_ack(struct spool *s, uint64_t seq)
         return -ERANGE;
     if (seq <= s->m.acked)
         return 0;
-    for (size_t i = 0; i < s->nseg && s->seg[i].first_seq <= seq; i++) {
-        const struct segment *g = &s->seg[i];
+    for (size_t i = 0; i < s->ix.nseg && s->ix.seg[i].first_seq <= seq; i++) {
+        const struct spool_segment *g = &s->ix.seg[i];
         s->acked += entry_after(g, seq) - entry_after(g, s->m.acked);
     }
     s->m.acked = seq;
-    while (s->nseg && !(s->fd >= 0 && s->nseg == 1) && seg_last(&s->seg[0]) <= seq)
+    while (s->ix.nseg && !(s->fd >= 0 && s->ix.nseg == 1) &&
+           spool_segment_last(&s->ix.seg[0]) <= seq)
         spool_seg_remove(s, 0);
     /* A fully acked open segment of some size goes too (the next append opens
      * a new one), so an agent that keeps up holds ~nothing on disk. */
-    if (s->fd >= 0 && s->nseg && seg_last(&s->seg[s->nseg - 1]) <= seq &&
-        s->seg[s->nseg - 1].size >= SPOOL_ROTATE_ACKED_BYTES)
+    if (s->fd >= 0 && s->ix.nseg && spool_segment_last(&s->ix.seg[s->ix.nseg - 1]) <= seq &&
+        s->ix.seg[s->ix.nseg - 1].size >= SPOOL_ROTATE_ACKED_BYTES)
         seg_close(s);
     return ack_write(s);
 }
 
-static int seg_read_fd(struct spool *s, const struct segment *g)
+static int seg_read_fd(struct spool *s, const struct spool_segment *g)
 {
     char name[SEG_NAME_LEN + 1];
 
-    if (g == &s->seg[s->nseg - 1] && s->fd >= 0)
+    if (g == &s->ix.seg[s->ix.nseg - 1] && s->fd >= 0)
         return s->fd;
     if (s->rfd >= 0 && s->rfd_seq == g->first_seq)
         return s->rfd;
     if (s->rfd >= 0)
         close(s->rfd);
-    seg_name(name, g);
+    spool_segment_name(name, g);
     s->rfd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
     s->rfd_seq = g->first_seq;
     return s->rfd >= 0 ? s->rfd : neg_errno();
@@ -473,20 +461,20 @@ static int seg_read_fd(struct spool *s, const struct segment *g)
  * not count them again, forget them. meta follows at the next spool_tick. */
 static void rec_damaged(struct spool *s, size_t gi, size_t ei, size_t end)
 {
-    struct segment *g = &s->seg[gi];
+    struct spool_segment *g = &s->ix.seg[gi];
     uint64_t next = s->next_seq;
 
     if (end < g->n)
         next = g->e[end].seq;
     else
-        for (size_t i = gi + 1; i < s->nseg && next == s->next_seq; i++)
-            if (s->seg[i].n)
-                next = s->seg[i].e[0].seq;
+        for (size_t i = gi + 1; i < s->ix.nseg && next == s->next_seq; i++)
+            if (s->ix.seg[i].n)
+                next = s->ix.seg[i].e[0].seq;
     for (size_t i = ei; i < end; i++) {
         s->m.corrupt_records++;
         s->m.corrupt_bytes += REC_HDR + g->e[i].len;
     }
-    spool_damage_remember(s, next);
+    spool_format_damage_remember(&s->m, next);
     memmove(g->e + ei, g->e + end, (g->n - end) * sizeof(*g->e));
     g->n -= end - ei;
     s->meta_dirty = true;
@@ -497,8 +485,8 @@ static void rec_damaged(struct spool *s, size_t gi, size_t ei, size_t end)
  * when it is damaged (counted and forgotten), or -errno. */
 static int rec_load(struct spool *s, size_t gi, size_t ei)
 {
-    const struct segment *g = &s->seg[gi];
-    struct entry e = g->e[ei];
+    const struct spool_segment *g = &s->ix.seg[gi];
+    struct spool_entry e = g->e[ei];
     size_t n = REC_HDR + (size_t)e.len;
     uint32_t magic, len, crc;
     uint64_t seq;
@@ -516,7 +504,7 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
         rec_damaged(s, gi, ei, g->n);
         return -EBADMSG;
     }
-    r = fd >= 0 ? spool_pread(fd, s->buf, n, e.off) : fd;
+    r = fd >= 0 ? spool_format_pread(fd, s->buf, n, e.off) : fd;
     if (r < 0 && r != -EIO)
         return (int)r;
     if (r == (ssize_t)n) {
@@ -525,7 +513,7 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
         memcpy(&seq, s->buf + 8, 8);
         memcpy(&crc, s->buf + 16, 4);
         if (magic == REC_MAGIC && len == e.len && seq == e.seq &&
-            crc == rec_crc(s->buf, s->buf + REC_HDR, len))
+            crc == spool_record_crc(s->buf, s->buf + REC_HDR, len))
             return 0;
     }
     rec_damaged(s, gi, ei, ei + 1);
@@ -540,19 +528,19 @@ int spool_read(struct spool *s, uint64_t after_seq, uint64_t *seq, const void **
         size_t gi = 0, ei;
         int err;
 
-        while (gi < s->nseg && seg_last(&s->seg[gi]) <= after)
+        while (gi < s->ix.nseg && spool_segment_last(&s->ix.seg[gi]) <= after)
             gi++;
-        if (gi == s->nseg)
+        if (gi == s->ix.nseg)
             return 0;
-        ei = entry_after(&s->seg[gi], after);
+        ei = entry_after(&s->ix.seg[gi], after);
         err = rec_load(s, gi, ei);
         if (err == -EBADMSG)
             continue;
         if (err)
             return err;
-        *seq = s->seg[gi].e[ei].seq;
+        *seq = s->ix.seg[gi].e[ei].seq;
         *data = s->buf + REC_HDR;
-        *len = s->seg[gi].e[ei].len;
+        *len = s->ix.seg[gi].e[ei].len;
         return 1;
     }
 }
@@ -583,9 +571,9 @@ void spool_stats(const struct spool *s, struct spool_stats *st)
     st->next_seq = s->next_seq;
     st->acked_seq = s->m.acked;
     st->bytes = spool_bytes(s);
-    st->segments = s->nseg;
-    for (size_t i = 0; i < s->nseg; i++)
-        st->records += s->seg[i].n - entry_after(&s->seg[i], s->m.acked);
+    st->segments = s->ix.nseg;
+    for (size_t i = 0; i < s->ix.nseg; i++)
+        st->records += s->ix.seg[i].n - entry_after(&s->ix.seg[i], s->m.acked);
     st->dropped_records = s->m.dropped_records;
     st->dropped_bytes = s->m.dropped_bytes;
     st->corrupt_records = s->m.corrupt_records;

@@ -4,17 +4,27 @@
  * seq after it (once, remembered in meta), segments of another epoch
  * counted as dropped, and the index of every valid record that spool.c
  * serves replay from. */
+#include "agent/delivery/spool_recover.h"
+
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/delivery/spool_impl.h"
+#include "agent/delivery/spool_format.h"
 #include "common/clock.h"
 
 #define SCAN_WINDOW (1u << 20)
+
+/* The spool being recovered: its directory, its ack file, and what is found. */
+struct recover {
+    int dirfd, ackfd;
+    uint32_t max_record_bytes;
+    struct spool_found *f;
+};
 
 /* Damage found at open, counted once the next valid seq is known. */
 struct scan_state {
@@ -31,6 +41,16 @@ struct scan {
     size_t cap, len;
     int err; /* a failed read or allocation: not damage, never truncated */
 };
+
+static inline int neg_errno(void)
+{
+    return errno > 0 ? -errno : -EIO;
+}
+
+static inline uint64_t max64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
 
 static bool parse_hex16(const char *p, uint64_t *v)
 {
@@ -56,30 +76,8 @@ static bool seg_parse(const char *name, uint64_t *epoch, uint64_t *first)
            parse_hex16(name + 21, first) && *first > 0;
 }
 
-static int meta_read(struct spool *s)
-{
-    uint8_t buf[META_SIZE + 1];
-    uint32_t magic, version, crc;
-    int fd = openat(s->dirfd, "meta", O_RDONLY | O_CLOEXEC);
-    ssize_t n;
-
-    if (fd < 0)
-        return neg_errno();
-    n = spool_pread(fd, buf, sizeof(buf), 0);
-    close(fd);
-    if (n != (ssize_t)META_SIZE)
-        return n < 0 ? (int)n : -EBADMSG;
-    memcpy(&magic, buf, 4);
-    memcpy(&version, buf + 4, 4);
-    memcpy(&crc, buf + META_SIZE - 4, 4);
-    if (magic != META_MAGIC || version != META_VERSION || crc != crc32c(0, buf, META_SIZE - 4))
-        return -EBADMSG;
-    memcpy(&s->m, buf + 8, sizeof(s->m));
-    return s->m.epoch ? 0 : -EBADMSG;
-}
-
 /* The highest watermark of this epoch in a valid ack slot, 0 when none. */
-static uint64_t ack_read(struct spool *s)
+static uint64_t ack_read(struct recover *s)
 {
     uint64_t best = 0;
 
@@ -88,15 +86,15 @@ static uint64_t ack_read(struct spool *s)
         uint32_t magic, crc;
         uint64_t v[3];
 
-        if (spool_pread(s->ackfd, b, sizeof(b), (uint64_t)i * ACK_STRIDE) != ACK_SLOT)
+        if (spool_format_pread(s->ackfd, b, sizeof(b), (uint64_t)i * ACK_STRIDE) != ACK_SLOT)
             continue;
         memcpy(&magic, b, 4);
         memcpy(&crc, b + 4, 4);
         memcpy(v, b + 8, sizeof(v));
         if (magic != ACK_MAGIC || crc != crc32c(0, b + 8, sizeof(v)))
             continue;
-        s->ack_gen = max64(s->ack_gen, v[0]);
-        if (v[1] == s->m.epoch)
+        s->f->ack_gen = max64(s->f->ack_gen, v[0]);
+        if (v[1] == s->f->meta.epoch)
             best = max64(best, v[2]);
     }
     return best;
@@ -123,7 +121,7 @@ static const uint8_t *scan_at(struct scan *sc, uint64_t off, size_t n)
         sc->buf = tmp;
         sc->cap = want;
     }
-    r = spool_pread(sc->fd, sc->buf, want, off);
+    r = spool_format_pread(sc->fd, sc->buf, want, off);
     sc->start = off;
     sc->len = r > 0 ? (size_t)r : 0;
     if (sc->len < n)
@@ -133,7 +131,7 @@ static const uint8_t *scan_at(struct scan *sc, uint64_t off, size_t n)
 
 /* Is there a valid record at off with a seq above after? */
 static bool rec_check(struct scan *sc, uint64_t off, uint64_t after, uint32_t max_len,
-                      struct entry *out)
+                      struct spool_entry *out)
 {
     const uint8_t *p = scan_at(sc, off, REC_HDR);
     uint32_t magic, len, crc;
@@ -148,15 +146,15 @@ static bool rec_check(struct scan *sc, uint64_t off, uint64_t after, uint32_t ma
     if (magic != REC_MAGIC || len > max_len || seq <= after || len > sc->size - off - REC_HDR)
         return false;
     p = scan_at(sc, off, REC_HDR + (size_t)len);
-    if (!p || rec_crc(p, p + REC_HDR, len) != crc)
+    if (!p || spool_record_crc(p, p + REC_HDR, len) != crc)
         return false;
-    *out = (struct entry){.seq = seq, .off = off, .len = len};
+    *out = (struct spool_entry){.seq = seq, .off = off, .len = len};
     return true;
 }
 
 /* The offset of the next valid record after off (in *out), or the file size. */
 static uint64_t rec_resync(struct scan *sc, uint64_t off, uint64_t after, uint32_t max_len,
-                           struct entry *out)
+                           struct spool_entry *out)
 {
     static const uint32_t magic = REC_MAGIC;
     uint64_t c = off + 1;
@@ -180,28 +178,14 @@ static uint64_t rec_resync(struct scan *sc, uint64_t off, uint64_t after, uint32
     return sc->size;
 }
 
-bool spool_damage_remember(struct spool *s, uint64_t seq)
-{
-    size_t low = 0;
-
-    for (size_t i = 0; i < COUNTED; i++) {
-        if (s->m.counted[i] == seq)
-            return false;
-        if (s->m.counted[i] < s->m.counted[low])
-            low = i;
-    }
-    s->m.counted[low] = seq;
-    return true;
-}
-
 /* Count the damage found right before seq at open, unless it lies among acked
  * records or an earlier open counted it. */
-static void damage_attribute(struct spool *s, struct scan_state *st, uint64_t seq)
+static void damage_attribute(struct recover *s, struct scan_state *st, uint64_t seq)
 {
-    if (st->count && (st->records || st->bytes) && seq > spool_gone(s) &&
-        spool_damage_remember(s, seq)) {
-        s->m.corrupt_records += st->records;
-        s->m.corrupt_bytes += st->bytes;
+    if (st->count && (st->records || st->bytes) && seq > spool_meta_gone(&s->f->meta) &&
+        spool_format_damage_remember(&s->f->meta, seq)) {
+        s->f->meta.corrupt_records += st->records;
+        s->f->meta.corrupt_bytes += st->bytes;
     }
     st->records = st->bytes = 0;
 }
@@ -209,16 +193,16 @@ static void damage_attribute(struct spool *s, struct scan_state *st, uint64_t se
 /* Index the valid records of g. Damage is the seq gap to the next valid
  * record in the same segment, or 1 record when the segment ends in it.
  * *end is the end of the last valid record. */
-static int seg_scan(struct spool *s, struct segment *g, struct scan *sc, struct scan_state *st,
-                    uint64_t *end)
+static int seg_scan(struct recover *s, struct spool_segment *g, struct scan *sc,
+                    struct scan_state *st, uint64_t *end)
 {
-    uint64_t off = 0, base = max64(max64(st->prev, g->first_seq - 1), spool_gone(s));
-    struct entry e;
+    uint64_t off = 0, base = max64(max64(st->prev, g->first_seq - 1), spool_meta_gone(&s->f->meta));
+    struct spool_entry e;
 
     *end = 0;
     while (off < sc->size) {
-        if (!rec_check(sc, off, st->prev, s->o.max_record_bytes, &e)) {
-            uint64_t next = rec_resync(sc, off, st->prev, s->o.max_record_bytes, &e);
+        if (!rec_check(sc, off, st->prev, s->max_record_bytes, &e)) {
+            uint64_t next = rec_resync(sc, off, st->prev, s->max_record_bytes, &e);
             st->bytes += next - off;
             if (sc->err == -ENOMEM)
                 return sc->err;
@@ -232,26 +216,27 @@ static int seg_scan(struct spool *s, struct segment *g, struct scan *sc, struct 
         if (e.seq > base + 1)
             st->records += e.seq - base - 1;
         damage_attribute(s, st, e.seq);
-        if (spool_entry_reserve(g))
+        if (spool_index_reserve(g))
             return -ENOMEM;
         g->e[g->n++] = e;
         st->prev = e.seq;
-        base = max64(e.seq, spool_gone(s));
+        base = max64(e.seq, spool_meta_gone(&s->f->meta));
         off = *end = e.off + REC_HDR + e.len;
     }
     return 0;
 }
 
 /* Scan segment i; truncate a damaged tail when it is the newest of the epoch. */
-static int seg_load(struct spool *s, size_t i, bool newest, struct scan *sc, struct scan_state *st)
+static int seg_load(struct recover *s, size_t i, bool newest, struct scan *sc,
+                    struct scan_state *st)
 {
-    struct segment *g = &s->seg[i];
+    struct spool_segment *g = &s->f->index.seg[i];
     char name[SEG_NAME_LEN + 1];
     struct stat sb;
     uint64_t end = 0;
     int err;
 
-    seg_name(name, g);
+    spool_segment_name(name, g);
     sc->fd = openat(s->dirfd, name, O_RDWR | O_CLOEXEC);
     if (sc->fd < 0)
         return 0; /* unreadable: no records, deleted if we may */
@@ -271,7 +256,7 @@ static int seg_load(struct spool *s, size_t i, bool newest, struct scan *sc, str
 
 static int seg_cmp(const void *a, const void *b)
 {
-    const struct segment *x = a, *y = b;
+    const struct spool_segment *x = a, *y = b;
 
     if (x->first_seq != y->first_seq)
         return x->first_seq < y->first_seq ? -1 : 1;
@@ -279,7 +264,7 @@ static int seg_cmp(const void *a, const void *b)
 }
 
 /* Every segment file of the directory, sorted by first seq. */
-static int seg_list(struct spool *s)
+static int seg_list(struct recover *s)
 {
     int fd = dup(s->dirfd), err = 0;
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -297,66 +282,70 @@ static int seg_list(struct spool *s)
         struct stat sb;
         if (seg_parse(de->d_name, &epoch, &first) &&
             !fstatat(s->dirfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) && S_ISREG(sb.st_mode))
-            err = spool_seg_push(s, epoch, first);
+            err = spool_index_push(&s->f->index, epoch, first);
     }
     closedir(d);
-    if (s->nseg)
-        qsort(s->seg, s->nseg, sizeof(*s->seg), seg_cmp);
+    if (s->f->index.nseg)
+        qsort(s->f->index.seg, s->f->index.nseg, sizeof(*s->f->index.seg), seg_cmp);
     return err;
 }
 
 /* Scan every segment, then delete the ones of another epoch (counted as
  * dropped), without valid records, or fully acked or dropped. */
-static int seg_load_all(struct spool *s, struct scan_state *st)
+static int seg_load_all(struct recover *s, struct scan_state *st)
 {
     struct scan sc = {0};
     size_t newest = SIZE_MAX;
     int err = 0;
 
-    for (size_t i = 0; i < s->nseg; i++)
-        if (s->seg[i].epoch == s->m.epoch)
+    for (size_t i = 0; i < s->f->index.nseg; i++)
+        if (s->f->index.seg[i].epoch == s->f->meta.epoch)
             newest = i;
-    for (size_t i = 0; i < s->nseg && !err; i++) {
-        struct segment *g = &s->seg[i];
+    for (size_t i = 0; i < s->f->index.nseg && !err; i++) {
+        struct spool_segment *g = &s->f->index.seg[i];
         struct scan_state other = {0};
-        bool own = g->epoch == s->m.epoch;
+        bool own = g->epoch == s->f->meta.epoch;
 
         err = seg_load(s, i, i == newest, &sc, own ? st : &other);
         for (size_t k = 0; !own && k < g->n; k++) {
-            s->m.dropped_records++;
-            s->m.dropped_bytes += g->e[k].len;
+            s->f->meta.dropped_records++;
+            s->f->meta.dropped_bytes += g->e[k].len;
         }
-        g->dead = !own || !g->n || seg_last(g) <= spool_gone(s);
+        g->dead = !own || !g->n || spool_segment_last(g) <= spool_meta_gone(&s->f->meta);
     }
     free(sc.buf);
-    for (size_t i = s->nseg; !err && i-- > 0;)
-        if (s->seg[i].dead)
-            spool_seg_remove(s, i);
+    for (size_t i = s->f->index.nseg; !err && i-- > 0;)
+        if (s->f->index.seg[i].dead)
+            spool_index_delete(&s->f->index, s->dirfd, i);
     return err;
 }
 
-int spool_recover(struct spool *s)
+int spool_recover(int dirfd, int ackfd, uint32_t max_record_bytes, struct spool_found *out)
 {
+    struct recover rec = {
+        .dirfd = dirfd, .ackfd = ackfd, .max_record_bytes = max_record_bytes, .f = out};
+    struct recover *s = &rec;
     struct scan_state st = {.count = true};
     int err;
-    bool have_meta = meta_read(s) == 0;
+    bool have_meta = spool_format_meta_read(dirfd, &out->meta) == 0;
 
     if (!have_meta)
-        memset(&s->m, 0, sizeof(s->m));
-    unlinkat(s->dirfd, "meta.tmp", 0);
+        memset(&out->meta, 0, sizeof(out->meta));
+    unlinkat(dirfd, "meta.tmp", 0);
     err = seg_list(s);
     if (err)
         return err;
-    for (size_t i = 0; !have_meta && i < s->nseg; i++)
-        s->m.epoch = max64(s->m.epoch, s->seg[i].epoch); /* meta lost: keep the records' */
-    if (!s->m.epoch)
-        s->m.epoch = max64(clock_real_ns(), 1);
-    s->m.acked = max64(s->m.acked, ack_read(s));
+    for (size_t i = 0; !have_meta && i < out->index.nseg; i++)
+        out->meta.epoch =
+            max64(out->meta.epoch, out->index.seg[i].epoch); /* meta lost: keep the records' */
+    if (!out->meta.epoch)
+        out->meta.epoch = max64(clock_real_ns(), 1);
+    out->meta.acked = max64(out->meta.acked, ack_read(s));
     err = seg_load_all(s, &st);
     if (err)
         return err;
-    s->next_seq = max64(max64(st.prev, s->m.seq_reserved), spool_gone(s)) + 1;
-    damage_attribute(s, &st, s->next_seq); /* a torn tail: before the next seq */
-    s->m.seq_reserved = s->next_seq + SEQ_RESERVE - 1;
-    return spool_meta_write(s);
+    out->next_seq = max64(max64(st.prev, out->meta.seq_reserved), spool_meta_gone(&out->meta)) + 1;
+    damage_attribute(s, &st, out->next_seq); /* a torn tail: before the next seq */
+    out->meta.seq_reserved = out->next_seq + SEQ_RESERVE - 1;
+    return 0;
 }

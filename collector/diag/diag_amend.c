@@ -34,3 +34,22 @@ int diag_amend_frame(const struct diag_amend *a, struct diag_frame *f, uint32_t 
     }
     return (int)n;
 }
+
+int diag_amend_window(const struct diag_amend *a, struct diag_steps *win, uint64_t steps_closed,
+                      uint64_t *beyond)
+{
+    int err = 0;
+
+    for (uint32_t i = 0; !err && i < win->n; i++) {
+        struct diag_frame *f = &win->frames[i];
+        if (!f->used || !f->closed || !f->n_amend)
+            continue;
+        uint64_t age = steps_closed - 1 - f->close_seq;
+        uint32_t n = f->n_amend;
+        err = diag_amend_frame(a, f, age > UINT32_MAX ? UINT32_MAX : (uint32_t)age);
+        if (err == 0)
+            *beyond += n; /* closed too long ago for the window */
+        err = err < 0 ? err : 0;
+    }
+    return err;
+}

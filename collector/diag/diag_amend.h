@@ -18,6 +18,7 @@
 #include "collector/diag/diag_l2.h"
 #include "collector/diag/diag_l3.h"
 #include "collector/diag/diag_persist.h"
+#include "collector/diag/diag_steps.h"
 
 /* The engine's parts an amendment uses (all the caller's). */
 struct diag_amend {
@@ -38,5 +39,14 @@ struct diag_amend {
  * newest closed step). Clears f->amend. Returns the number of ranks amended
  * (0 when age is beyond the persistence window) or -ENOMEM. O(one close). */
 int diag_amend_frame(const struct diag_amend *a, struct diag_frame *f, uint32_t age);
+
+/* Amend every kept closed frame of win that got late records, steps_closed
+ * being the number of steps closed so far (a frame's age is counted from
+ * it). The late ranks of a frame beyond the persistence window are not
+ * analysed: their number is added to *beyond (the caller counts them as
+ * dropped past the horizon rather than amended). Returns 0 or -ENOMEM
+ * (frames before the failing one stay amended). */
+int diag_amend_window(const struct diag_amend *a, struct diag_steps *win, uint64_t steps_closed,
+                      uint64_t *beyond);
 
 #endif

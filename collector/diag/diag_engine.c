@@ -1,4 +1,9 @@
-/* Online diagnosis of one job: see diag_engine.h. */
+/* Online diagnosis of one job: see diag_engine.h. This file composes the
+ * parts, each a module it calls and that never calls back: the ranks and
+ * their groups (diag_ranks.h), the window of open steps (diag_steps.h), the
+ * watermark and silence (diag_watermark.h, diag_silence.h), the levels
+ * (diag_l1/l2/l3.h), persistence, late amendments (diag_amend.h) and the
+ * report queue (diag_report.h). */
 #include "collector/diag/diag_engine.h"
 
 #include <errno.h>
@@ -8,10 +13,48 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/diag/diag_engine_impl.h"
+#include "collector/diag/diag_amend.h"
 #include "collector/diag/diag_evidence.h"
+#include "collector/diag/diag_persist.h"
 #include "collector/diag/diag_pipeline.h"
+#include "collector/diag/diag_rankwin.h"
+#include "collector/diag/diag_ranks.h"
+#include "collector/diag/diag_silence.h"
+#include "collector/diag/diag_steps.h"
+#include "collector/diag/diag_watermark.h"
 #include "common/causes.h"
+
+#define SPIKE_RING 8
+
+struct step_note { /* what a closed step said, for L1 spike attribution */
+    uint64_t step;
+    uint32_t late_rank;
+    double late_ns;
+    int why; /* enum diag_spike_why */
+};
+
+struct diag_engine {
+    struct diag_options o;
+    char *job;
+    struct diag_ranks ranks;  /* nodes, coordinates, groups, clock domains */
+    struct diag_watermark wm; /* per-stream progress, the watermark, silence */
+    uint32_t stream;          /* stream of the batch being fed (0: "") */
+    bool in_batch;
+    bool amend_pending; /* kept frames got late records */
+    struct diag_dict dict;
+    struct diag_steps win; /* open steps */
+    struct diag_flag *flags;
+    struct diag_l1 l1;
+    struct diag_l2 l2;
+    struct diag_l3 l3;
+    struct diag_persist persist;
+    struct diag_rankwin rankwin; /* per-rank evidence over the window */
+    struct step_note notes[SPIKE_RING];
+    uint64_t last_skew_step;
+    bool skew_reported;
+    struct diag_report_queue rq; /* finished reports for diag_engine_take_reports */
+    struct diag_engine_stats st;
+};
 
 static void options_defaults(struct diag_options *o)
 {
@@ -50,6 +93,7 @@ struct diag_engine *diag_engine_new(const struct diag_options *o)
     if (o)
         e->o = *o;
     options_defaults(&e->o);
+    e->rq.max = e->o.max_reports;
     e->job = e->o.job ? strdup(e->o.job) : NULL;
     e->o.job = NULL;
     diag_watermark_init(&e->wm, e->o.stream_hold_ns);
@@ -71,13 +115,7 @@ void diag_engine_free(struct diag_engine *e)
 {
     if (!e)
         return;
-    for (uint32_t i = 0; i < e->cap; i++)
-        free(e->ri[i].node);
-    free(e->ri);
-    free(e->coords);
-    diag_groups_free(&e->groups);
-    diag_groups_free(&e->xgroups);
-    free(e->domain);
+    diag_ranks_free(&e->ranks);
     diag_steps_free(&e->win);
     diag_watermark_free(&e->wm);
     free(e->flags);
@@ -85,9 +123,7 @@ void diag_engine_free(struct diag_engine *e)
     diag_l3_free(&e->l3);
     diag_persist_free(&e->persist);
     diag_rankwin_free(&e->rankwin);
-    for (size_t i = 0; i < e->n_reports; i++)
-        diag_report_free(e->reports[i]);
-    free(e->reports);
+    diag_report_queue_free(&e->rq);
     free(e->job);
     free(e);
 }
@@ -97,23 +133,17 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
 {
     if (rank >= e->o.max_ranks)
         return -ERANGE;
-    if (rank < e->cap)
+    if (rank < e->ranks.cap)
         return 0;
-    uint32_t cap = e->cap ? e->cap : 4;
+    uint32_t cap = e->ranks.cap ? e->ranks.cap : 4;
     while (cap <= rank)
         cap *= 2;
     /* A rank inside the declared world needs no doubling slack past it (at
      * 10,240 ranks that slack was 6,144 ranks of frames). */
-    if (rank < e->world_size && e->world_size < cap)
-        cap = e->world_size;
-    struct rank_info *ri = realloc(e->ri, (size_t)cap * sizeof(*ri));
-    if (!ri)
+    if (rank < e->ranks.world_size && e->ranks.world_size < cap)
+        cap = e->ranks.world_size;
+    if (diag_ranks_grow(&e->ranks, cap))
         return -ENOMEM;
-    e->ri = ri;
-    struct diag_coord *co = realloc(e->coords, (size_t)cap * sizeof(*co));
-    if (!co)
-        return -ENOMEM;
-    e->coords = co;
     struct diag_flag *fl = realloc(e->flags, (size_t)cap * DIAG_CAUSE_N * sizeof(*fl));
     if (!fl)
         return -ENOMEM;
@@ -122,11 +152,7 @@ static int reserve_rank(struct diag_engine *e, uint32_t rank)
         return -ENOMEM;
     if (diag_persist_reserve(&e->persist, cap) || diag_rankwin_reserve(&e->rankwin, cap))
         return -ENOMEM;
-    memset(ri + e->cap, 0, (size_t)(cap - e->cap) * sizeof(*ri));
-    memset(co + e->cap, 0, (size_t)(cap - e->cap) * sizeof(*co));
-    for (uint32_t i = e->cap; i < cap; i++)
-        ri[i].gpu = -1;
-    e->cap = cap;
+    e->ranks.cap = cap;
     return 0;
 }
 
@@ -141,15 +167,6 @@ static int check_job(struct diag_engine *e, const char *job)
     return strcmp(e->job, job) ? -EINVAL : 0;
 }
 
-static void mark_present(struct diag_engine *e, uint32_t rank)
-{
-    if (!e->coords[rank].present) {
-        e->coords[rank].present = true;
-        e->n_present++;
-        e->groups_dirty = true;
-    }
-}
-
 int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r)
 {
     int err = check_job(e, r->job);
@@ -159,33 +176,9 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
         e->st.rejected++;
         return err;
     }
-    struct rank_info *ri = &e->ri[r->rank];
-    char *node = strdup(r->node ? r->node : "");
-    if (!node)
-        return -ENOMEM;
-    if (!ri->node || strcmp(ri->node, node))
-        e->groups_dirty = true; /* its clock domain */
-    free(ri->node);
-    ri->node = node;
-    ri->gpu = r->gpu;
-    if (r->world_size > e->world_size) {
-        /* The declared world is a hint, capped to max_ranks: during the
-         * start-up grace a step waits for the ranks not seen yet
-         * (diag_watermark.h), but nothing is reserved for them; memory
-         * follows the ranks that report. */
-        e->world_size = r->world_size < e->o.max_ranks ? r->world_size : e->o.max_ranks;
-        e->wm.world = e->world_size;
-    }
-    struct diag_coord *c = &e->coords[r->rank];
-    mark_present(e, r->rank);
-    if (!c->known || c->pp != r->pp || c->tp != r->tp || c->ep != r->ep || c->dp != r->dp)
-        e->groups_dirty = true;
-    c->known = true;
-    c->pp = r->pp;
-    c->tp = r->tp;
-    c->ep = r->ep;
-    c->dp = r->dp;
-    return 0;
+    err = diag_ranks_set_resource(&e->ranks, r, e->o.max_ranks);
+    e->wm.world = e->ranks.world_size; /* the watermark waits for the declared world */
+    return err;
 }
 
 static uint64_t cpu_ns(void)
@@ -196,38 +189,16 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Queue a report for diag_engine_take_reports; over max_reports the oldest
- * goes (counted), so a caller that never takes them cannot grow us. */
-static int push_report(struct diag_engine *e, Argus__V1__Report *r)
+/* The work group label of rank ("" none). */
+static const char *group_label(const struct diag_engine *e, uint32_t rank)
 {
-    if (e->n_reports >= e->o.max_reports) {
-        diag_report_free(e->reports[0]);
-        memmove(e->reports, e->reports + 1, (e->n_reports - 1) * sizeof(*e->reports));
-        e->n_reports--;
-        e->st.reports_dropped++;
-    }
-    Argus__V1__Report **tmp = realloc(e->reports, (e->n_reports + 1) * sizeof(*tmp));
-
-    if (!tmp) {
-        diag_report_free(r);
-        return -ENOMEM;
-    }
-    e->reports = tmp;
-    e->reports[e->n_reports++] = r;
-    e->st.reports++;
-    return 0;
+    return diag_groups_label_of(&e->ranks.groups, rank);
 }
 
-static const char *group_label_of(const struct diag_groups *gs, uint32_t rank)
+/* Queue rep when it has suspects (window ending at to_step), else free it. */
+static int finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t to_step)
 {
-    uint32_t g = rank < gs->n_ranks ? gs->group_of[rank] : DIAG_GROUP_NONE;
-
-    return g == DIAG_GROUP_NONE ? "" : gs->label[g];
-}
-
-const char *diag_engine_group_label(const struct diag_engine *e, uint32_t rank)
-{
-    return group_label_of(&e->groups, rank);
+    return diag_report_queue_finish(&e->rq, rep, to_step, e->o.window);
 }
 
 static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint32_t r, int c)
@@ -237,17 +208,18 @@ static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint3
     struct diag_rank_evidence re;
     char ev[1024], where[128];
     uint32_t hits = diag_persist_hits(&e->persist, r, c), n = 0;
-    const char *group = group_label_of(f->expert ? &e->xgroups : &e->groups, r);
-    uint32_t g = r < e->groups.n_ranks ? e->groups.group_of[r] : DIAG_GROUP_NONE;
-    const uint32_t *mem = g == DIAG_GROUP_NONE ? NULL : diag_groups_members(&e->groups, g, &n);
+    const char *group = diag_groups_label_of(f->expert ? &e->ranks.xgroups : &e->ranks.groups, r);
+    uint32_t g = r < e->ranks.groups.n_ranks ? e->ranks.groups.group_of[r] : DIAG_GROUP_NONE;
+    const uint32_t *mem =
+        g == DIAG_GROUP_NONE ? NULL : diag_groups_members(&e->ranks.groups, g, &n);
 
     if (diag_rankwin_get(&e->rankwin, r, mem, n, &re))
         return -ENOMEM;
     diag_evidence_flag(&nm, f, c, group, hits, e->o.window, &re, ev, sizeof(ev));
     diag_evidence_where(&nm, f, where, sizeof(where));
     Argus__V1__Suspect *s =
-        diag_suspect_new(r, e->ri[r].node, e->ri[r].gpu, group, f->level, causes_persisted(c),
-                         where, f->score, hits, e->o.window, ev);
+        diag_suspect_new(r, e->ranks.ri[r].node, e->ranks.ri[r].gpu, group, f->level,
+                         causes_persisted(c), where, f->score, hits, e->o.window, ev);
     return s ? diag_report_add(rep, s) : -ENOMEM;
 }
 
@@ -262,12 +234,12 @@ static int add_job_suspect(struct diag_engine *e, Argus__V1__Report *rep, Argus_
 
 /* Rank suspects that persisted: new ones always, all firing ones when a
  * periodic report is due. Resolved ones stop firing. */
-int diag_engine_persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep, bool on_close)
+static int persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep, bool on_close)
 {
     bool periodic = on_close && (e->st.steps_closed + 1) % e->o.report_every == 0;
     int err = 0;
 
-    for (uint32_t r = 0; r < e->cap && !err; r++) {
+    for (uint32_t r = 0; r < e->ranks.cap && !err; r++) {
         for (int c = 0; c < DIAG_CAUSE_N && !err; c++) {
             size_t i = (size_t)r * DIAG_CAUSE_N + c;
             uint32_t hits = diag_persist_hits(&e->persist, r, c);
@@ -289,7 +261,7 @@ static int skew_suspect(struct diag_engine *e, const struct diag_frame *f, Argus
     uint32_t ranks, steps;
     char ev[256];
 
-    diag_persist_rotation(&e->persist, DIAG_CAUSE_COMPUTE, e->cap, &ranks, &steps);
+    diag_persist_rotation(&e->persist, DIAG_CAUSE_COMPUTE, e->ranks.cap, &ranks, &steps);
     bool skew = ranks >= e->o.skew_min_ranks && steps * 2 >= e->o.window;
     if (!skew) {
         e->skew_reported = false;
@@ -323,8 +295,9 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
                         best ? best->why : DIAG_SPIKE_HOST);
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
-        rank, rank < e->cap ? e->ri[rank].node : "", rank < e->cap ? e->ri[rank].gpu : -1,
-        rank < e->cap ? diag_engine_group_label(e, rank) : "", ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
+        rank, rank < e->ranks.cap ? e->ranks.ri[rank].node : "",
+        rank < e->ranks.cap ? e->ranks.ri[rank].gpu : -1,
+        rank < e->ranks.cap ? group_label(e, rank) : "", ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
         compute ? ARGUS__V1__CAUSE__CAUSE_COMPUTE : ARGUS__V1__CAUSE__CAUSE_HOST, "step time",
         ev->spike_peak_ns / ev->spike_median_ns, hits, e->o.window, text);
     return s ? diag_report_add(rep, s) : -ENOMEM;
@@ -395,14 +368,14 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     double t;
     uint32_t trank;
 
-    memset(e->flags, 0, (size_t)e->cap * DIAG_CAUSE_N * sizeof(*e->flags));
+    memset(e->flags, 0, (size_t)e->ranks.cap * DIAG_CAUSE_N * sizeof(*e->flags));
     diag_dict_classify(&e->dict, e->o.name, e->o.name_ctx);
-    int err = diag_l2_run(&e->l2, f, &e->dict, &e->groups, &e->xgroups, e->flags, &r2);
+    int err = diag_l2_run(&e->l2, f, &e->dict, &e->ranks.groups, &e->ranks.xgroups, e->flags, &r2);
     if (!err) {
-        int cleared = diag_pipeline_resolve(e->coords, e->cap, &e->dict, e->flags);
+        int cleared = diag_pipeline_resolve(e->ranks.coords, e->ranks.cap, &e->dict, e->flags);
         err = cleared < 0 ? cleared : 0;
     }
-    err = err ? err : diag_l3_run(&e->l3, f, &e->dict, &e->groups, e->flags, &r3);
+    err = err ? err : diag_l3_run(&e->l3, f, &e->dict, &e->ranks.groups, e->flags, &r3);
     if (err)
         return err;
     struct step_note *note = &e->notes[f->step % SPIKE_RING];
@@ -416,13 +389,13 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
                     ? DIAG_SPIKE_STARVED
                     : DIAG_SPIKE_HOST;
     diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
-    err = diag_rankwin_flag(&e->rankwin, &e->groups, e->flags, e->cap, &e->persist);
+    err = diag_rankwin_flag(&e->rankwin, &e->ranks.groups, e->flags, e->ranks.cap, &e->persist);
     if (err < 0)
         return err;
-    diag_persist_step(&e->persist, e->flags, e->cap);
+    diag_persist_step(&e->persist, e->flags, e->ranks.cap);
     job_series(e, f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);
-    err = diag_engine_persisted_suspects(e, rep, true);
+    err = persisted_suspects(e, rep, true);
     err = err ? err : skew_suspect(e, f, rep);
     if (!err && ev.spike)
         err = spike_suspect(e, &ev, rep);
@@ -431,90 +404,26 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     return err;
 }
 
-static uint32_t node_hash(const char *s)
+/* Build the peer groups and clock domains when ranks or coordinates
+ * changed. 0 or -ENOMEM. */
+static int build_groups(struct diag_engine *e)
 {
-    uint32_t h = 2166136261u;
+    int err = diag_ranks_build(&e->ranks);
 
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
-}
-
-/* The clock domain of every rank: the lowest rank with the same node name
- * (a rank without one is its own). 0 or -ENOMEM. */
-static int build_domains(struct diag_engine *e)
-{
-    uint32_t size = 16, *first, *dom = realloc(e->domain, (size_t)e->cap * sizeof(*dom));
-
-    if (!dom)
-        return -ENOMEM;
-    e->domain = dom;
-    while (size < 2 * e->cap)
-        size *= 2;
-    first = malloc((size_t)size * sizeof(*first)); /* node -> its lowest rank + 1 */
-    if (!first)
-        return -ENOMEM;
-    memset(first, 0, (size_t)size * sizeof(*first));
-    for (uint32_t r = 0; r < e->cap; r++) {
-        const char *node = e->ri[r].node;
-        dom[r] = r;
-        if (!node || !*node)
-            continue;
-        for (uint32_t h = node_hash(node) & (size - 1);; h = (h + 1) & (size - 1)) {
-            if (!first[h]) {
-                first[h] = r + 1;
-                break;
-            }
-            if (!strcmp(e->ri[first[h] - 1].node, node)) {
-                dom[r] = first[h] - 1;
-                break;
-            }
-        }
-    }
-    free(first);
-    e->n_domain = e->cap;
-    return 0;
-}
-
-int diag_engine_build_groups(struct diag_engine *e)
-{
-    int err = 0;
-
-    if (e->groups_dirty) {
-        err = diag_groups_build(&e->groups, e->coords, e->cap, DIAG_GROUP_WORK);
-        err = err ? err : diag_groups_build(&e->xgroups, e->coords, e->cap, DIAG_GROUP_EXPERT);
-        err = err ? err : build_domains(e);
-        e->groups_dirty = err != 0;
-    }
-    e->l2.cm.domain = e->domain;
-    e->l2.cm.n_domain = e->n_domain;
+    e->l2.cm.domain = e->ranks.domain;
+    e->l2.cm.n_domain = e->ranks.n_domain;
     return err;
-}
-
-/* Queue rep when it has suspects (from_step..to_step), else free it. */
-int diag_engine_finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t to_step)
-{
-    if (!rep->n_suspects) {
-        diag_report_free(rep);
-        return 0;
-    }
-    rep->from_step = to_step + 1 > e->o.window ? to_step + 1 - e->o.window : 0;
-    rep->to_step = to_step;
-    diag_report_mark_pages(rep);
-    int err = diag_report_summarize(rep);
-    e->report_seq++;
-    return err ? (diag_report_free(rep), err) : push_report(e, rep);
 }
 
 static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns,
                        enum diag_close_reason why)
 {
     uint64_t t0 = cpu_ns();
-    int err = diag_engine_build_groups(e);
+    int err = build_groups(e);
 
     if (err)
         return err;
-    Argus__V1__Report *rep = diag_report_new(e->job, now_ns, e->report_seq + 1);
+    Argus__V1__Report *rep = diag_report_new(e->job, now_ns, e->rq.seq + 1);
     if (!rep)
         return -ENOMEM;
     err = analyse(e, f, rep);
@@ -524,7 +433,7 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
     if (err)
         diag_report_free(rep);
     else
-        err = diag_engine_finish_report(e, rep, f->step);
+        err = finish_report(e, rep, f->step);
     uint64_t dt = cpu_ns() - t0;
     e->st.close_ns_total += dt;
     if (dt > e->st.close_ns_max)
@@ -544,8 +453,8 @@ static int close_one(struct diag_engine *e, struct diag_frame *f, uint64_t now_n
 
 /* Close the oldest open steps that are ready (diag_steps_ready) and those
  * before force_upto. Returns the number closed or -errno. */
-int diag_engine_close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto,
-                            enum diag_close_reason force_reason)
+static int close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto,
+                       enum diag_close_reason force_reason)
 {
     enum diag_close_reason why;
     struct diag_frame *f;
@@ -563,6 +472,56 @@ int diag_engine_close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t for
         closed++;
     }
     return closed;
+}
+
+/* Analyse the kept frames that got late records; the late ranks' findings
+ * join their persistence history, and a suspect that now persisted pages. */
+static int amend_pending(struct diag_engine *e, uint64_t now_ns)
+{
+    struct diag_amend a = {
+        &e->l2,       &e->l3,   &e->dict,    &e->ranks.groups, &e->ranks.xgroups, e->ranks.coords,
+        e->ranks.cap, e->flags, &e->persist, e->o.name,        e->o.name_ctx};
+    int err = e->amend_pending ? build_groups(e) : 0;
+
+    uint64_t beyond = 0;
+
+    if (e->amend_pending && !err)
+        err = diag_amend_window(&a, &e->win, e->st.steps_closed, &beyond);
+    e->st.dropped_horizon += beyond; /* closed too long ago for the window */
+    e->st.amended -= beyond;
+    if (!e->amend_pending || err)
+        return err;
+    e->amend_pending = false;
+    Argus__V1__Report *rep = diag_report_new(e->job, now_ns, e->rq.seq + 1);
+    if (!rep)
+        return -ENOMEM;
+    err = persisted_suspects(e, rep, false);
+    return err ? (diag_report_free(rep), err) : finish_report(e, rep, e->win.next - 1);
+}
+
+/* A record of a closed step (f: its kept frame, NULL when gone). */
+static int add_late(struct diag_engine *e, struct diag_frame *f, const Argus__V1__StepRecord *s)
+{
+    if (!f) {
+        e->st.late++;
+        if (s->step + e->o.late_horizon < e->win.next)
+            e->st.dropped_horizon++;
+        else
+            e->st.dropped_memory++;
+        return 1;
+    }
+    int err = diag_frame_add_record(f, &e->dict, s);
+    if (err == 1)
+        e->st.duplicates++; /* a replay of what was analysed: not late */
+    if (err)
+        return err < 0 ? err : 1;
+    e->st.late++;
+    err = diag_frame_note_amend(f, s->rank);
+    if (err)
+        return err;
+    e->st.amended++;
+    e->amend_pending = true;
+    return 1;
 }
 
 /* The slot of step, closing the oldest open steps while there is no room. */
@@ -591,7 +550,7 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
         e->st.rejected++;
         return err;
     }
-    mark_present(e, s->rank);
+    diag_ranks_mark_present(&e->ranks, s->rank);
     bool first = diag_watermark_record(&e->wm, e->stream, s->rank, s->step, now_ns);
     if (first && !e->in_batch &&
         (!e->wm.world || s->rank >= e->wm.world || e->wm.seen >= e->wm.world))
@@ -600,9 +559,9 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
     if (slot < 0)
         return slot;
     if (slot == DIAG_SLOT_LATE) {
-        err = diag_engine_add_late(e, f, s);
+        err = add_late(e, f, s);
         if (err >= 0 && !e->in_batch) {
-            int a = diag_engine_amend_pending(e, now_ns);
+            int a = amend_pending(e, now_ns);
             err = a < 0 ? a : err;
         }
         return err;
@@ -615,7 +574,7 @@ int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, 
         return 1;
     }
     e->st.records++;
-    err = diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
+    err = close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
     return err < 0 ? err : 0;
 }
 
@@ -636,15 +595,93 @@ int diag_engine_note_progress(struct diag_engine *e, uint32_t rank, uint64_t ste
 
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)
 {
-    size_t n = e->n_reports;
-
-    *out = e->reports;
-    e->reports = NULL;
-    e->n_reports = 0;
-    return n;
+    return diag_report_queue_take(&e->rq, out);
 }
 
 double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank)
 {
     return diag_l2_offset(&e->l2, rank);
+}
+
+int diag_engine_begin_batch(struct diag_engine *e, const char *agent_id, uint64_t recv_ns)
+{
+    int idx = diag_watermark_stream(&e->wm, agent_id ? agent_id : "");
+
+    if (idx < 0)
+        return idx;
+    e->stream = (uint32_t)idx;
+    e->in_batch = true;
+    return 0;
+}
+
+/* Late records wait for the next tick to amend their steps: a step is
+ * analysed again once per tick, not once per batch (at 10,240 ranks a
+ * backlog of late batches re-analysed the same steps for every batch and
+ * diagnosis fell minutes behind). */
+int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns)
+{
+    e->in_batch = false;
+    e->stream = 0;
+    diag_watermark_update(&e->wm, now_ns);
+    return close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
+}
+
+static void silence_where(void *ctx, uint32_t rank, struct diag_silence_where *out)
+{
+    struct diag_engine *e = ctx;
+
+    if (rank >= e->ranks.cap)
+        return;
+    out->node = e->ranks.ri[rank].node ? e->ranks.ri[rank].node : "";
+    out->gpu = e->ranks.ri[rank].gpu;
+    out->group = group_label(e, rank);
+}
+
+/* Report the ranks and streams that went silent (diag_silence.h). */
+static int check_silence(struct diag_engine *e, uint64_t now_ns)
+{
+    struct diag_silence_counts n;
+    Argus__V1__Report *rep = diag_report_new(e->job ? e->job : "", now_ns, e->rq.seq + 1);
+
+    if (!rep)
+        return -ENOMEM;
+    int err =
+        diag_silence_check(&e->wm, e->o.silence_ns, now_ns, e->o.window, silence_where, e, rep, &n);
+    e->st.silent_nodes += n.nodes;
+    e->st.silent_ranks += n.ranks;
+    if (err)
+        return diag_report_free(rep), err;
+    return finish_report(e, rep, e->win.next ? e->win.next - 1 : 0);
+}
+
+int diag_engine_tick(struct diag_engine *e, uint64_t now_ns)
+{
+    diag_watermark_update(&e->wm, now_ns);
+    int err = amend_pending(e, now_ns);
+    int closed = err < 0 ? err : close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
+    if (closed < 0)
+        return closed;
+    struct diag_frame *old = diag_steps_oldest(&e->win);
+    e->st.lag_s = diag_watermark_lag_s(&e->wm, old ? old->first_ns : 0, now_ns);
+    err = check_silence(e, now_ns);
+    return err < 0 ? err : closed;
+}
+
+int diag_engine_flush(struct diag_engine *e, uint64_t now_ns)
+{
+    int err = amend_pending(e, now_ns);
+
+    return err < 0 ? err : close_ready(e, now_ns, UINT64_MAX, DIAG_CLOSE_FLUSH);
+}
+
+void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out)
+{
+    *out = e->st;
+    out->reports = e->rq.queued;
+    out->reports_dropped = e->rq.dropped;
+    out->names_overflow = e->dict.overflow;
+    out->open_steps = e->win.open;
+    out->open_bytes = diag_steps_bytes(&e->win);
+    out->newest_step = e->wm.newest_step;
+    out->watermark = e->wm.mark;
 }

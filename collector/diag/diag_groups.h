@@ -56,4 +56,12 @@ static inline const uint32_t *diag_groups_members(const struct diag_groups *g, u
     return g->members + g->start[gi];
 }
 
+/* The label of rank's group ("" when the rank has none). */
+static inline const char *diag_groups_label_of(const struct diag_groups *g, uint32_t rank)
+{
+    uint32_t gi = rank < g->n_ranks ? g->group_of[rank] : DIAG_GROUP_NONE;
+
+    return gi == DIAG_GROUP_NONE ? "" : g->label[gi];
+}
+
 #endif

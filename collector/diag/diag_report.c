@@ -169,3 +169,59 @@ void diag_report_mark_pages(Argus__V1__Report *r)
         r->pages = r->pages || r->suspects[i]->pages;
     }
 }
+
+/* Queue r; over q->max the oldest goes (counted), so a caller that never
+ * takes them cannot grow us. */
+static int report_queue_push(struct diag_report_queue *q, Argus__V1__Report *r)
+{
+    if (q->n >= q->max) {
+        diag_report_free(q->reports[0]);
+        memmove(q->reports, q->reports + 1, (q->n - 1) * sizeof(*q->reports));
+        q->n--;
+        q->dropped++;
+    }
+    Argus__V1__Report **tmp = realloc(q->reports, (q->n + 1) * sizeof(*tmp));
+
+    if (!tmp) {
+        diag_report_free(r);
+        return -ENOMEM;
+    }
+    q->reports = tmp;
+    q->reports[q->n++] = r;
+    q->queued++;
+    return 0;
+}
+
+int diag_report_queue_finish(struct diag_report_queue *q, Argus__V1__Report *rep, uint64_t to_step,
+                             uint32_t window)
+{
+    if (!rep->n_suspects) {
+        diag_report_free(rep);
+        return 0;
+    }
+    rep->from_step = to_step + 1 > window ? to_step + 1 - window : 0;
+    rep->to_step = to_step;
+    diag_report_mark_pages(rep);
+    int err = diag_report_summarize(rep);
+    q->seq++;
+    return err ? (diag_report_free(rep), err) : report_queue_push(q, rep);
+}
+
+size_t diag_report_queue_take(struct diag_report_queue *q, Argus__V1__Report ***out)
+{
+    size_t n = q->n;
+
+    *out = q->reports;
+    q->reports = NULL;
+    q->n = 0;
+    return n;
+}
+
+void diag_report_queue_free(struct diag_report_queue *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        diag_report_free(q->reports[i]);
+    free(q->reports);
+    q->reports = NULL;
+    q->n = 0;
+}

@@ -51,4 +51,28 @@ int diag_suspect_pages(const Argus__V1__Suspect *s);
  * suspect pages). */
 void diag_report_mark_pages(Argus__V1__Report *r);
 
+/* Finished reports waiting for the caller (diag_engine_take_reports). */
+struct diag_report_queue {
+    Argus__V1__Report **reports;
+    size_t n;
+    size_t max;       /* over this many the oldest goes (counted in dropped) */
+    uint64_t seq;     /* reports finished so far: the next report's seq is seq + 1 */
+    uint64_t queued;  /* reports queued, ever */
+    uint64_t dropped; /* queued reports dropped over max */
+};
+
+/* Finish rep, the findings of the window of `window` steps ending at
+ * to_step, and queue it; a report without suspects is freed instead. The
+ * queue takes rep in every case (freed on -ENOMEM). Returns 0 or -ENOMEM. */
+int diag_report_queue_finish(struct diag_report_queue *q, Argus__V1__Report *rep, uint64_t to_step,
+                             uint32_t window);
+
+/* Hand the queued reports to the caller (*out, free each with
+ * diag_report_free and the array with free); the queue is left empty.
+ * Returns their number. */
+size_t diag_report_queue_take(struct diag_report_queue *q, Argus__V1__Report ***out);
+
+/* Free the queued reports; q is left empty (its counters stay). */
+void diag_report_queue_free(struct diag_report_queue *q);
+
 #endif

@@ -281,11 +281,6 @@ void diagnosis_progress(void *ctx, const char *job, const char *agent,
     pthread_mutex_unlock(&j->lock);
 }
 
-void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b)
-{
-    diagnosis_feed(ctx, b, clock_real_ns());
-}
-
 /* Add the counters of one (not its gauges) to acc. */
 static void diagnosis_add_counters(struct diagnosis_stats *acc, const struct diagnosis_stats *one)
 {

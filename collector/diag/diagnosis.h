@@ -60,9 +60,6 @@ void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t rec
 void diagnosis_progress(void *ctx, const char *job, const char *agent,
                         const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns);
 
-/* The ingest hook (ingest_hook_fn): diagnosis_feed received now. */
-void diagnosis_on_batch(void *ctx, const Argus__V1__Batch *b);
-
 /* Where a job's diagnosis is in receive time: the receive time up to which
  * everything received for job was fed (diagq_job_clock), at most now. */
 typedef uint64_t (*diagnosis_clock_fn)(void *ctx, const char *job, uint64_t now_unix_ns);

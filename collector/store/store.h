@@ -5,12 +5,15 @@
  * batch a no-op, and the reports diagnosis writes back; it gives out packed
  * protobuf bytes through scans (jobs, steps by window and rank, ranks,
  * reports, names, the time index) to the query API and diagnosis, plus
- * stats for /metrics, and applies retention. Files: store.h (this API),
- * store.c (open, close, reopen, options and column families, keys, caches,
- * stats), store_write.c (ingest, high-water marks, reports put), store_read.c
+ * stats for /metrics, and applies retention. Files, each calling only the
+ * ones below it: store.h (this API) and store.c (open, close, stats) on
+ * top; store_write.c (ingest, high-water marks, reports put), store_read.c
  * (scans, get_report, get_name, the time index), store_retention.c
- * (retention, compaction), and store_impl.h (private: struct store and what
- * those files share).
+ * (retention, compaction), store_alerts.c and store_traces.c (their
+ * families), with store_seen.c (distinct step records) under the writers;
+ * store_db.h (the handle: struct store, column families, open and reopen,
+ * writer and reader entry, range scans, the index aggregation); and
+ * store_kv.h (keyed sets, big-endian keys) at the bottom.
  *
  * Column families, keys big-endian so they sort by (job, step, rank) or time:
  *   steps   job \0 | step u64 | rank u32     -> packed argus.v1.StepRecord

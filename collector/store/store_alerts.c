@@ -1,12 +1,14 @@
 /* collector/store/: the alerts family, the alert module's durable records
  * (collector/alerts/: its delivery queue and alert states). Keys and values
  * are the caller's bytes; the store only keeps them. See store.h. */
-#include "collector/store/store_impl.h"
+#include "collector/store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
 #include <rocksdb/c.h>
+
+#include "collector/store/store_db.h"
 
 /* Write wb under s->lock (the writers' lock) after a reopen check. */
 static int store_alerts_commit(struct store *s, rocksdb_writebatch_t *wb, char *err, size_t errlen)

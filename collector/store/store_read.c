@@ -1,9 +1,9 @@
 /* The store's readers: the scans of jobs, steps, ranks and reports, one
- * report by id, names, and the time index aggregated per job (which
- * retention uses too). Each takes the read lock (store_read_begin), so it
+ * report by id, names, and the time index aggregated per job
+ * (store_time_aggregate, store_db.h). Each takes the read lock (store_read_begin), so it
  * runs next to ingest and fails with -EIO while the DB is closed.
  */
-#include "collector/store/store_impl.h"
+#include "collector/store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,40 +11,9 @@
 
 #include <rocksdb/c.h>
 
+#include "collector/store/store_db.h"
 #include "common/array.h"
 #include "common/clock.h"
-
-/* Every key of cf in [lo, hi) (hi NULL: to the end) through fn. Read lock held. */
-int store_scan_range(struct store *s, int cf, const void *lo, size_t lolen, const void *hi,
-                     size_t hilen, store_kv_scan_fn fn, void *ctx)
-{
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_iterator_t *it;
-    char *rerr = NULL;
-    int rc = 0;
-
-    if (hi)
-        rocksdb_readoptions_set_iterate_upper_bound(ro, hi, hilen);
-    it = rocksdb_create_iterator_cf(s->db, ro, s->cf[cf]);
-    if (lolen)
-        rocksdb_iter_seek(it, lo, lolen);
-    else
-        rocksdb_iter_seek_to_first(it);
-    for (; rc == 0 && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kl, vl;
-        const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
-
-        rc = fn(ctx, (const uint8_t *)k, kl, v, vl);
-    }
-    rocksdb_iter_get_error(it, &rerr);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
-    if (rerr) {
-        free(rerr);
-        return -EIO;
-    }
-    return rc < 0 ? rc : 0;
-}
 
 struct value_ctx {
     store_scan_fn fn;
@@ -224,60 +193,6 @@ char *store_get_name(struct store *s, const char *job, uint64_t id)
     free(v);
     free(key);
     return out;
-}
-
-int store_time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
-{
-    struct time_agg *a = ctx;
-    uint64_t lo, hi;
-    struct kv_node *n;
-    bool created;
-
-    if (klen < 8 || vlen != 16)
-        return 0;
-    a->keys++;
-    lo = store_get_be64(val);
-    hi = store_get_be64((const uint8_t *)val + 8);
-    n = store_kv_get(&a->jobs, key + 8, klen - 8, &created);
-    if (!n || (created && array_reserve((void **)&a->items, &a->cap, a->n + 1, sizeof(*a->items))))
-        return -ENOMEM;
-    if (created) {
-        a->items[a->n++] = n;
-        n->v.range.min = lo;
-        n->v.range.max = hi;
-    }
-    if (lo < n->v.range.min)
-        n->v.range.min = lo;
-    if (hi > n->v.range.max)
-        n->v.range.max = hi;
-    return 0;
-}
-
-static int cmp_node(const void *a, const void *b)
-{
-    return store_kv_cmp(*(const struct kv_node *const *)a, *(const struct kv_node *const *)b);
-}
-
-/* Collect the index cf (time or received) of seconds [lo_sec, hi_sec)
- * (hi_sec 0: no bound). */
-int store_time_aggregate(struct store *s, int cf, uint64_t lo_sec, uint64_t hi_sec,
-                         struct time_agg *a)
-{
-    uint8_t lo[8], hi[8];
-    int rc;
-
-    store_put_be64(lo, lo_sec);
-    store_put_be64(hi, hi_sec);
-    rc = store_scan_range(s, cf, lo, 8, hi_sec ? hi : NULL, 8, store_time_collect, a);
-    if (rc == 0 && a->n)
-        qsort(a->items, a->n, sizeof(*a->items), cmp_node);
-    return rc;
-}
-
-void store_time_agg_free(struct time_agg *a)
-{
-    store_kv_clear(&a->jobs, free);
-    free(a->items);
 }
 
 int store_scan_time(struct store *s, uint64_t from_ns, uint64_t to_ns,

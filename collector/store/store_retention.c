@@ -3,7 +3,7 @@
  * WriteBatch under the writer lock; store_compact flushes and compacts every
  * family.
  */
-#include "collector/store/store_impl.h"
+#include "collector/store/store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,6 +12,8 @@
 
 #include <rocksdb/c.h>
 
+#include "collector/store/store_db.h"
+#include "collector/store/store_seen.h"
 #include "common/array.h"
 #include "common/clock.h"
 
@@ -120,25 +122,6 @@ static int index_has_before(struct store *s, int cf, uint64_t below)
     return rc < 0 ? rc : found;
 }
 
-/* Put one received-index entry in wb: key minute + the job of node j, value
- * the step range [min, max]. 0 or -ENOMEM. */
-static int received_put(struct store *s, rocksdb_writebatch_t *wb, uint64_t minute,
-                        const struct kv_node *j, uint64_t min, uint64_t max)
-{
-    uint8_t *key = malloc(8 + j->klen), v[16];
-
-    if (!key)
-        return -ENOMEM;
-    store_put_be64(key, minute);
-    memcpy(key + 8, j->key, j->klen);
-    store_put_be64(v, min);
-    store_put_be64(v + 8, max);
-    rocksdb_writebatch_put_cf(wb, s->cf[CF_RECEIVED], (char *)key, 8 + j->klen, (char *)v,
-                              sizeof(v));
-    free(key);
-    return 0;
-}
-
 /* The steps of job o (its old received range) that a later replay of lower
  * steps (n) keeps stay indexed: one entry in the last old minute, looked at
  * again by the next pass. It goes after retire_index in the same WriteBatch. */
@@ -147,8 +130,8 @@ static int carry_forward(struct retention *r, const struct kv_node *o, const str
 {
     if (!n || n->v.range.min > o->v.range.max)
         return 0;
-    return received_put(r->s, r->wb, cut - STORE_RECEIVED_BUCKET_SEC, o, n->v.range.min,
-                        o->v.range.max);
+    return store_received_put(r->s, r->wb, cut - STORE_RECEIVED_BUCKET_SEC, o, n->v.range.min,
+                              o->v.range.max);
 }
 
 /* Steps received in minutes that ended before cutoff_sec, found through the
@@ -268,60 +251,4 @@ int store_compact(struct store *s)
         rocksdb_compact_range_cf(s->db, s->cf[i], NULL, 0, NULL, 0);
     store_read_end(s);
     return 0;
-}
-
-/* ---- the received index of an older store ---------------------------------------- */
-
-struct received_build {
-    struct store *s;
-    rocksdb_writebatch_t *wb;
-    uint64_t minute; /* of the entries in jobs */
-    struct time_agg jobs;
-    int rc;
-};
-
-/* Write the aggregated minute and start the next one. */
-static void received_flush(struct received_build *b)
-{
-    for (size_t i = 0; i < b->jobs.n; i++) {
-        struct kv_node *n = b->jobs.items[i];
-
-        if (received_put(b->s, b->wb, b->minute, n, n->v.range.min, n->v.range.max) < 0) {
-            b->rc = -ENOMEM;
-            break;
-        }
-    }
-    store_time_agg_free(&b->jobs);
-    b->jobs = (struct time_agg){0};
-}
-
-static int received_add(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
-{
-    struct received_build *b = ctx;
-    uint64_t sec = klen >= 8 ? store_get_be64(key) : 0;
-    uint64_t minute = sec - sec % STORE_RECEIVED_BUCKET_SEC;
-
-    if (klen < 8 || vlen != 16)
-        return 0;
-    if (minute != b->minute)
-        received_flush(b);
-    b->minute = minute;
-    return b->rc ? b->rc : store_time_collect(&b->jobs, key, klen, val, vlen);
-}
-
-int store_received_build(struct store *s, char *err, size_t errlen)
-{
-    struct received_build b = {.s = s, .wb = rocksdb_writebatch_create()};
-    int rc = store_scan_range(s, CF_TIME, NULL, 0, NULL, 0, received_add, &b);
-
-    if (rc == 0)
-        received_flush(&b);
-    rc = rc ? rc : b.rc;
-    if (rc == 0)
-        rc = store_commit(s, b.wb, false, err, errlen);
-    else
-        store_set_err(err, errlen, "building the received index: %s", strerror(-rc));
-    store_time_agg_free(&b.jobs);
-    rocksdb_writebatch_destroy(b.wb);
-    return rc;
 }

@@ -13,9 +13,9 @@
  * Retention does not clear the rings: a step it removed while still in its
  * rank's ring (only with a retention shorter than the ring's last steps) is
  * stored again if resent but not counted again. A job retention removes
- * entirely is forgotten. Everything runs under s->lock (store_impl.h).
+ * entirely is forgotten. Everything runs under s->lock (store_db.h).
  */
-#include "collector/store/store_impl.h"
+#include "collector/store/store_seen.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +23,7 @@
 
 #include <rocksdb/c.h>
 
+#include "collector/store/store_db.h"
 #include "common/array.h"
 
 #define SEEN_WINDOW 512 /* steps per rank answered from memory */

@@ -2,13 +2,15 @@
  * argus.v1.TraceWindow per (report id, rank) in the traces family, key
  * report id \0 | rank (be32). Written by ingest when an agent answers a
  * capture request, read by the Trace query and the /trace/ page. */
-#include "collector/store/store_impl.h"
+#include "collector/store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rocksdb/c.h>
+
+#include "collector/store/store_db.h"
 
 int store_put_trace(struct store *s, const char *report_id, uint32_t rank, const void *packed,
                     size_t len, char *err, size_t errlen)

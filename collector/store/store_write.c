@@ -1,9 +1,9 @@
 /* The store's writers: store_ingest (a batch staged against the caches,
  * committed in one WriteBatch with its high-water mark, then applied to the
- * caches), store_high_water, and store_put_report. See store_impl.h for the
+ * caches), store_high_water, and store_put_report. See store_db.h for the
  * locking.
  */
-#include "collector/store/store_impl.h"
+#include "collector/store/store_write.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +13,8 @@
 
 #include <rocksdb/c.h>
 
+#include "collector/store/store_db.h"
+#include "collector/store/store_seen.h"
 #include "common/array.h"
 #include "common/clock.h"
 

@@ -13,6 +13,7 @@
 #include "tools/argus-sim/scenario.h"
 #include "tools/argus-sim/delivery.h"
 #include "tools/argus-sim/sim.h"
+#include "tools/argus-sim/sim_overload.h"
 #include "tools/argus-sim/sim_plan.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
@@ -143,7 +144,7 @@ static int sim_check_delivery(struct sim_config *c)
 {
     struct delivery_plan *plan = NULL;
     char err[256];
-    int r = c->verify || *c->record ? 0 : sim_plan_overload(c, err, sizeof(err));
+    int r = c->verify || *c->record ? 0 : sim_overload_apply(c, err, sizeof(err));
 
     if (r == 0)
         r = sim_plan_new(c, &plan, err, sizeof(err));

@@ -1,6 +1,7 @@
 /* argus-sim's delivery options (tools/argus-sim/delivery.h) from its
- * configuration: the --stall, --outage and --clock_offset lists parsed, the
- * layout of agents and ranks, and the step rate an --overload asks for. */
+ * configuration: the --stall, --outage and --clock_offset lists parsed and
+ * the layout of agents and ranks. A leaf sim_run calls; the step rate an
+ * --overload asks for is sim_overload.h, which runs the simulator. */
 #ifndef ARGUS_SIM_SIM_PLAN_H
 #define ARGUS_SIM_SIM_PLAN_H
 
@@ -15,11 +16,5 @@ size_t sim_plan_agents(const struct sim_config *c);
 /* The delivery plan of a run with c. Returns 0 and *out (free with
  * delivery_plan_free), or -EINVAL with a sentence in err, or -ENOMEM. */
 int sim_plan_new(const struct sim_config *c, struct delivery_plan **out, char *err, size_t errlen);
-
-/* --overload: set c->rate to overload x capacity / ranks, measuring the
- * collector's capacity first (a short full-speed run of plain records as job
- * "<job>-capacity") when c->capacity is 0. Returns 0 (nothing to do without
- * --overload), or -errno with a sentence in err. */
-int sim_plan_overload(struct sim_config *c, char *err, size_t errlen);
 
 #endif
