@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/steps/host_counters.h"
 #include "common/log.h"
 #include "common/name_id.h"
 
@@ -229,13 +230,7 @@ static void stepinfer_take_counters(struct stepinfer_rank *r, uint64_t start_ns,
     uint64_t got[STEPCOUNTERS_N];
 
     stepcounters_take(&r->counters, start_ns, end_ns, got);
-    host->off_cpu_ns = got[AGENT_COUNTER_OFF_CPU_NS];
-    host->runq_ns = got[AGENT_COUNTER_RUNQ_NS];
-    host->sync_wait_ns = got[AGENT_COUNTER_SYNC_WAIT_NS];
-    host->launches = got[AGENT_COUNTER_LAUNCHES];
-    host->retransmits = got[AGENT_COUNTER_RETRANSMITS];
-    host->io_wait_ns = got[AGENT_COUNTER_IO_WAIT_NS];
-    host->alloc_ns = got[AGENT_COUNTER_ALLOC_NS];
+    host_counters_set(host, got);
 }
 
 /* The collectives of calls [from, to) into si->coll_ptrs; returns how many. */
