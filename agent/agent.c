@@ -73,6 +73,29 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
     agent_sources_track(a->sources, NULL, r->pid, root, true);
 }
 
+/* What the step inferrer changed at its last call: one line per rank
+ * whose model locked or stopped fitting. */
+static void agent_log_stepinfer(struct agent *a)
+{
+    size_t n;
+    const struct stepinfer_change *c = stepinfer_changes(a->stepinfer, &n);
+
+    for (size_t i = 0; i < n; i++, c++) {
+        if (c->locked)
+            log_info("steps",
+                     "rank %u of job %s (pid %u): %u calls a step, opening call g = %llu mod %llu, "
+                     "numbers %+lld, after step %lld (%zu votes)",
+                     c->rank, c->job, c->pid, c->calls, (unsigned long long)c->phase,
+                     (unsigned long long)c->span, (long long)c->base, (long long)c->last_step,
+                     c->votes);
+        else
+            log_info("steps",
+                     "rank %u of job %s (pid %u): steps stopped fitting after step %lld "
+                     "(misfits %04x, %zu calls since the last opening one)",
+                     c->rank, c->job, c->pid, (long long)c->last_step, c->misfits, c->calls_since);
+    }
+}
+
 static void agent_on_rank_new(void *ctx, const struct rank_info *ri)
 {
     Argus__V1__Resource r;
@@ -88,6 +111,7 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
     log_info("agent", "rank %u of job %s (pid %u) is gone", ri->rank, ri->job, ri->pid);
     agent_sources_track(a->sources, NULL, ri->pid, ri->root, false);
     stepinfer_untrack(a->stepinfer, ri->pid, !assembler_has_steps(a->assembler, ri->pid));
+    agent_log_stepinfer(a);
     spans_untrack(a->spans, ri->pid, clock_mono_ns());
     assembler_untrack(a->assembler, ri->pid);
 }
@@ -416,6 +440,7 @@ static void agent_tick(struct agent *a, uint64_t now)
     }
     if (now >= a->next_infer_ns) {
         stepinfer_tick(a->stepinfer, agent_explicit_steps, a);
+        agent_log_stepinfer(a);
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
