@@ -1,8 +1,9 @@
 /* The agent's composition root: setup wires the stages (sources -> steps
  * -> delivery) together, the event path carries what the sources report
  * into them, the loop runs their periodic work, teardown flushes and frees.
- * The sources are a module of their own (agent_sources.h), /metrics is
- * served from the snapshot this file publishes (agent_http.h). */
+ * The sources (agent_sources.h) and delivery (agent_delivery.h) are
+ * modules this file owns and calls; /metrics is served from the snapshot
+ * it publishes (agent_http.h). */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -12,9 +13,9 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "agent/agent_delivery.h"
 #include "agent/agent_http.h"
 #include "agent/agent_sources.h"
-#include "agent/agent_delivery.h"
 #include "agent/delivery/names.h"
 #include "agent/discovery/discovery.h"
 #include "agent/probes/probe_stacks.h"
@@ -27,7 +28,6 @@
 #include "common/http.h"
 #include "common/log.h"
 #include "common/name_id.h"
-#include "common/tls.h"
 
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
 #define AGENT_FLUSH_NS (3 * NSEC_PER_SEC)       /* SIGTERM: try this long to get the spool acked */

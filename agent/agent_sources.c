@@ -75,6 +75,17 @@ static const struct agent_probe agent_probes[] = {
     {&probe_stacks_ops, agent_stacks_config},
 };
 
+#define AGENT_PROBES_N (sizeof(agent_probes) / sizeof(*agent_probes))
+
+const char *const *agent_sources_probe_names(void)
+{
+    static const char *names[AGENT_PROBES_N + 1];
+
+    for (size_t i = 0; i < AGENT_PROBES_N; i++) /* the same every time: no race to fear */
+        names[i] = agent_probes[i].ops->name;
+    return names;
+}
+
 /* --- starting ---------------------------------------------------------------- */
 
 /* Create and start one source; a source that cannot run is recorded with its
@@ -127,7 +138,7 @@ static bool agent_listed(const char *list, const char *name)
 
 static void agent_sources_start_probes(struct agent_sources *s)
 {
-    for (size_t i = 0; i < sizeof(agent_probes) / sizeof(*agent_probes); i++) {
+    for (size_t i = 0; i < AGENT_PROBES_N; i++) {
         const struct agent_probe *p = &agent_probes[i];
 
         if (agent_listed(s->o.cfg->probes, p->ops->name))

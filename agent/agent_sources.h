@@ -6,7 +6,10 @@
  * the event sink and the collectives callbacks given in its options.
  *
  * A new probe: its bpf/ program, its agent/probes/ file with a source_ops,
- * and one row in agent_probes[] (agent_sources.c). Single-threaded: the
+ * and one row in agent_probes[] (agent_sources.c): probes.enable then
+ * accepts its source_ops.name (it is on by default once that name is in
+ * the option's default, agent/config.c). A probe that reports a new host
+ * counter adds it to agent/steps/host_counters.h too. Single-threaded: the
  * agent's main loop. */
 #ifndef ARGUS_AGENT_AGENT_SOURCES_H
 #define ARGUS_AGENT_AGENT_SOURCES_H
@@ -38,6 +41,10 @@ struct agent_source_status {
 };
 
 struct agent_sources;
+
+/* The names probes.enable may list (source_ops.name of every row of the
+ * probe table), NULL-terminated, in start order; static. */
+const char *const *agent_sources_probe_names(void);
 
 /* An empty set of sources with options o (copied). Returns NULL on
  * allocation failure. */
