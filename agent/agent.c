@@ -1,8 +1,9 @@
 /* The agent's composition root: setup wires the stages (sources -> steps
  * -> delivery) together, the event path carries what the sources report
  * into them, the loop runs their periodic work, teardown flushes and frees.
- * Sources and probes are started in agent_sources.c, /metrics is published
- * from agent_http.c; struct agent is in agent_impl.h. */
+ * The sources (agent_sources.h) and delivery (agent_delivery.h) are
+ * modules this file owns and calls; /metrics is served from the snapshot
+ * it publishes (agent_http.h). */
 #include "agent/agent.h"
 
 #include <errno.h>
@@ -12,35 +13,52 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "agent/agent_impl.h"
+#include "agent/agent_delivery.h"
+#include "agent/agent_http.h"
 #include "agent/agent_sources.h"
-#include "agent/delivery/batcher.h"
-#include "agent/delivery/drops.h"
-#include "agent/delivery/dropstate.h"
-#include "agent/delivery/exporter.h"
 #include "agent/delivery/names.h"
-#include "agent/delivery/spool.h"
 #include "agent/discovery/discovery.h"
+#include "agent/probes/probe_stacks.h"
 #include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
 #include "agent/steps/stepinfer.h"
+#include "common/clock.h"
 #include "common/daemon.h"
 #include "common/http.h"
-#include "common/tls.h"
+#include "common/log.h"
 #include "common/name_id.h"
 
 #define AGENT_DISPATCH_NS (100 * NSEC_PER_MSEC) /* sources without an fd are polled */
 #define AGENT_FLUSH_NS (3 * NSEC_PER_SEC)       /* SIGTERM: try this long to get the spool acked */
+#define AGENT_MAX_SLEEP_NS NSEC_PER_SEC         /* /metrics is at most this stale */
+
+struct agent {
+    struct agent_config *cfg;
+    int argc;
+    char **argv;
+    char node[256], agent_id[256];
+    struct names *names;
+    struct agent_delivery *delivery; /* batches, spool, exporter, drop counters */
+    struct assembler *assembler;
+    struct stepinfer *stepinfer;
+    struct discovery *discovery;
+    struct stepframes *frames; /* steps waiting for their stack samples */
+    struct spans *spans;       /* raw spans per rank for drill-down (agent/spans/) */
+    struct agent_sources *sources;
+    struct clock_offset clock; /* monotonic to UNIX time, refreshed each tick */
+    uint64_t clock_steps;
+    uint64_t next_infer_ns;
+    struct agent_http http_state;
+    struct http_server *http;
+    int epfd, sigfd;
+    uint64_t next_scan_ns, next_dispatch_ns;
+    uint64_t loop_turns, loop_busy_max_ns;
+    struct log_ratelimit rl;
+    uint64_t discovery_logged; /* a digest of the discovery counts last logged */
+};
 
 /* --- the event path ------------------------------------------------------- */
-
-static void agent_track_all(struct agent *a, uint32_t pid, const char *root, bool add)
-{
-    for (size_t i = 0; i < a->nsources; i++)
-        if (a->sources[i].running && a->sources[i].ops->track)
-            a->sources[i].ops->track(a->sources[i].state, pid, root, add);
-}
 
 static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char *root)
 {
@@ -52,7 +70,30 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
     spans_track(a->spans, r->pid, r->job, r->rank);
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
-    agent_track_all(a, r->pid, root, true);
+    agent_sources_track(a->sources, NULL, r->pid, root, true);
+}
+
+/* What the step inferrer changed at its last call: one line per rank
+ * whose model locked or stopped fitting. */
+static void agent_log_stepinfer(struct agent *a)
+{
+    size_t n;
+    const struct stepinfer_change *c = stepinfer_changes(a->stepinfer, &n);
+
+    for (size_t i = 0; i < n; i++, c++) {
+        if (c->locked)
+            log_info("steps",
+                     "rank %u of job %s (pid %u): %u calls a step, opening call g = %llu mod %llu, "
+                     "numbers %+lld, after step %lld (%zu votes)",
+                     c->rank, c->job, c->pid, c->calls, (unsigned long long)c->phase,
+                     (unsigned long long)c->span, (long long)c->base, (long long)c->last_step,
+                     c->votes);
+        else
+            log_info("steps",
+                     "rank %u of job %s (pid %u): steps stopped fitting after step %lld "
+                     "(misfits %04x, %zu calls since the last opening one)",
+                     c->rank, c->job, c->pid, (long long)c->last_step, c->misfits, c->calls_since);
+    }
 }
 
 static void agent_on_rank_new(void *ctx, const struct rank_info *ri)
@@ -68,8 +109,9 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
     struct agent *a = ctx;
 
     log_info("agent", "rank %u of job %s (pid %u) is gone", ri->rank, ri->job, ri->pid);
-    agent_track_all(a, ri->pid, ri->root, false);
+    agent_sources_track(a->sources, NULL, ri->pid, ri->root, false);
     stepinfer_untrack(a->stepinfer, ri->pid, !assembler_has_steps(a->assembler, ri->pid));
+    agent_log_stepinfer(a);
     spans_untrack(a->spans, ri->pid, clock_mono_ns());
     assembler_untrack(a->assembler, ri->pid);
 }
@@ -80,26 +122,42 @@ static void agent_on_watch(void *ctx, uint32_t pid, const char *root, bool add)
 {
     struct agent *a = ctx;
 
-    for (size_t i = 0; i < a->nsources; i++)
-        if (a->sources[i].running && a->sources[i].ops == &probe_collectives_ops)
-            a->sources[i].ops->track(a->sources[i].state, pid, root, add);
+    agent_sources_track(a->sources, &probe_collectives_ops, pid, root, add);
 }
 
 static const struct discovery_callbacks agent_discovery_cb = {agent_on_rank_new, agent_on_rank_exit,
                                                               agent_on_watch};
 
-void agent_comm_init(struct agent *a, uint32_t pid, uint32_t rank, uint32_t size, const char *what)
+/* The collectives probe's observers (probe_collectives_config): a
+ * process created a communicator, so discovery learns its rank; its calls
+ * and their ends go to the step inferrer. */
+static void agent_on_comm_init(void *ctx, uint32_t pid, uint32_t rank, uint32_t size,
+                               const char *what)
 {
+    struct agent *a = ctx;
+
     log_debug("agent", "pid %u: %s(rank %u, size %u)", pid, what, rank, size);
     discovery_comm_init(a->discovery, pid, rank, size, &agent_discovery_cb, a);
 }
 
-/* A finished step record into the open batch; one the batcher has no memory
- * for is counted as a drop of its rank. */
-static void agent_batch_step(struct agent *a, const Argus__V1__StepRecord *s)
+static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
+                                const struct probe_collectives_call *call)
 {
-    if (batcher_add_step(a->batcher, s, clock_mono_ns()) == -ENOMEM)
-        drops_add(a->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
+    struct agent *a = ctx;
+
+    if (!call->wait && !call->tag)
+        stepinfer_call(a->stepinfer, pid,
+                       &(struct stepinfer_call){enter_ns, exit_ns, call->name_id, call->bytes,
+                                                call->comm, call->lib_seq, call->group,
+                                                call->done_ns});
+    if (!discovery_find(a->discovery, pid))
+        discovery_unidentified_call(a->discovery, pid);
+}
+
+static void agent_on_collective_done(void *ctx, uint32_t pid, uint64_t comm, int64_t lib_seq,
+                                     uint64_t done_ns)
+{
+    stepinfer_done(((struct agent *)ctx)->stepinfer, pid, comm, lib_seq, done_ns);
 }
 
 static void agent_on_event(void *ctx, const struct agent_event *ev)
@@ -112,7 +170,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         agent_rank(a, ev->rank.resource, "/");
         break;
     case AGENT_EVENT_RECORD:
-        agent_batch_step(a, ev->record.step);
+        agent_delivery_add_step(a->delivery, ev->record.step);
         break;
     case AGENT_EVENT_PROC_EXEC:
         discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
@@ -121,7 +179,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
         discovery_exit_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
         break;
     case AGENT_EVENT_DROPS:
-        drops_add(a->drops, ev->drops.reason, NULL, -1, ev->drops.count);
+        agent_delivery_drop(a->delivery, ev->drops.reason, NULL, -1, ev->drops.count);
         break;
     case AGENT_EVENT_COUNTER:
         if (!assembler_has_steps(a->assembler, ev->pid)) /* an unannotated rank */
@@ -152,86 +210,7 @@ static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *
 /* A step with its frames, on to the batcher. */
 static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 {
-    agent_batch_step(ctx, s);
-}
-
-/* --- batches into the spool ----------------------------------------------- */
-
-/* Drop counters the spool does not rebuild itself go on from where the
- * last run of this spool epoch left them (agent/delivery/dropstate.h). */
-static const char *const agent_spool_counters[] = {SPOOL_LOSS_CAP, SPOOL_LOSS_CORRUPT, NULL};
-
-static void agent_load_drops(struct agent *a)
-{
-    int n =
-        dropstate_load(a->cfg->spool_dir, spool_epoch(a->spool), a->drops, agent_spool_counters);
-
-    if (n < 0)
-        log_warn("agent", "%s/%s: %s; drop counters start from 0", a->cfg->spool_dir,
-                 DROPSTATE_FILE, n == -EBADMSG ? "not a drop counter file" : strerror(-n));
-    else if (n > 0)
-        log_info("agent", "%d drop counters carried over from the last run", n);
-    /* what was loaded is saved again with the next batch, in this build's form */
-}
-
-static void agent_save_drops(struct agent *a)
-{
-    int r;
-
-    if (!drops_changed(a->drops))
-        return;
-    r = dropstate_save(a->cfg->spool_dir, spool_epoch(a->spool), a->drops, agent_spool_counters);
-    if (r < 0)
-        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
-                        "cannot save drop counters in %s: %s (a restart would count from 0)",
-                        a->cfg->spool_dir, strerror(-r));
-    else
-        drops_saved(a->drops);
-}
-
-static void agent_seal(struct agent *a)
-{
-    void *frame;
-    size_t len;
-    int r;
-
-    agent_save_drops(a); /* before any batch carries the new totals */
-    r = batcher_seal(a->batcher, spool_epoch(a->spool), spool_next_seq(a->spool), &frame, &len);
-
-    if (r == -ENODATA)
-        return;
-    if (r == 0) {
-        r = spool_append(a->spool, frame, len, NULL);
-        free(frame);
-    }
-    if (r < 0) {
-        a->batch_errors++;
-        drops_add(a->drops, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
-        log_ratelimited(&a->rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
-                        strerror(-r));
-    }
-}
-
-/* The spool's own losses (cap, corruption) become drop counters that travel
- * to the collector (spool_options.on_loss). */
-static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
-{
-    struct agent *a = ctx;
-
-    drops_add(a->drops, reason, NULL, -1, count);
-    if (strcmp(reason, SPOOL_LOSS_CAP) == 0)
-        log_ratelimited(&a->rl, LOG_LEVEL_WARN, "agent",
-                        "spool over spool.cap: %llu oldest batches dropped so far",
-                        (unsigned long long)drops_get(a->drops, reason, NULL, -1));
-}
-
-/* The collector has every batch up to seq: so it has the names and
- * resources they carried. */
-static void agent_on_ack(void *ctx, uint64_t seq)
-{
-    struct agent *a = ctx;
-
-    names_ack(a->names, seq);
+    agent_delivery_add_step(((struct agent *)ctx)->delivery, s);
 }
 
 /* The collector asks for the raw spans of a rank in a window (a suspect's
@@ -246,7 +225,7 @@ static void agent_on_capture(void *ctx, const Argus__V1__CaptureRequest *req)
     if (r == -EALREADY)
         return;
     if (r == 0)
-        r = batcher_add_trace(a->batcher, packed, len);
+        r = agent_delivery_add_trace(a->delivery, packed, len);
     if (r == 0)
         log_info("agent", "capture of report %s: rank %u of job %s, %zu bytes of spans",
                  req->report_id, req->rank, req->job, len);
@@ -258,83 +237,18 @@ static void agent_on_capture(void *ctx, const Argus__V1__CaptureRequest *req)
 
 /* --- setup ------------------------------------------------------------------ */
 
-static int agent_open_spool(struct agent *a)
-{
-    struct spool_options so = {
-        .cap_bytes = a->cfg->spool_cap,
-        .segment_bytes = a->cfg->spool_segment,
-        .fsync = (enum spool_fsync)a->cfg->spool_fsync,
-        .fsync_interval_ns = a->cfg->spool_fsync_interval,
-        .on_loss = agent_on_spool_loss,
-        .on_loss_ctx = a,
-    };
-    struct spool_stats ss;
-    int r;
-
-    if (so.segment_bytes > so.cap_bytes / 4)
-        so.segment_bytes = so.cap_bytes / 4;
-    r = spool_open(a->cfg->spool_dir, &so, &a->spool);
-    if (r < 0) {
-        log_error("agent", "cannot open spool.dir %s: %s", a->cfg->spool_dir,
-                  r == -EBUSY ? "another agent holds it" : strerror(-r));
-        return r;
-    }
-    spool_stats(a->spool, &ss);
-    log_info("agent",
-             "spool %s: epoch %llu, next seq %llu, %llu unacked batches (%llu bytes), "
-             "%llu dropped and %llu corrupt so far",
-             a->cfg->spool_dir, (unsigned long long)ss.epoch, (unsigned long long)ss.next_seq,
-             (unsigned long long)ss.records, (unsigned long long)ss.bytes,
-             (unsigned long long)ss.dropped_records, (unsigned long long)ss.corrupt_records);
-    return 0;
-}
-
-/* The exporter's channel: mTLS from tls.*, or plaintext when asked for. */
-static int agent_load_tls(const struct agent_config *c, struct tls_pem *pem, bool *use)
-{
-    struct tls_files f = {c->tls_ca, c->tls_cert, c->tls_key};
-    char err[512];
-    int r = tls_choose(c->grpc_plaintext, &f, "grpc.plaintext = true",
-                       "tls.ca, tls.cert and tls.key", err, sizeof(err));
-
-    *use = r == 1;
-    if (r == 1)
-        r = tls_pem_load(&f, pem, err, sizeof(err));
-    if (r < 0)
-        log_error("agent", "%s", err);
-    else if (c->grpc_plaintext)
-        log_warn("agent",
-                 "grpc.plaintext = true: batches go to %s unencrypted and "
-                 "unauthenticated",
-                 c->collector_address);
-    return r < 0 ? r : 0;
-}
-
 static int agent_build_pipeline(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
-    struct batcher_options bo = {a->agent_id, c->batch_max_steps, c->batch_max_bytes,
-                                 c->batch_max_age};
     struct assembler_options ao = {.clock = &a->clock};
 
     clock_offset_init(&a->clock, clock_mono_to_real_offset());
-    struct exporter_options eo = {c->collector_address,
-                                  c->collector_keepalive,
-                                  c->collector_backoff_min,
-                                  c->collector_backoff_max,
-                                  agent_on_ack,
-                                  a,
-                                  .eager = true,
-                                  .on_capture = agent_on_capture,
-                                  .on_capture_ctx = a};
     struct discovery_options dopt = {.node = a->node,
                                      .job_vars = c->discovery_job_vars,
                                      .deny_comms = c->discovery_deny,
                                      .watch = c->discovery_watch};
 
     a->names = names_new();
-    a->drops = drops_new();
-    a->batcher = a->names && a->drops ? batcher_new(&bo, a->names, a->drops) : NULL;
     a->assembler = assembler_new(&ao, agent_on_step, a);
     a->stepinfer = stepinfer_new(agent_on_step, a, &a->clock);
     a->discovery = discovery_new(&dopt);
@@ -345,30 +259,23 @@ static int agent_build_pipeline(struct agent *a)
                                                  .clock = &a->clock});
     a->frames = stepframes_new(&(struct stepframes_options){
         .clock = &a->clock, .names = a->names, .emit = agent_emit_step, .ctx = a});
-    if (!a->batcher || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans)
+    if (!a->names || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
-    struct tls_pem pem = {0};
-    bool tls;
-    if (agent_load_tls(c, &pem, &tls) < 0)
-        return -EINVAL;
-    eo.tls = tls ? &pem : NULL;
-    if (agent_open_spool(a) < 0) {
-        tls_pem_free(&pem);
-        return -EIO;
-    }
-    agent_load_drops(a);
-    a->exporter = exporter_new(&eo, a->spool, a->drops);
-    tls_pem_free(&pem); /* the channel keeps its own copy */
-    return a->exporter ? 0 : -ENOMEM;
+    a->delivery =
+        agent_delivery_new(&(struct agent_delivery_options){.cfg = c,
+                                                            .agent_id = a->agent_id,
+                                                            .names = a->names,
+                                                            .on_capture = agent_on_capture,
+                                                            .on_capture_ctx = a});
+    return a->delivery ? 0 : -EIO;
 }
 
 static int agent_start_http(struct agent *a)
 {
     char err[256];
 
-    pthread_mutex_init(&a->http_state.lock, NULL);
     if (!*a->cfg->http_listen)
         return 0;
     a->http = http_start(a->cfg->http_listen, agent_http_handler, &a->http_state, err, sizeof(err));
@@ -378,6 +285,37 @@ static int agent_start_http(struct agent *a)
     }
     log_info("agent", "HTTP /metrics and /healthz on %s (port %d)", a->cfg->http_listen,
              http_port(a->http));
+    return 0;
+}
+
+/* Start the sources (agent_sources.h) with the agent's sink and
+ * collectives observers; hand the stacks probe to the steps waiting for
+ * their frames, and tell discovery whether communicators can be watched. */
+static int agent_start_sources(struct agent *a)
+{
+    struct agent_sources_options so = {
+        .cfg = a->cfg,
+        .node = a->node,
+        .epfd = a->epfd,
+        .sink = {agent_on_event, agent_on_name, a},
+        .collectives = {.on_call = agent_on_collective,
+                        .on_call_ctx = a,
+                        .on_comm_init = agent_on_comm_init,
+                        .on_done = agent_on_collective_done},
+    };
+    void *stacks;
+
+    a->sources = agent_sources_new(&so);
+    if (!a->sources)
+        return -ENOMEM;
+    agent_sources_start(a->sources);
+    stacks = agent_sources_state(a->sources, &probe_stacks_ops);
+    if (stacks)
+        stepframes_set_source(
+            a->frames,
+            &(struct stepframes_source){probe_stacks_settled, probe_stacks_top_frames, stacks});
+    discovery_set_watching(a->discovery,
+                           agent_sources_state(a->sources, &probe_collectives_ops) != NULL);
     return 0;
 }
 
@@ -393,7 +331,6 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
     a->argv = argv;
     a->epfd = a->sigfd = -1;
     a->rl = (struct log_ratelimit){.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
-    a->sink = (struct event_sink){agent_on_event, agent_on_name, a};
     if (*cfg->node_name)
         snprintf(a->node, sizeof(a->node), "%s", cfg->node_name);
     else if (gethostname(a->node, sizeof(a->node)) < 0)
@@ -401,14 +338,17 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
     snprintf(a->agent_id, sizeof(a->agent_id), "%s", *cfg->agent_id ? cfg->agent_id : a->node);
     a->sigfd = daemon_signalfd();
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
+    agent_http_init(&a->http_state);
     if (a->sigfd < 0 || a->epfd < 0 || agent_build_pipeline(a) < 0 || agent_start_http(a) < 0) {
         agent_teardown(a);
         return NULL;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sigfd, &ev);
-    agent_start_sources(a);
-    discovery_set_watching(a->discovery, agent_source_running(a, &probe_collectives_ops));
+    if (agent_start_sources(a) < 0) {
+        agent_teardown(a);
+        return NULL;
+    }
     discovery_scan(a->discovery, &agent_discovery_cb, a);
     log_info("agent", "agent %s on node %s, collector %s", a->agent_id, a->node,
              cfg->collector_address);
@@ -460,6 +400,22 @@ static void agent_log_discovery(struct agent *a)
              (unsigned long long)ds.ranks, (unsigned long long)ds.watched, n ? skipped : " none");
 }
 
+/* Copy the stats of every stage into the snapshot /metrics serves. */
+static void agent_publish(struct agent *a, uint64_t now)
+{
+    struct agent_snapshot s = {.tick_ns = now,
+                               .loop_turns = a->loop_turns,
+                               .loop_busy_max_ns = a->loop_busy_max_ns,
+                               .clock_steps = a->clock_steps};
+
+    assembler_get_stats(a->assembler, &s.assembler);
+    agent_delivery_get_stats(a->delivery, &s.delivery);
+    discovery_get_stats(a->discovery, &s.discovery);
+    stepframes_get_stats(a->frames, &s.frames);
+    spans_get_stats(a->spans, &s.spans);
+    agent_http_publish(&a->http_state, &s, a->sources, now);
+}
+
 /* Periodic work of one tick. */
 static void agent_tick(struct agent *a, uint64_t now)
 {
@@ -474,9 +430,7 @@ static void agent_tick(struct agent *a, uint64_t now)
                (double)stepped / 1e6);
     }
     if (now >= a->next_dispatch_ns) {
-        for (size_t i = 0; i < a->nsources; i++)
-            if (a->sources[i].running && a->sources[i].fd < 0)
-                agent_dispatch(a, &a->sources[i]);
+        agent_sources_poll(a->sources);
         a->next_dispatch_ns = agent_on_grid(now, AGENT_DISPATCH_NS);
     }
     if (now >= a->next_scan_ns) {
@@ -486,33 +440,13 @@ static void agent_tick(struct agent *a, uint64_t now)
     }
     if (now >= a->next_infer_ns) {
         stepinfer_tick(a->stepinfer, agent_explicit_steps, a);
+        agent_log_stepinfer(a);
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
     spans_tick(a->spans, now);
-    if (batcher_due(a->batcher, now))
-        agent_seal(a);
-    exporter_poll(a->exporter, now);
-    spool_tick(a->spool, now);
+    agent_delivery_tick(a->delivery, now);
     agent_publish(a, now);
-}
-
-/* SIGHUP under mTLS: read the certificate files again and reconnect with
- * them; a set that does not load keeps the running one. */
-static void agent_reload_tls(struct agent *a)
-{
-    struct tls_pem pem = {0};
-    bool tls;
-
-    if (a->cfg->grpc_plaintext || agent_load_tls(a->cfg, &pem, &tls) < 0) {
-        if (!a->cfg->grpc_plaintext)
-            log_error("agent", "TLS files not reloaded, the running ones stay in use");
-        return;
-    }
-    if (exporter_set_tls(a->exporter, &pem, clock_mono_ns()) == 0)
-        log_info("agent", "TLS files reloaded (%s); reconnecting to the collector",
-                 a->cfg->tls_cert);
-    tls_pem_free(&pem);
 }
 
 /* SIGHUP: load and validate the config again (the checks of a start); log
@@ -525,14 +459,14 @@ static void agent_reload(struct agent *a)
     struct config_result res;
 
     daemon_notify("RELOADING=1");
-    agent_reload_tls(a);
+    agent_delivery_reload_tls(a->delivery);
     if (config_load(&agent_config_table, &fresh, a->argc, a->argv, &res) < 0) {
         log_error("agent", "reload rejected, keeping the running config: %s",
                   config_errors_oneline(&res));
     } else {
         config_apply_changes(&agent_config_table, a->cfg, &fresh);
         log_set_level((enum log_level)a->cfg->log_level);
-        agent_apply_sampling(a, a->cfg);
+        agent_sources_apply_sampling(a->sources, a->cfg);
     }
     config_free(&agent_config_table, &fresh);
     daemon_notify("READY=1");
@@ -562,13 +496,12 @@ static uint64_t agent_grid_deadline(const struct agent *a, uint64_t t)
 static int agent_sleep_ms(struct agent *a, uint64_t now, uint64_t next_watchdog)
 {
     uint64_t next = min64(now + AGENT_MAX_SLEEP_NS, min64(a->next_scan_ns, a->next_infer_ns));
-    uint64_t later = min64(batcher_next_ns(a->batcher), stepframes_next_ns(a->frames));
+    uint64_t later = min64(agent_delivery_due_ns(a->delivery, now), stepframes_next_ns(a->frames));
 
-    for (size_t i = 0; i < a->nsources; i++)
-        if (a->sources[i].running && a->sources[i].fd < 0)
-            next = min64(next, a->next_dispatch_ns);
-    next = min64(next, agent_grid_deadline(a, min64(later, spool_next_ns(a->spool, now))));
-    next = min64(next, exporter_next_ns(a->exporter, now));
+    if (agent_sources_polled(a->sources))
+        next = min64(next, a->next_dispatch_ns);
+    next = min64(next, agent_grid_deadline(a, later));
+    next = min64(next, agent_delivery_send_ns(a->delivery, now));
     next = min64(next, next_watchdog);
     return next <= now ? 0 : (int)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
 }
@@ -599,9 +532,8 @@ int agent_run(struct agent *a)
         uint64_t woke = clock_mono_ns();
 
         for (int i = 0; i < n; i++) {
-            struct agent_source *s = evs[i].data.ptr;
-            if (s) {
-                agent_dispatch(a, s);
+            if (evs[i].data.ptr) { /* a source's fd */
+                agent_sources_dispatch(a->sources, evs[i].data.ptr);
                 continue;
             }
             enum daemon_signal sig = daemon_read_signal(a->sigfd);
@@ -624,42 +556,15 @@ int agent_run(struct agent *a)
  * 100 ms tick; the sched probe holds thread ends for their free), close
  * open steps, seal them into the spool, and give the exporter a bounded
  * time to get everything acked; what is left stays spooled. */
-static void agent_flush(struct agent *a)
+static bool agent_flush(struct agent *a)
 {
     uint64_t end = clock_mono_ns() + AGENT_FLUSH_NS;
 
-    for (size_t i = 0; i < a->nsources; i++) {
-        struct agent_source *s = &a->sources[i];
-
-        if (!s->running)
-            continue;
-        agent_dispatch(a, s);
-        if (s->ops->flush)
-            s->ops->flush(s->state);
-    }
+    if (a->sources)
+        agent_sources_flush(a->sources);
     assembler_flush(a->assembler);
     stepframes_flush(a->frames);
-    agent_seal(a);
-    while (!exporter_idle(a->exporter) && clock_mono_ns() < end) {
-        exporter_poll(a->exporter, clock_mono_ns());
-        clock_sleep_ns(5 * NSEC_PER_MSEC);
-    }
-}
-
-/* Destroy every source; the log says which took long (uprobe detach waits
- * for the kernel, per probe). */
-static void agent_destroy_sources(struct agent *a)
-{
-    for (size_t i = 0; i < a->nsources; i++) {
-        uint64_t t0 = clock_mono_ns();
-        if (!a->sources[i].state)
-            continue;
-        a->sources[i].ops->destroy(a->sources[i].state);
-        uint64_t took = clock_mono_ns() - t0;
-        if (took > 100 * NSEC_PER_MSEC)
-            log_info("agent", "stopping: source %s took %.2f s", a->sources[i].ops->name,
-                     (double)took / NSEC_PER_SEC);
-    }
+    return agent_delivery_flush(a->delivery, end);
 }
 
 void agent_teardown(struct agent *a)
@@ -670,27 +575,24 @@ void agent_teardown(struct agent *a)
         return;
     daemon_notify("STOPPING=1");
     http_stop(a->http);
-    if (a->spool && a->exporter && a->assembler && a->frames) {
-        agent_flush(a);
+    if (a->delivery && a->assembler && a->frames) {
+        bool acked = agent_flush(a);
         log_info("agent", "stopping: flush took %.2f s (%s)",
                  (double)(clock_mono_ns() - t0) / NSEC_PER_SEC,
-                 exporter_idle(a->exporter) ? "everything acked" : "the rest stays spooled");
+                 acked ? "everything acked" : "the rest stays spooled");
     }
     stepframes_free(a->frames); /* before the sources it asks */
-    agent_destroy_sources(a);
-    exporter_free(a->exporter);
-    spool_close(a->spool);
+    agent_sources_free(a->sources);
+    agent_delivery_free(a->delivery);
     assembler_free(a->assembler);
     stepinfer_free(a->stepinfer);
-    batcher_free(a->batcher);
     spans_free(a->spans);
-    drops_free(a->drops);
     names_free(a->names);
     discovery_free(a->discovery);
     if (a->epfd >= 0)
         close(a->epfd);
     if (a->sigfd >= 0)
         close(a->sigfd);
-    pthread_mutex_destroy(&a->http_state.lock);
+    agent_http_destroy(&a->http_state);
     free(a);
 }

@@ -1,102 +1,163 @@
 /* The agent's /metrics and /healthz, served from the snapshot the main loop
- * publishes each tick (the HTTP thread never touches live state), and
- * agent_publish, which takes that snapshot on the main loop. */
+ * publishes each tick (see agent_http.h). */
 #include "agent/agent_http.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_impl.h"
-#include "agent/discovery/discovery.h"
-#include "agent/delivery/batcher.h"
-#include "agent/delivery/exporter.h"
-#include "agent/delivery/spool.h"
-#include "agent/spans/spans.h"
-#include "agent/steps/assembler.h"
-#include "agent/steps/stepframes.h"
 #include "common/clock.h"
 #include "common/procstat.h"
 
-static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
+#define AGENT_HTTP_SOURCE_METRICS_NS NSEC_PER_SEC /* the sources' lines are rendered this often */
+
+/* --- the metrics table ---------------------------------------------------- */
+
+/* One metric of the snapshot. A family with several samples is rows of the
+ * same name in a row (HELP and TYPE come with the first), or one row with
+ * an array (count values from offset, labelled label_key=label(i)). */
+struct agent_metric {
+    const char *name, *type, *help;
+    const char *labels; /* of its one sample: "" or 'key="value"' */
+    size_t offset;      /* of its uint64_t in struct agent_snapshot, unless value */
+    double (*value)(const struct agent_snapshot *s); /* a value computed from several fields */
+    int count;                                       /* >0: an array of count values */
+    const char *label_key;
+    const char *(*label)(int i);
+};
+
+#define SNAP(field) .offset = offsetof(struct agent_snapshot, field)
+
+static double snap_connected(const struct agent_snapshot *s)
+{
+    return s->delivery.exporter.connected;
+}
+
+static double snap_frames_expired(const struct agent_snapshot *s)
+{
+    return (double)(s->frames.expired + s->frames.overflowed);
+}
+
+static double snap_frames_waiting(const struct agent_snapshot *s)
+{
+    return (double)s->frames.waiting;
+}
+
+static double snap_loop_busy_max(const struct agent_snapshot *s)
+{
+    return s->loop_busy_max_ns / 1e9;
+}
+
+static const char *snap_skip_name(int i)
+{
+    return discovery_skip_name((enum discovery_skip)i);
+}
+
+/* In /metrics order. */
+static const struct agent_metric agent_metrics[] = {
+    {"argus_agent_ranks", "gauge", "ranks tracked", "", SNAP(assembler.ranks)},
+    {"argus_agent_steps_total", "counter", "step records assembled", "",
+     SNAP(delivery.batcher.steps)},
+    {"argus_agent_events_total", "counter", "events from sources", "", SNAP(assembler.events)},
+    {"argus_agent_untracked_events_total", "counter", "events of processes that are not ranks", "",
+     SNAP(assembler.untracked)},
+    {"argus_agent_batches_total", "counter", "batches sealed", "", SNAP(delivery.batcher.batches)},
+    {"argus_agent_batch_bytes_total", "counter", "batch bytes before LZ4", "",
+     SNAP(delivery.batcher.raw_bytes)},
+    {"argus_agent_frame_bytes_total", "counter", "frame bytes after LZ4", "",
+     SNAP(delivery.batcher.frame_bytes)},
+    {"argus_agent_batch_errors_total", "counter",
+     "batches lost before the spool (encode or spool write failed)", "",
+     SNAP(delivery.batch_errors)},
+    {"argus_agent_spool_bytes", "gauge", "bytes in spool segments", "", SNAP(delivery.spool.bytes)},
+    {"argus_agent_spool_records", "gauge", "unacked batches in the spool", "",
+     SNAP(delivery.spool.records)},
+    {"argus_agent_spool_dropped_total", "counter", "unacked batches dropped by the spool cap", "",
+     SNAP(delivery.spool.dropped_records)},
+    {"argus_agent_spool_corrupt_total", "counter", "spool records lost to corruption", "",
+     SNAP(delivery.spool.corrupt_records)},
+    {"argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs", "",
+     SNAP(delivery.spool.fsync_errors)},
+    {"argus_agent_collector_connected", "gauge", "stream to the collector up", "",
+     .value = snap_connected},
+    {"argus_agent_sent_total", "counter", "batches sent (with resends)", "",
+     SNAP(delivery.exporter.sent)},
+    {"argus_agent_acked_seq", "gauge", "highest acked batch seq", "",
+     SNAP(delivery.exporter.acked)},
+    {"argus_agent_reconnects_total", "counter", "stream reconnects", "",
+     SNAP(delivery.exporter.reconnects)},
+    {"argus_agent_rejected_total", "counter", "batches the collector refused as invalid (dropped)",
+     "", SNAP(delivery.exporter.rejected)},
+    {"argus_agent_discovery_scans_total", "counter", "/proc scans", "", SNAP(discovery.scans)},
+    {"argus_agent_discovery_watched", "gauge",
+     "processes watched for the communicator that will say their rank", "",
+     SNAP(discovery.watched)},
+    {"argus_agent_discovery_skipped_total", "counter",
+     "processes that look like ranks but are not tracked, by reason", "", SNAP(discovery.skipped),
+     .count = DISCOVERY_SKIP_COUNT, .label_key = "reason", .label = snap_skip_name},
+    {"argus_agent_step_frames_waited_total", "counter",
+     "step records that waited for their stack samples to be symbolized", "", SNAP(frames.waited)},
+    {"argus_agent_step_frames_expired_total", "counter",
+     "step records sent on with stack samples still unresolved", "", .value = snap_frames_expired},
+    {"argus_agent_step_frames_waiting", "gauge", "step records waiting for their stack samples now",
+     "", .value = snap_frames_waiting},
+    {"argus_agent_loop_wakeups_total", "counter", "turns of the main loop", "", SNAP(loop_turns)},
+    {"argus_agent_span_ring_bytes", "gauge",
+     "bytes of raw spans kept for drill-down (spans.ring_bytes)", "", SNAP(spans.bytes)},
+    {"argus_agent_spans_dropped_total", "counter", "raw spans dropped from the rings, by reason",
+     "reason=\"age\"", SNAP(spans.dropped_age)},
+    {"argus_agent_spans_dropped_total", NULL, NULL, "reason=\"cap\"", SNAP(spans.dropped_cap)},
+    {"argus_agent_spans_dropped_total", NULL, NULL, "reason=\"corrupt_chunk\"",
+     SNAP(spans.corrupt_chunks)},
+    {"argus_agent_span_captures_total", "counter", "capture requests of the collector answered", "",
+     SNAP(spans.captures)},
+    {"argus_agent_clock_steps_total", "counter",
+     "times the realtime clock was set (timestamps from then on use the new time)", "",
+     SNAP(clock_steps)},
+    {"argus_agent_loop_busy_max_seconds", "gauge",
+     "longest single turn of the main loop since start (events and periodic work)", "",
+     .value = snap_loop_busy_max},
+};
+
+_Static_assert(sizeof(((struct agent_snapshot *)0)->discovery.skipped[0]) == sizeof(uint64_t),
+               "discovery_stats.skipped is read as uint64_t");
+
+static double agent_metric_value(const struct agent_snapshot *s, const struct agent_metric *m,
+                                 int i)
+{
+    if (m->value)
+        return m->value(s);
+    return (double)((const uint64_t *)((const char *)s + m->offset))[i];
+}
+
+/* One row's samples; HELP and TYPE before the first sample of a family. */
+static void agent_metric_write(const struct agent_snapshot *s, const struct agent_metric *m,
+                               struct http_buf *b)
+{
+    char labels[96];
+    int n = m->count ? m->count : 1;
+
+    for (int i = 0; i < n; i++) {
+        const char *l = m->labels;
+
+        if (m->count) {
+            snprintf(labels, sizeof(labels), "%s=\"%s\"", m->label_key, m->label(i));
+            l = labels;
+        }
+        if (i == 0 && m->help)
+            http_buf_metric(b, m->name, m->type, m->help, l, agent_metric_value(s, m, i));
+        else
+            http_buf_sample(b, m->name, l, agent_metric_value(s, m, i));
+    }
+}
+
+static void agent_metrics_write(const struct agent_snapshot *s, struct http_buf *b)
 {
     char labels[96];
 
-    http_buf_metric(b, "argus_agent_ranks", "gauge", "ranks tracked", "", s->ranks);
-    http_buf_metric(b, "argus_agent_steps_total", "counter", "step records assembled", "",
-                    s->steps);
-    http_buf_metric(b, "argus_agent_events_total", "counter", "events from sources", "", s->events);
-    http_buf_metric(b, "argus_agent_untracked_events_total", "counter",
-                    "events of processes that are not ranks", "", s->untracked_events);
-    http_buf_metric(b, "argus_agent_batches_total", "counter", "batches sealed", "", s->batches);
-    http_buf_metric(b, "argus_agent_batch_bytes_total", "counter", "batch bytes before LZ4", "",
-                    s->batch_raw_bytes);
-    http_buf_metric(b, "argus_agent_frame_bytes_total", "counter", "frame bytes after LZ4", "",
-                    s->batch_frame_bytes);
-    http_buf_metric(b, "argus_agent_batch_errors_total", "counter",
-                    "batches lost before the spool (encode or spool write failed)", "",
-                    s->batch_errors);
-    http_buf_metric(b, "argus_agent_spool_bytes", "gauge", "bytes in spool segments", "",
-                    s->spool_bytes);
-    http_buf_metric(b, "argus_agent_spool_records", "gauge", "unacked batches in the spool", "",
-                    s->spool_records);
-    http_buf_metric(b, "argus_agent_spool_dropped_total", "counter",
-                    "unacked batches dropped by the spool cap", "", s->spool_dropped);
-    http_buf_metric(b, "argus_agent_spool_corrupt_total", "counter",
-                    "spool records lost to corruption", "", s->spool_corrupt);
-    http_buf_metric(b, "argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs", "",
-                    s->spool_fsync_errors);
-    http_buf_metric(b, "argus_agent_collector_connected", "gauge", "stream to the collector up", "",
-                    s->connected);
-    http_buf_metric(b, "argus_agent_sent_total", "counter", "batches sent (with resends)", "",
-                    s->sent);
-    http_buf_metric(b, "argus_agent_acked_seq", "gauge", "highest acked batch seq", "", s->acked);
-    http_buf_metric(b, "argus_agent_reconnects_total", "counter", "stream reconnects", "",
-                    s->reconnects);
-    http_buf_metric(b, "argus_agent_rejected_total", "counter",
-                    "batches the collector refused as invalid (dropped)", "", s->rejected);
-    http_buf_metric(b, "argus_agent_discovery_scans_total", "counter", "/proc scans", "",
-                    s->discovery_scans);
-    http_buf_metric(b, "argus_agent_discovery_watched", "gauge",
-                    "processes watched for the communicator that will say their rank", "",
-                    s->discovery_watched);
-    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
-        snprintf(labels, sizeof(labels), "reason=\"%s\"", discovery_skip_name(r));
-        if (r == 0)
-            http_buf_metric(b, "argus_agent_discovery_skipped_total", "counter",
-                            "processes that look like ranks but are not tracked, by reason", labels,
-                            s->discovery_skipped[r]);
-        else
-            http_buf_sample(b, "argus_agent_discovery_skipped_total", labels,
-                            s->discovery_skipped[r]);
-    }
-    http_buf_metric(b, "argus_agent_step_frames_waited_total", "counter",
-                    "step records that waited for their stack samples to be symbolized", "",
-                    s->frames_waited);
-    http_buf_metric(b, "argus_agent_step_frames_expired_total", "counter",
-                    "step records sent on with stack samples still unresolved", "",
-                    s->frames_expired);
-    http_buf_metric(b, "argus_agent_step_frames_waiting", "gauge",
-                    "step records waiting for their stack samples now", "", s->frames_waiting);
-    http_buf_metric(b, "argus_agent_loop_wakeups_total", "counter", "turns of the main loop", "",
-                    s->loop_turns);
-    http_buf_metric(b, "argus_agent_span_ring_bytes", "gauge",
-                    "bytes of raw spans kept for drill-down (spans.ring_bytes)", "",
-                    s->spans_bytes);
-    http_buf_metric(b, "argus_agent_spans_dropped_total", "counter",
-                    "raw spans dropped from the rings, by reason", "reason=\"age\"",
-                    s->spans_dropped_age);
-    http_buf_sample(b, "argus_agent_spans_dropped_total", "reason=\"cap\"", s->spans_dropped_cap);
-    http_buf_sample(b, "argus_agent_spans_dropped_total", "reason=\"corrupt_chunk\"",
-                    s->spans_corrupt);
-    http_buf_metric(b, "argus_agent_span_captures_total", "counter",
-                    "capture requests of the collector answered", "", s->spans_captures);
-    http_buf_metric(b, "argus_agent_clock_steps_total", "counter",
-                    "times the realtime clock was set (timestamps from then on use the new time)",
-                    "", s->clock_steps);
-    http_buf_metric(b, "argus_agent_loop_busy_max_seconds", "gauge",
-                    "longest single turn of the main loop since start (events and periodic work)",
-                    "", s->loop_busy_max_ns / 1e9);
+    for (size_t i = 0; i < sizeof(agent_metrics) / sizeof(*agent_metrics); i++)
+        agent_metric_write(s, &agent_metrics[i], b);
     for (size_t i = 0; i < s->nsources; i++) {
         snprintf(labels, sizeof(labels), "source=\"%s\"", s->sources[i].name);
         if (i == 0)
@@ -108,6 +169,8 @@ static void agent_metrics(const struct agent_snapshot *s, struct http_buf *b)
             http_buf_sample(b, "argus_agent_source_up", labels, s->sources[i].running);
     }
 }
+
+/* --- the sources' own lines ------------------------------------------------- */
 
 /* The metric name of a sample line. */
 static int family_len(const char *line)
@@ -163,13 +226,14 @@ static void agent_healthz_discovery(const struct agent_snapshot *s, struct http_
     http_buf_printf(b,
                     "discovery: %llu ranks tracked, %llu processes watched for their "
                     "communicator, skipped:",
-                    (unsigned long long)s->ranks, (unsigned long long)s->discovery_watched);
+                    (unsigned long long)s->assembler.ranks,
+                    (unsigned long long)s->discovery.watched);
     uint64_t total = 0;
     for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++) {
-        total += s->discovery_skipped[r];
-        if (s->discovery_skipped[r])
+        total += s->discovery.skipped[r];
+        if (s->discovery.skipped[r])
             http_buf_printf(b, " %s %llu", discovery_skip_name(r),
-                            (unsigned long long)s->discovery_skipped[r]);
+                            (unsigned long long)s->discovery.skipped[r]);
     }
     http_buf_printf(b, "%s\n", total ? "" : " none");
 }
@@ -186,7 +250,7 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     memcpy(text, h->source_metrics, sizeof(text));
     pthread_mutex_unlock(&h->lock);
     if (strcmp(path, "/metrics") == 0) {
-        agent_metrics(&s, &b);
+        agent_metrics_write(&s, &b);
         source_metrics(text, &b);
         procstat_metrics(&b, "argus-agent");
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -194,9 +258,9 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     } else if (strcmp(path, "/healthz") == 0) {
         bool alive = clock_mono_ns() - s.tick_ns < 5 * NSEC_PER_SEC;
         http_buf_printf(&b, "%s\nranks %llu, spool %llu batches, collector %s\n",
-                        alive ? "ok" : "main loop stalled", (unsigned long long)s.ranks,
-                        (unsigned long long)s.spool_records,
-                        s.connected ? "connected" : "disconnected");
+                        alive ? "ok" : "main loop stalled", (unsigned long long)s.assembler.ranks,
+                        (unsigned long long)s.delivery.spool.records,
+                        s.delivery.exporter.connected ? "connected" : "disconnected");
         agent_healthz_discovery(&s, &b);
         resp->status = alive ? 200 : 503;
     } else {
@@ -208,20 +272,6 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
 }
 
 /* --- the main loop's side: the snapshot -------------------------------------- */
-
-/* The running sources' own metrics into buf (NUL-terminated). */
-static void agent_render_source_metrics(struct agent *a, char *buf, size_t len)
-{
-    size_t n = 0;
-
-    for (size_t i = 0; i < a->nsources; i++) {
-        const struct agent_source *src = &a->sources[i];
-
-        if (src->running && src->ops->metrics && n + 1 < len)
-            n += src->ops->metrics(src->state, buf + n, len - n);
-    }
-    buf[n < len ? n : len - 1] = 0;
-}
 
 /* The value of the sample NAME{probe="PROBE"} in the rendered source
  * metrics, or -1 when absent. */
@@ -245,79 +295,30 @@ static bool source_attach_failed(const char *text, const char *probe)
            source_sample(text, "argus_probe_uprobes_attached", probe) == 0;
 }
 
-void agent_publish(struct agent *a, uint64_t now)
+void agent_http_init(struct agent_http *h)
 {
-    struct agent_snapshot s = {.tick_ns = now};
-    struct assembler_stats as;
-    struct batcher_stats bs;
-    struct spool_stats ss;
-    struct exporter_stats es;
-    struct discovery_stats ds;
-    struct stepframes_stats fs;
-    struct spans_stats sps;
+    memset(h, 0, sizeof(*h));
+    pthread_mutex_init(&h->lock, NULL);
+}
 
-    assembler_get_stats(a->assembler, &as);
-    batcher_get_stats(a->batcher, &bs);
-    spool_stats(a->spool, &ss);
-    exporter_get_stats(a->exporter, &es);
-    discovery_get_stats(a->discovery, &ds);
-    stepframes_get_stats(a->frames, &fs);
-    s.ranks = as.ranks;
-    s.steps = bs.steps; /* step records batched: assembled, inferred and replayed */
-    s.events = as.events;
-    s.untracked_events = as.untracked;
-    s.batches = bs.batches;
-    s.batch_raw_bytes = bs.raw_bytes;
-    s.batch_frame_bytes = bs.frame_bytes;
-    s.batch_errors = a->batch_errors;
-    s.spool_bytes = ss.bytes;
-    s.spool_records = ss.records;
-    s.spool_dropped = ss.dropped_records;
-    s.spool_dropped_bytes = ss.dropped_bytes;
-    s.spool_corrupt = ss.corrupt_records;
-    s.spool_fsync_errors = ss.fsync_errors;
-    s.spool_acked_seq = ss.acked_seq;
-    s.spool_epoch = ss.epoch;
-    s.connected = es.connected;
-    s.sent = es.sent;
-    s.acked = es.acked;
-    s.reconnects = es.reconnects;
-    s.rejected = es.rejected;
-    s.resent = es.resent;
-    s.discovery_scans = ds.scans;
-    s.discovery_processes = ds.processes;
-    s.discovery_watched = ds.watched;
-    _Static_assert(DISCOVERY_SKIP_COUNT <= sizeof(s.discovery_skipped) / sizeof(uint64_t),
-                   "agent_snapshot.discovery_skipped too small");
-    for (int r = 0; r < DISCOVERY_SKIP_COUNT; r++)
-        s.discovery_skipped[r] = ds.skipped[r];
-    s.loop_turns = a->loop_turns;
-    s.loop_busy_max_ns = a->loop_busy_max_ns;
-    s.clock_steps = a->clock_steps;
-    s.frames_waited = fs.waited;
-    s.frames_expired = fs.expired + fs.overflowed;
-    s.frames_waiting = fs.waiting;
-    spans_get_stats(a->spans, &sps);
-    s.spans_bytes = sps.bytes;
-    s.spans_dropped_age = sps.dropped_age;
-    s.spans_dropped_cap = sps.dropped_cap;
-    s.spans_corrupt = sps.corrupt_chunks;
-    s.spans_captures = sps.captures;
-    s.nsources = a->nsources;
-    for (size_t i = 0; i < a->nsources; i++) {
-        s.sources[i].name = a->sources[i].ops->name;
-        s.sources[i].running = a->sources[i].running;
+void agent_http_destroy(struct agent_http *h)
+{
+    pthread_mutex_destroy(&h->lock);
+}
+
+void agent_http_publish(struct agent_http *h, const struct agent_snapshot *snap,
+                        const struct agent_sources *sources, uint64_t now)
+{
+    pthread_mutex_lock(&h->lock);
+    h->snap = *snap;
+    h->snap.nsources = agent_sources_status(sources, h->snap.sources, AGENT_SOURCES_MAX);
+    if (now >= h->next_source_metrics_ns) {
+        agent_sources_metrics(sources, h->source_metrics, sizeof(h->source_metrics));
+        h->next_source_metrics_ns = now + AGENT_HTTP_SOURCE_METRICS_NS;
     }
-    pthread_mutex_lock(&a->http_state.lock);
-    if (now >= a->next_source_metrics_ns) {
-        agent_render_source_metrics(a, a->http_state.source_metrics,
-                                    sizeof(a->http_state.source_metrics));
-        a->next_source_metrics_ns = now + AGENT_MAX_SLEEP_NS;
-    }
-    for (size_t i = 0; i < s.nsources; i++)
-        if (s.sources[i].running &&
-            source_attach_failed(a->http_state.source_metrics, s.sources[i].name))
-            s.sources[i].running = false;
-    a->http_state.snap = s;
-    pthread_mutex_unlock(&a->http_state.lock);
+    for (size_t i = 0; i < h->snap.nsources; i++)
+        if (h->snap.sources[i].running &&
+            source_attach_failed(h->source_metrics, h->snap.sources[i].name))
+            h->snap.sources[i].running = false;
+    pthread_mutex_unlock(&h->lock);
 }

@@ -7,6 +7,7 @@
 #include "common/config_value.h"
 #include "common/tls.h"
 
+#include "agent/agent_sources.h"
 #include "agent/cupti/ring.h"
 #include "agent/discovery/discovery.h"
 #include "agent/delivery/spool.h"
@@ -24,15 +25,11 @@
 #define OPT_ENUM_LIVE(key, field, def, names, help)                                                \
     CONFIG_OPTION(struct agent_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL, true)
 
-/* The probes agent_sources.c can start, by their probes.enable names. */
-static const char *const agent_probe_names[] = {
-    "proc", "sched", "collectives", "sync", "marker", "net", "io", "stacks", NULL,
-};
-
+/* probes.enable: the names of agent_sources.c's probe table. */
 static int agent_check_probes(const struct config_option *o, const void *field, char *err,
                               size_t errlen)
 {
-    return config_check_list(o, *(char *const *)field, agent_probe_names, err, errlen);
+    return config_check_list(o, *(char *const *)field, agent_sources_probe_names(), err, errlen);
 }
 
 /* discovery.deny and discovery.watch: what discovery can hold. */

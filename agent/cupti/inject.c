@@ -22,18 +22,22 @@
 #include <sys/eventfd.h>
 
 #include "agent/cupti/lib.h"
+#include "agent/cupti/worker.h"
 
 #define ARGUS_EXPORT __attribute__((visibility("default")))
 
-struct lib_state lib = {.wake_fd = -1};
+static struct lib_state lib = {.wake_fd = -1};
 
-const CUpti_ActivityKind lib_traced_kinds[] = {
+/* The CUPTI activity kinds argus enables (kernels, copies, sets, runtime API
+ * for correlation; MARKER is enabled separately and stays on while sampling). */
+static const CUpti_ActivityKind inject_traced_kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_RUNTIME,
 };
-const size_t lib_traced_kinds_count = sizeof(lib_traced_kinds) / sizeof(lib_traced_kinds[0]);
+static const size_t inject_traced_kinds_count =
+    sizeof(inject_traced_kinds) / sizeof(inject_traced_kinds[0]);
 
 static const char *const cupti_names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so",
                                           "/usr/local/cuda/lib64/libcupti.so.13",
@@ -222,7 +226,10 @@ static void CUPTIAPI inject_buffer_completed(CUcontext ctx, uint32_t stream, uin
         (void)!write(lib.wake_fd, &one, sizeof(one));
 }
 
-CUptiResult lib_register(void)
+/* Register argus's timestamp (CLOCK_MONOTONIC) and buffer callbacks with
+ * CUPTI: at start, and again when coming back after another client left
+ * (worker_hooks). Returns the CUPTI result. */
+static CUptiResult inject_register(void)
 {
     CUptiResult r = lib.fn.register_timestamp(inject_timestamp);
 
@@ -247,10 +254,11 @@ static bool inject_foreign_client(void)
     return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 }
 
-void lib_set_tracing(bool on, bool all)
+/* Enable (on) or disable the traced kinds; MARKER with them when all is set. */
+static void inject_set_tracing(bool on, bool all)
 {
-    for (size_t i = 0; i < lib_traced_kinds_count; i++)
-        (on ? lib.fn.enable : lib.fn.disable)(lib_traced_kinds[i]);
+    for (size_t i = 0; i < inject_traced_kinds_count; i++)
+        (on ? lib.fn.enable : lib.fn.disable)(inject_traced_kinds[i]);
     if (all)
         (on ? lib.fn.enable : lib.fn.disable)(CUPTI_ACTIVITY_KIND_MARKER);
 }
@@ -297,18 +305,18 @@ static const char *inject_start(void)
     if (inject_foreign_client()) {
         lib.stepped_aside = true; /* the worker comes back when it leaves */
         lib.step_asides = 1;
-    } else if (lib_register() != CUPTI_SUCCESS) {
+    } else if (inject_register() != CUPTI_SUCCESS) {
         inject_pool_free(); /* no GPU or no driver: CUPTI answers CUPTI_ERROR_UNKNOWN */
         return "CUPTI refused the timestamp or buffer callbacks (no GPU or driver?)";
     }
-    if (worker_start() < 0)
+    if (worker_start(&lib, &(struct worker_hooks){inject_register, inject_set_tracing}) < 0)
         return "cannot start the worker thread";
     /* buffers come back at least this often, so steps and sampling switches
      * are seen in time even when few records are produced */
     if (lib.fn.flush_period)
         lib.fn.flush_period((uint32_t)env_u64("ARGUS_CUPTI_FLUSH_MS", 100, 1, 60000));
     if (!lib.stepped_aside)
-        lib_set_tracing(true, true);
+        inject_set_tracing(true, true);
     atexit(inject_atexit);
     return NULL;
 }

@@ -1,7 +1,9 @@
-/* Internal state of libargus-cupti.so, shared by inject.c (entry point,
- * CUPTI calls, buffer pool and callbacks), worker.c (the worker thread, the
- * ring, the hello socket, sampling, stepping aside) and records.c (the one
- * place that knows CUDA 13's record layout). Not a public header. */
+/* The state of libargus-cupti.so: the CUPTI function table, the buffer
+ * pool CUPTI's callbacks fill and the worker drains, the worker's settings
+ * and counters. inject.c (the entry point, CUPTI calls, buffer pool and
+ * callbacks) owns the one instance and hands it to the worker (worker.h),
+ * which reads and writes it from its thread; the atomics are what the two
+ * threads share. Not a public interface of the library. */
 #ifndef ARGUS_AGENT_CUPTI_LIB_H
 #define ARGUS_AGENT_CUPTI_LIB_H
 
@@ -72,39 +74,5 @@ struct lib_state {
     uint64_t step_asides;
     bool stepped_aside;
 };
-
-extern struct lib_state lib;
-
-/* The CUPTI activity kinds argus enables (kernels, copies, sets, runtime API
- * for correlation; MARKER is enabled separately and stays on while sampling). */
-extern const CUpti_ActivityKind lib_traced_kinds[];
-extern const size_t lib_traced_kinds_count;
-
-/* Enable (on) or disable the traced kinds; MARKER with them when all is set. */
-void lib_set_tracing(bool on, bool all);
-
-/* Register argus's timestamp (CLOCK_MONOTONIC) and buffer callbacks with
- * CUPTI: at start, and again when coming back after another client left.
- * Returns the CUPTI result. */
-CUptiResult lib_register(void);
-
-/* worker.c: start the worker thread (0 or -errno) and stop it, draining what
- * CUPTI has completed into the ring first. */
-int worker_start(void);
-void worker_stop(void);
-
-/* records.c: translate one CUPTI record into a span. Returns 1 and fills out
- * (name_id left 0) and *name (CUPTI-owned, may be NULL) when the record is one
- * argus keeps, 0 to skip it. */
-struct lib_record {
-    struct cupti_span span;
-    const char *name; /* kernel or marker name, NULL for others */
-    bool name_stable; /* pointer may be cached (kernel names) */
-    bool range_end;   /* NVTX range end (span.aux = marker id) */
-};
-int records_translate(const CUpti_Activity *rec, struct lib_record *out);
-
-/* records.c: the fixed name of a memcpy/memset kind. */
-const char *records_copy_name(uint32_t copy_kind);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "agent/cupti/lib.h"
+#include "agent/cupti/records.h"
 
 const char *records_copy_name(uint32_t copy_kind)
 {

@@ -17,7 +17,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "agent/cupti/lib.h"
+#include "agent/cupti/worker.h"
+
+#include "agent/cupti/records.h"
 #include "common/name_id.h"
 
 #define PTR_CACHE 4096u /* kernel name pointer -> id */
@@ -41,8 +43,8 @@ struct worker {
     size_t ring_bytes;
     uint64_t head;                          /* local copy, published per buffer */
     uint64_t tail_seen;                     /* last tail read from the reader */
-    uint64_t drop_base[CUPTI_DROP_REASONS]; /* lib.drops when this ring began */
-    uint64_t reported[CUPTI_DROP_REASONS];  /* lib.drops when the last ring ended */
+    uint64_t drop_base[CUPTI_DROP_REASONS]; /* lib->drops when this ring began */
+    uint64_t reported[CUPTI_DROP_REASONS];  /* lib->drops when the last ring ended */
     uint64_t next_connect_ns, next_probe_ns;
     uint32_t ids_used;
     /* sampling */
@@ -54,6 +56,8 @@ struct worker {
 };
 
 static struct worker *wk;
+static struct lib_state *lib; /* inject.c's, given to worker_start */
+static struct worker_hooks hooks;
 
 static uint64_t worker_now(void)
 {
@@ -120,7 +124,7 @@ static void worker_put(struct cupti_span *s, const char *name, bool stable)
     uint32_t len = 0, need = 1;
 
     if (!wk->ring) {
-        lib.drops[CUPTI_DROP_NO_AGENT]++;
+        lib->drops[CUPTI_DROP_NO_AGENT]++;
         return;
     }
     if (name) {
@@ -130,7 +134,7 @@ static void worker_put(struct cupti_span *s, const char *name, bool stable)
             need += cupti_ring_name_slots(len);
     }
     if (!worker_room(need)) {
-        lib.drops[CUPTI_DROP_RING_FULL]++;
+        lib->drops[CUPTI_DROP_RING_FULL]++;
         return;
     }
     if (need > 1) {
@@ -153,10 +157,10 @@ static void worker_publish(void)
     if (!r)
         return;
     for (int i = 0; i < CUPTI_DROP_REASONS; i++)
-        atomic_store_explicit(&r->drops[i], lib.drops[i] - wk->drop_base[i], memory_order_relaxed);
-    atomic_store_explicit(&r->records, lib.records, memory_order_relaxed);
-    atomic_store_explicit(&r->step_asides, lib.step_asides, memory_order_relaxed);
-    atomic_store_explicit(&r->stepped_aside, lib.stepped_aside, memory_order_relaxed);
+        atomic_store_explicit(&r->drops[i], lib->drops[i] - wk->drop_base[i], memory_order_relaxed);
+    atomic_store_explicit(&r->records, lib->records, memory_order_relaxed);
+    atomic_store_explicit(&r->step_asides, lib->step_asides, memory_order_relaxed);
+    atomic_store_explicit(&r->stepped_aside, lib->stepped_aside, memory_order_relaxed);
     if (atomic_load_explicit(&r->head, memory_order_relaxed) == wk->head)
         return;
     atomic_store_explicit(&r->head, wk->head, memory_order_release);
@@ -171,8 +175,8 @@ static void worker_disconnect(void)
         /* what the agent had not read when it went is lost: reported on the
          * next ring (when the process itself exits there is none) */
         uint64_t unread = wk->head - atomic_load_explicit(&wk->ring->tail, memory_order_acquire);
-        memcpy(wk->reported, lib.drops, sizeof(wk->reported)); /* what this ring told */
-        lib.drops[CUPTI_DROP_NO_AGENT] += unread;
+        memcpy(wk->reported, lib->drops, sizeof(wk->reported)); /* what this ring told */
+        lib->drops[CUPTI_DROP_NO_AGENT] += unread;
         munmap(wk->ring, wk->ring_bytes);
     }
     if (wk->sock >= 0)
@@ -185,7 +189,7 @@ static int worker_new_ring(void)
 {
     int fd = memfd_create("argus-cupti", MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
 
-    wk->ring_bytes = cupti_ring_bytes(lib.ring_slots);
+    wk->ring_bytes = cupti_ring_bytes(lib->ring_slots);
     if (fd < 0)
         return -errno;
     /* sealed at its size: the agent can map it without fearing SIGBUS */
@@ -199,8 +203,8 @@ static int worker_new_ring(void)
     }
     wk->ring->magic = CUPTI_RING_MAGIC;
     wk->ring->version = CUPTI_RING_VERSION;
-    wk->ring->slots = lib.ring_slots;
-    wk->ring->pid = lib.hello.pid;
+    wk->ring->slots = lib->ring_slots;
+    wk->ring->pid = lib->hello.pid;
     wk->head = wk->tail_seen = 0;
     return fd;
 fail:
@@ -212,7 +216,7 @@ fail:
 static int worker_send_hello(int fd)
 {
     char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-    struct iovec iov = {.iov_base = &lib.hello, .iov_len = sizeof(lib.hello)};
+    struct iovec iov = {.iov_base = &lib->hello, .iov_len = sizeof(lib->hello)};
     struct msghdr msg = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
@@ -230,7 +234,7 @@ static void worker_connect(void)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     int fd;
 
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", lib.socket_path);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", lib->socket_path);
     wk->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (wk->sock < 0)
         return;
@@ -263,8 +267,8 @@ static void worker_apply_sampling(bool sampled)
     if (sampled == wk->sampled)
         return;
     wk->sampled = sampled;
-    if (!lib.stepped_aside)
-        lib_set_tracing(sampled, false);
+    if (!lib->stepped_aside)
+        hooks.set_tracing(sampled, false);
 }
 
 static void worker_time_sampling(uint64_t now)
@@ -322,8 +326,8 @@ static void worker_buffer(uint8_t *buf, size_t valid)
     CUpti_Activity *rec = NULL;
     struct lib_record r;
 
-    while (lib.fn.next_record(buf, valid, &rec) == CUPTI_SUCCESS) {
-        lib.records++;
+    while (lib->fn.next_record(buf, valid, &rec) == CUPTI_SUCCESS) {
+        lib->records++;
         if (!records_translate(rec, &r))
             continue;
         if (r.span.kind == CUPTI_SPAN_MARKER && cupti_ring_is_phase(r.name)) {
@@ -338,25 +342,25 @@ static void worker_buffer(uint8_t *buf, size_t valid)
 /* Drain every completed buffer in completion order, give them back. */
 static int worker_drain(void)
 {
-    uint64_t ready = atomic_exchange_explicit(&lib.ready_mask, 0, memory_order_acquire);
+    uint64_t ready = atomic_exchange_explicit(&lib->ready_mask, 0, memory_order_acquire);
     int order[LIB_POOL_MAX], n = 0;
     size_t dropped = 0;
 
     for (; ready; ready &= ready - 1)
         order[n++] = __builtin_ctzll(ready);
     for (int i = 1; i < n; i++) /* insertion sort by completion sequence */
-        for (int j = i; j > 0 && lib.meta[order[j]].seq < lib.meta[order[j - 1]].seq; j--) {
+        for (int j = i; j > 0 && lib->meta[order[j]].seq < lib->meta[order[j - 1]].seq; j--) {
             int t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
     for (int i = 0; i < n; i++) {
-        worker_buffer(lib.pool + (size_t)order[i] * lib.buf_size, lib.meta[order[i]].valid);
-        atomic_fetch_or_explicit(&lib.free_mask, UINT64_C(1) << order[i], memory_order_release);
+        worker_buffer(lib->pool + (size_t)order[i] * lib->buf_size, lib->meta[order[i]].valid);
+        atomic_fetch_or_explicit(&lib->free_mask, UINT64_C(1) << order[i], memory_order_release);
         worker_publish();
     }
-    if (lib.fn.dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
-        lib.drops[CUPTI_DROP_NO_BUFFER] += dropped;
+    if (lib->fn.dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+        lib->drops[CUPTI_DROP_NO_BUFFER] += dropped;
     return n;
 }
 
@@ -375,20 +379,20 @@ static void CUPTIAPI worker_probe_cb(void *ud, CUpti_CallbackDomain d, CUpti_Cal
 static void worker_probe(void)
 {
     CUpti_SubscriberHandle sub;
-    CUptiResult r = lib.fn.subscribe(&sub, worker_probe_cb, NULL);
+    CUptiResult r = lib->fn.subscribe(&sub, worker_probe_cb, NULL);
 
     if (r == CUPTI_SUCCESS) {
-        lib.fn.unsubscribe(sub);
-        if (lib.stepped_aside) { /* it left: come back */
-            lib.stepped_aside = false;
-            lib_register();
-            lib_set_tracing(true, true);
+        lib->fn.unsubscribe(sub);
+        if (lib->stepped_aside) { /* it left: come back */
+            lib->stepped_aside = false;
+            hooks.register_callbacks();
+            hooks.set_tracing(true, true);
             if (!wk->sampled)
-                lib_set_tracing(false, false);
+                hooks.set_tracing(false, false);
         }
-    } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && !lib.stepped_aside) {
-        lib.stepped_aside = true;
-        lib.step_asides++;
+    } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && !lib->stepped_aside) {
+        lib->stepped_aside = true;
+        lib->step_asides++;
     }
 }
 
@@ -398,30 +402,30 @@ static void worker_tick(uint64_t now)
 {
     if (wk->sock < 0 && now >= wk->next_connect_ns) {
         worker_connect();
-        wk->next_connect_ns = now + lib.reconnect_ns;
+        wk->next_connect_ns = now + lib->reconnect_ns;
     }
     if (now >= wk->next_probe_ns) {
         worker_probe();
-        wk->next_probe_ns = now + lib.probe_ns;
+        wk->next_probe_ns = now + lib->probe_ns;
     }
     worker_time_sampling(now);
 }
 
 static void *worker_main(void *arg)
 {
-    struct pollfd p[2] = {{.fd = lib.wake_fd, .events = POLLIN}, {.events = POLLIN}};
+    struct pollfd p[2] = {{.fd = lib->wake_fd, .events = POLLIN}, {.events = POLLIN}};
     uint64_t v;
 
     pthread_setname_np(pthread_self(), "argus-cupti");
-    while (!atomic_load(&lib.stop)) {
+    while (!atomic_load(&lib->stop)) {
         uint64_t now = worker_now();
         worker_tick(now);
-        atomic_store(&lib.worker_sleeping, 1);
+        atomic_store(&lib->worker_sleeping, 1);
         p[1].fd = wk->sock;
-        if (!atomic_load(&lib.ready_mask))
+        if (!atomic_load(&lib->ready_mask))
             poll(p, 2, 20);
-        atomic_store(&lib.worker_sleeping, 0);
-        (void)!read(lib.wake_fd, &v, sizeof(v));
+        atomic_store(&lib->worker_sleeping, 0);
+        (void)!read(lib->wake_fd, &v, sizeof(v));
         if (wk->sock >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
             worker_control();
         p[1].revents = 0;
@@ -433,35 +437,37 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int worker_start(void)
+int worker_start(struct lib_state *state, const struct worker_hooks *h)
 {
     int err;
 
+    lib = state;
+    hooks = *h;
     wk = calloc(1, sizeof(*wk));
     if (!wk)
         return -ENOMEM;
     wk->sock = -1;
     wk->sampled = true;
     worker_connect();
-    wk->next_connect_ns = worker_now() + lib.reconnect_ns;
-    wk->next_probe_ns = worker_now() + lib.probe_ns;
-    err = pthread_create(&lib.worker, NULL, worker_main, NULL);
+    wk->next_connect_ns = worker_now() + lib->reconnect_ns;
+    wk->next_probe_ns = worker_now() + lib->probe_ns;
+    err = pthread_create(&lib->worker, NULL, worker_main, NULL);
     if (err) {
         worker_disconnect();
         free(wk);
         wk = NULL;
         return -err;
     }
-    lib.worker_running = true;
+    lib->worker_running = true;
     return 0;
 }
 
 void worker_stop(void)
 {
-    if (!lib.worker_running)
+    if (!lib->worker_running)
         return;
-    atomic_store(&lib.stop, 1);
-    pthread_join(lib.worker, NULL);
-    lib.worker_running = false;
+    atomic_store(&lib->stop, 1);
+    pthread_join(lib->worker, NULL);
+    lib->worker_running = false;
     worker_disconnect();
 }

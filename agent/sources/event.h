@@ -27,6 +27,9 @@ enum agent_event_kind {
     AGENT_EVENT_RECORD,      /* a whole recorded step record (record replay) */
 };
 
+/* A host counter of the rank's step. A new one is a value here, a uint64
+ * field in argus.v1.HostCounters and a row in agent/steps/host_counters.c
+ * (which maps one to the other for every step maker). */
 enum agent_counter {
     AGENT_COUNTER_OFF_CPU_NS = 1,
     AGENT_COUNTER_RUNQ_NS,
@@ -35,6 +38,7 @@ enum agent_counter {
     AGENT_COUNTER_RETRANSMITS,
     AGENT_COUNTER_IO_WAIT_NS,
     AGENT_COUNTER_ALLOC_NS,
+    AGENT_COUNTER_END, /* one past the last: the size of arrays indexed by counter */
 };
 
 enum agent_kernel_kind {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/steps/host_counters.h"
 #include "agent/steps/summarize.h"
 #include "common/clock.h"
 
@@ -213,33 +214,6 @@ static void assembler_add_collective(struct assembler *a, struct assembler_rank 
     c->seq_local = !(ev->flags & AGENT_EVENT_FLAG_SEQ_SHARED) || !c->comm_id;
 }
 
-static void assembler_counter(struct assembler_rank *r, uint32_t counter, uint64_t v)
-{
-    switch (counter) {
-    case AGENT_COUNTER_OFF_CPU_NS:
-        r->host.off_cpu_ns += v;
-        break;
-    case AGENT_COUNTER_RUNQ_NS:
-        r->host.runq_ns += v;
-        break;
-    case AGENT_COUNTER_SYNC_WAIT_NS:
-        r->host.sync_wait_ns += v;
-        break;
-    case AGENT_COUNTER_LAUNCHES:
-        r->host.launches += v;
-        break;
-    case AGENT_COUNTER_RETRANSMITS:
-        r->host.retransmits += v;
-        break;
-    case AGENT_COUNTER_IO_WAIT_NS:
-        r->host.io_wait_ns += v;
-        break;
-    case AGENT_COUNTER_ALLOC_NS:
-        r->host.alloc_ns += v;
-        break;
-    }
-}
-
 static void assembler_step(struct assembler *a, struct assembler_rank *r,
                            const struct agent_event *ev)
 {
@@ -300,7 +274,8 @@ void assembler_event(struct assembler *a, const struct agent_event *ev)
         assembler_add_collective(a, r, ev);
         break;
     case AGENT_EVENT_COUNTER:
-        assembler_counter(r, ev->counter.counter, ev->counter.value);
+        if (host_counters_add(&r->host, ev->counter.counter, ev->counter.value) < 0)
+            a->stats.unknown_counters++;
         break;
     default:
         break;

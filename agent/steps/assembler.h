@@ -64,6 +64,7 @@ struct assembler_stats {
     uint64_t untracked;    /* events of unknown pids */
     uint64_t outside_step; /* events of a rank before its first step */
     uint64_t dropped_phases, dropped_collectives, dropped_kernels;
+    uint64_t unknown_counters; /* COUNTER events of an id without a row (host_counters.h) */
 };
 void assembler_get_stats(const struct assembler *a, struct assembler_stats *out);
 

@@ -20,8 +20,10 @@
 
 #include <stdint.h>
 
-#define STEPCOUNTERS_N 8         /* counter ids 0..7 (enum agent_counter) */
-#define STEPCOUNTERS_SAMPLES 128 /* 6.4 s of two counters polled every 100 ms */
+#include "agent/sources/event.h"
+
+#define STEPCOUNTERS_N AGENT_COUNTER_END /* counter ids 0..N-1 (enum agent_counter) */
+#define STEPCOUNTERS_SAMPLES 128         /* 6.4 s of two counters polled every 100 ms */
 
 struct stepcounters_sample {
     uint64_t from_ns, to_ns, value;

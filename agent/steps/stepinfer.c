@@ -1,13 +1,100 @@
 /* Steps of ranks without annotation, numbered by the collective sequence
- * (see stepinfer.h). */
-#include "agent/steps/stepinfer_impl.h"
+ * (see stepinfer.h): the ranks, their windows of calls, the vote, cutting
+ * and emitting steps. How a rank's steps are cut and numbered is the model
+ * (stepinfer_model.h), which this file calls. */
+#include "agent/steps/stepinfer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "agent/steps/host_counters.h"
+#include "agent/steps/stepcounters.h"
+#include "agent/steps/stepinfer_model.h"
 #include "common/name_id.h"
+
+#define STEPINFER_MAX_COLLS 1024  /* collectives one step record carries */
+#define STEPINFER_MAX_COMMS 16    /* groups per rank; more share the last slot */
+#define STEPINFER_MIN_CALLS 48    /* calls before the first detection */
+#define STEPINFER_REORDER 16      /* how late a call may arrive and be put in place */
+#define STEPINFER_MISFIT_UNLOCK 4 /* misfits in the last 16 steps that unlock a model */
+#define STEPINFER_VOTE_TICKS 5    /* ticks a rank waits for another to agree */
+#define STEPINFER_MAX_PENDING 16  /* processes kept before they are known ranks */
+
+struct stepinfer_rank {
+    uint32_t pid, rank;
+    char *job;
+    struct stepdetect_call *calls; /* calls[0..n), by arrival */
+    struct stepinfer_entry *entries;
+    size_t n;
+    struct stepinfer_comm comms[STEPINFER_MAX_COMMS];
+    uint32_t ncomms;
+    struct stepinfer_model model;
+    struct stepinfer_model candidate; /* found at this tick, before the vote */
+    bool has_candidate;
+    uint32_t waited;              /* ticks with a candidate but no agreement yet */
+    int64_t last_step;            /* number of the last emitted step, -1 before the first */
+    bool fitted;                  /* a step with the model's number of calls was emitted */
+    uint64_t closed_ns;           /* arrival of the call that closed the last emitted step */
+    struct stepcounters counters; /* host counter samples not given to a step yet */
+};
+
+struct stepinfer {
+    assembler_step_fn emit;
+    void *ctx;
+    const struct clock_offset *clock;
+    struct stepinfer_rank **ranks;
+    size_t nranks;
+    const struct stepinfer_model **ballots; /* room for one per rank */
+    struct stepinfer_model_scratch scratch;
+    Argus__V1__Collective *colls, *coll_ptrs[STEPINFER_MAX_COLLS];
+    struct stepinfer_change changes[STEPINFER_CHANGES]; /* of the last tick or untrack */
+    size_t nchanges;
+    struct stepinfer_stats stats;
+};
+
+/* The rank's window, as the model reads it. */
+static struct stepinfer_window stepinfer_window(const struct stepinfer_rank *r)
+{
+    return (struct stepinfer_window){r->calls, r->entries, r->n, r->comms};
+}
+
+static bool stepinfer_opens(const struct stepinfer_rank *r, size_t i)
+{
+    return stepinfer_model_opens(&r->model, &r->entries[i]);
+}
+
+static int64_t stepinfer_number(const struct stepinfer_rank *r, size_t i)
+{
+    return stepinfer_model_number(&r->model, &r->entries[i]);
+}
+
+static int stepinfer_detect(struct stepinfer *si, struct stepinfer_rank *r,
+                            struct stepinfer_model *out)
+{
+    struct stepinfer_window w = stepinfer_window(r);
+
+    return stepinfer_model_detect(&w, &si->scratch, out);
+}
+
+/* A change of r's model for the caller to log (stepinfer_changes); its
+ * fields besides pid, rank, job, locked and last_step are the caller's. */
+static struct stepinfer_change *stepinfer_change(struct stepinfer *si,
+                                                 const struct stepinfer_rank *r, bool locked)
+{
+    struct stepinfer_change *c;
+
+    if (si->nchanges == STEPINFER_CHANGES) {
+        si->stats.changes_lost++;
+        return NULL;
+    }
+    c = &si->changes[si->nchanges++];
+    *c = (struct stepinfer_change){
+        .pid = r->pid, .rank = r->rank, .locked = locked, .last_step = r->last_step};
+    snprintf(c->job, sizeof(c->job), "%s", r->job ? r->job : "");
+    return c;
+}
 
 struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, const struct clock_offset *clock)
 {
@@ -18,11 +105,11 @@ struct stepinfer *stepinfer_new(assembler_step_fn emit, void *ctx, const struct 
     si->emit = emit;
     si->ctx = ctx;
     si->clock = clock;
-    si->scratch = calloc(2 * STEPINFER_WINDOW, sizeof(*si->scratch));
-    si->detect = calloc(STEPINFER_WINDOW, sizeof(*si->detect));
-    si->steps = calloc(STEPINFER_DETECT_STEPS, sizeof(*si->steps));
+    si->scratch.scratch = calloc(2 * STEPINFER_WINDOW, sizeof(*si->scratch.scratch));
+    si->scratch.detect = calloc(STEPINFER_WINDOW, sizeof(*si->scratch.detect));
+    si->scratch.steps = calloc(STEPINFER_DETECT_STEPS, sizeof(*si->scratch.steps));
     si->colls = calloc(STEPINFER_MAX_COLLS, sizeof(*si->colls));
-    if (!si->scratch || !si->detect || !si->steps || !si->colls) {
+    if (!si->scratch.scratch || !si->scratch.detect || !si->scratch.steps || !si->colls) {
         stepinfer_free(si);
         return NULL;
     }
@@ -44,9 +131,10 @@ void stepinfer_free(struct stepinfer *si)
     for (size_t i = 0; i < si->nranks; i++)
         stepinfer_rank_free(si->ranks[i]);
     free(si->ranks);
-    free(si->scratch);
-    free(si->detect);
-    free(si->steps);
+    free(si->ballots);
+    free(si->scratch.scratch);
+    free(si->scratch.detect);
+    free(si->scratch.steps);
     free(si->colls);
     free(si);
 }
@@ -68,10 +156,15 @@ static struct stepinfer_rank *stepinfer_add(struct stepinfer *si, uint32_t pid, 
                                             uint32_t rank)
 {
     struct stepinfer_rank *r, **grown = realloc(si->ranks, (si->nranks + 1) * sizeof(*grown));
+    const struct stepinfer_model **ballots;
 
     if (!grown)
         return NULL;
     si->ranks = grown;
+    ballots = realloc(si->ballots, (si->nranks + 1) * sizeof(*ballots));
+    if (!ballots)
+        return NULL;
+    si->ballots = ballots;
     r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
@@ -136,6 +229,7 @@ void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush)
     size_t i;
     struct stepinfer_rank *r = stepinfer_find(si, pid, &i);
 
+    si->nchanges = 0;
     if (!r)
         return;
     if (flush && r->job && r->n >= STEPINFER_MIN_CALLS)
@@ -229,13 +323,7 @@ static void stepinfer_take_counters(struct stepinfer_rank *r, uint64_t start_ns,
     uint64_t got[STEPCOUNTERS_N];
 
     stepcounters_take(&r->counters, start_ns, end_ns, got);
-    host->off_cpu_ns = got[AGENT_COUNTER_OFF_CPU_NS];
-    host->runq_ns = got[AGENT_COUNTER_RUNQ_NS];
-    host->sync_wait_ns = got[AGENT_COUNTER_SYNC_WAIT_NS];
-    host->launches = got[AGENT_COUNTER_LAUNCHES];
-    host->retransmits = got[AGENT_COUNTER_RETRANSMITS];
-    host->io_wait_ns = got[AGENT_COUNTER_IO_WAIT_NS];
-    host->alloc_ns = got[AGENT_COUNTER_ALLOC_NS];
+    host_counters_set(host, got);
 }
 
 /* The collectives of calls [from, to) into si->coll_ptrs; returns how many. */
@@ -315,7 +403,7 @@ static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfe
     uint64_t ns = sp->end_ns - sp->start_ns;
 
     if (sp->to - sp->from != r->model.calls || sp->max_gap_ns > 2 * sp->open_gap_ns ||
-        stepinfer_signature(r, sp->from, sp->to) != r->model.signature)
+        stepinfer_model_signature(r->calls, sp->from, sp->to) != r->model.signature)
         return false;
     return !time || (ns >= r->model.step_ns / 2 && ns <= 2 * r->model.step_ns);
 }
@@ -398,18 +486,82 @@ static void stepinfer_rank_scan(struct stepinfer *si, struct stepinfer_rank *r)
     if (__builtin_popcount(r->model.misfits) >= STEPINFER_MISFIT_UNLOCK ||
         r->n - (open < r->n ? open : 0) > 4 * (size_t)r->model.calls + STEPINFER_MIN_CALLS) {
         size_t keep = 0;
+        struct stepinfer_change *c = stepinfer_change(si, r, false);
 
+        if (c) {
+            c->misfits = r->model.misfits;
+            c->calls_since = r->n - (open < r->n ? open : 0);
+        }
         while (r->last_step >= 0 && keep + 1 < r->n && r->calls[keep + 1].ts_ns < r->closed_ns)
             keep++;
-        log_info("steps",
-                 "rank %u of job %s (pid %u): steps stopped fitting after step %lld "
-                 "(misfits %04x, %zu calls since the last opening one)",
-                 r->rank, r->job, r->pid, (long long)r->last_step, r->model.misfits,
-                 r->n - (open < r->n ? open : 0));
         stepinfer_shift(r, keep);
         r->model = (struct stepinfer_model){0};
         si->stats.unlocks++;
     }
+}
+
+/* What rank q of r's job votes for: its model when locked and fitting, or
+ * its candidate of this tick; NULL when it has neither or its numbers are
+ * its own (counted here, not the library's). */
+static const struct stepinfer_model *stepinfer_ballot(const struct stepinfer_rank *r,
+                                                      const struct stepinfer_rank *q)
+{
+    const struct stepinfer_model *m = NULL;
+
+    if (!q->job || strcmp(q->job, r->job))
+        return NULL;
+    if (q->model.locked && __builtin_popcount(q->model.misfits) < 2)
+        m = &q->model;
+    else if (q->has_candidate)
+        m = &q->candidate;
+    return m && m->lib ? m : NULL;
+}
+
+static size_t stepinfer_job_ranks(const struct stepinfer *si, const struct stepinfer_rank *r)
+{
+    size_t n = 0;
+
+    for (size_t k = 0; k < si->nranks; k++)
+        n += si->ranks[k]->job && !strcmp(si->ranks[k]->job, r->job);
+    return n;
+}
+
+/* Lock r on the model most ranks of its job on this agent found
+ * (stepinfer_model_vote), else on its own candidate. Unless forced, a rank
+ * of a job with other ranks here waits (up to STEPINFER_VOTE_TICKS) until
+ * two of them agree. Returns whether it locked. */
+static bool stepinfer_lock(struct stepinfer *si, struct stepinfer_rank *r, bool force)
+{
+    struct stepinfer_window w = stepinfer_window(r);
+    const struct stepinfer_model *best;
+    struct stepinfer_change *c;
+    size_t n = 0, votes;
+
+    for (size_t k = 0; k < si->nranks; k++) {
+        const struct stepinfer_model *b = stepinfer_ballot(r, si->ranks[k]);
+        if (b)
+            si->ballots[n++] = b;
+    }
+    best = stepinfer_model_vote(&r->candidate, si->ballots, n, &votes);
+    if (!force && votes < 2 && r->waited++ < STEPINFER_VOTE_TICKS && stepinfer_job_ranks(si, r) > 1)
+        return false;
+    r->model = *best;
+    r->model.anchor = r->candidate.anchor;
+    r->model.gap_threshold_ns = r->candidate.gap_threshold_ns;
+    r->model.misfits = 0;
+    r->model.locked = true;
+    r->waited = 0;
+    stepinfer_model_continue(&r->model, &w, r->last_step, r->closed_ns);
+    si->stats.locks++;
+    c = stepinfer_change(si, r, true);
+    if (c) {
+        c->calls = r->model.calls;
+        c->phase = r->model.phase;
+        c->span = r->model.span;
+        c->base = r->model.base;
+        c->votes = votes;
+    }
+    return true;
 }
 
 static void stepinfer_rank_tick(struct stepinfer *si, struct stepinfer_rank *r)
@@ -436,6 +588,7 @@ static bool stepinfer_due(struct stepinfer_rank *r, bool (*explicit_steps)(void 
 void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint32_t pid),
                     void *ctx)
 {
+    si->nchanges = 0;
     for (size_t i = 0; i < si->nranks; i++) {
         struct stepinfer_rank *r = si->ranks[i];
         r->has_candidate = !r->model.locked && stepinfer_due(r, explicit_steps, ctx) &&
@@ -450,6 +603,12 @@ void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint
         if (r->model.locked && stepinfer_due(r, explicit_steps, ctx))
             stepinfer_rank_scan(si, r);
     }
+}
+
+const struct stepinfer_change *stepinfer_changes(const struct stepinfer *si, size_t *n)
+{
+    *n = si->nchanges;
+    return si->changes;
 }
 
 void stepinfer_get_stats(const struct stepinfer *si, struct stepinfer_stats *out)

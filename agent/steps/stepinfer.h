@@ -54,6 +54,7 @@
 #define ARGUS_AGENT_STEPINFER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/steps/assembler.h"
@@ -84,7 +85,8 @@ void stepinfer_free(struct stepinfer *si);
 /* Start watching a rank (job is copied). Returns 0 or -ENOMEM. */
 int stepinfer_track(struct stepinfer *si, uint32_t pid, const char *job, uint32_t rank);
 /* Stop watching pid; with flush, first emit the steps its window still
- * holds (a rank that exits between two ticks keeps its last steps). */
+ * holds (a rank that exits between two ticks keeps its last steps; what
+ * that changed is in stepinfer_changes). */
 void stepinfer_untrack(struct stepinfer *si, uint32_t pid, bool flush);
 
 /* One collective call of pid, in arrival order (a call up to a few places
@@ -111,16 +113,43 @@ void stepinfer_counter(struct stepinfer *si, uint32_t pid, uint32_t counter, uin
                        uint64_t ts_ns);
 
 /* Detect and emit new steps of every rank for which explicit(ctx, pid) is
- * false (explicit may be NULL). */
+ * false (explicit may be NULL). What changed is in stepinfer_changes. */
 void stepinfer_tick(struct stepinfer *si, bool (*explicit_steps)(void *ctx, uint32_t pid),
                     void *ctx);
 
+/* A rank's model changed: it locked on a model (found, or outvoted) or its
+ * steps stopped fitting and it is detected again. The module logs nothing;
+ * the caller says what happened from these. */
+struct stepinfer_change {
+    uint32_t pid, rank;
+    char job[128];     /* truncated when longer */
+    bool locked;       /* true: locked on a model; false: unlocked */
+    int64_t last_step; /* the last emitted step, -1 before the first */
+    /* locked: calls a step; the opening call has g = phase mod span; the
+     * numbers are g's step plus base; votes: ranks of the job that agreed */
+    uint32_t calls;
+    uint64_t phase, span;
+    int64_t base;
+    size_t votes;
+    /* unlocked: the last 16 steps, a bit set for each that did not fit;
+     * calls since the last opening one */
+    uint16_t misfits;
+    size_t calls_since;
+};
+
+#define STEPINFER_CHANGES 32 /* kept per tick; more are counted in changes_lost */
+
+/* The model changes of the last stepinfer_tick or stepinfer_untrack, oldest
+ * first; *n how many. Valid until the next call that changes si. */
+const struct stepinfer_change *stepinfer_changes(const struct stepinfer *si, size_t *n);
+
 struct stepinfer_stats {
-    uint64_t steps;      /* emitted */
-    uint64_t locks;      /* times a rank's model was found */
-    uint64_t unlocks;    /* times a model stopped fitting */
-    uint64_t holes;      /* gaps in a rank's opening calls (steps not emitted) */
-    uint64_t late_calls; /* calls dropped: too far out of order */
+    uint64_t steps;        /* emitted */
+    uint64_t locks;        /* times a rank's model was found */
+    uint64_t unlocks;      /* times a model stopped fitting */
+    uint64_t holes;        /* gaps in a rank's opening calls (steps not emitted) */
+    uint64_t late_calls;   /* calls dropped: too far out of order */
+    uint64_t changes_lost; /* model changes beyond STEPINFER_CHANGES in one tick */
 };
 void stepinfer_get_stats(const struct stepinfer *si, struct stepinfer_stats *out);
 

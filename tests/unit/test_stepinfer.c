@@ -193,10 +193,25 @@ static void poll_runq(struct stepinfer *si, const struct sim *s, uint64_t *polle
 
 /* Feed the calls as a live agent would: a tick every simulated second,
  * after the counters were polled (every 100 ms, and at the tick). */
+/* The model changes of the call just made, each of a rank of the job. */
+static void count_changes(const struct stepinfer *si, uint64_t counts[2] /* unlocks, locks */)
+{
+    size_t n;
+    const struct stepinfer_change *c = stepinfer_changes(si, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(c[i].job, "job");
+        assert_int_equal(c[i].pid, 100 + c[i].rank);
+        assert_true(!c[i].locked || (c[i].span > 0 && c[i].calls > 0));
+        counts[c[i].locked]++;
+    }
+}
+
 static void feed(const struct sim *s, struct stepinfer_stats *stats)
 {
     struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);
-    uint64_t next_tick = 0, polled = 0;
+    uint64_t next_tick = 0, polled = 0, counts[2] = {0, 0};
+    struct stepinfer_stats st;
 
     assert_non_null(si);
     nouts = 0;
@@ -210,15 +225,19 @@ static void feed(const struct sim *s, struct stepinfer_stats *stats)
         if (calls[i].c.enter_ns >= next_tick) {
             poll_runq(si, s, &polled, calls[i].c.enter_ns);
             stepinfer_tick(si, NULL, NULL);
+            count_changes(si, counts);
             next_tick = calls[i].c.enter_ns + 1000 * MS;
         }
         stepinfer_call(si, calls[i].pid, &calls[i].c);
     }
     stepinfer_tick(si, NULL, NULL);
-    for (int r = 0; r < s->ranks; r++)
+    count_changes(si, counts);
+    for (int r = 0; r < s->ranks; r++, count_changes(si, counts))
         stepinfer_untrack(si, 100 + (uint32_t)r, true);
+    stepinfer_get_stats(si, &st); /* every lock and unlock reported once, for the log */
+    assert_true(st.locks == counts[1] && st.unlocks == counts[0] && !st.changes_lost);
     if (stats)
-        stepinfer_get_stats(si, stats);
+        *stats = st;
     stepinfer_free(si);
 }
 

@@ -1,0 +1,293 @@
+/* The agent's delivery: batcher -> spool -> exporter, with the drop
+ * counters (see agent_delivery.h). */
+#include "agent/agent_delivery.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/delivery/drops.h"
+#include "agent/delivery/dropstate.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/tls.h"
+
+struct agent_delivery {
+    struct agent_delivery_options o;
+    struct drops *drops; /* every drop counter (agent/delivery/drops.h) */
+    struct batcher *batcher;
+    struct spool *spool;
+    struct exporter *exporter;
+    uint64_t batch_errors;
+    struct log_ratelimit rl;
+};
+
+/* --- batches into the spool ----------------------------------------------- */
+
+/* Drop counters the spool does not rebuild itself go on from where the
+ * last run of this spool epoch left them (agent/delivery/dropstate.h). */
+static const char *const agent_spool_counters[] = {SPOOL_LOSS_CAP, SPOOL_LOSS_CORRUPT, NULL};
+
+static void agent_load_drops(struct agent_delivery *d)
+{
+    const char *dir = d->o.cfg->spool_dir;
+    int n = dropstate_load(dir, spool_epoch(d->spool), d->drops, agent_spool_counters);
+
+    if (n < 0)
+        log_warn("agent", "%s/%s: %s; drop counters start from 0", dir, DROPSTATE_FILE,
+                 n == -EBADMSG ? "not a drop counter file" : strerror(-n));
+    else if (n > 0)
+        log_info("agent", "%d drop counters carried over from the last run", n);
+    /* what was loaded is saved again with the next batch, in this build's form */
+}
+
+static void agent_save_drops(struct agent_delivery *d)
+{
+    const char *dir = d->o.cfg->spool_dir;
+    int r;
+
+    if (!drops_changed(d->drops))
+        return;
+    r = dropstate_save(dir, spool_epoch(d->spool), d->drops, agent_spool_counters);
+    if (r < 0)
+        log_ratelimited(&d->rl, LOG_LEVEL_WARN, "agent",
+                        "cannot save drop counters in %s: %s (a restart would count from 0)", dir,
+                        strerror(-r));
+    else
+        drops_saved(d->drops);
+}
+
+static void agent_seal(struct agent_delivery *d)
+{
+    void *frame;
+    size_t len;
+    int r;
+
+    agent_save_drops(d); /* before any batch carries the new totals */
+    r = batcher_seal(d->batcher, spool_epoch(d->spool), spool_next_seq(d->spool), &frame, &len);
+
+    if (r == -ENODATA)
+        return;
+    if (r == 0) {
+        r = spool_append(d->spool, frame, len, NULL);
+        free(frame);
+    }
+    if (r < 0) {
+        d->batch_errors++;
+        drops_add(d->drops, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
+        log_ratelimited(&d->rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
+                        strerror(-r));
+    }
+}
+
+/* The spool's own losses (cap, corruption) become drop counters that travel
+ * to the collector (spool_options.on_loss). */
+static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
+{
+    struct agent_delivery *d = ctx;
+
+    drops_add(d->drops, reason, NULL, -1, count);
+    if (strcmp(reason, SPOOL_LOSS_CAP) == 0)
+        log_ratelimited(&d->rl, LOG_LEVEL_WARN, "agent",
+                        "spool over spool.cap: %llu oldest batches dropped so far",
+                        (unsigned long long)drops_get(d->drops, reason, NULL, -1));
+}
+
+/* The collector has every batch up to seq: so it has the names and
+ * resources they carried. */
+static void agent_on_ack(void *ctx, uint64_t seq)
+{
+    struct agent_delivery *d = ctx;
+
+    names_ack(d->o.names, seq);
+}
+
+/* --- setup ------------------------------------------------------------------ */
+
+static int agent_open_spool(struct agent_delivery *d)
+{
+    const struct agent_config *c = d->o.cfg;
+    struct spool_options so = {
+        .cap_bytes = c->spool_cap,
+        .segment_bytes = c->spool_segment,
+        .fsync = (enum spool_fsync)c->spool_fsync,
+        .fsync_interval_ns = c->spool_fsync_interval,
+        .on_loss = agent_on_spool_loss,
+        .on_loss_ctx = d,
+    };
+    struct spool_stats ss;
+    int r;
+
+    if (so.segment_bytes > so.cap_bytes / 4)
+        so.segment_bytes = so.cap_bytes / 4;
+    r = spool_open(c->spool_dir, &so, &d->spool);
+    if (r < 0) {
+        log_error("agent", "cannot open spool.dir %s: %s", c->spool_dir,
+                  r == -EBUSY ? "another agent holds it" : strerror(-r));
+        return r;
+    }
+    spool_stats(d->spool, &ss);
+    log_info("agent",
+             "spool %s: epoch %llu, next seq %llu, %llu unacked batches (%llu bytes), "
+             "%llu dropped and %llu corrupt so far",
+             c->spool_dir, (unsigned long long)ss.epoch, (unsigned long long)ss.next_seq,
+             (unsigned long long)ss.records, (unsigned long long)ss.bytes,
+             (unsigned long long)ss.dropped_records, (unsigned long long)ss.corrupt_records);
+    return 0;
+}
+
+/* The exporter's channel: mTLS from tls.*, or plaintext when asked for. */
+static int agent_load_tls(const struct agent_config *c, struct tls_pem *pem, bool *use)
+{
+    struct tls_files f = {c->tls_ca, c->tls_cert, c->tls_key};
+    char err[512];
+    int r = tls_choose(c->grpc_plaintext, &f, "grpc.plaintext = true",
+                       "tls.ca, tls.cert and tls.key", err, sizeof(err));
+
+    *use = r == 1;
+    if (r == 1)
+        r = tls_pem_load(&f, pem, err, sizeof(err));
+    if (r < 0)
+        log_error("agent", "%s", err);
+    else if (c->grpc_plaintext)
+        log_warn("agent",
+                 "grpc.plaintext = true: batches go to %s unencrypted and "
+                 "unauthenticated",
+                 c->collector_address);
+    return r < 0 ? r : 0;
+}
+
+/* The exporter on the open spool, over TLS or not. */
+static int agent_open_exporter(struct agent_delivery *d)
+{
+    const struct agent_config *c = d->o.cfg;
+    struct exporter_options eo = {c->collector_address,
+                                  c->collector_keepalive,
+                                  c->collector_backoff_min,
+                                  c->collector_backoff_max,
+                                  agent_on_ack,
+                                  d,
+                                  .eager = true,
+                                  .on_capture = d->o.on_capture,
+                                  .on_capture_ctx = d->o.on_capture_ctx};
+    struct tls_pem pem = {0};
+    bool tls;
+
+    if (agent_load_tls(c, &pem, &tls) < 0)
+        return -EINVAL;
+    eo.tls = tls ? &pem : NULL;
+    if (agent_open_spool(d) < 0) {
+        tls_pem_free(&pem);
+        return -EIO;
+    }
+    agent_load_drops(d);
+    d->exporter = exporter_new(&eo, d->spool, d->drops);
+    tls_pem_free(&pem); /* the channel keeps its own copy */
+    return d->exporter ? 0 : -ENOMEM;
+}
+
+struct agent_delivery *agent_delivery_new(const struct agent_delivery_options *o)
+{
+    const struct agent_config *c = o->cfg;
+    struct batcher_options bo = {o->agent_id, c->batch_max_steps, c->batch_max_bytes,
+                                 c->batch_max_age};
+    struct agent_delivery *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    d->o = *o;
+    d->rl = (struct log_ratelimit){.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
+    d->drops = drops_new();
+    d->batcher = d->drops ? batcher_new(&bo, o->names, d->drops) : NULL;
+    if (!d->batcher)
+        log_error("agent", "out of memory");
+    if (!d->batcher || agent_open_exporter(d) < 0) {
+        agent_delivery_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void agent_delivery_free(struct agent_delivery *d)
+{
+    if (!d)
+        return;
+    exporter_free(d->exporter);
+    spool_close(d->spool);
+    batcher_free(d->batcher);
+    drops_free(d->drops);
+    free(d);
+}
+
+/* --- running ------------------------------------------------------------------ */
+
+void agent_delivery_add_step(struct agent_delivery *d, const Argus__V1__StepRecord *s)
+{
+    if (batcher_add_step(d->batcher, s, clock_mono_ns()) == -ENOMEM)
+        drops_add(d->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
+}
+
+int agent_delivery_add_trace(struct agent_delivery *d, const void *packed, size_t len)
+{
+    return batcher_add_trace(d->batcher, packed, len);
+}
+
+void agent_delivery_drop(struct agent_delivery *d, const char *reason, const char *job,
+                         int32_t rank, uint64_t count)
+{
+    drops_add(d->drops, reason, job, rank, count);
+}
+
+void agent_delivery_tick(struct agent_delivery *d, uint64_t now)
+{
+    if (batcher_due(d->batcher, now))
+        agent_seal(d);
+    exporter_poll(d->exporter, now);
+    spool_tick(d->spool, now);
+}
+
+uint64_t agent_delivery_due_ns(const struct agent_delivery *d, uint64_t now)
+{
+    uint64_t batch = batcher_next_ns(d->batcher), spool = spool_next_ns(d->spool, now);
+
+    return batch < spool ? batch : spool;
+}
+
+uint64_t agent_delivery_send_ns(const struct agent_delivery *d, uint64_t now)
+{
+    return exporter_next_ns(d->exporter, now);
+}
+
+bool agent_delivery_flush(struct agent_delivery *d, uint64_t end_ns)
+{
+    agent_seal(d);
+    while (!exporter_idle(d->exporter) && clock_mono_ns() < end_ns) {
+        exporter_poll(d->exporter, clock_mono_ns());
+        clock_sleep_ns(5 * NSEC_PER_MSEC);
+    }
+    return exporter_idle(d->exporter);
+}
+
+void agent_delivery_reload_tls(struct agent_delivery *d)
+{
+    const struct agent_config *c = d->o.cfg;
+    struct tls_pem pem = {0};
+    bool tls;
+
+    if (c->grpc_plaintext || agent_load_tls(c, &pem, &tls) < 0) {
+        if (!c->grpc_plaintext)
+            log_error("agent", "TLS files not reloaded, the running ones stay in use");
+        return;
+    }
+    if (exporter_set_tls(d->exporter, &pem, clock_mono_ns()) == 0)
+        log_info("agent", "TLS files reloaded (%s); reconnecting to the collector", c->tls_cert);
+    tls_pem_free(&pem);
+}
+
+void agent_delivery_get_stats(const struct agent_delivery *d, struct agent_delivery_stats *out)
+{
+    batcher_get_stats(d->batcher, &out->batcher);
+    spool_stats(d->spool, &out->spool);
+    exporter_get_stats(d->exporter, &out->exporter);
+    out->batch_errors = d->batch_errors;
+}
