@@ -1,5 +1,5 @@
 /* agent/: the node daemon's composition root. It wires the stages and runs
- * them on one epoll main loop (DESIGN.md section 1):
+ * them on one epoll main loop (docs/design.md section 1):
  *   discovery/        /proc -> the ranks (pids) to trace
  *   sources/ probes/  those pids -> events (kernels, phases, collectives, ...)
  *   steps/            events -> one step record per rank and step

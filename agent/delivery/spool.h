@@ -1,4 +1,4 @@
-/* The agent's on-disk spool of sealed batches (DESIGN.md section 5).
+/* The agent's on-disk spool of sealed batches (docs/design.md section 5).
  *
  * Every sealed batch (opaque bytes: a packed argus.v1.Frame) is appended
  * before it is sent and stays until the collector acks it. The spool owns the

@@ -1,6 +1,6 @@
 /* Reader of PyTorch profiler (Kineto) traces: gzip'd or plain Chrome-trace
  * JSON with a traceEvents array. It extracts what argus needs to import a
- * trace into its pipeline (DESIGN.md §9) and to test on real kernel data:
+ * trace into its pipeline (docs/design.md §9) and to test on real kernel data:
  *   - kernel spans: events with "cat": "kernel" and "ph": "X" (name, ts and
  *     dur in microseconds -> ns, args.stream, args.device, args.correlation),
  *   - training steps: "ProfilerStep#N" ranges (cat user_annotation or cpu_op),

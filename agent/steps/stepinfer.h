@@ -36,7 +36,7 @@
  * count private, or gloo send/recv) g counts the calls the probe saw on the
  * group since the rank was tracked: aligned across ranks when the agent was
  * there before the job's first collective, not when it attached later (see
- * the README's design notes).
+ * docs/design.md section 2.1).
  *
  * A locked rank whose steps stop fitting the model (4 of the last 16: the
  * job changed its pattern, e.g. evaluation or a new group) is unlocked and

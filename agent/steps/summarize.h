@@ -1,4 +1,4 @@
-/* The per-step kernel summarizer (DESIGN.md §3): per rank and per step, the
+/* The per-step kernel summarizer (docs/design.md §3): per rank and per step, the
  * durations of every (kernel name id, stream) group become a handful of
  * clusters, one per mode of their log-duration distribution.
  *

@@ -1,4 +1,4 @@
-/* Late records (DESIGN.md section 7): a step that closed without some ranks
+/* Late records (docs/design.md section 7): a step that closed without some ranks
  * (their stream was stalled past the hold, an agent replayed its spool after
  * an outage) is amended when their records arrive within the horizon. The
  * kept frame takes the records (diag_steps.h keeps closed frames while the

@@ -1,4 +1,4 @@
-/* Collective calls matched across ranks, with clocks aligned (DESIGN.md
+/* Collective calls matched across ranks, with clocks aligned (docs/design.md
  * section 7, L2).
  *
  * Calls are matched by (communicator, name, sequence number), or, when

@@ -10,7 +10,7 @@
  * the M-of-N persistence, diag_rankwin.h each rank's arrival order and host
  * counters over that window, diag_evidence.h and diag_report.h the output.
  *
- * The collector's online straggler diagnosis for one job (DESIGN.md
+ * The collector's online straggler diagnosis for one job (docs/design.md
  * section 7): feed step records in any order across ranks, batch by batch
  * with the agent stream and the collector's receive time; a step closes by
  * event time (diag_steps.h: complete, watermark of diag_watermark.h,

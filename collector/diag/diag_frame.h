@@ -1,5 +1,5 @@
 /* One step of one job as the diagnosis engine keeps it: compact per-rank
- * features extracted from argus.v1.StepRecord (DESIGN.md section 7), plus the
+ * features extracted from argus.v1.StepRecord (docs/design.md section 7), plus the
  * per-job dictionaries that map phase, kernel and collective name ids to the
  * small indices the features use.
  *

@@ -1,4 +1,4 @@
-/* Peer groups: ranks that do the same work (DESIGN.md section 7, L2).
+/* Peer groups: ranks that do the same work (docs/design.md section 7, L2).
  *
  * Work groups: same pipeline stage and same tensor-parallel rank across the
  * data-parallel replicas, so every member runs the same layers on the same

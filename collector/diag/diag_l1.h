@@ -1,4 +1,4 @@
-/* L1, iteration time (DESIGN.md section 7): the job series T_k = max over
+/* L1, iteration time (docs/design.md section 7): the job series T_k = max over
  * ranks of step time. Spikes are short excursions of T_k above its rolling
  * median (jitter, JIT compiles, host stalls); regressions are level shifts of
  * log T found by a two-window change-point test. Output: anomalous windows.

@@ -1,4 +1,4 @@
-/* L2, rank and phase (DESIGN.md section 7).
+/* L2, rank and phase (docs/design.md section 7).
  *
  * Within each peer group (diag_groups, work kind), robust z of every rank's
  * phase times, compute-stream busy time, collective transfer time and

@@ -1,4 +1,4 @@
-/* L3, kernels (DESIGN.md section 7).
+/* L3, kernels (docs/design.md section 7).
  *
  * Each rank's duration distribution per (kernel, stream) is rebuilt from its
  * KDE clusters (common/clusters.h: one log-normal per cluster, median p50,

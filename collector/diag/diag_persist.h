@@ -1,4 +1,4 @@
-/* Persistence of per-step findings (DESIGN.md section 7): a fail-slow rank
+/* Persistence of per-step findings (docs/design.md section 7): a fail-slow rank
  * stays slow, so a suspect pages only when flagged in at least M of the last N
  * closed steps; slowness that moves from rank to rank (data skew) is counted
  * as rotation instead, never as a bad rank.

@@ -1,4 +1,4 @@
-/* Pipeline waits (DESIGN.md section 7, the pipeline-stage straggler): in a
+/* Pipeline waits (docs/design.md section 7, the pipeline-stage straggler): in a
  * pipeline, a slow stage makes its neighbours wait inside their own phases
  * (activations flow forward, gradients backward), so one slow rank shows as
  * a long phase on every stage downstream of it in the same pipeline. Kernel

@@ -1,4 +1,4 @@
-/* Per-rank evidence over the persistence window (DESIGN.md section 7,
+/* Per-rank evidence over the persistence window (docs/design.md section 7,
  * reports): for each of the last N closed steps, how many matched collective
  * calls the rank took part in, at how many it arrived last (and how many it
  * would by chance), the median gap between the first and its arrival there,

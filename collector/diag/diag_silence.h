@@ -1,4 +1,4 @@
-/* Silence by wall clock (DESIGN.md section 7): which ranks and agent streams
+/* Silence by wall clock (docs/design.md section 7): which ranks and agent streams
  * of a job stopped delivering while the job went on.
  *
  * A rank is silent when nothing covering it (a step record of it) arrived for

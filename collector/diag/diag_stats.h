@@ -1,4 +1,4 @@
-/* Robust statistics for the diagnosis engine (DESIGN.md section 7).
+/* Robust statistics for the diagnosis engine (docs/design.md section 7).
  *
  * Pure functions on caller-owned arrays: no allocation unless stated, no
  * global state. Medians use quickselect on a scratch copy so the input keeps

@@ -1,4 +1,4 @@
-/* Event-time progress of one job, per agent stream (DESIGN.md section 7):
+/* Event-time progress of one job, per agent stream (docs/design.md section 7):
  * for every rank, the highest step delivered, through which stream (the
  * Batch's agent_id) and when, in the collector's receive time; from that the
  * job's watermark and the ranks a step waits for.

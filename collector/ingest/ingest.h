@@ -22,7 +22,7 @@
  * plaintext anyone may claim any agent id; there a batch whose seq jumps more
  * than max_seq_jump above the stored high-water mark of its (agent, epoch)
  * is refused (FAILED_PRECONDITION, counted as seq_jump), so a spoofed
- * seq = 2^64-1 cannot silence an agent (README: residual risk). */
+ * seq = 2^64-1 cannot silence an agent (docs/operations.md: residual risk). */
 #ifndef ARGUS_COLLECTOR_INGEST_H
 #define ARGUS_COLLECTOR_INGEST_H
 

@@ -1,5 +1,5 @@
 /* Admission limits: what one batch may add to the state the collector keeps
- * per job (DESIGN.md section 4, issue 15 "bounded by construction"). Ingest
+ * per job (docs/design.md section 4, issue 15 "bounded by construction"). Ingest
  * calls limits_admit after a batch is validated and before anything is
  * stored or allocated for it; every limit is checked against what the batch
  * would add, so a refused batch costs nothing but its own parsing.

@@ -1,4 +1,4 @@
-/* collector/store/: the collector's time-indexed store on RocksDB (DESIGN.md
+/* collector/store/: the collector's time-indexed store on RocksDB (docs/design.md
  * section 6). It takes in the validated batches the collector's ingest
  * (collector/ingest/ingest.c) hands it, each step record kept as the agent packed
  * it, with the (agent, epoch, seq) high-water mark that makes a redelivered

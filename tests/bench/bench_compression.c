@@ -1,4 +1,4 @@
-/* The compression target (DESIGN.md §3): kernel events of one rank and one
+/* The compression target (docs/design.md §3): kernel events of one rank and one
  * step, raw against what the agent ships.
  *
  *   raw     = 216 bytes per kernel event (sizeof(CUpti_ActivityKernel10), CUDA

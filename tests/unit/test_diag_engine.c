@@ -1,5 +1,5 @@
 /* The diagnosis engine end to end on generated jobs: each fault class of
- * DESIGN.md section 7 must page exactly the right ranks with the right cause
+ * docs/design.md section 7 must page exactly the right ranks with the right cause
  * (or, for job-level classes, produce the job finding and page nobody); plus
  * step closing (any order, timeouts, silent ranks) and the cost per closed
  * step at 1,024 and 10,240 ranks. */

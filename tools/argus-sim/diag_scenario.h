@@ -1,6 +1,6 @@
 /* In-process scenario generator for the diagnosis engine tests: argus.v1
  * StepRecords of a synthetic data/tensor/pipeline-parallel job with one fault
- * class each (DESIGN.md section 7 fault classes).
+ * class each (docs/design.md section 7 fault classes).
  *
  * The model is event-driven like the real thing: every collective is a sync
  * point of its communicator: each member's collective kernel starts when its
