@@ -100,6 +100,17 @@ reap() {
     unset "run_name[$pid]" "run_start[$pid]" "run_weight[$pid]"
 }
 
+# An interrupted run stops the tests it runs (without job control they
+# ignore SIGINT); each script's EXIT trap removes what it started.
+stop_running() {
+    local p
+    for p in "${!run_name[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    wait
+    echo "interrupted: $passed passed, $failed failed, $skipped skipped so far"
+    exit 130
+}
+trap stop_running INT TERM
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ARGUS_BUILD=${ARGUS_BUILD:-$PWD/build}
