@@ -120,12 +120,13 @@ $(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h: proto/%.proto
 	$(Q)mkdir -p $(GEN)/proto && $(PROTOC_C) --proto_path=proto --c_out=$(GEN)/proto $<
 
 # argus_build_info's version and commit; rewritten only when they change.
+# The temporary file is per process: make test's builds run side by side.
 ARGUS_VERSION ?= 0.1.0
 ARGUS_COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 $(BUILD_INFO): FORCE
 	$(Q)mkdir -p $(@D) && printf '#define ARGUS_BUILD_VERSION "%s"\n#define ARGUS_BUILD_COMMIT "%s"\n' \
-		'$(ARGUS_VERSION)' '$(ARGUS_COMMIT)' >$@.tmp && \
-		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@; }
+		'$(ARGUS_VERSION)' '$(ARGUS_COMMIT)' >$@.$$$$.tmp && \
+		{ cmp -s $@.$$$$.tmp $@ && rm -f $@.$$$$.tmp || mv -f $@.$$$$.tmp $@; }
 FORCE:
 
 $(GEN)/vmlinux.h:
@@ -213,16 +214,26 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		$$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; fi
 
+# make test and make check build on every CPU even when make was not given -j
+# (CI runs plain `make test`); a -j given to make is kept. The sanitized unit
+# tests and the fuzz targets build side by side once `all` has made the
+# generated headers they share (build/gen).
+TEST_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
+
 test: deps
-	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
-	$(Q)$(MAKE) --no-print-directory fuzz-build
+	$(Q)$(MAKE) --no-print-directory $(TEST_JOBS) all
+	$(Q)$(MAKE) --no-print-directory $(TEST_JOBS) test-builds
 	$(Q)tests/run.sh
 
-check: all
-	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
-	$(Q)$(MAKE) --no-print-directory fuzz-build
+check:
+	$(Q)$(MAKE) --no-print-directory $(TEST_JOBS) all
+	$(Q)$(MAKE) --no-print-directory $(TEST_JOBS) test-builds
 	$(Q)tests/run.sh
+
+.PHONY: test-builds test-build-asan
+test-builds: test-build-asan fuzz-build
+test-build-asan:
+	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all

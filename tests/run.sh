@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
 # The test runner of `make test`: every unit test binary (plain and ASan+UBSan),
-# then the static checks of the tree (every executable tests/lint/*.sh), then
-# every integration script (tests/e2e/demo.sh is `make demo`, not a test). A
-# script exits 0 (pass), 77 (skip, after printing why) or anything else
-# (fail). The last line is the summary CI reads: "N passed, N failed, N
-# skipped".
+# the static checks of the tree (every executable tests/lint/*.sh) and every
+# integration script (tests/e2e/demo.sh is `make demo`, not a test). A script
+# exits 0 (pass), 77 (skip, after printing why) or anything else (fail).
+#
+# Tests run side by side, ARGUS_TEST_JOBS at a time (default: the number of
+# CPUs, at most 4; 1 runs them one after another). Integration scripts take
+# free ports and a private temporary directory (tests/integration/lib.sh), so
+# any two can share the machine; what they may not share is CPU, and a script
+# says how much it takes with a line in its header comment:
+#   # test-cpu: all: WHY     every core (a real PyTorch job, a timing check,
+#                            a view of every process): runs beside "idle"
+#                            scripts only
+#   # test-cpu: idle: WHY    mostly waits (fixed-rate replays, fixed sleeps):
+#                            may run beside an "all" one
+# and the others take one core. A unit test binary says it the same way in
+# its source's header comment (" * test-cpu: all: WHY" in tests/unit/NAME.c). The "all" scripts start first, then the
+# other integration scripts, then the unit tests and lints.
+#
+# One line per test as it ends (PASS/FAIL/SKIP, its seconds; a failure's log
+# tail under it); the last line is the summary CI reads: "N passed, N failed,
+# N skipped".
 #
 #   tests/run.sh [PATTERN]   only tests whose name contains PATTERN
 set -u
@@ -13,14 +29,18 @@ pattern=${1:-}
 passed=0 failed=0 skipped=0 failures=()
 logdir=build/test-logs
 mkdir -p "$logdir"
+if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
+    echo "tests/run.sh needs bash 5.1 or later (wait -n -p), this is $BASH_VERSION"
+    exit 1
+fi
+max_jobs=$(nproc 2>/dev/null || echo 2)
+((max_jobs <= 4)) || max_jobs=4
+max_jobs=${ARGUS_TEST_JOBS:-$max_jobs}
+((max_jobs >= 1)) || max_jobs=1
 
-run_one() { # name, command...
-    local name=$1; shift
-    [[ -n $pattern && $name != *"$pattern"* ]] && return
-    local log="$logdir/${name//\//_}.log" start=$SECONDS rc
-    "$@" >"$log" 2>&1
-    rc=$?
-    local took=$((SECONDS - start))
+# report NAME RC SECONDS: the test's line, and a failure's log tail.
+report() {
+    local name=$1 rc=$2 took=$3 log="$logdir/${1//\//_}.log"
     if [[ $rc == 0 ]]; then
         passed=$((passed + 1)); printf 'PASS  %-50s %3ss\n' "$name" "$took"
     elif [[ $rc == 77 ]]; then
@@ -33,19 +53,91 @@ run_one() { # name, command...
     fi
 }
 
+# The queue (name, path and CPU weight of each test not started yet) and the
+# running tests by pid; used is the weight of the running ones.
+q_name=() q_path=() q_weight=()
+declare -A run_name=() run_start=() run_weight=()
+used=0
+
+# queue NAME PATH: adds a test with its weight: max_jobs for "test-cpu: all",
+# 0 for "test-cpu: idle", else 1.
+queue() {
+    local w=1 cpu
+    [[ -n $pattern && $1 != *"$pattern"* ]] && return
+    local src=$2
+    [[ $2 == */tests/unit/test_* ]] && src=tests/unit/$(basename "$2").c
+    if [[ -f $src && ($src == *.sh || $src == *.c) ]]; then
+        cpu=$(sed -n 's/^\(#\| \*\|\/\*\) test-cpu: \([a-z]*\).*/\2/p' "$src" | head -n1)
+        case $cpu in
+        all) w=$max_jobs ;;
+        idle) w=0 ;;
+        esac
+    fi
+    q_name+=("$1") q_path+=("$2") q_weight+=("$w")
+}
+
+# start_fitting: starts the first queued test that fits beside the running
+# ones (their weights within max_jobs, at most max_jobs tests); returns 1
+# when none does.
+start_fitting() {
+    local i
+    ((${#run_name[@]} < max_jobs)) || return 1
+    for i in "${!q_name[@]}"; do
+        ((used + q_weight[i] <= max_jobs)) || continue
+        "${q_path[i]}" >"$logdir/${q_name[i]//\//_}.log" 2>&1 &
+        run_name[$!]=${q_name[i]} run_start[$!]=$SECONDS run_weight[$!]=${q_weight[i]}
+        used=$((used + q_weight[i]))
+        unset "q_name[i]" "q_path[i]" "q_weight[i]"
+        return 0
+    done
+    return 1
+}
+
+# reap: waits for any running test to end and reports it.
+reap() {
+    local pid rc
+    wait -n -p pid
+    rc=$?
+    report "${run_name[$pid]}" "$rc" $((SECONDS - run_start[$pid]))
+    used=$((used - run_weight[$pid]))
+    unset "run_name[$pid]" "run_start[$pid]" "run_weight[$pid]"
+}
+
+# An interrupted run stops the tests it runs (without job control they
+# ignore SIGINT); each script's EXIT trap removes what it started.
+stop_running() {
+    local p
+    for p in "${!run_name[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    wait
+    echo "interrupted: $passed passed, $failed failed, $skipped skipped so far"
+    exit 130
+}
+trap stop_running INT TERM
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ARGUS_BUILD=${ARGUS_BUILD:-$PWD/build}
 
+for t in tests/integration/*.sh; do
+    [[ -x $t ]] && grep -q '^# test-cpu: all' "$t" && queue "${t#tests/}" "$t"
+done
+for t in tests/integration/*.sh; do
+    [[ -x $t ]] && ! grep -q '^# test-cpu: all' "$t" && queue "${t#tests/}" "$t"
+done
 for t in build/tests/unit/test_*; do
-    [[ -x $t ]] && run_one "unit/$(basename "$t")" "$t"
+    [[ -x $t ]] && queue "unit/$(basename "$t")" "$t"
 done
 for t in build/asan/tests/unit/test_*; do
-    [[ -x $t ]] && run_one "asan/$(basename "$t")" "$t"
+    [[ -x $t ]] && queue "asan/$(basename "$t")" "$t"
 done
-for t in tests/lint/*.sh tests/integration/*.sh; do
-    [[ -x $t ]] && run_one "${t#tests/}" "$t"
+for t in tests/lint/*.sh; do
+    [[ -x $t ]] && queue "${t#tests/}" "$t"
 done
+
+while ((${#q_name[@]})); do
+    start_fitting || reap
+done
+while ((${#run_name[@]})); do reap; done
 
 if ((failed)); then
     echo "failed: ${failures[*]} (logs in $logdir/)"

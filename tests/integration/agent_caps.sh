@@ -9,6 +9,7 @@
 # uprobe failures on a kernel without uprobe_multi links (the agent falls
 # back to perf-event uprobes, which need it since 6.16; checked then, so the
 # test shows why the unit keeps it), none where it has them.
+# test-cpu: all: a real PyTorch job, 4 ranks on all cores
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root to drop to the unit's capabilities"
 [[ -r /sys/kernel/btf/vmlinux ]] || skip "no BTF"

@@ -5,6 +5,7 @@
 # rank and coordinates, their resources reach the collector (argusctl
 # ranks), an exit is noticed; processes that look like ranks but are not
 # usable are counted by reason in /metrics, said in /healthz and the log.
+# test-cpu: all: counts every rank-like process on the machine
 source "$(dirname "$0")/lib.sh"
 
 start_collector "$T/store"

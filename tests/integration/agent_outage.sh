@@ -2,6 +2,7 @@
 # Outage: the agent streams (8 replayed ranks at 10 steps/s) while the
 # collector is down for 30 s, then up: every batch arrives exactly once, in
 # order per rank, and the spool drains back to ~0.
+# test-cpu: idle: one agent replaying at 10 steps/s, a 30 s outage
 source "$(dirname "$0")/lib.sh"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
 

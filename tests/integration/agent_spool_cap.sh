@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Spool cap: with the collector down and a tiny cap, the oldest batches go;
 # the drop counter equals exactly what was lost, and it reaches the collector.
+# test-cpu: idle: one agent replaying at 20 steps/s into its spool
 source "$(dirname "$0")/lib.sh"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
 
 start_agent "$T/spool" --replay.trace "$TRACE" --replay.ranks 8 --replay.rate 20 \
     --replay.steps 100 --replay.job cap --spool.cap 256KiB --spool.segment 64KiB \
     --batch.max_age 200ms
-sleep 8   # 100 steps at 20/s: the replay is over, everything is spooled or dropped
+# the replay is over (every step closed but each rank's last, which stays
+# open until the agent stops) and its last batch sealed (batch.max_age):
+# everything is spooled or dropped
+wait_for "the replay's 99 closed steps of 8 ranks" 60 bash -c \
+    "(( \$(curl -s 127.0.0.1:$APORT/metrics | awk '\$1==\"argus_agent_steps_total\"{print \$2}') >= 792 ))"
+wait_stable "the last batch sealed" 30 1 metric "$APORT" argus_agent_batches_total
 sealed=$(metric "$APORT" argus_agent_batches_total)
 dropped=$(metric "$APORT" argus_agent_spool_dropped_total)
 log "sealed $sealed batches, spool dropped $dropped, holds $(metric "$APORT" argus_agent_spool_bytes) bytes"

@@ -2,6 +2,7 @@
 # Corrupt spool segment: bytes flipped on disk while the agent is stopped are
 # detected, skipped and counted at the next start; the agent keeps running
 # and delivers every intact batch.
+# test-cpu: idle: one agent replaying at 20 steps/s into its spool
 source "$(dirname "$0")/lib.sh"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
 

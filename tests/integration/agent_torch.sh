@@ -8,6 +8,7 @@
 # the steps also carry the ranks' off-CPU time (sched probe) and their
 # hottest host frames (stacks probe, symbolized off the main loop: loading
 # libtorch_cpu's symbols must not delay step inference).
+# test-cpu: all: a real PyTorch job, 4 ranks on all cores; step times checked within 5%
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root for BPF"
 [[ -r /sys/kernel/btf/vmlinux ]] || skip "no BTF"

@@ -11,6 +11,7 @@
 #     returns before), and the ends of one call agree across ranks (one clock
 #     here) far better than its arrivals (median spread under a quarter).
 # The steps themselves are checked as in agent_torch_steps.sh.
+# test-cpu: all: a real PyTorch job, 4 ranks on all cores
 source "$(dirname "$0")/lib.sh"
 source "$REPO/tests/bpf/torch_steps_case.sh"
 torch_steps_case 1 0

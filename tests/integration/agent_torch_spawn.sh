@@ -5,6 +5,7 @@
 # os.environ (the rank comes from the communicator the child creates), and
 # one process per rank with RANK at exec (torchrun-style). Each time the
 # collector must know all 4 ranks of the job, each with its own pid.
+# test-cpu: all: a real PyTorch job, 4 ranks on all cores
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || skip "needs root for BPF"
 [[ -r /sys/kernel/btf/vmlinux ]] || skip "no BTF"

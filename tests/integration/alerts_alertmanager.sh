@@ -9,6 +9,7 @@
 # straggler fires, the alert waits in the store's queue (counted in
 # /metrics); the collector is killed -9 meanwhile and started again on the
 # same store; once Alertmanager is back, the alert arrives.
+# test-cpu: idle: waits on Alertmanager's sends, resends and resolves
 source "$(dirname "$0")/lib.sh"
 
 AM=$(command -v prometheus-alertmanager || command -v alertmanager || true)

@@ -5,6 +5,7 @@
 # stored, every step of the healthy one closed) and a job with a compute
 # straggler, run last, does reach the receiver: the sink works, and it is
 # the only alert that arrives.
+# test-cpu: idle: short sim runs, then waits on the webhook
 source "$(dirname "$0")/lib.sh"
 
 WPORT=$(free_port)

@@ -6,6 +6,7 @@
 # it is killed at alerts.exec_timeout and run again; then it gets the same
 # event on stdin and ARGUS_ALERT_* in its environment. The resolve (the job
 # ends) reaches both.
+# test-cpu: idle: a short sim run, then waits on the webhook and the hook
 source "$(dirname "$0")/lib.sh"
 
 WPORT=$(free_port)

@@ -4,6 +4,7 @@
 # from ncclCommInitRank's unique id), sync, sched (a
 # known sleep within 10%), stacks (a known busy function), marker, net (SYN
 # retransmits), io (O_DIRECT writes) and proc (exec/exit of a child).
+# test-cpu: all: off-CPU and on-CPU times checked against known sleeps and spins
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bpf/lib.sh

@@ -7,6 +7,7 @@
 # the single steps, and the mean over the whole window of detected steps.
 # With DDP=1 STRICT=0 (tests/integration/bpf_torch_ddp.sh) the job uses
 # DistributedDataParallel and only the window mean is checked.
+# test-cpu: all: a real PyTorch job, 4 ranks on all cores; step times checked within 5%
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bpf/lib.sh

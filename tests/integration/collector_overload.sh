@@ -10,6 +10,7 @@
 #     and acked, and the ones diagnosis could not take are counted.
 # Lockstep delivery: one batch per agent per step, so the counts below are
 # exact (realistic delivery batches by age).
+# test-cpu: idle: diagnosis sleeps per batch (ARGUS_TEST_DIAG_DELAY_MS)
 source "$(dirname "$0")/lib.sh"
 
 export ARGUS_TEST_DIAG_DELAY_MS=100

@@ -7,6 +7,7 @@
 # (discovery_dump --bench).
 #
 #   ARGUS_DISCOVERY_LOAD=N  also start N idle processes first (timing on a busy node)
+# test-cpu: all: scans every process on the machine and times the scans
 set -u
 cd "$(dirname "$0")/../.."
 helpers=${ARGUS_BUILD:-$PWD/build}/tests/discovery

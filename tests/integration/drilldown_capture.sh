@@ -8,6 +8,7 @@
 # Chrome-trace JSON that parses, holds kernel spans of rank 3 inside the
 # captured window around the flagged steps, spans of a healthy peer, and
 # ProfilerStep# spans; /trace/ID.json serves the same; metrics count it.
+# test-cpu: idle: agents replaying at 1 step/s until a report pages
 . "$(dirname "$0")/lib.sh"
 [[ -r $TRACE ]] || skip "no Kineto trace at $TRACE"
 command -v curl >/dev/null || skip "no curl"

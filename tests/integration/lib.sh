@@ -111,6 +111,23 @@ wait_every() {
     done
 }
 
+# wait_stable "description" timeout_s still_s command...: polls the
+# command's output until it has not changed for still_s seconds (a counter
+# that has stopped growing), instead of a fixed sleep that a loaded machine
+# outlasts.
+wait_stable() {
+    local what=$1 timeout=$2 still=$3; shift 3
+    local end=$((SECONDS + timeout)) last now since
+    last=$("$@" 2>/dev/null)
+    since=$(date +%s%N)
+    while (($(date +%s%N) - since < still * 1000000000)); do
+        ((SECONDS < end)) || fail "timed out after ${timeout}s waiting for $what"
+        sleep 0.1
+        now=$("$@" 2>/dev/null)
+        [[ $now == "$last" ]] || { last=$now; since=$(date +%s%N); }
+    done
+}
+
 # CPU quotas through cgroups, to slow a process from outside (the way a noisy
 # neighbour or a container limit does). cgroup v2 with the cpu controller
 # (cpu.max), else the v1 cpu hierarchy (cpu.cfs_quota_us). A test that makes
