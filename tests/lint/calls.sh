@@ -22,6 +22,9 @@ fi
 exec /usr/bin/python3 - "$obj" <<'PY'
 import collections, os, subprocess, sys
 
+sys.path.insert(0, "tests/lint")
+from graph import cycles, ring  # noqa: E402
+
 ROOTS = ("agent", "collector", "common", "tools")
 DEFINED = set("TDBRCVWGSI")  # global definitions (nm's upper-case types)
 
@@ -69,57 +72,6 @@ def owner_of(sym, user, definers):
         if same:
             return same
     return definers
-
-
-def cycles(graph):
-    """Strongly connected components of more than one node (Tarjan)."""
-    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                comps.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return comps
-
-
-def ring(graph, comp):
-    """A shortest cycle through comp's first node (breadth first)."""
-    start, members = comp[0], set(comp)
-    prev, queue = {start: None}, collections.deque([start])
-    while queue:
-        v = queue.popleft()
-        for w in sorted(graph.get(v, ())):
-            if w == start:
-                path = [v]
-                while prev[path[-1]] is not None:
-                    path.append(prev[path[-1]])
-                return path[::-1] + [start]
-            if w in members and w not in prev:
-                prev[w] = v
-                queue.append(w)
-    return [start, start]
 
 
 def main():

@@ -17,6 +17,9 @@ cd "$(dirname "$0")/../.."
 exec /usr/bin/python3 - "$@" <<'PY'
 import os, re, subprocess, sys
 
+sys.path.insert(0, "tests/lint")
+from graph import cycles, ring  # noqa: E402
+
 MAX_LINES = 700
 LENGTH_ROOTS = ("agent/", "collector/", "common/", "tools/", "tests/", "bpf/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
@@ -57,61 +60,6 @@ def includes(path, files):
     return out
 
 
-def cycles(graph):
-    """Strongly connected components with more than one node (Tarjan), each
-    as a sorted list."""
-    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                comps.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return comps
-
-
-def ring(graph, comp):
-    """One cycle through comp's first node, as a list of nodes."""
-    start, members = comp[0], set(comp)
-    path, seen = [start], {start}
-
-    def walk(v):
-        for w in sorted(graph.get(v, ())):
-            if w == start and len(path) > 1:
-                return True
-            if w in members and w not in seen:
-                seen.add(w)
-                path.append(w)
-                if walk(w):
-                    return True
-                path.pop()
-        return False
-
-    walk(start)
-    return path
-
-
 def folder(path):
     return os.path.dirname(path) + "/"
 
@@ -132,7 +80,7 @@ def main():
 
     headers = {h: [i for i in inc[h] if i.endswith(".h")] for h in files if h.endswith(".h")}
     for comp in cycles(headers):
-        r = ring(headers, comp)
+        r = ring(headers, comp)[:-1]  # the ring without its closing node
         if len(r) == 2:
             problems.append(f"{r[0]} <-> {r[1]}: the two headers include each other")
         else:
@@ -147,7 +95,7 @@ def main():
             folders.setdefault(a, set()).add(b)
             evidence.setdefault((a, b), f"{f} includes {i}")
     for comp in cycles(folders):
-        r = ring(folders, comp)
+        r = ring(folders, comp)[:-1]
         edges = [(r[k], r[(k + 1) % len(r)]) for k in range(len(r))]
         why = "; ".join(evidence[e] for e in edges)
         sep = " <-> " if len(r) == 2 else " -> "
