@@ -1,5 +1,6 @@
 /* Online diagnosis of one job: see diag_engine.h. This file composes the
- * parts, each a module it calls and that never calls back: the ranks and
+ * parts, each a module it calls and that calls back only through the
+ * callbacks it is given (the silence check's where, the name lookup): the ranks and
  * their groups (diag_ranks.h), the window of open steps (diag_steps.h), the
  * watermark and silence (diag_watermark.h, diag_silence.h), the levels
  * (diag_l1/l2/l3.h), persistence, late amendments (diag_amend.h) and the
@@ -189,12 +190,6 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* The work group label of rank ("" none). */
-static const char *group_label(const struct diag_engine *e, uint32_t rank)
-{
-    return diag_groups_label_of(&e->ranks.groups, rank);
-}
-
 /* Queue rep when it has suspects (window ending at to_step), else free it. */
 static int finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t to_step)
 {
@@ -297,7 +292,7 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->ranks.cap ? e->ranks.ri[rank].node : "",
         rank < e->ranks.cap ? e->ranks.ri[rank].gpu : -1,
-        rank < e->ranks.cap ? group_label(e, rank) : "", ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
+        diag_groups_label_of(&e->ranks.groups, rank), ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
         compute ? ARGUS__V1__CAUSE__CAUSE_COMPUTE : ARGUS__V1__CAUSE__CAUSE_HOST, "step time",
         ev->spike_peak_ns / ev->spike_median_ns, hits, e->o.window, text);
     return s ? diag_report_add(rep, s) : -ENOMEM;
@@ -423,7 +418,7 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
 
     if (err)
         return err;
-    Argus__V1__Report *rep = diag_report_new(e->job, now_ns, e->rq.seq + 1);
+    Argus__V1__Report *rep = diag_report_queue_new(&e->rq, e->job, now_ns);
     if (!rep)
         return -ENOMEM;
     err = analyse(e, f, rep);
@@ -481,18 +476,20 @@ static int amend_pending(struct diag_engine *e, uint64_t now_ns)
     struct diag_amend a = {
         &e->l2,       &e->l3,   &e->dict,    &e->ranks.groups, &e->ranks.xgroups, e->ranks.coords,
         e->ranks.cap, e->flags, &e->persist, e->o.name,        e->o.name_ctx};
-    int err = e->amend_pending ? build_groups(e) : 0;
-
     uint64_t beyond = 0;
+    int err;
 
-    if (e->amend_pending && !err)
+    if (!e->amend_pending)
+        return 0;
+    err = build_groups(e);
+    if (!err)
         err = diag_amend_window(&a, &e->win, e->st.steps_closed, &beyond);
     e->st.dropped_horizon += beyond; /* closed too long ago for the window */
     e->st.amended -= beyond;
-    if (!e->amend_pending || err)
+    if (err)
         return err;
     e->amend_pending = false;
-    Argus__V1__Report *rep = diag_report_new(e->job, now_ns, e->rq.seq + 1);
+    Argus__V1__Report *rep = diag_report_queue_new(&e->rq, e->job, now_ns);
     if (!rep)
         return -ENOMEM;
     err = persisted_suspects(e, rep, false);
@@ -634,14 +631,14 @@ static void silence_where(void *ctx, uint32_t rank, struct diag_silence_where *o
         return;
     out->node = e->ranks.ri[rank].node ? e->ranks.ri[rank].node : "";
     out->gpu = e->ranks.ri[rank].gpu;
-    out->group = group_label(e, rank);
+    out->group = diag_groups_label_of(&e->ranks.groups, rank);
 }
 
 /* Report the ranks and streams that went silent (diag_silence.h). */
 static int check_silence(struct diag_engine *e, uint64_t now_ns)
 {
     struct diag_silence_counts n;
-    Argus__V1__Report *rep = diag_report_new(e->job ? e->job : "", now_ns, e->rq.seq + 1);
+    Argus__V1__Report *rep = diag_report_queue_new(&e->rq, e->job ? e->job : "", now_ns);
 
     if (!rep)
         return -ENOMEM;
@@ -672,6 +669,11 @@ int diag_engine_flush(struct diag_engine *e, uint64_t now_ns)
     int err = amend_pending(e, now_ns);
 
     return err < 0 ? err : close_ready(e, now_ns, UINT64_MAX, DIAG_CLOSE_FLUSH);
+}
+
+uint64_t diag_engine_steps_closed(const struct diag_engine *e)
+{
+    return e->st.steps_closed;
 }
 
 void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out)

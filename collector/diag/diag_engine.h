@@ -8,7 +8,9 @@
  * each record, diag_l1/l2/l3.h the three levels (with diag_groups.h,
  * diag_colls.h, diag_pipeline.h and diag_stats.h under them), diag_persist.h
  * the M-of-N persistence, diag_rankwin.h each rank's arrival order and host
- * counters over that window, diag_evidence.h and diag_report.h the output.
+ * counters over that window, diag_ranks.h the ranks with their groups and
+ * clock domains, diag_evidence.h and diag_report.h the output (with the
+ * queue of finished reports), diag_amend.h the late records.
  *
  * The collector's online straggler diagnosis for one job (docs/design.md
  * section 7): feed step records in any order across ranks, batch by batch
@@ -153,6 +155,10 @@ int diag_engine_flush(struct diag_engine *e, uint64_t now_ns);
  * reports (free each with diag_report_free, then the array with free()).
  * Returns their number (0: *out = NULL). */
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out);
+
+/* Steps closed so far (what diag_engine_get_stats says, without the walk
+ * over the open steps that their bytes take: diagnosis asks per batch). */
+uint64_t diag_engine_steps_closed(const struct diag_engine *e);
 
 /* Copy the counters into *out. */
 void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out);

@@ -24,7 +24,6 @@ struct diag_ranks {
     uint32_t cap; /* ranks [0, cap) have room (set by the owner: see diag_ranks_grow) */
     struct diag_rank_info *ri;
     struct diag_coord *coords;
-    uint32_t n_present;
     uint32_t world_size;        /* largest Resource.world_size (a hint, capped to max_ranks) */
     bool groups_dirty;          /* groups and domains are stale */
     struct diag_groups groups;  /* work groups: (pp, tp) */
@@ -51,7 +50,6 @@ static inline void diag_ranks_mark_present(struct diag_ranks *rs, uint32_t rank)
 {
     if (!rs->coords[rank].present) {
         rs->coords[rank].present = true;
-        rs->n_present++;
         rs->groups_dirty = true;
     }
 }

@@ -192,6 +192,12 @@ static int report_queue_push(struct diag_report_queue *q, Argus__V1__Report *r)
     return 0;
 }
 
+Argus__V1__Report *diag_report_queue_new(const struct diag_report_queue *q, const char *job,
+                                         uint64_t created_unix_ns)
+{
+    return diag_report_new(job, created_unix_ns, q->seq + 1);
+}
+
 int diag_report_queue_finish(struct diag_report_queue *q, Argus__V1__Report *rep, uint64_t to_step,
                              uint32_t window)
 {

@@ -61,6 +61,11 @@ struct diag_report_queue {
     uint64_t dropped; /* queued reports dropped over max */
 };
 
+/* A new report of job (diag_report_new) numbered as the next one q will
+ * finish. NULL when out of memory. */
+Argus__V1__Report *diag_report_queue_new(const struct diag_report_queue *q, const char *job,
+                                         uint64_t created_unix_ns);
+
 /* Finish rep, the findings of the window of `window` steps ending at
  * to_step, and queue it; a report without suspects is freed instead. The
  * queue takes rep in every case (freed on -ENOMEM). Returns 0 or -ENOMEM. */

@@ -194,10 +194,9 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     size_t n = diag_engine_take_reports(j->engine, &reps);
     char err[256];
     uint64_t errors = 0;
-    struct diag_engine_stats es;
 
-    diag_engine_get_stats(j->engine, &es); /* alerts count closed steps */
-    alerts_observe(d->o.alerts, j->job, reps, n, es.steps_closed);
+    /* alerts count closed steps */
+    alerts_observe(d->o.alerts, j->job, reps, n, diag_engine_steps_closed(j->engine));
     for (size_t i = 0; i < n; i++) {
         const Argus__V1__Report *r = reps[i];
         if (store_put_report(d->store, r, err, sizeof(err)) < 0) {

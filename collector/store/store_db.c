@@ -134,7 +134,9 @@ int store_scan_range(struct store *s, int cf, const void *lo, size_t lolen, cons
     return rc < 0 ? rc : 0;
 }
 
-int store_time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+/* store_kv_scan_fn that adds one index entry (ctx: struct time_agg). */
+static int store_time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val,
+                              size_t vlen)
 {
     struct time_agg *a = ctx;
     uint64_t lo, hi;

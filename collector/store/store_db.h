@@ -167,9 +167,6 @@ int store_time_aggregate(struct store *s, int cf, uint64_t lo_sec, uint64_t hi_s
 /* Free what a holds (not a itself). */
 void store_time_agg_free(struct time_agg *a);
 
-/* store_kv_scan_fn that adds one index entry (ctx: struct time_agg). */
-int store_time_collect(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen);
-
 /* Put one received-index entry in wb: key minute + the job of node j, value
  * the step range [min, max]. 0 or -ENOMEM. */
 int store_received_put(struct store *s, rocksdb_writebatch_t *wb, uint64_t minute,

@@ -12,7 +12,6 @@
 #include <rocksdb/c.h>
 
 #include "collector/store/store_db.h"
-#include "common/array.h"
 #include "common/clock.h"
 
 struct value_ctx {
