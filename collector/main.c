@@ -97,6 +97,11 @@ static int collector_start_alerts(struct collector *c)
     for (size_t i = 0; i < alert_sinks_count; i++) { /* each sink's key alerts.NAME */
         snprintf(key, sizeof(key), "alerts.%s", alert_sinks[i]->name);
         o.targets[i] = collector_config_string(&c->cfg, key);
+        if (!o.targets[i]) { /* a sink added without its key (test_config_check) */
+            log_error("main", "alerts: the sink %s has no config key %s", alert_sinks[i]->name,
+                      key);
+            return -EINVAL;
+        }
     }
     r = alerts_new(c->store, &o, &c->alerts, err, sizeof(err));
     if (r < 0)

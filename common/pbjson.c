@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Integers jq (an IEEE double) holds exactly: |v| <= 2^53. */
@@ -121,4 +122,40 @@ struct json_object *pbjson_from_message(const ProtobufCMessage *m, pbjson_resolv
         }
     }
     return o;
+}
+
+void pbjson_put_str(struct json_object *o, const char *k, const char *v)
+{
+    json_object_object_add(o, k, json_object_new_string(v ? v : ""));
+}
+
+void pbjson_put_u64(struct json_object *o, const char *k, uint64_t v)
+{
+    char s[24];
+
+    snprintf(s, sizeof(s), "%" PRIu64, v);
+    pbjson_put_str(o, k, s);
+}
+
+const char *pbjson_str(struct json_object *o, const char *k)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : NULL;
+}
+
+uint64_t pbjson_u64(struct json_object *o, const char *k)
+{
+    const char *s = pbjson_str(o, k);
+
+    return s ? strtoull(s, NULL, 10) : 0;
+}
+
+int pbjson_int(struct json_object *o, const char *k, int def)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, k, &v) ? json_object_get_int(v) : def;
 }

@@ -19,4 +19,16 @@ typedef const char *(*pbjson_resolve_fn)(void *ctx, uint64_t id);
 struct json_object *pbjson_from_message(const ProtobufCMessage *m, pbjson_resolve_fn resolve,
                                         void *ctx);
 
+/* Small json-c accessors for documents of our own (the alert events).
+ * pbjson_put_str adds k: v ("" for NULL); pbjson_put_u64 adds k as a decimal
+ * string (jq would round a 64-bit number). pbjson_str is k's value when it
+ * is a string (valid while o lives), else NULL; pbjson_u64 that string as a
+ * decimal number (0 when absent); pbjson_int k's value as an int, or def when
+ * absent. */
+void pbjson_put_str(struct json_object *o, const char *k, const char *v);
+void pbjson_put_u64(struct json_object *o, const char *k, uint64_t v);
+const char *pbjson_str(struct json_object *o, const char *k);
+uint64_t pbjson_u64(struct json_object *o, const char *k);
+int pbjson_int(struct json_object *o, const char *k, int def);
+
 #endif

@@ -10,19 +10,6 @@
 #include "common/causes.h"
 #include "common/pbjson.h"
 
-static void json_put_str(struct json_object *o, const char *k, const char *v)
-{
-    json_object_object_add(o, k, json_object_new_string(v ? v : ""));
-}
-
-static void json_put_u64(struct json_object *o, const char *k, uint64_t v)
-{
-    char s[24];
-
-    snprintf(s, sizeof(s), "%" PRIu64, v);
-    json_put_str(o, k, s); /* a string: jq would round a 64-bit number */
-}
-
 static const char *alert_level_name(int level)
 {
     const ProtobufCEnumValue *v =
@@ -43,9 +30,9 @@ static struct json_object *alert_labels_json(const struct alert *a)
 {
     struct json_object *l = json_object_new_object();
 
-    json_put_str(l, "ranks", a->fired_ranks);
+    pbjson_put_str(l, "ranks", a->fired_ranks);
     json_object_object_add(l, "gpu", json_object_new_int(a->fired_gpu));
-    json_put_str(l, "level", alert_level_name(a->fired_level));
+    pbjson_put_str(l, "level", alert_level_name(a->fired_level));
     return l;
 }
 
@@ -58,62 +45,31 @@ struct json_object *alert_to_json(const struct alert *a)
         json_object_put(ranks);
         return NULL;
     }
-    json_put_str(o, "id", a->id);
-    json_put_str(o, "job", a->job);
-    json_put_str(o, "subject", a->subject);
-    json_put_str(o, "cause", causes_get(a->cause)->label);
-    json_put_str(o, "level", alert_level_name(a->level));
-    json_put_str(o, "status", alert_status_name(a->status));
+    pbjson_put_str(o, "id", a->id);
+    pbjson_put_str(o, "job", a->job);
+    pbjson_put_str(o, "subject", a->subject);
+    pbjson_put_str(o, "cause", causes_get(a->cause)->label);
+    pbjson_put_str(o, "level", alert_level_name(a->level));
+    pbjson_put_str(o, "status", alert_status_name(a->status));
     json_object_object_add(o, "fired", json_object_new_boolean(a->fired));
     for (uint32_t i = 0; i < a->n_ranks; i++)
         json_object_array_add(ranks, json_object_new_int64(a->ranks[i]));
     json_object_object_add(o, "ranks", ranks);
     json_object_object_add(o, "more_ranks", json_object_new_int64(a->more_ranks));
-    json_put_str(o, "node", a->node);
+    pbjson_put_str(o, "node", a->node);
     json_object_object_add(o, "gpu", json_object_new_int(a->gpu));
-    json_put_str(o, "group", a->group);
-    json_put_str(o, "where", a->where);
+    pbjson_put_str(o, "group", a->group);
+    pbjson_put_str(o, "where", a->where);
     json_object_object_add(o, "score", json_object_new_double(a->score));
-    json_put_str(o, "summary", a->summary);
-    json_put_str(o, "evidence", a->evidence);
-    json_put_str(o, "report_id", a->report_id);
-    json_put_u64(o, "created_unix_ns", a->created_ns);
-    json_put_u64(o, "firing_unix_ns", a->firing_ns);
-    json_put_u64(o, "resolved_unix_ns", a->resolved_ns);
-    json_put_u64(o, "updated_unix_ns", a->updated_ns);
+    pbjson_put_str(o, "summary", a->summary);
+    pbjson_put_str(o, "evidence", a->evidence);
+    pbjson_put_str(o, "report_id", a->report_id);
+    pbjson_put_u64(o, "created_unix_ns", a->created_ns);
+    pbjson_put_u64(o, "firing_unix_ns", a->firing_ns);
+    pbjson_put_u64(o, "resolved_unix_ns", a->resolved_ns);
+    pbjson_put_u64(o, "updated_unix_ns", a->updated_ns);
     json_object_object_add(o, "labels", alert_labels_json(a));
     return o;
-}
-
-static const char *json_str(struct json_object *o, const char *k)
-{
-    struct json_object *v;
-
-    return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-               ? json_object_get_string(v)
-               : NULL;
-}
-
-static uint64_t json_u64(struct json_object *o, const char *k)
-{
-    const char *s = json_str(o, k);
-
-    return s ? strtoull(s, NULL, 10) : 0;
-}
-
-static int json_int(struct json_object *o, const char *k, int def)
-{
-    struct json_object *v;
-
-    return json_object_object_get_ex(o, k, &v) ? json_object_get_int(v) : def;
-}
-
-static int alert_cause_value(const char *name)
-{
-    for (int c = 0; c < causes_count(); c++)
-        if (strcmp(causes_get(c)->label, name) == 0)
-            return c;
-    return 0;
 }
 
 static void alert_ranks_from_json(struct json_object *o, struct alert *a)
@@ -125,20 +81,21 @@ static void alert_ranks_from_json(struct json_object *o, struct alert *a)
         for (size_t i = 0; i < json_object_array_length(ranks) && i < ALERT_MAX_RANKS; i++)
             a->ranks[a->n_ranks++] =
                 (uint32_t)json_object_get_int64(json_object_array_get_idx(ranks, i));
-    a->more_ranks = (uint32_t)json_int(o, "more_ranks", 0);
+    a->more_ranks = (uint32_t)pbjson_int(o, "more_ranks", 0);
     if (json_object_object_get_ex(o, "labels", &labels)) {
         snprintf(a->fired_ranks, sizeof(a->fired_ranks), "%s",
-                 json_str(labels, "ranks") ? json_str(labels, "ranks") : "");
-        a->fired_gpu = json_int(labels, "gpu", -1);
+                 pbjson_str(labels, "ranks") ? pbjson_str(labels, "ranks") : "");
+        a->fired_gpu = pbjson_int(labels, "gpu", -1);
         a->fired_level =
-            alert_level_value(json_str(labels, "level") ? json_str(labels, "level") : "");
+            alert_level_value(pbjson_str(labels, "level") ? pbjson_str(labels, "level") : "");
     }
 }
 
 int alert_from_json(struct json_object *o, struct alert *a)
 {
-    const char *id = json_str(o, "id"), *job = json_str(o, "job"), *st = json_str(o, "status");
-    const char *subject = json_str(o, "subject"), *cause = json_str(o, "cause");
+    const char *id = pbjson_str(o, "id"), *job = pbjson_str(o, "job"),
+               *st = pbjson_str(o, "status");
+    const char *subject = pbjson_str(o, "subject"), *cause = pbjson_str(o, "cause");
     struct json_object *fired;
 
     memset(a, 0, sizeof(*a));
@@ -149,14 +106,16 @@ int alert_from_json(struct json_object *o, struct alert *a)
         return -ENOMEM;
     snprintf(a->id, sizeof(a->id), "%s", id);
     snprintf(a->subject, sizeof(a->subject), "%s", subject);
-    a->cause = alert_cause_value(cause);
-    a->level = alert_level_value(json_str(o, "level") ? json_str(o, "level") : "");
+    const struct causes_row *row = causes_by_name(cause);
+
+    a->cause = row ? row->value : 0;
+    a->level = alert_level_value(pbjson_str(o, "level") ? pbjson_str(o, "level") : "");
     a->status = strcmp(st, "firing") == 0     ? ALERT_FIRING
                 : strcmp(st, "resolved") == 0 ? ALERT_RESOLVED
                                               : ALERT_PENDING;
     a->fired = json_object_object_get_ex(o, "fired", &fired) && json_object_get_boolean(fired);
     alert_ranks_from_json(o, a);
-#define ALERT_STR(f) snprintf(a->f, sizeof(a->f), "%s", json_str(o, #f) ? json_str(o, #f) : "")
+#define ALERT_STR(f) snprintf(a->f, sizeof(a->f), "%s", pbjson_str(o, #f) ? pbjson_str(o, #f) : "")
     ALERT_STR(node);
     ALERT_STR(group);
     ALERT_STR(where);
@@ -164,15 +123,15 @@ int alert_from_json(struct json_object *o, struct alert *a)
     ALERT_STR(evidence);
     ALERT_STR(report_id);
 #undef ALERT_STR
-    a->gpu = json_int(o, "gpu", -1);
+    a->gpu = pbjson_int(o, "gpu", -1);
     {
         struct json_object *v;
         a->score = json_object_object_get_ex(o, "score", &v) ? json_object_get_double(v) : 0;
     }
-    a->created_ns = json_u64(o, "created_unix_ns");
-    a->firing_ns = json_u64(o, "firing_unix_ns");
-    a->resolved_ns = json_u64(o, "resolved_unix_ns");
-    a->updated_ns = json_u64(o, "updated_unix_ns");
+    a->created_ns = pbjson_u64(o, "created_unix_ns");
+    a->firing_ns = pbjson_u64(o, "firing_unix_ns");
+    a->resolved_ns = pbjson_u64(o, "resolved_unix_ns");
+    a->updated_ns = pbjson_u64(o, "updated_unix_ns");
     return 0;
 }
 
@@ -224,11 +183,11 @@ char *alert_event_json(const struct alert *a, const char *report_url)
     char *text = NULL;
 
     if (o && al && url) {
-        json_put_str(o, "schema", ALERT_SCHEMA);
-        json_put_str(o, "status", alert_status_name(a->status));
+        pbjson_put_str(o, "schema", ALERT_SINK_SCHEMA);
+        pbjson_put_str(o, "status", alert_status_name(a->status));
         json_object_object_add(o, "alert", al);
         al = NULL;
-        json_put_str(o, "report_url", report_url && *report_url && a->report_id[0] ? url : "");
+        pbjson_put_str(o, "report_url", report_url && *report_url && a->report_id[0] ? url : "");
         json_object_object_add(
             o, "report", a->report ? pbjson_from_message(&a->report->base, NULL, NULL) : NULL);
         text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));

@@ -22,8 +22,6 @@
 #include "collector/alerts/alert_book.h"
 #include "collector/alerts/sinks/sink.h"
 
-#define ALERT_SCHEMA ALERT_SINK_SCHEMA /* the sinks' contract names it */
-
 /* a as a JSON object (caller owns: json_object_put). NULL on ENOMEM. */
 struct json_object *alert_to_json(const struct alert *a);
 

@@ -18,7 +18,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-#define ALERTS_MAX_SINKS 32 /* targets in all */
+#define ALERTS_MAX_TARGETS 32 /* targets in all */
 
 /* a->lock guards the book, seq and the error counts; each sender guards
  * its own counters. Order: a->lock, then a sender's lock (a sender takes
@@ -31,7 +31,7 @@ struct alerts {
     struct alert_sink_settings settings; /* what the sinks read */
     pthread_mutex_t lock;
     struct alert_book *book;
-    struct alerts_sender *senders[ALERTS_MAX_SINKS];
+    struct alerts_sender *senders[ALERTS_MAX_TARGETS];
     size_t n_senders;
     uint64_t seq;
     uint64_t store_errors, observe_errors;
@@ -144,9 +144,9 @@ static int alerts_add_sinks(struct alerts *a, const struct alert_sink_ops *ops, 
 
     for (char *t = copy ? strtok_r(copy, ", \t", &save) : NULL; t && rc == 0;
          t = strtok_r(NULL, ", \t", &save)) {
-        if (a->n_senders == ALERTS_MAX_SINKS) {
+        if (a->n_senders == ALERTS_MAX_TARGETS) {
             snprintf(err, errlen, "alerts.%s: more than %d sinks in all", ops->name,
-                     ALERTS_MAX_SINKS);
+                     ALERTS_MAX_TARGETS);
             rc = -EINVAL;
         } else if (ops->check(t, e, sizeof(e)) < 0) {
             snprintf(err, errlen, "alerts.%s: %s", ops->name, e);

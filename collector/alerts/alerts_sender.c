@@ -42,6 +42,7 @@ struct alerts_sender *alerts_sender_new(const struct alerts_sender_options *o)
         free(s);
         return NULL;
     }
+    s->o.target = s->target; /* o->target is the caller's, freed after this */
     s->plen = strlen(s->prefix) + 1;
     s->sink = (struct alert_sink){o->ops, s->target, o->settings};
     pthread_mutex_init(&s->lock, NULL);

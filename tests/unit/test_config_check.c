@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "agent/config.h"
+#include "collector/alerts/sinks/sinks.h"
 #include "collector/config.h"
 #include "common/config.h"
 #include "common/config_man.h"
@@ -296,6 +297,28 @@ static void test_daemon_defaults_pass(void **state)
     config_free(&collector_config_table, &c);
 }
 
+/* Every alert sink of the table has its targets key alerts.NAME (the
+ * collector hands each sink that key's value: a sink without one would
+ * never be configured), and a key that is no option has no value. */
+static void test_every_sink_has_a_key(void **state)
+{
+    struct collector_config c = {0};
+    struct config_result res;
+    char *argv[] = {"t", "--config", "/dev/null", "--grpc.plaintext=true",
+                    "--alerts.exec=/bin/true"};
+    char key[64];
+
+    assert_int_equal(config_load(&collector_config_table, &c, 5, argv, &res), 0);
+    assert_true(alert_sinks_count >= 3);
+    for (size_t i = 0; i < alert_sinks_count; i++) {
+        snprintf(key, sizeof(key), "alerts.%s", alert_sinks[i]->name);
+        assert_non_null(collector_config_string(&c, key));
+    }
+    assert_string_equal(collector_config_string(&c, "alerts.exec"), "/bin/true");
+    assert_null(collector_config_string(&c, "alerts.pager"));
+    config_free(&collector_config_table, &c);
+}
+
 /* The error for argv on table t (as the daemons load it), or "". */
 static const char *daemon_error(const struct config_table *t, size_t size, int argc, char **argv,
                                 struct config_result *res)
@@ -372,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_apply_changes),
         cmocka_unit_test(test_man_page),
         cmocka_unit_test(test_daemon_defaults_pass),
+        cmocka_unit_test(test_every_sink_has_a_key),
         cmocka_unit_test(test_daemons_refuse_what_they_adjusted),
     };
     log_set_level(LOG_LEVEL_ERROR);

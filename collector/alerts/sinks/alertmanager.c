@@ -8,34 +8,7 @@
 #include <time.h>
 
 #include "collector/alerts/sinks/sink.h"
-
-static void am_put_str(struct json_object *o, const char *k, const char *v)
-{
-    json_object_object_add(o, k, json_object_new_string(v ? v : ""));
-}
-
-static const char *am_str(struct json_object *o, const char *k)
-{
-    struct json_object *v;
-
-    return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-               ? json_object_get_string(v)
-               : NULL;
-}
-
-static uint64_t am_u64(struct json_object *o, const char *k)
-{
-    const char *s = am_str(o, k);
-
-    return s ? strtoull(s, NULL, 10) : 0;
-}
-
-static int am_int(struct json_object *o, const char *k, int def)
-{
-    struct json_object *v;
-
-    return json_object_object_get_ex(o, k, &v) ? json_object_get_int(v) : def;
-}
+#include "common/pbjson.h"
 
 /* RFC 3339 UTC with milliseconds, as Alertmanager reads it. */
 static void am_rfc3339(uint64_t ns, char *out, size_t len)
@@ -56,21 +29,21 @@ static struct json_object *am_labels(struct json_object *al)
     char gpu[16] = "";
 
     json_object_object_get_ex(al, "labels", &fl);
-    if (fl && am_str(fl, "ranks"))
-        ranks = am_str(fl, "ranks");
-    if (fl && am_int(fl, "gpu", -1) >= 0)
-        snprintf(gpu, sizeof(gpu), "%d", am_int(fl, "gpu", -1));
-    am_put_str(l, "alertname", "ArgusStraggler");
-    am_put_str(l, "job", am_str(al, "job"));
-    am_put_str(l, "cause", am_str(al, "cause"));
-    am_put_str(l, "subject", am_str(al, "subject"));
-    am_put_str(l, strchr(ranks, ',') ? "ranks" : "rank", ranks);
-    if (am_str(al, "node") && *am_str(al, "node"))
-        am_put_str(l, "node", am_str(al, "node"));
+    if (fl && pbjson_str(fl, "ranks"))
+        ranks = pbjson_str(fl, "ranks");
+    if (fl && pbjson_int(fl, "gpu", -1) >= 0)
+        snprintf(gpu, sizeof(gpu), "%d", pbjson_int(fl, "gpu", -1));
+    pbjson_put_str(l, "alertname", "ArgusStraggler");
+    pbjson_put_str(l, "job", pbjson_str(al, "job"));
+    pbjson_put_str(l, "cause", pbjson_str(al, "cause"));
+    pbjson_put_str(l, "subject", pbjson_str(al, "subject"));
+    pbjson_put_str(l, strchr(ranks, ',') ? "ranks" : "rank", ranks);
+    if (pbjson_str(al, "node") && *pbjson_str(al, "node"))
+        pbjson_put_str(l, "node", pbjson_str(al, "node"));
     if (*gpu)
-        am_put_str(l, "gpu", gpu);
-    am_put_str(l, "level", fl && am_str(fl, "level") ? am_str(fl, "level") : "");
-    am_put_str(l, "severity", "page");
+        pbjson_put_str(l, "gpu", gpu);
+    pbjson_put_str(l, "level", fl && pbjson_str(fl, "level") ? pbjson_str(fl, "level") : "");
+    pbjson_put_str(l, "severity", "page");
     return l;
 }
 
@@ -78,7 +51,7 @@ int alert_sink_alertmanager_append(struct json_object *am, struct json_object *e
                                    uint64_t now_ns, uint64_t ends_ahead_ns)
 {
     struct json_object *al, *o, *ann;
-    const char *schema = am_str(event, "schema"), *status = am_str(event, "status");
+    const char *schema = pbjson_str(event, "schema"), *status = pbjson_str(event, "status");
     bool resolved = status && strcmp(status, "resolved") == 0;
     uint64_t starts, ends;
     char t[48];
@@ -86,22 +59,22 @@ int alert_sink_alertmanager_append(struct json_object *am, struct json_object *e
     if (!schema || strcmp(schema, ALERT_SINK_SCHEMA) != 0 || !status ||
         !json_object_object_get_ex(event, "alert", &al))
         return -EINVAL;
-    starts = am_u64(al, "firing_unix_ns");
-    ends = resolved ? am_u64(al, "resolved_unix_ns") : now_ns + ends_ahead_ns;
+    starts = pbjson_u64(al, "firing_unix_ns");
+    ends = resolved ? pbjson_u64(al, "resolved_unix_ns") : now_ns + ends_ahead_ns;
     o = json_object_new_object();
     ann = json_object_new_object();
     json_object_object_add(o, "labels", am_labels(al));
-    am_put_str(ann, "summary", am_str(al, "summary"));
-    am_put_str(ann, "evidence", am_str(al, "evidence"));
-    am_put_str(ann, "report", am_str(event, "report_url"));
-    am_put_str(ann, "report_id", am_str(al, "report_id"));
+    pbjson_put_str(ann, "summary", pbjson_str(al, "summary"));
+    pbjson_put_str(ann, "evidence", pbjson_str(al, "evidence"));
+    pbjson_put_str(ann, "report", pbjson_str(event, "report_url"));
+    pbjson_put_str(ann, "report_id", pbjson_str(al, "report_id"));
     json_object_object_add(o, "annotations", ann);
     am_rfc3339(starts ? starts : now_ns, t, sizeof(t));
-    am_put_str(o, "startsAt", t);
+    pbjson_put_str(o, "startsAt", t);
     am_rfc3339(ends, t, sizeof(t));
-    am_put_str(o, "endsAt", t);
-    if (am_str(event, "report_url") && *am_str(event, "report_url"))
-        am_put_str(o, "generatorURL", am_str(event, "report_url"));
+    pbjson_put_str(o, "endsAt", t);
+    if (pbjson_str(event, "report_url") && *pbjson_str(event, "report_url"))
+        pbjson_put_str(o, "generatorURL", pbjson_str(event, "report_url"));
     json_object_array_add(am, o);
     return 0;
 }
