@@ -232,7 +232,7 @@ check:
 
 .PHONY: test-builds test-build-asan
 test-builds: test-build-asan fuzz-build
-test-build-asan:
+test-build-asan: | $(GEN_HEADERS)
 	$(Q)$(MAKE) --no-print-directory SAN=address,undefined B=build/asan unit-tests
 
 demo: deps

@@ -15,8 +15,9 @@
 #   # test-cpu: idle: WHY    mostly waits (fixed-rate replays, fixed sleeps):
 #                            may run beside an "all" one
 # and the others take one core. A unit test binary says it the same way in
-# its source's header comment (" * test-cpu: all: WHY" in tests/unit/NAME.c). The "all" scripts start first, then the
-# other integration scripts, then the unit tests and lints.
+# its source's header comment (" * test-cpu: all: WHY" in tests/unit/NAME.c).
+# The "all" scripts start first, then the other integration scripts, then the
+# unit tests and lints.
 #
 # One line per test as it ends (PASS/FAIL/SKIP, its seconds; a failure's log
 # tail under it); the last line is the summary CI reads: "N passed, N failed,
@@ -59,21 +60,25 @@ q_name=() q_path=() q_weight=()
 declare -A run_name=() run_start=() run_weight=()
 used=0
 
-# queue NAME PATH: adds a test with its weight: max_jobs for "test-cpu: all",
-# 0 for "test-cpu: idle", else 1.
-queue() {
-    local w=1 cpu
-    [[ -n $pattern && $1 != *"$pattern"* ]] && return
-    local src=$2
-    [[ $2 == */tests/unit/test_* ]] && src=tests/unit/$(basename "$2").c
-    if [[ -f $src && ($src == *.sh || $src == *.c) ]]; then
+# weight_of PATH: prints the test's CPU weight from its test-cpu tag (a
+# unit binary's in its source, tests/unit/NAME.c): max_jobs for "all", 0 for
+# "idle", else 1.
+weight_of() {
+    local src=$1 cpu
+    [[ $1 == */tests/unit/test_* ]] && src=tests/unit/$(basename "$1").c
+    [[ -f $src && ($src == *.sh || $src == *.c) ]] &&
         cpu=$(sed -n 's/^\(#\| \*\|\/\*\) test-cpu: \([a-z]*\).*/\2/p' "$src" | head -n1)
-        case $cpu in
-        all) w=$max_jobs ;;
-        idle) w=0 ;;
-        esac
-    fi
-    q_name+=("$1") q_path+=("$2") q_weight+=("$w")
+    case ${cpu:-} in
+    all) echo "$max_jobs" ;;
+    idle) echo 0 ;;
+    *) echo 1 ;;
+    esac
+}
+
+# queue NAME PATH [WEIGHT]: adds a test (WEIGHT: weight_of PATH when not given).
+queue() {
+    [[ -n $pattern && $1 != *"$pattern"* ]] && return
+    q_name+=("$1") q_path+=("$2") q_weight+=("${3:-$(weight_of "$2")}")
 }
 
 # start_fitting: starts the first queued test that fits beside the running
@@ -98,6 +103,10 @@ reap() {
     local pid rc
     wait -n -p pid
     rc=$?
+    if [[ -z ${pid-} || -z ${run_name[$pid]+x} ]]; then # no job was left: never expected
+        echo "tests/run.sh: lost track of ${#run_name[@]} running tests (wait -n: $rc)"
+        exit 1
+    fi
     report "${run_name[$pid]}" "$rc" $((SECONDS - run_start[$pid]))
     used=$((used - run_weight[$pid]))
     unset "run_name[$pid]" "run_start[$pid]" "run_weight[$pid]"
@@ -118,11 +127,15 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export ARGUS_BUILD=${ARGUS_BUILD:-$PWD/build}
 
+# the integration scripts that take every core first, then the others
+heavy=() rest=()
 for t in tests/integration/*.sh; do
-    [[ -x $t ]] && grep -q '^# test-cpu: all' "$t" && queue "${t#tests/}" "$t"
+    [[ -x $t ]] || continue
+    w=$(weight_of "$t")
+    if ((w == max_jobs)); then heavy+=("$t $w"); else rest+=("$t $w"); fi
 done
-for t in tests/integration/*.sh; do
-    [[ -x $t ]] && ! grep -q '^# test-cpu: all' "$t" && queue "${t#tests/}" "$t"
+for tw in "${heavy[@]}" "${rest[@]}"; do
+    queue "integration/$(basename "${tw% *}")" "${tw% *}" "${tw##* }"
 done
 for t in build/tests/unit/test_*; do
     [[ -x $t ]] && queue "unit/$(basename "$t")" "$t"

@@ -27,6 +27,8 @@
  *   names   job \0 | name id u64             -> name string
  *   dedup   agent \0 | epoch u64             -> highest stored seq u64
  *   report_ids  id                            -> the report's key in reports
+ *   traces  report id \0 | rank u32         -> packed argus.v1.TraceWindow
+ *           (store_traces.c: the drill-down windows)
  * LZ4 on hot levels, ZSTD at the bottom. Retention by age per family.
  *
  * Two clocks. `time` is the agents' clock: the second a step started on its

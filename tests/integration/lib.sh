@@ -14,6 +14,7 @@ cleanup() {
     wait 2>/dev/null || true
     for m in $(awk -v t="$T" '$2 ~ "^"t {print $2}' /proc/mounts); do umount -l "$m" 2>/dev/null; done
     [[ -n ${KEEP:-} ]] || rm -rf "$T"
+    release_ports
 }
 trap cleanup EXIT
 
@@ -21,9 +22,43 @@ fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "[$(date +%T)] $*"; }
 
-# A free TCP port on 127.0.0.1.
+# free_port: a free TCP port on 127.0.0.1 that no other test holds. Tests run
+# side by side (tests/run.sh), and a port is taken some time after it is
+# picked, so each is reserved for this script until it exits (a directory
+# per port under PORT_DIR, holding the script's pid) and picked in
+# 10000-19999: below the kernel's ephemeral range (where outgoing connections
+# and port-0 binds get theirs) and apart from the torch jobs' rendezvous
+# ports (20000 and up). A reservation whose script is gone is taken over.
+PORT_DIR=/tmp/argus-test-ports
 free_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    local p owner i
+    mkdir -p "$PORT_DIR"
+    for ((i = 0; i < 1000; i++)); do
+        p=$((10000 + RANDOM % 10000))
+        if ! mkdir "$PORT_DIR/$p" 2>/dev/null; then
+            owner=$(cat "$PORT_DIR/$p/pid" 2>/dev/null) || continue
+            kill -0 "$owner" 2>/dev/null && continue
+            # the owner is gone: take it over if nobody else did meanwhile
+            mv "$PORT_DIR/$p" "$PORT_DIR/$p.stale.$$" 2>/dev/null || continue
+            rm -rf "$PORT_DIR/$p.stale.$$"
+            mkdir "$PORT_DIR/$p" 2>/dev/null || continue
+        fi
+        echo $$ >"$PORT_DIR/$p/pid"
+        if /usr/bin/python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' "$p" 2>/dev/null; then
+            echo "$p"
+            return 0
+        fi
+    done
+    fail "no free port in 10000-19999"
+}
+
+# release_ports: drops this script's reservations (cleanup calls it).
+release_ports() {
+    local d
+    for d in "$PORT_DIR"/*/; do
+        [[ $(cat "${d}pid" 2>/dev/null) == "$$" ]] && rm -rf "$d"
+    done
+    return 0
 }
 
 # wait_for "description" timeout_s command...: poll until the command succeeds.

@@ -30,10 +30,13 @@ DEFINED = set("TDBRCVWGSI")  # global definitions (nm's upper-case types)
 
 
 def objects(top):
+    """The object files of the tree's sources: an object left in the build by
+    a source since removed or moved would add symbols no binary links."""
     found = []
     for root in ROOTS:
         for d, _, names in os.walk(os.path.join(top, root)):
-            found += [os.path.join(d, n) for n in names if n.endswith(".o")]
+            found += [os.path.join(d, n) for n in names if n.endswith(".o")
+                      and os.path.isfile(os.path.relpath(os.path.join(d, n[:-2] + ".c"), top))]
     return sorted(found)
 
 

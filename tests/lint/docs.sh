@@ -4,11 +4,12 @@
 #   - every repository path written in README.md and docs/*.md
 #     (`collector/store/store.h`, tests/e2e/demo.sh, deploy/k8s/ ...) exists
 #     in the tree, and every relative Markdown link points at a file; paths
-#     under build/, globs and placeholders (*, <name>, NAME) are not checked,
-#     a path in IGNORE below is not checked either;
+#     under build/, globs and placeholders (*, <name>, NAME) are not checked;
 #   - every config key written in backquotes (`diag.window`, `spool.cap = 4GiB`)
 #     exists in the --print-config of the daemon whose section it names
-#     (a section both daemons have: in either);
+#     (a section both daemons have: in either), and every default in a table
+#     of docs/operations.md (`| \`key\` | default |` under a line "From
+#     \`DAEMON --print-config\`") is that daemon's;
 #   - every `argusctl COMMAND` in docs/cli.md is a command of argusctl --help
 #     (or one with its own --help, like import-kineto), and every --flag
 #     written there is one of argusctl's.
@@ -25,9 +26,6 @@ import glob, os, re, subprocess, sys
 
 BIN = sys.argv[1]
 MAX_README_LINES = 300
-# Paths the docs may name before they exist (extension points other branches
-# are adding; remove an entry once it is in the tree: a warning says when).
-IGNORE = set()
 ROOTS = ("agent", "collector", "common", "tools", "tests", "deploy", "bpf", "proto", "docs")
 PATH_RE = re.compile(r"(?<![A-Za-z0-9_./~$-])((?:%s)/[A-Za-z0-9_./{},<>*#-]*)" % "|".join(ROOTS))
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
@@ -51,10 +49,6 @@ def check_path(doc, n, p):
     if any(c in p for c in "*<>#") or "NAME" in p or "..." in p:
         return
     for q in expand(p):
-        if q in IGNORE:
-            if os.path.exists(q):
-                print(f"warning: {q} exists now: drop it from IGNORE in tests/lint/docs.sh")
-            continue
         if not os.path.exists(q):
             bad.append(f"{doc}:{n}: {q}: no such file or directory in the tree")
 
@@ -62,15 +56,18 @@ def check_path(doc, n, p):
 def config_keys(daemon):
     out = subprocess.run([f"{BIN}/{daemon}", "--print-config"], capture_output=True,
                          text=True, check=True).stdout
-    keys, section = set(), ""
+    keys, section = {}, ""
     for line in out.splitlines():
         m = re.match(r"^\[([a-z_]+)\]$", line)
         if m:
             section = m.group(1)
             continue
-        m = re.match(r"^([a-z_0-9]+) = ", line)
+        m = re.match(r"^([a-z_0-9]+) = (.*)$", line)
         if m:
-            keys.add(f"{section}.{m.group(1)}")
+            value = m.group(2)
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            keys[f"{section}.{m.group(1)}"] = value
     return keys
 
 
@@ -93,6 +90,29 @@ def check_keys(doc, n, line):
                            + " or ".join(owners))
 
 
+DEFAULT_ROW = re.compile(r"^\| `([a-z_0-9]+\.[a-z_0-9]+)` \| ([^|]*) \|")
+FROM_RE = re.compile(r"^From `(argus-agent|argus-collector) --print-config`")
+
+
+def check_defaults(doc, lines):
+    """The tables of operations.md: each row `| `key` | default | ... |` under a
+    "From `DAEMON --print-config`" line has that daemon's default ((empty): "")."""
+    daemon = None
+    for n, line in enumerate(lines, 1):
+        m = FROM_RE.match(line)
+        if m:
+            daemon = m.group(1)
+            continue
+        m = DEFAULT_ROW.match(line)
+        if not m or not daemon or m.group(1) not in keys[daemon]:
+            continue
+        doc_value = m.group(2).strip()
+        doc_value = "" if doc_value == "(empty)" else doc_value
+        if doc_value != keys[daemon][m.group(1)]:
+            bad.append(f"{doc}:{n}: {m.group(1)} defaults to '{keys[daemon][m.group(1)]}' in "
+                       f"{daemon} --print-config, not '{doc_value}'")
+
+
 for doc in docs:
     with open(doc) as f:
         lines = f.read().splitlines()
@@ -108,6 +128,7 @@ for doc in docs:
             if not os.path.exists(target):
                 bad.append(f"{doc}:{n}: link {link}: {target} does not exist")
         check_keys(doc, n, line)
+    check_defaults(doc, lines)
 
 
 def ctl(*args):
