@@ -154,12 +154,12 @@ wait_stable() {
     local what=$1 timeout=$2 still=$3; shift 3
     local end=$((SECONDS + timeout)) last now since
     last=$("$@" 2>/dev/null)
-    since=$(date +%s%N)
-    while (($(date +%s%N) - since < still * 1000000000)); do
+    since=${EPOCHREALTIME/./} # microseconds, without a fork
+    while ((${EPOCHREALTIME/./} - since < still * 1000000)); do
         ((SECONDS < end)) || fail "timed out after ${timeout}s waiting for $what"
         sleep 0.1
         now=$("$@" 2>/dev/null)
-        [[ $now == "$last" ]] || { last=$now; since=$(date +%s%N); }
+        [[ $now == "$last" ]] || { last=$now; since=${EPOCHREALTIME/./}; }
     done
 }
 
