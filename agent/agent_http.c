@@ -67,7 +67,7 @@ static const struct agent_metric agent_metrics[] = {
     {"argus_agent_events_total", "counter", "events from sources", SNAP(assembler.events)},
     {"argus_agent_untracked_events_total", "counter", "events of processes that are not ranks",
      SNAP(assembler.untracked)},
-    {"argus_agent_unknown_counter_events_total", "counter",
+    {"argus_agent_unmapped_host_events_total", "counter",
      "host counter events of an id the agent has no row for (dropped)",
      SNAP(assembler.unknown_counters)},
     {"argus_agent_batches_total", "counter", "batches sealed", SNAP(delivery.batcher.batches)},
