@@ -54,6 +54,8 @@ struct agent {
     int epfd, sigfd;
     uint64_t next_scan_ns, next_dispatch_ns;
     uint64_t loop_turns, loop_busy_max_ns;
+    /* one limit on the warnings that repeat (source errors, batches and
+     * captures lost, spool cap, a busy loop), lent to sources and delivery */
     struct log_ratelimit rl;
     uint64_t discovery_logged; /* a digest of the discovery counts last logged */
 };
@@ -268,7 +270,8 @@ static int agent_build_pipeline(struct agent *a)
                                                             .agent_id = a->agent_id,
                                                             .names = a->names,
                                                             .on_capture = agent_on_capture,
-                                                            .on_capture_ctx = a});
+                                                            .on_capture_ctx = a,
+                                                            .rl = &a->rl});
     return a->delivery ? 0 : -EIO;
 }
 
@@ -302,18 +305,22 @@ static int agent_start_sources(struct agent *a)
                         .on_call_ctx = a,
                         .on_comm_init = agent_on_comm_init,
                         .on_done = agent_on_collective_done},
+        .rl = &a->rl,
     };
     void *stacks;
 
     a->sources = agent_sources_new(&so);
     if (!a->sources)
         return -ENOMEM;
-    agent_sources_start(a->sources);
+    agent_sources_start_probes(a->sources);
+    /* before any other source starts: no step may reach stepframes before
+     * it knows the stacks probe */
     stacks = agent_sources_state(a->sources, &probe_stacks_ops);
     if (stacks)
         stepframes_set_source(
             a->frames,
             &(struct stepframes_source){probe_stacks_settled, probe_stacks_top_frames, stacks});
+    agent_sources_start_others(a->sources);
     discovery_set_watching(a->discovery,
                            agent_sources_state(a->sources, &probe_collectives_ops) != NULL);
     return 0;
@@ -412,6 +419,7 @@ static void agent_publish(struct agent *a, uint64_t now)
     agent_delivery_get_stats(a->delivery, &s.delivery);
     discovery_get_stats(a->discovery, &s.discovery);
     stepframes_get_stats(a->frames, &s.frames);
+    stepinfer_get_stats(a->stepinfer, &s.stepinfer);
     spans_get_stats(a->spans, &s.spans);
     agent_http_publish(&a->http_state, &s, a->sources, now);
 }

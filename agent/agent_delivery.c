@@ -19,7 +19,6 @@ struct agent_delivery {
     struct spool *spool;
     struct exporter *exporter;
     uint64_t batch_errors;
-    struct log_ratelimit rl;
 };
 
 /* --- batches into the spool ----------------------------------------------- */
@@ -50,7 +49,7 @@ static void agent_save_drops(struct agent_delivery *d)
         return;
     r = dropstate_save(dir, spool_epoch(d->spool), d->drops, agent_spool_counters);
     if (r < 0)
-        log_ratelimited(&d->rl, LOG_LEVEL_WARN, "agent",
+        log_ratelimited(d->o.rl, LOG_LEVEL_WARN, "agent",
                         "cannot save drop counters in %s: %s (a restart would count from 0)", dir,
                         strerror(-r));
     else
@@ -75,7 +74,7 @@ static void agent_seal(struct agent_delivery *d)
     if (r < 0) {
         d->batch_errors++;
         drops_add(d->drops, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
-        log_ratelimited(&d->rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
+        log_ratelimited(d->o.rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
                         strerror(-r));
     }
 }
@@ -88,7 +87,7 @@ static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
 
     drops_add(d->drops, reason, NULL, -1, count);
     if (strcmp(reason, SPOOL_LOSS_CAP) == 0)
-        log_ratelimited(&d->rl, LOG_LEVEL_WARN, "agent",
+        log_ratelimited(d->o.rl, LOG_LEVEL_WARN, "agent",
                         "spool over spool.cap: %llu oldest batches dropped so far",
                         (unsigned long long)drops_get(d->drops, reason, NULL, -1));
 }
@@ -196,7 +195,6 @@ struct agent_delivery *agent_delivery_new(const struct agent_delivery_options *o
     if (!d)
         return NULL;
     d->o = *o;
-    d->rl = (struct log_ratelimit){.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
     d->drops = drops_new();
     d->batcher = d->drops ? batcher_new(&bo, o->names, d->drops) : NULL;
     if (!d->batcher)

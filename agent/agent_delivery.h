@@ -17,6 +17,7 @@
 #include "agent/delivery/exporter.h"
 #include "agent/delivery/names.h"
 #include "agent/delivery/spool.h"
+#include "common/log.h"
 #include "proto/argus.pb-c.h"
 
 struct agent_delivery_options {
@@ -27,6 +28,7 @@ struct agent_delivery_options {
      * with agent_delivery_add_trace. */
     void (*on_capture)(void *ctx, const Argus__V1__CaptureRequest *req);
     void *on_capture_ctx;
+    struct log_ratelimit *rl; /* the agent's one limit on its repeated warnings; outlives */
 };
 
 /* What /metrics shows of delivery. */

@@ -14,13 +14,11 @@
 
 /* --- the metrics table ---------------------------------------------------- */
 
-/* One metric of the snapshot. A family with several samples is rows of the
- * same name in a row (HELP and TYPE come with the first), or one row with
- * an array (count values from offset, labelled label_key=label(i)). */
+/* One metric of the snapshot: one sample, or, for a labelled family, an
+ * array (count values from offset, labelled label_key=label(i)). */
 struct agent_metric {
     const char *name, *type, *help;
-    const char *labels; /* of its one sample: "" or 'key="value"' */
-    size_t offset;      /* of its uint64_t in struct agent_snapshot, unless value */
+    size_t offset; /* of its uint64_t in struct agent_snapshot, unless value */
     double (*value)(const struct agent_snapshot *s); /* a value computed from several fields */
     int count;                                       /* >0: an array of count values */
     const char *label_key;
@@ -54,74 +52,86 @@ static const char *snap_skip_name(int i)
     return discovery_skip_name((enum discovery_skip)i);
 }
 
+/* The reasons of spans_stats' dropped_age, dropped_cap, corrupt_chunks. */
+static const char *snap_span_drop_name(int i)
+{
+    static const char *const names[] = {"age", "cap", "corrupt_chunk"};
+
+    return names[i];
+}
+
 /* In /metrics order. */
 static const struct agent_metric agent_metrics[] = {
-    {"argus_agent_ranks", "gauge", "ranks tracked", "", SNAP(assembler.ranks)},
-    {"argus_agent_steps_total", "counter", "step records assembled", "",
-     SNAP(delivery.batcher.steps)},
-    {"argus_agent_events_total", "counter", "events from sources", "", SNAP(assembler.events)},
-    {"argus_agent_untracked_events_total", "counter", "events of processes that are not ranks", "",
+    {"argus_agent_ranks", "gauge", "ranks tracked", SNAP(assembler.ranks)},
+    {"argus_agent_steps_total", "counter", "step records assembled", SNAP(delivery.batcher.steps)},
+    {"argus_agent_events_total", "counter", "events from sources", SNAP(assembler.events)},
+    {"argus_agent_untracked_events_total", "counter", "events of processes that are not ranks",
      SNAP(assembler.untracked)},
-    {"argus_agent_batches_total", "counter", "batches sealed", "", SNAP(delivery.batcher.batches)},
-    {"argus_agent_batch_bytes_total", "counter", "batch bytes before LZ4", "",
+    {"argus_agent_unmapped_host_events_total", "counter",
+     "host counter events of an id the agent has no row for (dropped)",
+     SNAP(assembler.unknown_counters)},
+    {"argus_agent_batches_total", "counter", "batches sealed", SNAP(delivery.batcher.batches)},
+    {"argus_agent_batch_bytes_total", "counter", "batch bytes before LZ4",
      SNAP(delivery.batcher.raw_bytes)},
-    {"argus_agent_frame_bytes_total", "counter", "frame bytes after LZ4", "",
+    {"argus_agent_frame_bytes_total", "counter", "frame bytes after LZ4",
      SNAP(delivery.batcher.frame_bytes)},
     {"argus_agent_batch_errors_total", "counter",
-     "batches lost before the spool (encode or spool write failed)", "",
-     SNAP(delivery.batch_errors)},
-    {"argus_agent_spool_bytes", "gauge", "bytes in spool segments", "", SNAP(delivery.spool.bytes)},
-    {"argus_agent_spool_records", "gauge", "unacked batches in the spool", "",
+     "batches lost before the spool (encode or spool write failed)", SNAP(delivery.batch_errors)},
+    {"argus_agent_spool_bytes", "gauge", "bytes in spool segments", SNAP(delivery.spool.bytes)},
+    {"argus_agent_spool_records", "gauge", "unacked batches in the spool",
      SNAP(delivery.spool.records)},
-    {"argus_agent_spool_dropped_total", "counter", "unacked batches dropped by the spool cap", "",
+    {"argus_agent_spool_dropped_total", "counter", "unacked batches dropped by the spool cap",
      SNAP(delivery.spool.dropped_records)},
-    {"argus_agent_spool_corrupt_total", "counter", "spool records lost to corruption", "",
+    {"argus_agent_spool_corrupt_total", "counter", "spool records lost to corruption",
      SNAP(delivery.spool.corrupt_records)},
-    {"argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs", "",
+    {"argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs",
      SNAP(delivery.spool.fsync_errors)},
-    {"argus_agent_collector_connected", "gauge", "stream to the collector up", "",
+    {"argus_agent_collector_connected", "gauge", "stream to the collector up",
      .value = snap_connected},
-    {"argus_agent_sent_total", "counter", "batches sent (with resends)", "",
+    {"argus_agent_sent_total", "counter", "batches sent (with resends)",
      SNAP(delivery.exporter.sent)},
-    {"argus_agent_acked_seq", "gauge", "highest acked batch seq", "",
-     SNAP(delivery.exporter.acked)},
-    {"argus_agent_reconnects_total", "counter", "stream reconnects", "",
+    {"argus_agent_acked_seq", "gauge", "highest acked batch seq", SNAP(delivery.exporter.acked)},
+    {"argus_agent_reconnects_total", "counter", "stream reconnects",
      SNAP(delivery.exporter.reconnects)},
     {"argus_agent_rejected_total", "counter", "batches the collector refused as invalid (dropped)",
-     "", SNAP(delivery.exporter.rejected)},
-    {"argus_agent_discovery_scans_total", "counter", "/proc scans", "", SNAP(discovery.scans)},
+     SNAP(delivery.exporter.rejected)},
+    {"argus_agent_discovery_scans_total", "counter", "/proc scans", SNAP(discovery.scans)},
     {"argus_agent_discovery_watched", "gauge",
-     "processes watched for the communicator that will say their rank", "",
-     SNAP(discovery.watched)},
+     "processes watched for the communicator that will say their rank", SNAP(discovery.watched)},
     {"argus_agent_discovery_skipped_total", "counter",
-     "processes that look like ranks but are not tracked, by reason", "", SNAP(discovery.skipped),
+     "processes that look like ranks but are not tracked, by reason", SNAP(discovery.skipped),
      .count = DISCOVERY_SKIP_COUNT, .label_key = "reason", .label = snap_skip_name},
     {"argus_agent_step_frames_waited_total", "counter",
-     "step records that waited for their stack samples to be symbolized", "", SNAP(frames.waited)},
+     "step records that waited for their stack samples to be symbolized", SNAP(frames.waited)},
     {"argus_agent_step_frames_expired_total", "counter",
-     "step records sent on with stack samples still unresolved", "", .value = snap_frames_expired},
+     "step records sent on with stack samples still unresolved", .value = snap_frames_expired},
     {"argus_agent_step_frames_waiting", "gauge", "step records waiting for their stack samples now",
-     "", .value = snap_frames_waiting},
-    {"argus_agent_loop_wakeups_total", "counter", "turns of the main loop", "", SNAP(loop_turns)},
+     .value = snap_frames_waiting},
+    {"argus_agent_step_model_changes_lost_total", "counter",
+     "step model locks and unlocks beyond those logged in one tick (not logged)",
+     SNAP(stepinfer.changes_lost)},
+    {"argus_agent_loop_wakeups_total", "counter", "turns of the main loop", SNAP(loop_turns)},
     {"argus_agent_span_ring_bytes", "gauge",
-     "bytes of raw spans kept for drill-down (spans.ring_bytes)", "", SNAP(spans.bytes)},
+     "bytes of raw spans kept for drill-down (spans.ring_bytes)", SNAP(spans.bytes)},
     {"argus_agent_spans_dropped_total", "counter", "raw spans dropped from the rings, by reason",
-     "reason=\"age\"", SNAP(spans.dropped_age)},
-    {"argus_agent_spans_dropped_total", NULL, NULL, "reason=\"cap\"", SNAP(spans.dropped_cap)},
-    {"argus_agent_spans_dropped_total", NULL, NULL, "reason=\"corrupt_chunk\"",
-     SNAP(spans.corrupt_chunks)},
-    {"argus_agent_span_captures_total", "counter", "capture requests of the collector answered", "",
+     SNAP(spans.dropped_age), .count = 3, .label_key = "reason", .label = snap_span_drop_name},
+    {"argus_agent_span_captures_total", "counter", "capture requests of the collector answered",
      SNAP(spans.captures)},
     {"argus_agent_clock_steps_total", "counter",
-     "times the realtime clock was set (timestamps from then on use the new time)", "",
+     "times the realtime clock was set (timestamps from then on use the new time)",
      SNAP(clock_steps)},
     {"argus_agent_loop_busy_max_seconds", "gauge",
-     "longest single turn of the main loop since start (events and periodic work)", "",
+     "longest single turn of the main loop since start (events and periodic work)",
      .value = snap_loop_busy_max},
 };
 
 _Static_assert(sizeof(((struct agent_snapshot *)0)->discovery.skipped[0]) == sizeof(uint64_t),
                "discovery_stats.skipped is read as uint64_t");
+#define SPANS_AT(field) offsetof(struct spans_stats, field)
+_Static_assert(SPANS_AT(dropped_cap) == SPANS_AT(dropped_age) + sizeof(uint64_t) &&
+                   SPANS_AT(corrupt_chunks) == SPANS_AT(dropped_cap) + sizeof(uint64_t) &&
+                   sizeof(((struct spans_stats *)0)->dropped_age) == sizeof(uint64_t),
+               "spans_stats' dropped_age, dropped_cap, corrupt_chunks are read as uint64_t[3]");
 
 static double agent_metric_value(const struct agent_snapshot *s, const struct agent_metric *m,
                                  int i)
@@ -135,20 +145,16 @@ static double agent_metric_value(const struct agent_snapshot *s, const struct ag
 static void agent_metric_write(const struct agent_snapshot *s, const struct agent_metric *m,
                                struct http_buf *b)
 {
-    char labels[96];
+    char labels[96] = "";
     int n = m->count ? m->count : 1;
 
     for (int i = 0; i < n; i++) {
-        const char *l = m->labels;
-
-        if (m->count) {
+        if (m->count)
             snprintf(labels, sizeof(labels), "%s=\"%s\"", m->label_key, m->label(i));
-            l = labels;
-        }
-        if (i == 0 && m->help)
-            http_buf_metric(b, m->name, m->type, m->help, l, agent_metric_value(s, m, i));
+        if (i == 0)
+            http_buf_metric(b, m->name, m->type, m->help, labels, agent_metric_value(s, m, i));
         else
-            http_buf_sample(b, m->name, l, agent_metric_value(s, m, i));
+            http_buf_sample(b, m->name, labels, agent_metric_value(s, m, i));
     }
 }
 
@@ -244,12 +250,14 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     struct agent_snapshot s;
     struct http_buf b = {0};
     char text[AGENT_SOURCE_METRICS_BYTES];
+    bool metrics = strcmp(path, "/metrics") == 0;
 
     pthread_mutex_lock(&h->lock);
     s = h->snap;
-    memcpy(text, h->source_metrics, sizeof(text));
+    if (metrics) /* only /metrics shows the sources' lines */
+        memcpy(text, h->source_metrics, sizeof(text));
     pthread_mutex_unlock(&h->lock);
-    if (strcmp(path, "/metrics") == 0) {
+    if (metrics) {
         agent_metrics_write(&s, &b);
         source_metrics(text, &b);
         procstat_metrics(&b, "argus-agent");
@@ -312,13 +320,14 @@ void agent_http_publish(struct agent_http *h, const struct agent_snapshot *snap,
     pthread_mutex_lock(&h->lock);
     h->snap = *snap;
     h->snap.nsources = agent_sources_status(sources, h->snap.sources, AGENT_SOURCES_MAX);
-    if (now >= h->next_source_metrics_ns) {
+    if (now >= h->next_source_metrics_ns) { /* the attach flags change with the text only */
         agent_sources_metrics(sources, h->source_metrics, sizeof(h->source_metrics));
         h->next_source_metrics_ns = now + AGENT_HTTP_SOURCE_METRICS_NS;
+        for (size_t i = 0; i < h->snap.nsources; i++)
+            h->attach_failed[i] = source_attach_failed(h->source_metrics, h->snap.sources[i].name);
     }
     for (size_t i = 0; i < h->snap.nsources; i++)
-        if (h->snap.sources[i].running &&
-            source_attach_failed(h->source_metrics, h->snap.sources[i].name))
+        if (h->attach_failed[i])
             h->snap.sources[i].running = false;
     pthread_mutex_unlock(&h->lock);
 }

@@ -2,8 +2,9 @@
  * loop publishes each tick (the HTTP thread never touches live state). The
  * agent (agent.c) fills an agent_snapshot with the stats of its stages and
  * publishes it; /metrics writes it through one table of metrics
- * (agent_http.c: name, type, help, where the value is), then the sources'
- * own lines and the process's. */
+ * (agent_http.c: name, type, help, where the value is), then
+ * argus_agent_source_up by hand (one sample per source, labelled with its
+ * name from the snapshot), then the sources' own lines and the process's. */
 #ifndef ARGUS_AGENT_AGENT_HTTP_H
 #define ARGUS_AGENT_AGENT_HTTP_H
 
@@ -16,6 +17,7 @@
 #include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
 #include "agent/steps/stepframes.h"
+#include "agent/steps/stepinfer.h"
 #include "common/http.h"
 
 #define AGENT_SOURCE_METRICS_BYTES 8192
@@ -27,6 +29,7 @@ struct agent_snapshot {
     struct agent_delivery_stats delivery;
     struct discovery_stats discovery;
     struct stepframes_stats frames;
+    struct stepinfer_stats stepinfer;
     struct spans_stats spans;
     uint64_t loop_turns, loop_busy_max_ns; /* the main loop's wakeups */
     uint64_t clock_steps;                  /* times the realtime clock was seen set */
@@ -42,6 +45,9 @@ struct agent_http {
      * rendered by the main loop at most once a second */
     char source_metrics[AGENT_SOURCE_METRICS_BYTES];
     uint64_t next_source_metrics_ns;
+    /* per source of snap.sources: a uprobe source none of whose uprobes
+     * attach, as of source_metrics (shown as down) */
+    bool attach_failed[AGENT_SOURCES_MAX];
 };
 
 /* Initialise h (its lock); agent_http_destroy undoes it. */

@@ -33,12 +33,10 @@ struct agent_sources {
     struct agent_source sources[AGENT_SOURCES_MAX];
     size_t n;
     /* the sources' configs: create() may keep a pointer to them */
-    struct probe_collectives_config collectives;
     struct probe_stacks_config stacks;
     struct source_cupti_config cupti;
     struct replay_config replay;
     struct records_config records;
-    struct log_ratelimit rl;
 };
 
 /* --- the probe table ------------------------------------------------------- */
@@ -52,8 +50,7 @@ struct agent_probe {
 
 static const void *agent_collectives_config(struct agent_sources *s)
 {
-    s->collectives = s->o.collectives;
-    return &s->collectives;
+    return &s->o.collectives;
 }
 
 static const void *agent_stacks_config(struct agent_sources *s)
@@ -136,7 +133,7 @@ static bool agent_listed(const char *list, const char *name)
     return false;
 }
 
-static void agent_sources_start_probes(struct agent_sources *s)
+void agent_sources_start_probes(struct agent_sources *s)
 {
     for (size_t i = 0; i < AGENT_PROBES_N; i++) {
         const struct agent_probe *p = &agent_probes[i];
@@ -146,8 +143,7 @@ static void agent_sources_start_probes(struct agent_sources *s)
     }
 }
 
-/* CUPTI and the replay sources, when the config asks for them. */
-static void agent_sources_start_others(struct agent_sources *s)
+void agent_sources_start_others(struct agent_sources *s)
 {
     const struct agent_config *c = s->o.cfg;
 
@@ -188,14 +184,7 @@ struct agent_sources *agent_sources_new(const struct agent_sources_options *o)
     if (!s)
         return NULL;
     s->o = *o;
-    s->rl = (struct log_ratelimit){.interval_ns = 10 * NSEC_PER_SEC, .burst = 5};
     return s;
-}
-
-void agent_sources_start(struct agent_sources *s)
-{
-    agent_sources_start_probes(s);
-    agent_sources_start_others(s);
 }
 
 void agent_sources_free(struct agent_sources *s)
@@ -222,7 +211,7 @@ static void agent_sources_dispatch_one(struct agent_sources *s, struct agent_sou
     int r = src->ops->dispatch(src->state);
 
     if (r < 0)
-        log_ratelimited(&s->rl, LOG_LEVEL_WARN, "agent", "source %s: %s", src->ops->name,
+        log_ratelimited(s->o.rl, LOG_LEVEL_WARN, "agent", "source %s: %s", src->ops->name,
                         strerror(-r));
 }
 

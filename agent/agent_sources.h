@@ -9,7 +9,7 @@
  * and one row in agent_probes[] (agent_sources.c): probes.enable then
  * accepts its source_ops.name (it is on by default once that name is in
  * the option's default, agent/config.c). A probe that reports a new host
- * counter adds it to agent/steps/host_counters.h too. Single-threaded: the
+ * counter adds its row to agent/steps/host_counters.c too. Single-threaded: the
  * agent's main loop. */
 #ifndef ARGUS_AGENT_AGENT_SOURCES_H
 #define ARGUS_AGENT_AGENT_SOURCES_H
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "agent/config.h"
+#include "common/log.h"
 #include "agent/probes/probe_collectives.h"
 #include "agent/sources/source.h"
 
@@ -32,6 +33,7 @@ struct agent_sources_options {
     /* the collectives probe's observers (on_call, on_comm_init, on_done and
      * their ctx); the rest of its config is the sources' own */
     struct probe_collectives_config collectives;
+    struct log_ratelimit *rl; /* the agent's one limit on its repeated warnings; outlives */
 };
 
 /* A source's name and whether it runs, for /metrics. */
@@ -50,11 +52,15 @@ const char *const *agent_sources_probe_names(void);
  * allocation failure. */
 struct agent_sources *agent_sources_new(const struct agent_sources_options *o);
 
-/* Start the probes listed in probes.enable, then CUPTI and the replay
- * sources the config asks for. One that cannot run is logged and kept off.
+/* Start the probes listed in probes.enable. One that cannot run is logged
+ * and kept off. The caller connects what needs a probe's state
+ * (agent_sources_state) before agent_sources_start_others. */
+void agent_sources_start_probes(struct agent_sources *s);
+
+/* Then start CUPTI and the replay sources the config asks for, as above.
  * A source may deliver to the sink while it starts (replay announces its
  * ranks), and the sink may call agent_sources_track: s is complete. */
-void agent_sources_start(struct agent_sources *s);
+void agent_sources_start_others(struct agent_sources *s);
 
 /* Destroy every source (the log says which took long: uprobe detach waits
  * for the kernel) and free s. s may be NULL. */

@@ -43,16 +43,6 @@ struct spool {
     uint64_t reported_cap, reported_corrupt; /* losses told to o.on_loss */
 };
 
-static inline int neg_errno(void)
-{
-    return errno > 0 ? -errno : -EIO;
-}
-
-static inline uint64_t max64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
-}
-
 /* First index in g with seq > after (g->n when none). */
 static size_t entry_after(const struct spool_segment *g, uint64_t after)
 {
@@ -80,7 +70,7 @@ static int write_full_at(int fd, const struct iovec *iov_in, int cnt, uint64_t o
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return w < 0 ? neg_errno() : -ENOSPC;
+            return w < 0 ? spool_neg_errno() : -ENOSPC;
         off += (uint64_t)w;
         while (i < cnt && (size_t)w >= iov[i].iov_len)
             w -= (ssize_t)iov[i++].iov_len;
@@ -94,7 +84,7 @@ static int write_full_at(int fd, const struct iovec *iov_in, int cnt, uint64_t o
 
 static int dir_sync(struct spool *s)
 {
-    int err = fsync(s->dirfd) ? neg_errno() : 0;
+    int err = fsync(s->dirfd) ? spool_neg_errno() : 0;
 
     s->fsyncs++;
     s->fsync_errors += err != 0;
@@ -151,14 +141,14 @@ static int dir_open(struct spool *s, const char *dir)
         return err;
     s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->dirfd < 0)
-        return neg_errno();
+        return spool_neg_errno();
     s->lockfd = openat(s->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lockfd < 0)
-        return neg_errno();
+        return spool_neg_errno();
     if (flock(s->lockfd, LOCK_EX | LOCK_NB))
-        return errno == EWOULDBLOCK ? -EBUSY : neg_errno();
+        return errno == EWOULDBLOCK ? -EBUSY : spool_neg_errno();
     s->ackfd = openat(s->dirfd, "ack", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    return s->ackfd < 0 ? neg_errno() : 0;
+    return s->ackfd < 0 ? spool_neg_errno() : 0;
 }
 
 static int options_apply(struct spool_options *o, const struct spool_options *in)
@@ -172,7 +162,7 @@ static int options_apply(struct spool_options *o, const struct spool_options *in
     if (!o->segment_bytes)
         o->segment_bytes = SPOOL_DEFAULT_SEGMENT;
     if (o->segment_bytes > o->cap_bytes / 4)
-        o->segment_bytes = max64(o->cap_bytes / 4, 1);
+        o->segment_bytes = spool_max64(o->cap_bytes / 4, 1);
     if (!o->fsync_interval_ns)
         o->fsync_interval_ns = SPOOL_DEFAULT_FSYNC_INTERVAL_NS;
     if (!o->max_record_bytes)
@@ -280,7 +270,7 @@ static int seg_create(struct spool *s)
     if (s->fd < 0 && errno == EEXIST && !unlinkat(s->dirfd, name, 0)) /* an unindexed leftover */
         s->fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (s->fd < 0) {
-        err = neg_errno();
+        err = spool_neg_errno();
         s->ix.nseg--;
         return err;
     }
@@ -344,7 +334,7 @@ static void cap_make_room(struct spool *s, uint64_t need)
             s->m.dropped_records++;
             s->m.dropped_bytes += g->e[i].len;
         }
-        s->m.dropped_through = max64(s->m.dropped_through, spool_segment_last(g));
+        s->m.dropped_through = spool_max64(s->m.dropped_through, spool_segment_last(g));
         spool_meta_write(s); /* on failure meta_dirty: spool_tick retries */
         spool_seg_remove(s, 0);
     }
@@ -453,7 +443,7 @@ static int seg_read_fd(struct spool *s, const struct spool_segment *g)
     spool_segment_name(name, g);
     s->rfd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
     s->rfd_seq = g->first_seq;
-    return s->rfd >= 0 ? s->rfd : neg_errno();
+    return s->rfd >= 0 ? s->rfd : spool_neg_errno();
 }
 
 /* Records [ei, end) of segment gi were valid at open and no longer are:
@@ -522,7 +512,7 @@ static int rec_load(struct spool *s, size_t gi, size_t ei)
 
 int spool_read(struct spool *s, uint64_t after_seq, uint64_t *seq, const void **data, size_t *len)
 {
-    uint64_t after = max64(after_seq, s->m.acked);
+    uint64_t after = spool_max64(after_seq, s->m.acked);
 
     for (;;) {
         size_t gi = 0, ei;

@@ -18,7 +18,7 @@ ssize_t spool_format_pread(int fd, void *buf, size_t len, uint64_t off)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return errno > 0 ? -errno : -EIO;
+            return spool_neg_errno();
         if (r == 0)
             break;
         got += (size_t)r;
@@ -34,7 +34,7 @@ int spool_format_meta_read(int dirfd, struct spool_meta *m)
     ssize_t n;
 
     if (fd < 0)
-        return errno > 0 ? -errno : -EIO;
+        return spool_neg_errno();
     n = spool_format_pread(fd, buf, sizeof(buf), 0);
     close(fd);
     if (n != (ssize_t)META_SIZE)

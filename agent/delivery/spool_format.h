@@ -7,6 +7,7 @@
 #ifndef ARGUS_AGENT_SPOOL_FORMAT_H
 #define ARGUS_AGENT_SPOOL_FORMAT_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +59,17 @@ struct spool_meta {
     uint64_t counted[COUNTED]; /* damage right before these seqs is counted */
 };
 #define META_SIZE (8 + sizeof(struct spool_meta) + 4)
+
+/* errno as a negative error; -EIO when a failed call left none. */
+static inline int spool_neg_errno(void)
+{
+    return errno > 0 ? -errno : -EIO;
+}
+
+static inline uint64_t spool_max64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
 
 /* The last seq of g (first_seq - 1 when it holds no valid record). */
 static inline uint64_t spool_segment_last(const struct spool_segment *g)

@@ -42,16 +42,6 @@ struct scan {
     int err; /* a failed read or allocation: not damage, never truncated */
 };
 
-static inline int neg_errno(void)
-{
-    return errno > 0 ? -errno : -EIO;
-}
-
-static inline uint64_t max64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
-}
-
 static bool parse_hex16(const char *p, uint64_t *v)
 {
     uint64_t x = 0;
@@ -93,9 +83,9 @@ static uint64_t ack_read(struct recover *s)
         memcpy(v, b + 8, sizeof(v));
         if (magic != ACK_MAGIC || crc != crc32c(0, b + 8, sizeof(v)))
             continue;
-        s->f->ack_gen = max64(s->f->ack_gen, v[0]);
+        s->f->ack_gen = spool_max64(s->f->ack_gen, v[0]);
         if (v[1] == s->f->meta.epoch)
-            best = max64(best, v[2]);
+            best = spool_max64(best, v[2]);
     }
     return best;
 }
@@ -196,7 +186,8 @@ static void damage_attribute(struct recover *s, struct scan_state *st, uint64_t 
 static int seg_scan(struct recover *s, struct spool_segment *g, struct scan *sc,
                     struct scan_state *st, uint64_t *end)
 {
-    uint64_t off = 0, base = max64(max64(st->prev, g->first_seq - 1), spool_meta_gone(&s->f->meta));
+    uint64_t off = 0, base = spool_max64(spool_max64(st->prev, g->first_seq - 1),
+                                         spool_meta_gone(&s->f->meta));
     struct spool_entry e;
 
     *end = 0;
@@ -220,7 +211,7 @@ static int seg_scan(struct recover *s, struct spool_segment *g, struct scan *sc,
             return -ENOMEM;
         g->e[g->n++] = e;
         st->prev = e.seq;
-        base = max64(e.seq, spool_meta_gone(&s->f->meta));
+        base = spool_max64(e.seq, spool_meta_gone(&s->f->meta));
         off = *end = e.off + REC_HDR + e.len;
     }
     return 0;
@@ -241,7 +232,7 @@ static int seg_load(struct recover *s, size_t i, bool newest, struct scan *sc,
     if (sc->fd < 0)
         return 0; /* unreadable: no records, deleted if we may */
     if (fstat(sc->fd, &sb)) {
-        err = neg_errno();
+        err = spool_neg_errno();
     } else {
         sc->size = g->size = (uint64_t)sb.st_size;
         sc->start = sc->len = 0;
@@ -271,7 +262,7 @@ static int seg_list(struct recover *s)
     struct dirent *de;
 
     if (!d) {
-        err = neg_errno();
+        err = spool_neg_errno();
         if (fd >= 0)
             close(fd);
         return err;
@@ -336,15 +327,16 @@ int spool_recover(int dirfd, int ackfd, uint32_t max_record_bytes, struct spool_
     if (err)
         return err;
     for (size_t i = 0; !have_meta && i < out->index.nseg; i++)
-        out->meta.epoch =
-            max64(out->meta.epoch, out->index.seg[i].epoch); /* meta lost: keep the records' */
+        out->meta.epoch = spool_max64(out->meta.epoch,
+                                      out->index.seg[i].epoch); /* meta lost: keep the records' */
     if (!out->meta.epoch)
-        out->meta.epoch = max64(clock_real_ns(), 1);
-    out->meta.acked = max64(out->meta.acked, ack_read(s));
+        out->meta.epoch = spool_max64(clock_real_ns(), 1);
+    out->meta.acked = spool_max64(out->meta.acked, ack_read(s));
     err = seg_load_all(s, &st);
     if (err)
         return err;
-    out->next_seq = max64(max64(st.prev, out->meta.seq_reserved), spool_meta_gone(&out->meta)) + 1;
+    out->next_seq =
+        spool_max64(spool_max64(st.prev, out->meta.seq_reserved), spool_meta_gone(&out->meta)) + 1;
     damage_attribute(s, &st, out->next_seq); /* a torn tail: before the next seq */
     out->meta.seq_reserved = out->next_seq + SEQ_RESERVE - 1;
     return 0;

@@ -5,7 +5,7 @@
 
 /* A row; the field must be a uint64_t (the compile fails otherwise). */
 #define HOST_COUNTER(id, field)                                                                    \
-    [id] = {id, #field,                                                                            \
+    [id] = {#field,                                                                                \
             offsetof(Argus__V1__HostCounters, field) +                                             \
                 0 * sizeof(char[__builtin_types_compatible_p(                                      \
                                     __typeof__(((Argus__V1__HostCounters *)0)->field), uint64_t)   \

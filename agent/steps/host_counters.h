@@ -15,9 +15,9 @@
 #include "agent/sources/event.h"
 #include "proto/argus.pb-c.h"
 
+/* The row of an agent counter (its index in the table). */
 struct host_counter {
-    uint32_t counter; /* enum agent_counter; 0 in an unused slot */
-    const char *name; /* the HostCounters field's name, for logs and tests */
+    const char *name; /* the HostCounters field's name, for logs and tests; NULL: unused */
     size_t offset;    /* of its uint64_t field in Argus__V1__HostCounters */
 };
 

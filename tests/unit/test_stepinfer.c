@@ -191,8 +191,6 @@ static void poll_runq(struct stepinfer *si, const struct sim *s, uint64_t *polle
     *polled = now > *polled ? now : *polled;
 }
 
-/* Feed the calls as a live agent would: a tick every simulated second,
- * after the counters were polled (every 100 ms, and at the tick). */
 /* The model changes of the call just made, each of a rank of the job. */
 static void count_changes(const struct stepinfer *si, uint64_t counts[2] /* unlocks, locks */)
 {
@@ -207,6 +205,8 @@ static void count_changes(const struct stepinfer *si, uint64_t counts[2] /* unlo
     }
 }
 
+/* Feed the calls as a live agent would: a tick every simulated second,
+ * after the counters were polled (every 100 ms, and at the tick). */
 static void feed(const struct sim *s, struct stepinfer_stats *stats)
 {
     struct stepinfer *si = stepinfer_new(on_step, NULL, &zero_clock);

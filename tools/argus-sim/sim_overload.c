@@ -1,3 +1,4 @@
+/* --overload: see sim_overload.h. */
 #include "tools/argus-sim/sim_overload.h"
 
 #include <errno.h>
