@@ -8,6 +8,7 @@
 #define L2 CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_L2_PHASE)
 #define L3 CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_L3_KERNEL)
 #define LSILENT CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_SILENT)
+#define LLIVE CAUSES_LEVEL(ARGUS__V1__LEVEL__LEVEL_LIVENESS)
 
 /* Indexed by value; a row per value, none missing (test_causes.c). */
 static const struct causes_row causes_table[] = {
@@ -99,6 +100,45 @@ static const struct causes_row causes_table[] = {
          .grouping = CAUSES_GROUP_NODE,
          .evidence = "the step-time ratio since the change point (L1 on log T) and the phase "
                      "or kernel across the job that confirms it"},
+    [ARGUS__V1__CAUSE__CAUSE_HANG] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_HANG,
+         .name = "HANG",
+         .label = "hang",
+         .word = "hang",
+         .meaning = "the job waits inside a collective that this rank never entered",
+         .levels = LLIVE,
+         .pages = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "the collective (group, sequence number, operation), which ranks wait in "
+                     "it and since when, what the rank is doing instead (process state, the "
+                     "syscall it is blocked in, CPU use, its last native stack, its last step)"},
+    [ARGUS__V1__CAUSE__CAUSE_EXITED] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_EXITED,
+         .name = "EXITED",
+         .label = "exited",
+         .word = "rank died",
+         .meaning = "the rank's process ended with a signal or an error while its job ran: "
+                    "the first of the job to go",
+         .levels = LLIVE,
+         .pages = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "how it ended (signal, core dump, exit code) and when, its last step, "
+                     "which ranks ended after it and how"},
+    [ARGUS__V1__CAUSE__CAUSE_IMBALANCE] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_IMBALANCE,
+         .name = "IMBALANCE",
+         .label = "imbalance",
+         .word = "workload imbalance",
+         .meaning = "the rank does more work than its peers on a healthy host (a bigger batch "
+                    "or shard): the job owner's to fix, never the node's",
+         .levels = L2,
+         .audience = CAUSES_FOR_JOB_OWNER,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "how late it arrives at collectives or how much longer it computes, with "
+                     "its host counters at the group's (run queue, off-CPU) and its kernels "
+                     "the same shapes"},
 };
 
 #define CAUSES_ROWS ((int)(sizeof(causes_table) / sizeof(causes_table[0])))
