@@ -12,6 +12,7 @@
 #define TAG_NAME_ID WIRE_TAG(WIRE_KERNEL_GROUP_NAME_ID_FIELD, WIRE_TYPE_FIXED64)
 #define TAG_STREAM WIRE_TAG(WIRE_KERNEL_GROUP_STREAM_FIELD, WIRE_TYPE_VARINT)
 #define TAG_CLUSTERS WIRE_TAG(WIRE_KERNEL_GROUP_CLUSTERS_FIELD, WIRE_TYPE_LEN)
+#define TAG_WORK_ID WIRE_TAG(WIRE_KERNEL_GROUP_WORK_ID_FIELD, WIRE_TYPE_FIXED32)
 #define TAG_CLUSTER(field) WIRE_TAG(WIRE_CLUSTER_##field##_FIELD, WIRE_TYPE_VARINT)
 
 /* --- encoding ------------------------------------------------------------- */
@@ -38,7 +39,7 @@ static size_t cluster_size(const Argus__V1__Cluster *c)
 
 static size_t group_size(const Argus__V1__KernelGroup *g)
 {
-    size_t n = (g->name_id ? 9 : 0) + scalar_size(g->stream);
+    size_t n = (g->name_id ? 9 : 0) + scalar_size(g->stream) + (g->work_id ? 5 : 0);
 
     for (size_t i = 0; i < g->n_clusters; i++) {
         size_t c = cluster_size(g->clusters[i]);
@@ -67,6 +68,11 @@ static uint8_t *group_put(uint8_t *p, const Argus__V1__KernelGroup *g)
         p = scalar_put(p, TAG_CLUSTER(P99_NS), c->p99_ns);
         p = scalar_put(p, TAG_CLUSTER(MIN_NS), c->min_ns);
         p = scalar_put(p, TAG_CLUSTER(MAX_NS), c->max_ns);
+    }
+    if (g->work_id) { /* field 4, after the clusters: protobuf-c packs by number */
+        *p++ = TAG_WORK_ID;
+        for (int b = 0; b < 4; b++)
+            *p++ = (uint8_t)(g->work_id >> (8 * b));
     }
     return p;
 }

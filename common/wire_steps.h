@@ -46,6 +46,7 @@
 #define WIRE_KERNEL_GROUP_NAME_ID_FIELD 1  /* fixed64 */
 #define WIRE_KERNEL_GROUP_STREAM_FIELD 2   /* uint32 */
 #define WIRE_KERNEL_GROUP_CLUSTERS_FIELD 3 /* repeated Cluster */
+#define WIRE_KERNEL_GROUP_WORK_ID_FIELD 4  /* fixed32 */
 #define WIRE_CLUSTER_COUNT_FIELD 1         /* uint32 */
 #define WIRE_CLUSTER_SUM_NS_FIELD 2        /* uint64, like the four below */
 #define WIRE_CLUSTER_P50_NS_FIELD 3

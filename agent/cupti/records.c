@@ -7,6 +7,8 @@
 
 #include "agent/cupti/records.h"
 
+#include "common/work_id.h"
+
 const char *records_copy_name(uint32_t copy_kind)
 {
     switch (copy_kind) {
@@ -37,6 +39,9 @@ static int records_kernel(const CUpti_ActivityKernel10 *k, struct lib_record *ou
     out->span.dur_ns = records_dur(k->start, k->end);
     out->span.stream = k->streamId;
     out->span.correlation = k->correlationId;
+    /* the launch shape: what work the kernel was given (KernelGroup.work_id) */
+    out->span.aux = work_id_shape((uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ,
+                                  (uint32_t)k->blockX, (uint32_t)k->blockY, (uint32_t)k->blockZ);
     out->name = k->name ? k->name : "unknown_kernel";
     out->name_stable = k->name != NULL;
     return 1;

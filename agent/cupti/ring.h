@@ -26,7 +26,7 @@
 #define CUPTI_SOCKET_DEFAULT "/run/argus/cupti.sock"
 
 enum cupti_span_kind {
-    CUPTI_SPAN_KERNEL = 1, /* GPU kernel: start, dur, name_id, stream, corr */
+    CUPTI_SPAN_KERNEL = 1, /* GPU kernel: start, dur, name_id, stream, corr, aux = launch shape */
     CUPTI_SPAN_MEMCPY,     /* name_id = name_id("Memcpy HtoD") ... */
     CUPTI_SPAN_MEMSET,
     CUPTI_SPAN_API,    /* runtime launch call (host): start, dur, corr, tid */

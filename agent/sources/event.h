@@ -69,6 +69,7 @@ struct agent_event {
             uint32_t stream;
             uint32_t correlation;
             uint32_t kernel_kind; /* enum agent_kernel_kind */
+            uint32_t shape;       /* launch shape (common/work_id.h), 0 = unknown */
         } kernel;
         struct {
             uint64_t name_id; /* e.g. name_id("ncclAllReduce") */

@@ -17,6 +17,7 @@
 #include "agent/sources/kineto_json.h"
 #include "common/array.h"
 #include "common/name_id.h"
+#include "common/work_id.h"
 
 #define KINETO_STEP_PREFIX "ProfilerStep#"
 
@@ -172,6 +173,9 @@ static int add_kernel(struct parse *p, const struct kineto_event *ev)
         sp.stream = (uint32_t)ev->stream;
         sp.device = (int32_t)ev->device;
         sp.correlation = (uint64_t)ev->correlation;
+        if (ev->has_grid && ev->has_block)
+            sp.shape = work_id_shape(ev->grid[0], ev->grid[1], ev->grid[2], ev->block[0],
+                                     ev->block[1], ev->block[2]);
     }
     if (array_reserve((void **)&t->spans, &p->cap_spans, t->n_spans + 1, sizeof(sp)) < 0)
         return fail(p, -ENOMEM, "out of memory");

@@ -2,7 +2,8 @@
  * JSON with a traceEvents array. It extracts what argus needs to import a
  * trace into its pipeline (docs/design.md §9) and to test on real kernel data:
  *   - kernel spans: events with "cat": "kernel" and "ph": "X" (name, ts and
- *     dur in microseconds -> ns, args.stream, args.device, args.correlation),
+ *     dur in microseconds -> ns, args.stream, args.device, args.correlation,
+ *     args.grid and args.block as the launch shape),
  *   - training steps: "ProfilerStep#N" ranges (cat user_annotation or cpu_op),
  *   - phases: user annotations (cat user_annotation on the host,
  *     gpu_user_annotation on the GPU) named "## NAME ##" (the phase is NAME)
@@ -49,6 +50,8 @@ struct kineto_span {
     uint32_t stream;      /* args.stream, 0 when absent */
     int32_t device;       /* args.device, -1 when absent */
     int32_t step;         /* index into kineto_trace.steps, -1 outside every step */
+    uint32_t shape;       /* launch shape from args.grid and args.block (common/work_id.h),
+                           * 0 when absent */
 };
 
 struct kineto_step {

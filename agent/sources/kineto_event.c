@@ -88,6 +88,32 @@ static int read_us(struct kjson *j, uint64_t *ns, bool *has, bool *ok)
     return 0;
 }
 
+/* A launch dimension array ([x, y, z] of non-negative integers) into d;
+ * *set when all three were usable. Anything else is skipped. */
+static int read_dims(struct kjson *j, uint32_t d[3], bool *set)
+{
+    bool first = true;
+    int r, n = 0, ok = 0;
+
+    if (kjson_peek(j) != '[')
+        return kjson_skip(j);
+    if ((r = kjson_enter(j, '[')) < 0)
+        return r;
+    while ((r = kjson_array_next(j, &first)) > 0) {
+        int64_t v = -1;
+
+        if ((r = kineto_event_read_int(j, &v, NULL)) < 0)
+            return r;
+        if (n < 3 && v >= 0 && v <= UINT32_MAX) {
+            d[n] = (uint32_t)v;
+            ok++;
+        }
+        n++;
+    }
+    *set = r == 0 && n == 3 && ok == 3;
+    return r;
+}
+
 static int read_args(struct kjson *j, struct kineto_event *ev)
 {
     bool first = true;
@@ -105,6 +131,10 @@ static int read_args(struct kjson *j, struct kineto_event *ev)
             r = kineto_event_read_int(j, &ev->device, NULL);
         else if (!strcmp(j->str, "correlation"))
             r = kineto_event_read_int(j, &ev->correlation, NULL);
+        else if (!strcmp(j->str, "grid"))
+            r = read_dims(j, ev->grid, &ev->has_grid);
+        else if (!strcmp(j->str, "block"))
+            r = read_dims(j, ev->block, &ev->has_block);
         else
             r = kjson_skip(j);
         if (r < 0)

@@ -19,6 +19,8 @@ struct kineto_event {
     bool has_name, has_ph, has_cat, has_ts, has_dur, ts_ok, dur_ok, has_args;
     uint64_t ts_ns, dur_ns;
     int64_t stream, device, correlation;
+    uint32_t grid[3], block[3]; /* args.grid, args.block: the launch shape of a kernel */
+    bool has_grid, has_block;
 };
 
 /* Read the next value of j (one traceEvents entry) into ev (ev->name is

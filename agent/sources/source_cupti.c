@@ -95,6 +95,7 @@ static void src_span_kernel(struct cupti_src *s, struct client *c, const struct 
     ev.kernel.duration_ns = sp->dur_ns;
     ev.kernel.stream = sp->stream;
     ev.kernel.correlation = sp->correlation;
+    ev.kernel.shape = sp->kind == CUPTI_SPAN_KERNEL ? sp->aux : 0;
     ev.kernel.kernel_kind = sp->kind == CUPTI_SPAN_KERNEL   ? AGENT_KERNEL_COMPUTE
                             : sp->kind == CUPTI_SPAN_MEMCPY ? AGENT_KERNEL_MEMCPY
                                                             : AGENT_KERNEL_MEMSET;

@@ -184,6 +184,7 @@ static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
         kev.kernel.duration_ns = (uint64_t)((double)s->dur_ns * r->c.stretch);
         kev.kernel.stream = s->stream;
         kev.kernel.correlation = (uint32_t)s->correlation;
+        kev.kernel.shape = s->shape;
         r->sink->event(r->sink->ctx, &kev);
         count++;
     }

@@ -266,8 +266,8 @@ void assembler_event(struct assembler *a, const struct agent_event *ev)
                             ev->phase.stream);
         break;
     case AGENT_EVENT_KERNEL:
-        if (summarizer_add(r->sum, ev->kernel.name_id, ev->kernel.stream, ev->kernel.duration_ns) <
-            0)
+        if (summarizer_add_shape(r->sum, ev->kernel.name_id, ev->kernel.stream,
+                                 ev->kernel.duration_ns, ev->kernel.shape) < 0)
             a->stats.dropped_kernels++;
         break;
     case AGENT_EVENT_COLLECTIVE:

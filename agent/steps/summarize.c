@@ -11,6 +11,7 @@
 
 #include "agent/steps/kde.h"
 #include "common/array.h"
+#include "common/work_id.h"
 
 #define SUMMARIZE_IDLE_STEPS 16 /* a group without events this many steps is forgotten */
 #define SUMMARIZE_MIN_EVENTS_CAP 1024u
@@ -22,9 +23,11 @@
 struct group {
     uint64_t name_id;
     uint32_t stream;
-    uint32_t n;    /* events this step */
-    uint32_t at;   /* finish: scatter cursor into the grouped buffer */
-    uint32_t idle; /* steps in a row without events */
+    uint32_t n;      /* events this step */
+    uint32_t at;     /* finish: scatter cursor into the grouped buffer */
+    uint32_t idle;   /* steps in a row without events */
+    uint32_t shaped; /* events this step with a launch shape */
+    uint64_t work;   /* sum of their work_id_mix (common/work_id.h) */
 };
 
 /* Sort key of a group: output is ordered by (name_id, stream). */
@@ -203,6 +206,12 @@ static int events_resize(struct summarizer *s, size_t cap)
 
 int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint64_t duration_ns)
 {
+    return summarizer_add_shape(s, name_id, stream, duration_ns, 0);
+}
+
+int summarizer_add_shape(struct summarizer *s, uint64_t name_id, uint32_t stream,
+                         uint64_t duration_ns, uint32_t shape)
+{
     struct group *g;
 
     if (s->events >= s->o.max_events) {
@@ -225,6 +234,10 @@ int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint
         return -ENOMEM;
     }
     g->n++;
+    if (shape) {
+        g->shaped++;
+        g->work += work_id_mix(shape);
+    }
     s->ev_group[s->events] = (uint32_t)(g - s->groups);
     s->ev_dur[s->events++] = duration_ns;
     return 0;
@@ -252,6 +265,8 @@ void summarizer_reset(struct summarizer *s)
 
         g->idle = g->n ? 0 : g->idle + 1;
         g->n = 0;
+        g->shaped = 0;
+        g->work = 0;
         if (g->idle <= SUMMARIZE_IDLE_STEPS)
             s->groups[kept++] = *g;
     }
@@ -333,6 +348,7 @@ static int output_build(struct summarizer *s, uint32_t n_groups, const uint32_t 
         argus__v1__kernel_group__init(kg);
         kg->name_id = g->name_id;
         kg->stream = g->stream;
+        kg->work_id = work_id_of_sum(g->work, g->shaped);
         kg->n_clusters = n_clusters[i];
         kg->clusters = (Argus__V1__Cluster **)(block + off_cptrs) + c;
         for (uint32_t k = 0; k < n_clusters[i]; k++, c++) {

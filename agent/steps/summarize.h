@@ -97,6 +97,13 @@ void summarizer_free(struct summarizer *s);
  * summarizer_dropped), or -ENOMEM (dropped and counted too). */
 int summarizer_add(struct summarizer *s, uint64_t name_id, uint32_t stream, uint64_t duration_ns);
 
+/* summarizer_add of a kernel launched with shape (common/work_id.h
+ * work_id_shape; 0 = unknown): the group's KernelGroup.work_id sums the
+ * shapes of its kernels of the step, so ranks that launched the same kernels
+ * with the same shapes get the same id. */
+int summarizer_add_shape(struct summarizer *s, uint64_t name_id, uint32_t stream,
+                         uint64_t duration_ns, uint32_t shape);
+
 /* Events added to the current step so far. */
 uint64_t summarizer_events(const struct summarizer *s);
 

@@ -295,7 +295,8 @@ static int trace_summarize(const struct kineto_trace *t, const struct encoding *
                   st->dur_ns, ARGUS__V1__STEP_SOURCE__STEP_SOURCE_IMPORTED);
         t0 = clock_mono_ns();
         for (size_t i = 0; i < n; i++)
-            summarizer_add(s, t->name_ids[in[i]->name], in[i]->stream, in[i]->dur_ns);
+            summarizer_add_shape(s, t->name_ids[in[i]->name], in[i]->stream, in[i]->dur_ns,
+                                 in[i]->shape);
         summarizer_finish(s, &records[k]);
         spent += clock_mono_ns() - t0;
         events += n;
@@ -473,7 +474,9 @@ static int synth_summarize(const struct synth_group *g, uint64_t seed, uint32_t 
                   ARGUS__V1__STEP_SOURCE__STEP_SOURCE_NVTX);
         t0 = clock_mono_ns();
         for (size_t i = 0; i < n; i++)
-            summarizer_add(s, g[ev[i].group].name_id, g[ev[i].group].stream, ev[i].duration_ns);
+            /* one launch shape per group, the same every step (KernelGroup.work_id) */
+            summarizer_add_shape(s, g[ev[i].group].name_id, g[ev[i].group].stream,
+                                 ev[i].duration_ns, (uint32_t)(g[ev[i].group].name_id | 1));
         t1 = clock_mono_ns();
         summarizer_finish(s, &records[k]);
         spent_add += t1 - t0;

@@ -70,8 +70,9 @@ static void drv_on_event(void *ctx, const struct agent_event *ev)
         return;
     switch (ev->kind) {
     case AGENT_EVENT_KERNEL:
-        printf("K %u %u %" PRIu64 " %u %u %s\n", ev->pid, ev->kernel.stream, ev->kernel.duration_ns,
-               ev->kernel.correlation, ev->kernel.kernel_kind, drv_name(d, ev->kernel.name_id));
+        printf("K %u %u %" PRIu64 " %u %u %08x %s\n", ev->pid, ev->kernel.stream,
+               ev->kernel.duration_ns, ev->kernel.correlation, ev->kernel.kernel_kind,
+               ev->kernel.shape, drv_name(d, ev->kernel.name_id));
         break;
     case AGENT_EVENT_PHASE:
         printf("P %u %u %" PRIu64 " %s\n", ev->pid, ev->phase.stream, ev->phase.duration_ns,

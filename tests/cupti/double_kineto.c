@@ -54,6 +54,17 @@ static uint64_t jns(json_object *o, const char *key)
                : 0;
 }
 
+/* args[key] = [x, y, z] into d (left 0 when absent or short). */
+static void jdims(json_object *o, const char *key, int32_t d[3])
+{
+    json_object *v;
+
+    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_array))
+        return;
+    for (size_t i = 0; i < 3 && i < json_object_array_length(v); i++)
+        d[i] = (int32_t)json_object_get_int64(json_object_array_get_idx(v, i));
+}
+
 static uint8_t copy_kind(const char *name)
 {
     if (strstr(name, "HtoD"))
@@ -87,6 +98,11 @@ static int kineto_event(json_object *e, struct rec *r, uint32_t *marker_id)
         r->u.k.contextId = (uint32_t)jint(args, "context");
         r->u.k.streamId = (uint32_t)jint(args, "stream");
         r->u.k.correlationId = (uint32_t)jint(args, "correlation");
+        int32_t grid[3] = {0}, block[3] = {0};
+        jdims(args, "grid", grid);
+        jdims(args, "block", block);
+        r->u.k.gridX = grid[0], r->u.k.gridY = grid[1], r->u.k.gridZ = grid[2];
+        r->u.k.blockX = block[0], r->u.k.blockY = block[1], r->u.k.blockZ = block[2];
         r->u.k.name = strdup(name);
     } else if (strcmp(cat, "gpu_memcpy") == 0) {
         r->kind = r->u.c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;

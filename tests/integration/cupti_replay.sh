@@ -3,7 +3,9 @@
 # cupti-agent, source_cupti) and a stand-in CUDA app loading the library
 # against the CUPTI test double, for each Kineto trace in ../shared/data/kineto.
 # Checks, against the trace read here with python: every GPU record arrives
-# (count, distinct kernel names), every ProfilerStep is a STEP, no drops.
+# (count, distinct kernel names, distinct launch shapes: args.grid and
+# args.block, what KernelGroup.work_id is made of), every ProfilerStep is a
+# STEP, no drops.
 set -u
 cd "$(dirname "$0")/../.."
 B=${ARGUS_BUILD:-build}
@@ -19,13 +21,15 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 for trace in "$DATA"/*.json.gz; do
     name=$(basename "$trace")
-    read -r gpu kernels names steps < <(python3 - "$trace" <<'PY'
+    read -r gpu kernels names steps shapes < <(python3 - "$trace" <<'PY'
 import gzip, json, sys
 ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
 gpu = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
 k = [e for e in ev if e.get("cat") == "kernel"]
 steps = [e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
-print(len(gpu), len(k), len({e["name"] for e in k}), len(steps))
+shapes = {(tuple(e["args"]["grid"]), tuple(e["args"]["block"])) for e in k
+          if "grid" in e.get("args", {}) and "block" in e.get("args", {})}
+print(len(gpu), len(k), len({e["name"] for e in k}), len(steps), len(shapes))
 PY
 )
     sock=$tmp/$name.sock
@@ -36,12 +40,14 @@ PY
     wait $apid
     got_gpu=$(grep -c '^K ' "$tmp/agent.out")
     got_k=$(awk '$1=="K" && $6==0' "$tmp/agent.out" | wc -l)
-    got_names=$(awk '$1=="K" && $6==0 {$1=$2=$3=$4=$5=$6=""; print}' "$tmp/agent.out" | sort -u | wc -l)
+    got_names=$(awk '$1=="K" && $6==0 {$1=$2=$3=$4=$5=$6=$7=""; print}' "$tmp/agent.out" | sort -u | wc -l)
+    got_shapes=$(awk '$1=="K" && $6==0 && $7!="00000000" {print $7}' "$tmp/agent.out" | sort -u | wc -l)
     got_steps=$(grep -c '^S ' "$tmp/agent.out")
     summary=$(grep '^summary' "$tmp/agent.out")
-    echo "$name: gpu $got_gpu/$gpu kernels $got_k/$kernels names $got_names/$names steps $got_steps/$steps phases $(grep -c '^P ' "$tmp/agent.out")"
+    echo "$name: gpu $got_gpu/$gpu kernels $got_k/$kernels names $got_names/$names shapes $got_shapes/$shapes steps $got_steps/$steps phases $(grep -c '^P ' "$tmp/agent.out")"
     echo "  $summary"
-    if [[ $got_gpu != "$gpu" || $got_k != "$kernels" || $got_names != "$names" || $got_steps != "$steps" ]] ||
+    if [[ $got_gpu != "$gpu" || $got_k != "$kernels" || $got_names != "$names" || $got_steps != "$steps" ||
+        $got_shapes != "$shapes" || $shapes == 0 ]] ||
         ! grep -q 'no_buffer=0 ring_full=0 no_agent=0' <<<"$summary"; then
         echo "  FAIL"; fail=1
     fi

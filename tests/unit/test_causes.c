@@ -89,24 +89,23 @@ static void test_paging_rule(void **state)
 {
     (void)state;
     for (int v = -2; v < causes_count() + 2; v++)
-        assert_int_equal(causes_pages(v), v == ARGUS__V1__CAUSE__CAUSE_COMPUTE ||
-                                              v == ARGUS__V1__CAUSE__CAUSE_LINK ||
-                                              v == ARGUS__V1__CAUSE__CAUSE_HOST ||
-                                              v == ARGUS__V1__CAUSE__CAUSE_SILENT ||
-                                              v == ARGUS__V1__CAUSE__CAUSE_HANG ||
-                                              v == ARGUS__V1__CAUSE__CAUSE_EXITED);
+        assert_int_equal(
+            causes_pages(v),
+            v == ARGUS__V1__CAUSE__CAUSE_COMPUTE || v == ARGUS__V1__CAUSE__CAUSE_LINK ||
+                v == ARGUS__V1__CAUSE__CAUSE_HOST || v == ARGUS__V1__CAUSE__CAUSE_SILENT ||
+                v == ARGUS__V1__CAUSE__CAUSE_HANG || v == ARGUS__V1__CAUSE__CAUSE_EXITED);
 }
 
 /* What users have seen so far: series and alert labels, summary words,
  * alert grouping, the levels that find each cause. */
 static void test_names_as_before(void **state)
 {
-    static const char *const labels[] = {"unknown",        "compute", "link",   "host",
-                                         "data_skew",      "silent",  "job_regression",
-                                         "hang",           "exited",  "imbalance"};
-    static const char *const words[] = {"unknown",   "compute",        "link", "host",
-                                        "data skew", "silent",         "job regression",
-                                        "hang",      "rank died", "workload imbalance"};
+    static const char *const labels[] = {"unknown",   "compute",  "link",           "host",
+                                         "data_skew", "silent",   "job_regression", "hang",
+                                         "exited",    "imbalance"};
+    static const char *const words[] = {
+        "unknown", "compute",        "link", "host",      "data skew",
+        "silent",  "job regression", "hang", "rank died", "workload imbalance"};
 
     (void)state;
     assert_int_equal(causes_count(), 10);

@@ -58,6 +58,7 @@ static void test_real_parser_walks_hand_built_buffer(void **state)
         k.streamId = 7 + (uint32_t)i;
         k.correlationId = 100 + (uint32_t)i;
         k.name = i == 2 ? "ampere_sgemm_128x64_tn" : "vectorAdd";
+        k.gridX = 64 << i, k.gridY = 1, k.gridZ = 1, k.blockX = 256, k.blockY = 1, k.blockZ = 1;
         off = put(buf, off, &k, sizeof(k));
     }
     a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -91,6 +92,8 @@ static void test_real_parser_walks_hand_built_buffer(void **state)
             assert_int_equal(r.span.correlation, 100 + n);
             assert_string_equal(r.name, n == 2 ? "ampere_sgemm_128x64_tn" : "vectorAdd");
             assert_true(r.name_stable);
+            /* the launch shape, what KernelGroup.work_id sums */
+            assert_int_equal(r.span.aux, work_id_shape(64u << n, 1, 1, 256, 1, 1));
             kernels++;
             break;
         case 3:

@@ -108,6 +108,7 @@ static void test_real_rank0(void **state)
     assert_int_equal(t->spans[0].stream, 23);
     assert_int_equal(t->spans[0].device, 0);
     assert_int_equal(t->spans[0].correlation, 6935929);
+    assert_int_not_equal(t->spans[0].shape, 0); /* args.grid and args.block */
     assert_int_equal(t->skipped, 0);
     check_steps(t, per_step);
     kineto_free(t);
@@ -185,6 +186,65 @@ static void test_real_summarized(void **state)
         summarizer_free_groups(&rec);
     }
     summarizer_free(s);
+    kineto_free(t);
+}
+
+/* The work ids of one step's groups (name, stream) into ids, by group order
+ * (name_id, stream); returns the groups. With bump, one kernel of the step
+ * gets another shape. */
+static size_t step_work_ids(const struct kineto_trace *t, size_t k, uint32_t *ids, size_t cap,
+                            bool bump)
+{
+    struct summarizer *s = summarizer_new(NULL);
+    Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
+    size_t n, shaped = 0;
+
+    assert_non_null(s);
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (t->spans[i].step == (int32_t)k) {
+            uint32_t shape = t->spans[i].shape;
+            shaped += shape != 0;
+            if (bump && shaped == 1)
+                shape ^= 1;
+            assert_int_equal(summarizer_add_shape(s, t->name_ids[t->spans[i].name],
+                                                  t->spans[i].stream, t->spans[i].dur_ns, shape),
+                             0);
+        }
+    assert_true(shaped > 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    n = rec.n_kernels < cap ? rec.n_kernels : cap;
+    for (size_t g = 0; g < n; g++)
+        ids[g] = rec.kernels[g]->work_id;
+    summarizer_free_groups(&rec);
+    summarizer_free(s);
+    return n;
+}
+
+/* The real NCCL job's steps do the same work: every kernel group has the
+ * same work id (launch shapes with their counts, args.grid/args.block) in
+ * each step, though the kernels' durations differ; one kernel launched with
+ * another shape changes its group's id and only that one. */
+static void test_real_work_ids(void **state)
+{
+    uint32_t first[128], ids[128], bumped[128];
+    struct kineto_trace *t;
+    size_t n, differ = 0;
+
+    if (!data_dir[0])
+        skip();
+    t = load_real("nccl_parser_config__nccl_data.json.gz");
+    n = step_work_ids(t, 0, first, 128, false);
+    assert_int_equal(n, 70);
+    for (size_t g = 0; g < n; g++)
+        assert_int_not_equal(first[g], 0);
+    for (size_t k = 1; k < t->n_steps; k++) {
+        assert_int_equal(step_work_ids(t, k, ids, 128, false), n);
+        assert_memory_equal(ids, first, n * sizeof(ids[0]));
+    }
+    assert_int_equal(step_work_ids(t, 0, bumped, 128, true), n);
+    for (size_t g = 0; g < n; g++)
+        differ += bumped[g] != first[g];
+    assert_int_equal(differ, 1);
     kineto_free(t);
 }
 
@@ -352,10 +412,11 @@ static void test_load_files(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_real_rank0),     cmocka_unit_test(test_real_rank1),
-        cmocka_unit_test(test_real_nccl),      cmocka_unit_test(test_real_summarized),
-        cmocka_unit_test(test_real_truncated), cmocka_unit_test(test_synthetic_steps),
-        cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_load_files),
+        cmocka_unit_test(test_real_rank0),      cmocka_unit_test(test_real_rank1),
+        cmocka_unit_test(test_real_nccl),       cmocka_unit_test(test_real_summarized),
+        cmocka_unit_test(test_real_work_ids),   cmocka_unit_test(test_real_truncated),
+        cmocka_unit_test(test_synthetic_steps), cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_load_files),
     };
 
     if (find_data_dir() < 0) {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "agent/steps/summarize.h"
+#include "common/work_id.h"
 #include "proto/argus.pb-c.h"
 #include "tests/lib/rng.h"
 
@@ -458,6 +459,60 @@ static void test_quantize_and_fields(void **state)
     summarizer_free_groups(&coarse);
 }
 
+/* The work id of one group whose kernels had these shapes (durations of
+ * 1-3 us, as given). */
+static uint32_t work_of(const uint32_t *shapes, size_t n)
+{
+    struct summarizer *s = summarizer_new(NULL);
+    Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
+    uint32_t id;
+
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(summarizer_add_shape(s, 42, 7, 1000 + 1000 * (i % 3), shapes[i]), 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    assert_int_equal(rec.n_kernels, 1);
+    id = rec.kernels[0]->work_id;
+    summarizer_free_groups(&rec);
+    summarizer_free(s);
+    return id;
+}
+
+/* KernelGroup.work_id: the same shapes in any order give the same id; one
+ * more kernel, or one kernel with a bigger grid, another; no shapes, 0; and
+ * it is per step (a step without shapes after one with them is 0). */
+static void test_work_id(void **state)
+{
+    const uint32_t a = work_id_shape(128, 1, 1, 256, 1, 1), b = work_id_shape(256, 1, 1, 256, 1, 1);
+    const uint32_t same[] = {a, a, b}, shuffled[] = {b, a, a}, more[] = {a, a, b, a};
+    const uint32_t bigger[] = {a, b, b}, none[] = {0, 0, 0};
+    struct summarizer *s = summarizer_new(NULL);
+    Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
+
+    (void)state;
+    assert_int_not_equal(work_of(same, 3), 0);
+    assert_int_equal(work_of(same, 3), work_of(shuffled, 3));
+    assert_int_not_equal(work_of(same, 3), work_of(more, 4));
+    assert_int_not_equal(work_of(same, 3), work_of(bigger, 3));
+    assert_int_not_equal(work_of(same, 1), work_of(same, 2)); /* a alone vs a twice */
+    assert_int_equal(work_of(none, 3), 0);
+    assert_int_not_equal(a, b);
+    assert_int_not_equal(work_id_shape(0, 0, 0, 0, 0, 0), 0);
+    /* per step: the sum starts again */
+    assert_int_equal(summarizer_add_shape(s, 42, 7, 1000, a), 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    uint32_t one = rec.kernels[0]->work_id;
+    summarizer_free_groups(&rec);
+    assert_int_equal(summarizer_add_shape(s, 42, 7, 1000, a), 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    assert_int_equal(rec.kernels[0]->work_id, one);
+    summarizer_free_groups(&rec);
+    assert_int_equal(summarizer_add(s, 42, 7, 1000), 0);
+    assert_int_equal(summarizer_finish(s, &rec), 0);
+    assert_int_equal(rec.kernels[0]->work_id, 0);
+    summarizer_free_groups(&rec);
+    summarizer_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_idle_groups_forgotten),
         cmocka_unit_test(test_limits_and_bad_options),
         cmocka_unit_test(test_quantize_and_fields),
+        cmocka_unit_test(test_work_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

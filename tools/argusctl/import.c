@@ -174,7 +174,8 @@ static int import_record(struct import_file *f, struct summarizer *sum, size_t s
     for (size_t k = f->first[s]; k < f->first[s + 1]; k++) {
         const struct kineto_span *sp = &t->spans[f->order[k]];
 
-        summarizer_add(sum, import_name_id(t->names[sp->name]), sp->stream, sp->dur_ns);
+        summarizer_add_shape(sum, import_name_id(t->names[sp->name]), sp->stream, sp->dur_ns,
+                             sp->shape);
     }
     if (summarizer_finish(sum, rec) < 0)
         return -ENOMEM;
