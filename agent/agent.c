@@ -142,6 +142,16 @@ static void agent_on_comm_init(void *ctx, uint32_t pid, uint32_t rank, uint32_t 
     discovery_comm_init(a->discovery, pid, rank, size, &agent_discovery_cb, a);
 }
 
+/* A process made the store of its process group to come: its address
+ * names the job of a spawned rank on every node. */
+static void agent_on_rendezvous(void *ctx, uint32_t pid, const char *host, uint16_t port)
+{
+    struct agent *a = ctx;
+
+    log_debug("agent", "pid %u: store at %s:%u", pid, host ? host : "(no address)", port);
+    discovery_rendezvous(a->discovery, pid, host, port);
+}
+
 static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint64_t exit_ns,
                                 const struct probe_collectives_call *call)
 {
@@ -248,7 +258,8 @@ static int agent_build_pipeline(struct agent *a)
     struct discovery_options dopt = {.node = a->node,
                                      .job_vars = c->discovery_job_vars,
                                      .deny_comms = c->discovery_deny,
-                                     .watch = c->discovery_watch};
+                                     .watch = c->discovery_watch,
+                                     .netns_own = c->discovery_netns == AGENT_NETNS_OWN};
 
     a->names = names_new();
     a->assembler = assembler_new(&ao, agent_on_step, a);
@@ -304,7 +315,8 @@ static int agent_start_sources(struct agent *a)
         .collectives = {.on_call = agent_on_collective,
                         .on_call_ctx = a,
                         .on_comm_init = agent_on_comm_init,
-                        .on_done = agent_on_collective_done},
+                        .on_done = agent_on_collective_done,
+                        .on_rendezvous = agent_on_rendezvous},
         .rl = &a->rl,
     };
     void *stacks;

@@ -61,6 +61,12 @@ static int agent_check_job_vars(const struct config_option *o, const void *field
     return -EINVAL;
 }
 
+static const struct config_name discovery_netns_names[] = {
+    {"any", AGENT_NETNS_ANY},
+    {"own", AGENT_NETNS_OWN},
+    {NULL, 0},
+};
+
 static const struct config_name spool_fsync_names[] = {
     {"interval", SPOOL_FSYNC_INTERVAL},
     {"segment", SPOOL_FSYNC_SEGMENT},
@@ -130,6 +136,9 @@ static const struct config_option agent_options[] = {
               agent_check_comms),
     OPT("discovery.scan_interval", CONFIG_DURATION, discovery_scan_interval, "5s", 0.01, 3600,
         "full /proc rescan period"),
+    OPT_ENUM("discovery.netns", discovery_netns, "any", discovery_netns_names,
+             "any: processes of every network namespace; own: only those in the agent's (a node "
+             "that is one network namespace of a shared host)"),
     OPT_CHECK("probes.enable", CONFIG_STRING, probes,
               "proc,sched,collectives,sync,marker,net,io,stacks",
               "eBPF probes to run: proc, sched, collectives, sync, marker, net, io, stacks "

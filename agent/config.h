@@ -7,6 +7,9 @@
 
 #include "common/config.h"
 
+/* discovery.netns: which network namespaces' processes discovery looks at. */
+enum agent_netns { AGENT_NETNS_ANY, AGENT_NETNS_OWN };
+
 struct agent_config {
     int log_level;   /* enum log_level */
     char *node_name; /* "" = hostname */
@@ -25,6 +28,7 @@ struct agent_config {
     char *http_listen;
     char *discovery_job_vars, *discovery_deny, *discovery_watch;
     uint64_t discovery_scan_interval;
+    int discovery_netns; /* enum agent_netns */
     char *replay_trace, *replay_job, *replay_records;
     uint64_t replay_ranks, replay_rank_base, replay_world, replay_steps;
     double replay_rate, replay_stretch;

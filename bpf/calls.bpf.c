@@ -70,6 +70,31 @@ static __always_inline void read_args(struct argus_call_record *r, struct pt_reg
     r->tid = tid;
 }
 
+/* An ARGUS_CALL_TEXT function's entry: its record with the string and the
+ * word read now (bpf/calls.h). */
+static __always_inline void send_text(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u64 cookie)
+{
+    struct argus_call_text *t = bpf_ringbuf_reserve(&calls_ring, sizeof(*t), 0);
+    struct {
+        __u64 ptr, len;
+    } s;
+
+    if (!t) {
+        __sync_fetch_and_add(&calls_dropped, 1);
+        return;
+    }
+    read_args(&t->call, ctx, tgid, tid, cookie);
+    t->call.exit_ns = t->call.enter_ns;
+    t->call.ret = 0;
+    /* the helpers zero their destination when the read fails */
+    bpf_probe_read_user(&t->word, sizeof(t->word), (void *)t->call.args[2]);
+    bpf_probe_read_user(&s, sizeof(s), (void *)t->call.args[1]);
+    t->len = s.len;
+    if (bpf_probe_read_user_str(t->text, sizeof(t->text), (void *)s.ptr) < 0)
+        t->text[0] = 0;
+    bpf_ringbuf_submit(t, argus_ring_wakeup(&calls_ring, CALLS_RING_BYTES));
+}
+
 SEC("uprobe")
 int BPF_KPROBE(calls_enter)
 {
@@ -81,6 +106,10 @@ int BPF_KPROBE(calls_enter)
     if (calls_filter && !bpf_map_lookup_elem(&calls_tracked, &tgid))
         return 0;
     cookie = bpf_get_attach_cookie(ctx);
+    if (cookie & ARGUS_CALL_TEXT) {
+        send_text(ctx, tgid, (__u32)id, cookie & ~ARGUS_CALL_ENTRY_ONLY);
+        return 0;
+    }
     if (cookie & ARGUS_CALL_ENTRY_ONLY) {
         r = bpf_ringbuf_reserve(&calls_ring, sizeof(*r), 0);
         if (!r) {

@@ -19,6 +19,17 @@
  * call. Same bit as PROBE_UPROBE_ENTRY_ONLY (agent/probes/probe_common.h). */
 #define ARGUS_CALL_ENTRY_ONLY (1ULL << 63)
 
+/* A cookie with this bit (and ARGUS_CALL_ENTRY_ONLY): the function takes a
+ * std::string at args[1] (libstdc++: data pointer, then length) and a
+ * pointer at args[2]; the entry copies the string's text and the first 8
+ * bytes args[2] points to into a struct argus_call_text, which keeps the
+ * bit in its cookie. Read in the kernel at entry because user space reads
+ * too late: the callee may move the string out (c10d::TCPStore's
+ * constructor leaves its host argument empty) and the caller frees it. */
+#define ARGUS_CALL_TEXT (1ULL << 62)
+
+#define ARGUS_CALL_TEXT_MAX 128 /* bytes of text kept, with the NUL */
+
 struct argus_call_record {
     __u64 enter_ns; /* bpf_ktime_get_ns at entry */
     __u64 exit_ns;  /* at return */
@@ -27,6 +38,14 @@ struct argus_call_record {
     __s64 ret; /* return value register */
     __u32 pid; /* tgid */
     __u32 tid;
+};
+
+/* The record of an ARGUS_CALL_TEXT function. */
+struct argus_call_text {
+    struct argus_call_record call;
+    __u64 word; /* the first 8 bytes args[2] points to, 0 when unreadable */
+    __u64 len;  /* the string's length (text holds at most ARGUS_CALL_TEXT_MAX - 1 of it) */
+    char text[ARGUS_CALL_TEXT_MAX]; /* NUL-terminated; "" when unreadable */
 };
 
 #endif

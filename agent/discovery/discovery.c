@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/discovery/comm_job.h"
 #include "agent/discovery/procfs.h"
 #include "common/log.h"
 
@@ -27,6 +28,7 @@ struct discovery_config {
     size_t ndeny;
     char watch[DISCOVERY_DENY_MAX][DISCOVERY_COMM_MAX];
     size_t nwatch;
+    bool netns_own;
 };
 
 enum entry_kind {
@@ -51,6 +53,7 @@ struct entry {
     bool missed;          /* WATCHED: DISCOVERY_SKIP_MISSED_INIT counted */
     uint8_t env_retries;  /* scans left to re-read an empty environ (an exec in progress) */
     struct rank_info *ri; /* RANK, CHILD, WATCHED: what the environ said */
+    char *store_job;      /* WATCHED, OTHER: the job its last store names (malloc'd), or NULL */
 };
 
 struct discovery {
@@ -60,7 +63,7 @@ struct discovery {
     size_t count;
     uint32_t gen;
     char *envbuf; /* DISCOVERY_ENVIRON_MAX bytes */
-    struct stat agent_root;
+    struct stat agent_root, agent_netns;
     bool agent_root_ok;
     bool watching; /* discovery_set_watching */
     struct discovery_stats stats;
@@ -161,6 +164,7 @@ static void entry_remove(struct discovery *d, struct entry *e, const struct disc
     }
     if (e->kind == ENTRY_WATCHED)
         watch_end(d, e, call, true);
+    free(e->store_job);
     free(e->ri);
     free(e);
 }
@@ -422,6 +426,10 @@ static struct entry *discovery_visit(struct discovery *d, uint32_t pid, bool for
     e = entry_add(d, pid, &st);
     if (!e)
         return NULL;
+    if (d->cfg.netns_own && !procfs_same_netns(d->cfg.proc_root, pid, &d->agent_netns)) {
+        d->stats.other_netns++; /* another node's (discovery.netns = own): ENTRY_OTHER */
+        return e;
+    }
     d->stats.vanished += n == -ENOENT;
     if (n == -EACCES || n == -EPERM) {
         d->stats.permission++;
@@ -456,6 +464,7 @@ static int config_from_options(const struct discovery_options *o, struct discove
     if (strlen(root) >= sizeof(c->proc_root) || environ_config_init(&c->env, o) < 0)
         return -EINVAL;
     strcpy(c->proc_root, root);
+    c->netns_own = o->netns_own;
     if (environ_split_list(o->deny_comms ? o->deny_comms : DISCOVERY_DEFAULT_DENY, &c->deny[0][0],
                            DISCOVERY_COMM_MAX, DISCOVERY_DENY_MAX, &c->ndeny) < 0)
         return -EINVAL;
@@ -482,6 +491,10 @@ struct discovery *discovery_new(const struct discovery_options *o)
     if (!d->buckets || !d->envbuf)
         goto fail;
     d->agent_root_ok = stat("/", &d->agent_root) == 0;
+    if (d->cfg.netns_own && stat("/proc/self/ns/net", &d->agent_netns) < 0) {
+        err = -errno; /* no namespace to compare with: nothing would be tracked */
+        goto fail;
+    }
     d->warn_rl.interval_ns = 60 * NSEC_PER_SEC;
     d->warn_rl.burst = 10;
     return d;
@@ -498,6 +511,7 @@ void discovery_free(struct discovery *d)
     for (size_t i = 0; d->buckets && i < d->nbuckets; i++) {
         for (struct entry *e = d->buckets[i], *next; e; e = next) {
             next = e->next;
+            free(e->store_job);
             free(e->ri);
             free(e);
         }
@@ -568,35 +582,6 @@ void discovery_set_watching(struct discovery *d, bool on)
     d->watching = on;
 }
 
-/* The job of a rank known from its communicator whose own environment
- * names none: the nearest ancestor's job variable or rendezvous address,
- * else its parent ("job-PPID@NODE"). */
-static void comm_job_fallback(struct discovery *d, struct rank_info *ri)
-{
-    char path[DISCOVERY_PROC_ROOT_MAX + 32];
-    struct proc_stat st;
-    struct rank_info up;
-    uint32_t pid = ri->ppid;
-
-    for (int k = 0; k < DISCOVERY_DEPTH_MAX && pid > 1; k++) {
-        snprintf(path, sizeof(path), "%s/%u/environ", d->cfg.proc_root, pid);
-        ssize_t n = procfs_read_file(path, d->envbuf, DISCOVERY_ENVIRON_MAX);
-        if (n >= 0 &&
-            environ_parse_comm(d->envbuf, (size_t)n, &d->cfg.env, 0, 1, &up) == ENVIRON_RANK &&
-            strcmp(up.job_source, "default") != 0) {
-            memcpy(ri->job, up.job, sizeof(ri->job));
-            memcpy(ri->job_source, up.job_source, sizeof(ri->job_source));
-            return;
-        }
-        if (procfs_read_stat(d->cfg.proc_root, pid, &st) < 0)
-            break;
-        pid = st.ppid;
-    }
-    snprintf(ri->job, sizeof(ri->job), "job-%u@%.*s", ri->ppid, DISCOVERY_JOB_MAX - 20,
-             d->cfg.env.node);
-    snprintf(ri->job_source, sizeof(ri->job_source), "parent");
-}
-
 /* Build the rank of a watched (or unclassified) entry from its
  * communicator; false (counted and logged) when unusable. */
 static bool comm_rank_info(struct discovery *d, struct entry *e, uint32_t rank, uint32_t size,
@@ -615,8 +600,8 @@ static bool comm_rank_info(struct discovery *d, struct entry *e, uint32_t rank, 
         return false;
     }
     rank_fill_process(d, e->pid, &st, ri);
-    if (strcmp(ri->job_source, "default") == 0)
-        comm_job_fallback(d, ri);
+    comm_job_pick(d->cfg.proc_root, &d->cfg.env, e->store_job, d->envbuf, DISCOVERY_ENVIRON_MAX,
+                  ri);
     return true;
 }
 
@@ -653,6 +638,29 @@ int discovery_comm_init(struct discovery *d, uint32_t pid, uint32_t rank, uint32
     log_info("discovery", "pid %u (%s) is rank %u of %u of job %s (from %s, job from %s)", pid,
              ri.comm, rank, size, ri.job, ri.rank_source, ri.job_source);
     return 1;
+}
+
+int discovery_rendezvous(struct discovery *d, uint32_t pid, const char *host, uint16_t port)
+{
+    char job[DISCOVERY_JOB_MAX + 1];
+    struct entry *e = d ? table_find(d, pid) : NULL;
+    int err = 0;
+
+    if (!d || pid == 0)
+        return -EINVAL;
+    if (!e || (e->kind != ENTRY_WATCHED && e->kind != ENTRY_OTHER))
+        return 0;
+    free(e->store_job);
+    e->store_job = NULL;
+    if (host)
+        err = environ_rendezvous_job(&d->cfg.env, host, port, job, sizeof(job));
+    if (host && err == 0 && !(e->store_job = strdup(job)))
+        err = -ENOMEM;
+    if (err < 0)
+        log_ratelimited(&d->warn_rl, LOG_LEVEL_WARN, "discovery",
+                        "pid %u: its store's address %.64s:%u names no job: %s", pid, host, port,
+                        strerror(-err));
+    return err < 0 ? err : e->store_job != NULL;
 }
 
 void discovery_unidentified_call(struct discovery *d, uint32_t pid)

@@ -39,11 +39,21 @@
  * the watch list (default DISCOVERY_DEFAULT_WATCH), and is not a worker
  * of a tracked rank, is watched (on_watch: the agent tracks it in the
  * collectives probe) until the communicator it creates says its rank and
- * world size (discovery_comm_init). Its job is then, in order: a job
- * variable or the rendezvous address of its own environment (environ.h),
- * the same of its nearest ancestor that has one, else "job-PPID@NODE"
- * (job_source "parent": the ranks of one spawn share their parent). Only
- * the first communicator counts (torch creates the world group first).
+ * world size (discovery_comm_init). Its job is then (comm_job.h), in
+ * order: a job variable of its own or its nearest ancestor's environment;
+ * the address of the store its process group was made over
+ * (discovery_rendezvous: c10d::TCPStore, "torch-HOST:PORT", the same on
+ * every node, so one job spawned on several nodes is one job); its own or
+ * its nearest ancestor's MASTER_ADDR:MASTER_PORT; else "job-PPID@NODE"
+ * (job_source "parent": the ranks of one spawn on one node share their
+ * parent). Only the first communicator counts (torch creates the world
+ * group first).
+ *
+ * Network namespaces (netns_own, discovery.netns = own): a node may be one
+ * network namespace of a shared host (one agent per pod network namespace;
+ * the tests' two-node jobs). Then only processes whose /proc/PID/ns/net is
+ * the agent's own are looked at, as they are first seen or exec; the others
+ * are counted (other_netns) and left alone, rank or not.
  *
  * A process that looks like a rank but is not tracked is counted by
  * reason (enum discovery_skip, /metrics) and logged once with the reason.
@@ -110,17 +120,18 @@ const char *discovery_skip_name(enum discovery_skip reason);
 
 struct discovery_stats {
     uint64_t scans;
-    uint64_t processes;  /* processes seen by the last scan */
-    uint64_t ranks;      /* ranks tracked now */
-    uint64_t evaluated;  /* environ reads (new processes, execs) */
-    uint64_t rejected;   /* had RANK/LOCAL_RANK but were not usable ranks */
-    uint64_t children;   /* skipped as descendants of a rank */
-    uint64_t denied;     /* skipped by comm */
-    uint64_t vanished;   /* gone between readdir and read (ENOENT/ESRCH) */
-    uint64_t permission; /* EACCES/EPERM on environ */
-    uint64_t pid_reused; /* same pid, new start time */
-    uint64_t duplicates; /* new ranks whose (job, rank) another live rank holds */
-    uint64_t watched;    /* processes watched for their communicator now */
+    uint64_t processes;   /* processes seen by the last scan */
+    uint64_t ranks;       /* ranks tracked now */
+    uint64_t evaluated;   /* environ reads (new processes, execs) */
+    uint64_t rejected;    /* had RANK/LOCAL_RANK but were not usable ranks */
+    uint64_t children;    /* skipped as descendants of a rank */
+    uint64_t denied;      /* skipped by comm */
+    uint64_t vanished;    /* gone between readdir and read (ENOENT/ESRCH) */
+    uint64_t permission;  /* EACCES/EPERM on environ */
+    uint64_t pid_reused;  /* same pid, new start time */
+    uint64_t duplicates;  /* new ranks whose (job, rank) another live rank holds */
+    uint64_t watched;     /* processes watched for their communicator now */
+    uint64_t other_netns; /* processes left alone in another network namespace (netns_own) */
     uint64_t skipped[DISCOVERY_SKIP_COUNT]; /* by reason, since start */
 };
 
@@ -128,8 +139,10 @@ struct discovery;
 
 /* Create a discovery table. Options are copied (o may be NULL for all
  * defaults). Returns NULL with errno EINVAL (a list with too many or too
- * long entries, an over-long node or proc_root) or ENOMEM. Nothing is read
- * until the first scan. Free with discovery_free. */
+ * long entries, an over-long node or proc_root), ENOMEM, or the error of
+ * stat on /proc/self/ns/net (netns_own: the agent's own namespace; always
+ * the real /proc, whatever proc_root). Nothing else is read until the
+ * first scan. Free with discovery_free. */
 struct discovery *discovery_new(const struct discovery_options *o);
 
 /* Free d and every rank_info it holds; no callbacks. NULL is fine. */
@@ -171,6 +184,16 @@ void discovery_set_watching(struct discovery *d, bool on);
  * became a rank, 0 when nothing changed, -EINVAL for a NULL d or pid 0. */
 int discovery_comm_init(struct discovery *d, uint32_t pid, uint32_t rank, uint32_t size,
                         const struct discovery_callbacks *cb, void *ctx);
+
+/* Process pid made a c10d store (the collectives probe): host and port of
+ * a TCPStore, or host NULL for a store without an address (FileStore) or
+ * an unreadable one. Kept for a watched (or unclassified) process, the
+ * last one wins: the job of the rank its communicator makes it
+ * (comm_job.h). Ignored for any other process. Returns 1 when pid now has
+ * a store's job, 0 when not (host NULL, ignored), -EINVAL for a NULL d,
+ * pid 0, or an address that names no job (environ_rendezvous_job: logged,
+ * rate-limited; the store is forgotten), -ENOMEM. */
+int discovery_rendezvous(struct discovery *d, uint32_t pid, const char *host, uint16_t port);
 
 /* A collective call from pid, which is not a tracked rank: when pid is
  * watched, it created its communicator before the agent saw it; counted

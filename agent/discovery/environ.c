@@ -16,7 +16,7 @@ enum env_key {
     K_OMPI_RANK, K_OMPI_SIZE, K_OMPI_LOCAL_RANK, K_PMI_RANK, K_PMI_SIZE, K_MPI_LOCALRANKID,
     K_A_TP, K_A_DP, K_A_PP, K_A_EP, /* ARGUS_<dim>: coordinates, in enum dim order */
     K_A_TP_SIZE, K_A_DP_SIZE, K_A_PP_SIZE, K_A_EP_SIZE,
-    K_TP_SIZE, K_DP_SIZE, K_PP_SIZE, K_EP_SIZE,
+    K_TP_SIZE, K_DP_SIZE, K_PP_SIZE, K_EP_SIZE, K_RESTART,
     K_FIXED /* the job variables follow */
 };
 
@@ -28,7 +28,7 @@ static const char *const env_names[K_FIXED] = {
     "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
     "ARGUS_TP", "ARGUS_DP", "ARGUS_PP", "ARGUS_EP",
     "ARGUS_TP_SIZE", "ARGUS_DP_SIZE", "ARGUS_PP_SIZE", "ARGUS_EP_SIZE",
-    "TP_SIZE", "DP_SIZE", "PP_SIZE", "EP_SIZE",
+    "TP_SIZE", "DP_SIZE", "PP_SIZE", "EP_SIZE", "TORCHELASTIC_RESTART_COUNT",
 };
 /* clang-format on */
 
@@ -142,6 +142,21 @@ static void job_add_slurm_step(const struct env_view *ev, const char *var, struc
     snprintf(out->job + len, sizeof(out->job) - len, ".%u", n);
 }
 
+/* "torch-ADDR:PORT" from a rendezvous address (a loopback one is the node:
+ * every single-node job would share it). False when it is unusable. */
+static bool job_from_address(const struct environ_config *c, const struct env_value *addr,
+                             const char *port, size_t port_len, char *job, size_t len)
+{
+    if (addr->len == 0 || addr->len > 64 || port_len == 0 || port_len > 5 ||
+        !text_printable(addr->s, addr->len) || !text_printable(port, port_len))
+        return false;
+    if (is_loopback(addr))
+        snprintf(job, len, "torch-%s:%.*s", c->node, (int)port_len, port);
+    else
+        snprintf(job, len, "torch-%.*s:%.*s", (int)addr->len, addr->s, (int)port_len, port);
+    return true;
+}
+
 /* The job id; returns false (reason set) when the chosen value is unusable. */
 static bool pick_job(const struct env_view *ev, const struct environ_config *c,
                      struct rank_info *out)
@@ -164,13 +179,8 @@ static bool pick_job(const struct env_view *ev, const struct environ_config *c,
         return true;
     }
     const struct env_value *addr = &ev->v[K_MASTER_ADDR], *port = &ev->v[K_MASTER_PORT];
-    if (addr->set && port->set && addr->len > 0 && addr->len <= 64 && port->len <= 5 &&
-        text_printable(addr->s, addr->len) && text_printable(port->s, port->len)) {
-        if (is_loopback(addr))
-            snprintf(out->job, sizeof(out->job), "torch-%s:%.*s", c->node, (int)port->len, port->s);
-        else
-            snprintf(out->job, sizeof(out->job), "torch-%.*s:%.*s", (int)addr->len, addr->s,
-                     (int)port->len, port->s);
+    if (addr->set && port->set &&
+        job_from_address(c, addr, port->s, port->len, out->job, sizeof(out->job))) {
         snprintf(out->job_source, sizeof(out->job_source), "MASTER_ADDR");
         return true;
     }
@@ -452,12 +462,23 @@ enum environ_result environ_parse(const char *buf, size_t len, const struct envi
     return environ_finish(&ev, c, out);
 }
 
-/* Job, groups, GPU and node of a rank whose rank is known. */
+/* The launcher's attempt (torchelastic); a malformed count is 0 with a note. */
+static void pick_restart(const struct env_view *ev, struct rank_info *out)
+{
+    if (env_u32(&ev->v[K_RESTART], &out->restart) == -EINVAL) {
+        out->restart = 0;
+        if (!out->note)
+            out->note = "TORCHELASTIC_RESTART_COUNT is not a number";
+    }
+}
+
+/* Job, groups, GPU, restart and node of a rank whose rank is known. */
 static enum environ_result environ_finish(const struct env_view *ev, const struct environ_config *c,
                                           struct rank_info *out)
 {
     if (!pick_job(ev, c, out))
         return ENVIRON_REJECTED;
+    pick_restart(ev, out);
     pick_groups(ev, out);
     pick_gpu(ev, out);
     snprintf(out->node, sizeof(out->node), "%s", c->node);
@@ -484,6 +505,24 @@ enum environ_result environ_parse_comm(const char *buf, size_t len, const struct
         local = rank; /* torch.multiprocessing.spawn: one node, rank = local rank */
     out->local_rank = local < world ? local : 0;
     return environ_finish(&ev, c, out);
+}
+
+int environ_rendezvous_job(const struct environ_config *c, const char *host, uint16_t port,
+                           char *job, size_t len)
+{
+    char text[8];
+    struct env_value addr = {host, host ? strlen(host) : 0, true};
+    int n = snprintf(text, sizeof(text), "%u", port);
+
+    if (!host || port == 0 || !job_from_address(c, &addr, text, (size_t)n, job, len))
+        return -EINVAL;
+    return 0;
+}
+
+bool environ_job_from_variable(const struct rank_info *ri)
+{
+    return ri->job_source[0] && strcmp(ri->job_source, "MASTER_ADDR") != 0 &&
+           strcmp(ri->job_source, "default") != 0;
 }
 
 int environ_split_list(const char *text, char *slots, size_t slot_len, size_t max, size_t *count)

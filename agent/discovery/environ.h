@@ -32,7 +32,11 @@
  * "torch-MASTER_ADDR:MASTER_PORT" (every rank of an env:// job shares both;
  * a loopback MASTER_ADDR is replaced by the node name, since every
  * single-node job would share "localhost"), else "default@NODE".
- * rank_info.job_source names where the id came from.
+ * rank_info.job_source names where the id came from. A rank whose rank
+ * comes from its communicator may get its job elsewhere (discovery.h).
+ *
+ * Restart: TORCHELASTIC_RESTART_COUNT (torchelastic's attempt; 0 when unset,
+ * 0 with a note when not a number).
  *
  * Global rank: RANK; without it, GROUP_RANK * LOCAL_WORLD_SIZE + LOCAL_RANK
  * when both are set, else LOCAL_RANK when the job is on one node
@@ -90,6 +94,7 @@ struct discovery_options {
         *deny_comms;   /* comma-separated comm/exe names; NULL: DISCOVERY_DEFAULT_DENY, "": none */
     const char *watch; /* comma-separated comm/exe name prefixes watched for a communicator
                         * without job variables; NULL: DISCOVERY_DEFAULT_WATCH, "": none */
+    bool netns_own;    /* only processes in the agent's network namespace (discovery.h) */
 };
 
 enum discovery_flags {
@@ -115,9 +120,10 @@ struct rank_info {
     uint64_t start_time; /* /proc/PID/stat field 22, clock ticks since boot */
     char job[DISCOVERY_JOB_MAX + 1];
     char job_source[32];  /* variable the job came from, "MASTER_ADDR" or "default" (the
-                           * process table: an ancestor's variable, or "parent") */
+                           * process table: an ancestor's variable, "TCPStore", "parent") */
     char rank_source[32]; /* "RANK", "LOCAL_RANK", a launcher's variable, "communicator" */
     uint32_t rank, local_rank, world_size;
+    uint32_t restart; /* TORCHELASTIC_RESTART_COUNT, 0 unset */
     uint32_t dp, tp, pp, ep;
     uint32_t dp_size, tp_size, pp_size, ep_size; /* 0 = unknown */
     int32_t gpu;                                 /* CUDA device index, -1 = none/unknown */
@@ -162,6 +168,16 @@ int environ_config_init(struct environ_config *c, const struct discovery_options
  * at most max of them. Returns 0, or -EINVAL when an entry does not fit or
  * there are more than max. */
 int environ_split_list(const char *text, char *slots, size_t slot_len, size_t max, size_t *count);
+
+/* The job a rendezvous names: the address of a c10d::TCPStore (host,
+ * port) as MASTER_ADDR and MASTER_PORT do ("torch-HOST:PORT", a loopback
+ * host replaced by c's node), into job (len bytes). Returns 0, or -EINVAL
+ * for a NULL, empty, over-long (64) or unprintable host, or port 0. */
+int environ_rendezvous_job(const struct environ_config *c, const char *host, uint16_t port,
+                           char *job, size_t len);
+
+/* Did ri's job come from a job variable (not MASTER_ADDR, not the default)? */
+bool environ_job_from_variable(const struct rank_info *ri);
 
 enum environ_result {
     ENVIRON_NOT_CANDIDATE, /* neither RANK nor LOCAL_RANK: not a rank, nothing to report */

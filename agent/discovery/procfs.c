@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 uint64_t procfs_hash(const void *p, size_t n)
@@ -89,4 +90,13 @@ bool procfs_parse_pid(const char *name, uint32_t *pid)
     }
     *pid = (uint32_t)v;
     return v > 0 && v <= UINT32_MAX;
+}
+
+bool procfs_same_netns(const char *proc_root, uint32_t pid, const struct stat *own)
+{
+    char path[PROCFS_ROOT_MAX + 32];
+    struct stat sb;
+
+    snprintf(path, sizeof(path), "%s/%u/ns/net", proc_root, pid);
+    return stat(path, &sb) == 0 && sb.st_dev == own->st_dev && sb.st_ino == own->st_ino;
 }

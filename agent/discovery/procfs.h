@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "agent/discovery/environ.h"
@@ -32,6 +33,11 @@ ssize_t procfs_read_file(const char *path, char *buf, size_t cap);
 /* Parse PROC_ROOT/PID/stat into st. Returns 0, -ENOENT when the process is
  * gone, -EINVAL for a line that does not parse, or another -errno. */
 int procfs_read_stat(const char *proc_root, uint32_t pid, struct proc_stat *st);
+
+/* Is PROC_ROOT/PID/ns/net the namespace own was stat'ed from (st_dev and
+ * st_ino)? False when it is another, or cannot be read (gone, no ptrace
+ * access, a fake tree). */
+bool procfs_same_netns(const char *proc_root, uint32_t pid, const struct stat *own);
 
 /* A /proc directory name that is a pid (1..2^32-1, plain digits)? */
 bool procfs_parse_pid(const char *name, uint32_t *pid);

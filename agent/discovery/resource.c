@@ -27,4 +27,5 @@ void discovery_fill_resource(const struct rank_info *ri, Argus__V1__Resource *r)
     r->dp = ri->dp, r->tp = ri->tp, r->pp = ri->pp, r->ep = ri->ep;
     r->dp_size = ri->dp_size, r->tp_size = ri->tp_size;
     r->pp_size = ri->pp_size, r->ep_size = ri->ep_size;
+    r->restart = ri->restart;
 }

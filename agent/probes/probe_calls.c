@@ -44,12 +44,15 @@ static int calls_on_record(void *ctx, void *data, size_t size)
 {
     struct probe_calls *pc = ctx;
 
-    if (size < sizeof(struct argus_call_record)) {
+    const struct argus_call_record *r = data;
+
+    if (size < sizeof(struct argus_call_record) ||
+        ((r->cookie & ARGUS_CALL_TEXT) && size < sizeof(struct argus_call_text))) {
         pc->short_records++;
         return 0;
     }
     pc->records++;
-    pc->delivered += pc->spec.on_record(pc->spec.owner, data);
+    pc->delivered += pc->spec.on_record(pc->spec.owner, r);
     return 0;
 }
 

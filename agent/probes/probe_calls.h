@@ -22,7 +22,9 @@ struct probe_calls_spec {
     const char *const *libs;  /* basename prefixes, NULL-terminated */
     bool all_processes;       /* no pid filter in BPF (benchmarks, tests) */
     const char *const *files; /* extra library paths to attach at start, NULL-terminated */
-    /* One record, on the dispatching thread. Returns events delivered. */
+    /* One record, on the dispatching thread: a struct argus_call_text when
+     * its cookie has ARGUS_CALL_TEXT (checked to be that long; shorter
+     * records are counted and dropped). Returns events delivered. */
     int (*on_record)(void *owner, const struct argus_call_record *rec);
     void *owner;
     const char *drop_reason; /* AGENT_EVENT_DROPS reason when the ring is full */

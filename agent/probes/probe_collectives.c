@@ -29,6 +29,9 @@ enum layout {
     LAYOUT_STORE,     /* c10d::PrefixStore(this, prefix, store): names the next group */
     LAYOUT_WORK,      /* ProcessGroupGloo::AsyncWork(this, ...): a gloo call's work */
     LAYOUT_DONE,      /* AsyncWork::finishWorkGloo(this): that work is done */
+    LAYOUT_TCPSTORE,  /* c10d::TCPStore(this, std::string host, const TCPStoreOptions &): the
+                       * rendezvous a process group is made over (read at entry: ARGUS_CALL_TEXT) */
+    LAYOUT_FILESTORE, /* c10d::FileStore(this, path, size): a rendezvous without an address */
 };
 
 struct coll_func {
@@ -93,6 +96,12 @@ static const struct coll_func coll_funcs[] = {
      LAYOUT_WORK},
     {"_ZN4c10d16ProcessGroupGloo9AsyncWork14finishWorkGlooEv",
      "c10d::ProcessGroupGloo::AsyncWork::finishWorkGloo", LAYOUT_DONE},
+    /* the store under the world group: its address names the job on every node. Only the
+     * options constructor: the deprecated one delegates to it */
+    {"_ZN4c10d8TCPStoreC2ENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERKNS_"
+     "15TCPStoreOptionsE",
+     "c10d::TCPStore::TCPStore", LAYOUT_TCPSTORE},
+    {"_ZN4c10d9FileStoreC2E*", "c10d::FileStore::FileStore", LAYOUT_FILESTORE},
 };
 #define NFUNCS (sizeof(coll_funcs) / sizeof(coll_funcs[0]))
 
@@ -100,7 +109,16 @@ static const struct coll_func coll_funcs[] = {
  * each: no uretprobe, a trap a call saved. */
 static bool layout_entry_only(enum layout l)
 {
-    return l == LAYOUT_WORK || l == LAYOUT_DONE;
+    return l == LAYOUT_WORK || l == LAYOUT_DONE || l == LAYOUT_TCPSTORE || l == LAYOUT_FILESTORE;
+}
+
+/* The attach cookie of function i (bpf/calls.h bits). */
+static uint64_t coll_cookie(size_t i)
+{
+    enum layout l = coll_funcs[i].layout;
+
+    return i | (layout_entry_only(l) ? PROBE_UPROBE_ENTRY_ONLY : 0) |
+           (l == LAYOUT_TCPSTORE ? ARGUS_CALL_TEXT : 0);
 }
 
 static const char *const coll_libs[] = {"libnccl.so", "libtorch_cpu.so", "libtorch_cuda.so", NULL};
@@ -119,19 +137,21 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     const struct coll_func *f;
     /* index of count, dtype, comm, stream per layout; -1 = absent */
     static const int8_t at[][4] = {
-        [LAYOUT_NONE] = {-1, -1, -1, -1},   [LAYOUT_COLL_OP] = {2, 3, 5, 6},
-        [LAYOUT_COLL] = {2, 3, 4, 5},       [LAYOUT_BCAST] = {2, 3, 5, 6},
-        [LAYOUT_REDUCE] = {2, 3, 6, 7},     [LAYOUT_P2P] = {1, 2, 4, 5},
-        [LAYOUT_C10D] = {-1, -1, 1, -1},    [LAYOUT_WAIT] = {-1, -1, -1, -1},
-        [LAYOUT_INIT_PG] = {-1, -1, 0, -1}, [LAYOUT_INIT_NCCL] = {-1, -1, 0, -1},
-        [LAYOUT_TAG] = {-1, -1, 0, -1},     [LAYOUT_STORE] = {-1, -1, 0, -1},
-        [LAYOUT_WORK] = {-1, -1, 0, -1},    [LAYOUT_DONE] = {-1, -1, 0, -1},
+        [LAYOUT_NONE] = {-1, -1, -1, -1},    [LAYOUT_COLL_OP] = {2, 3, 5, 6},
+        [LAYOUT_COLL] = {2, 3, 4, 5},        [LAYOUT_BCAST] = {2, 3, 5, 6},
+        [LAYOUT_REDUCE] = {2, 3, 6, 7},      [LAYOUT_P2P] = {1, 2, 4, 5},
+        [LAYOUT_C10D] = {-1, -1, 1, -1},     [LAYOUT_WAIT] = {-1, -1, -1, -1},
+        [LAYOUT_INIT_PG] = {-1, -1, 0, -1},  [LAYOUT_INIT_NCCL] = {-1, -1, 0, -1},
+        [LAYOUT_TAG] = {-1, -1, 0, -1},      [LAYOUT_STORE] = {-1, -1, 0, -1},
+        [LAYOUT_WORK] = {-1, -1, 0, -1},     [LAYOUT_DONE] = {-1, -1, 0, -1},
+        [LAYOUT_TCPSTORE] = {-1, -1, 0, -1}, [LAYOUT_FILESTORE] = {-1, -1, 0, -1},
     };
     const int8_t *ix;
+    uint64_t index = r->cookie & ~ARGUS_CALL_TEXT;
 
-    if (r->cookie >= NFUNCS)
+    if (index >= NFUNCS)
         return -EINVAL;
-    f = &coll_funcs[r->cookie];
+    f = &coll_funcs[index];
     ix = at[f->layout];
     memset(out, 0, sizeof(*out));
     out->name = f->name;
@@ -156,6 +176,26 @@ int probe_collectives_decode(const struct argus_call_record *r, struct probe_col
     out->store = f->layout == LAYOUT_STORE;
     out->work = f->layout == LAYOUT_WORK;
     out->done = f->layout == LAYOUT_DONE;
+    out->rendezvous = f->layout == LAYOUT_TCPSTORE || f->layout == LAYOUT_FILESTORE;
+    return 0;
+}
+
+int probe_collectives_rendezvous(const struct argus_call_text *t, char *host, size_t hostlen,
+                                 uint16_t *port)
+{
+    size_t n = strnlen(t->text, sizeof(t->text));
+
+    if (!(t->call.cookie & ARGUS_CALL_TEXT) || n == sizeof(t->text))
+        return -EINVAL;
+    if (n == 0)
+        return -ENODATA; /* unreadable, or an empty host */
+    if (t->len != n || n >= hostlen)
+        return -ENAMETOOLONG;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t->text[i] <= 0x20 || (unsigned char)t->text[i] > 0x7e)
+            return -EINVAL;
+    memcpy(host, t->text, n + 1);
+    *port = (uint16_t)(t->word & 0xffff); /* TCPStoreOptions.port, first (x86-64: little-endian) */
     return 0;
 }
 
@@ -198,7 +238,7 @@ struct collectives {
     struct coll_tag tags[COLL_TAGS_MAX];
     uint64_t tags_matched;
     struct coll_ident *ident;
-    uint64_t groups_named, ident_read_errors, works_done;
+    uint64_t groups_named, ident_read_errors, works_done, rendezvous;
 };
 
 static void coll_observe(struct collectives *c, const struct coll_held *h)
@@ -348,6 +388,23 @@ static void coll_on_ident(struct collectives *c, const struct argus_call_record 
     }
 }
 
+/* A store made: the rendezvous of the process group to come (host NULL:
+ * a store without an address, or one the probe could not read). */
+static void coll_on_store(struct collectives *c, const struct argus_call_record *r)
+{
+    char host[ARGUS_CALL_TEXT_MAX];
+    uint16_t port = 0;
+    bool tcp = r->cookie & ARGUS_CALL_TEXT;
+    int err = tcp ? probe_collectives_rendezvous((const struct argus_call_text *)r, host,
+                                                 sizeof(host), &port)
+                  : -ENODATA;
+
+    c->rendezvous++;
+    c->ident_read_errors += tcp && err < 0;
+    if (c->cfg.on_rendezvous)
+        c->cfg.on_rendezvous(c->cfg.on_call_ctx, r->pid, err == 0 ? host : NULL, port);
+}
+
 /* Not a collective: a communicator's creation (a process learns its rank,
  * the group its id), a gloo tag, a wait, a store or a work. Returns true
  * when r was one of those (handled). */
@@ -360,6 +417,8 @@ static bool coll_on_other(struct collectives *c, const struct argus_call_record 
         if (c->cfg.on_comm_init)
             c->cfg.on_comm_init(c->cfg.on_call_ctx, r->pid, call->init_rank, call->init_size,
                                 call->name);
+    } else if (call->rendezvous) {
+        coll_on_store(c, r);
     } else if (call->tag) { /* numbers the c10d call around it */
         coll_keep_tag(c, r, call);
     } else if (call->wait) { /* only ends the last c10d call */
@@ -392,9 +451,9 @@ static int coll_on_record(void *owner, const struct argus_call_record *r)
         c->works_done += call.done_ns != 0;
     }
     call.group = coll_ident_lookup(c->ident, r->pid, call.comm);
-    if (!c->announced[r->cookie]) {
+    if (!c->announced[r->cookie & ~ARGUS_CALL_TEXT]) {
         c->sink->name(c->sink->ctx, call.name_id, call.name);
-        c->announced[r->cookie] = true;
+        c->announced[r->cookie & ~ARGUS_CALL_TEXT] = true;
     }
     ev.pid = r->pid;
     ev.tid = r->tid;
@@ -437,9 +496,7 @@ static void *coll_create(const void *config, char *why, size_t whylen)
     if (!c->ident)
         goto fail;
     for (size_t i = 0; i < NFUNCS; i++)
-        c->funcs[i] = (struct probe_uprobe_func){
-            coll_funcs[i].symbol,
-            i | (layout_entry_only(coll_funcs[i].layout) ? PROBE_UPROBE_ENTRY_ONLY : 0)};
+        c->funcs[i] = (struct probe_uprobe_func){coll_funcs[i].symbol, coll_cookie(i)};
     spec.funcs = c->funcs;
     spec.all_processes = c->cfg.all_processes;
     spec.files = c->cfg.files;
@@ -501,6 +558,7 @@ static size_t coll_metrics(void *state, char *buf, size_t len)
     n +=
         probe_metric(buf + n, len - n, "collectives", "communicators_named_total", c->groups_named);
     n += probe_metric(buf + n, len - n, "collectives", "works_done_total", c->works_done);
+    n += probe_metric(buf + n, len - n, "collectives", "stores_total", c->rendezvous);
     n += probe_metric(buf + n, len - n, "collectives", "memory_read_errors_total",
                       c->ident_read_errors);
     return n +

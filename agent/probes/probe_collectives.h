@@ -22,7 +22,11 @@
  * group, or the ncclUniqueId given to ncclCommInitRank) and, for gloo, the
  * host end of the collective (AsyncWork constructor and finishWorkGloo),
  * which reads the traced process's memory (process_vm_readv: CAP_SYS_PTRACE)
- * for the store's prefix and the new ncclComm_t. */
+ * for the store's prefix and the new ncclComm_t. And the stores a process
+ * group is made over (c10d::TCPStore's constructor, read in the kernel at
+ * entry, and c10d::FileStore's): no event, the store's address to the
+ * on_rendezvous observer, which names the job of a spawned rank the same
+ * on every node (agent/discovery/discovery.h). */
 #ifndef ARGUS_AGENT_PROBE_COLLECTIVES_H
 #define ARGUS_AGENT_PROBE_COLLECTIVES_H
 
@@ -32,6 +36,7 @@
 #include "agent/sources/source.h"
 
 struct argus_call_record;
+struct argus_call_text;
 
 struct probe_collectives_call;
 
@@ -54,6 +59,12 @@ struct probe_collectives_config {
     /* Optional: the c10d gloo call (comm, lib_seq) of pid, already given to
      * on_call, finished at done_ns (its host end: see done_ns below). */
     void (*on_done)(void *ctx, uint32_t pid, uint64_t comm, int64_t lib_seq, uint64_t done_ns);
+    /* Optional: pid made a c10d store (the rendezvous of the process group
+     * it makes next), on the dispatching thread, with on_call_ctx: a
+     * TCPStore's host (valid during the call) and port, or host NULL for a
+     * store without an address (FileStore) or one whose address could not
+     * be read (counted in memory_read_errors_total). */
+    void (*on_rendezvous)(void *ctx, uint32_t pid, const char *host, uint16_t port);
 };
 
 /* One decoded call. name points to a static string. */
@@ -82,15 +93,26 @@ struct probe_collectives_call {
      * (AsyncWork::finishWorkGloo) or its Work::wait returned. Never the
      * return of an asynchronous enqueue (NCCL, c10d). */
     uint64_t done_ns;
-    bool store; /* c10d::PrefixStore made (comm: the store object): names the next group */
-    bool work;  /* gloo AsyncWork made (comm: the work object), inside a c10d call */
-    bool done;  /* gloo AsyncWork::finishWorkGloo (comm: the work object) */
+    bool store;      /* c10d::PrefixStore made (comm: the store object): names the next group */
+    bool work;       /* gloo AsyncWork made (comm: the work object), inside a c10d call */
+    bool done;       /* gloo AsyncWork::finishWorkGloo (comm: the work object) */
+    bool rendezvous; /* a c10d store made (TCPStore: probe_collectives_rendezvous) */
 };
 
 /* Decode a raw record (pure: no I/O). Returns 0, or -EINVAL for an unknown
  * cookie. */
 int probe_collectives_decode(const struct argus_call_record *rec,
                              struct probe_collectives_call *out);
+
+/* The address of a c10d::TCPStore constructor's record (decoded as a
+ * rendezvous): its host, NUL-terminated, into host (hostlen bytes), and
+ * its port (TCPStoreOptions begins with the uint16_t port). Pure. Returns
+ * 0; -EINVAL when t is not such a record or the host has spaces or
+ * control characters; -ENODATA for an empty host (or one the kernel could
+ * not read); -ENAMETOOLONG when the host did not fit in the record or in
+ * host. */
+int probe_collectives_rendezvous(const struct argus_call_text *t, char *host, size_t hostlen,
+                                 uint16_t *port);
 
 /* Size in bytes of an ncclDataType_t, 0 for an unknown type. Pure. */
 uint32_t probe_collectives_dtype_size(uint32_t dtype);

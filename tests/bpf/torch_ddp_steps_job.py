@@ -18,6 +18,13 @@ during the run):
 
 to $STEPS_LOG_DIR/rank.R, and its pid to $STEPS_LOG_DIR/pid.R first.
 
+Spawned on several nodes (tests/integration/torch_two_nodes.sh): with
+NPROC_PER_NODE set, the parent spawns that many ranks, RANK = NODE_RANK *
+NPROC_PER_NODE + local index, of WORLD, with MASTER_ADDR = SPAWN_ADDR and
+MASTER_PORT = SPAWN_PORT set in the children's os.environ only (the parent's
+exec environment has no rendezvous variable at all, as with a per-node
+spawner); without it, every rank on this node at 127.0.0.1:MASTER_PORT.
+
 STOP_FILE (tests/bpf/torch_detect_job.py): once it exists and holds a step
 number N, every rank stops before step N (ranks in lockstep through the
 all-reduces stop at the same step); STEPS stays a bound.
@@ -35,9 +42,11 @@ WIDTH = int(os.environ.get("WIDTH", "512"))
 STOP_FILE = os.environ.get("STOP_FILE", "")
 
 
-def spawned(rank, world, port):
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(port))
+def spawned(local, world, port):
+    nproc = int(os.environ.get("NPROC_PER_NODE", world))
+    rank = int(os.environ.get("NODE_RANK", "0")) * nproc + local
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world),
+                      MASTER_ADDR=os.environ.get("SPAWN_ADDR", "127.0.0.1"), MASTER_PORT=str(port))
     main()
 
 
@@ -98,7 +107,9 @@ def run():
         main()
     else:
         world = int(os.environ.get("WORLD", "4"))
-        mp.spawn(spawned, args=(world, int(os.environ["MASTER_PORT"])), nprocs=world, join=True)
+        nproc = int(os.environ.get("NPROC_PER_NODE", world))
+        port = int(os.environ.get("SPAWN_PORT") or os.environ["MASTER_PORT"])
+        mp.spawn(spawned, args=(world, port), nprocs=nproc, join=True)
 
 
 if __name__ == "__main__":

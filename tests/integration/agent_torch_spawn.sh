@@ -2,7 +2,8 @@
 # Discovery of a real PyTorch DDP job (Debian python3-torch, CPU, gloo,
 # default buckets, 4 ranks) launched two ways, under the real agent with its
 # default probes: torch.multiprocessing.spawn with RANK set in each child's
-# os.environ (the rank comes from the communicator the child creates), and
+# os.environ (the rank comes from the communicator the child creates, and
+# without a job variable the job from the store its process group uses), and
 # one process per rank with RANK at exec (torchrun-style). Each time the
 # collector must know all 4 ranks of the job, each with its own pid.
 # test-cpu: all: a real PyTorch job, 4 ranks on all cores
@@ -61,9 +62,15 @@ grep -q "is rank 3 of 4 of job spawnjob (from communicator" "$T/agent.log" \
 [[ $(metric "$APORT" 'argus_probe_communicator_inits_total{probe="collectives"}') -ge 4 ]] \
     || fail "communicator creations not counted"
 run_job exec execjob
-# a spawned job without any job variable: its ranks share their parent's job
+# a spawned job without any job variable: its ranks are named by the store
+# their process group was made over (c10d::TCPStore at MASTER_ADDR 127.0.0.1:
+# loopback, so the node), read from its constructor
 run_job spawn ""
-parent_job=$(ctl jobs | awk '$1 ~ /^job-[0-9]+@testnode$/ {print $1}' | head -1)
-[[ -n $parent_job ]] || fail "no job named after the spawn parent: $(ctl jobs)"
-check_ranks "$parent_job" spawn
+store_job=$(ctl jobs | awk '$1 ~ /^torch-testnode:[0-9]+$/ {print $1}' | head -1)
+[[ -n $store_job ]] || fail "no job named after the store's address: $(ctl jobs)"
+check_ranks "$store_job" spawn
+grep -q "is rank 3 of 4 of job $store_job (from communicator, job from TCPStore)" "$T/agent.log" \
+    || fail "the spawned rank's job did not come from its store: $(grep 'is rank' "$T/agent.log")"
+[[ $(metric "$APORT" 'argus_probe_stores_total{probe="collectives"}') -ge 4 ]] \
+    || fail "stores not counted"
 echo "torch spawn discovery ok"

@@ -1,7 +1,9 @@
 /* Rank discovery's process table (agent/discovery/discovery.c) on a fake
  * /proc tree (scan, exit, pid reuse, exec, children, deny list, host paths
- * and resources), its options, and a scan of the real /proc with spawned
- * processes. The environ parser is tested in test_discovery_environ.c. */
+ * and resources), its options, and scans of the real /proc with spawned
+ * processes (one in another network namespace). Ranks from their
+ * communicator: test_discovery_comm.c; the environ parser:
+ * test_discovery_environ.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,115 +24,8 @@
 #include <cmocka.h>
 
 #include "agent/discovery/discovery.h"
+#include "tests/unit/discovery_fixture.h"
 #include "common/log.h"
-
-/* Join NULL-terminated "K=V" strings into a NUL-separated environ. */
-static size_t env_build(char *buf, size_t cap, const char *const *vars)
-{
-    size_t len = 0;
-    for (; *vars; vars++) {
-        size_t n = strlen(*vars) + 1;
-        assert_true(len + n <= cap);
-        memcpy(buf + len, *vars, n);
-        len += n;
-    }
-    return len;
-}
-
-/* --- a fake /proc tree ------------------------------------------------------- */
-
-struct events {
-    int news, exits;
-    uint32_t last_new_pid, last_exit_pid;
-    struct rank_info last_new;
-};
-
-static void on_new(void *ctx, const struct rank_info *ri)
-{
-    struct events *ev = ctx;
-    ev->news++;
-    ev->last_new_pid = ri->pid;
-    ev->last_new = *ri;
-}
-
-static void on_exit_cb(void *ctx, const struct rank_info *ri)
-{
-    struct events *ev = ctx;
-    ev->exits++;
-    ev->last_exit_pid = ri->pid;
-}
-
-static const struct discovery_callbacks callbacks = {on_new, on_exit_cb, NULL};
-
-struct fake {
-    char root[64];
-    struct discovery *d;
-    struct events ev;
-};
-
-static void fake_write(const struct fake *f, uint32_t pid, const char *name, const char *data,
-                       size_t len)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "%s/%u", f->root, pid);
-    mkdir(path, 0755);
-    snprintf(path, sizeof(path), "%s/%u/%s", f->root, pid, name);
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(data, 1, len, fp), len);
-    fclose(fp);
-}
-
-/* One process: stat with comm, state, ppid and start time, and an environ. */
-static void fake_proc(const struct fake *f, uint32_t pid, uint32_t ppid, uint64_t start,
-                      const char *comm, char state, const char *const *env)
-{
-    char stat[512], envbuf[4096];
-    int n = snprintf(stat, sizeof(stat),
-                     "%u (%s) %c %u %u %u 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 4 0 %llu 1000 "
-                     "200 18446744073709551615\n",
-                     pid, comm, state, ppid, pid, pid, (unsigned long long)start);
-    fake_write(f, pid, "stat", stat, (size_t)n);
-    fake_write(f, pid, "environ", envbuf, env_build(envbuf, sizeof(envbuf), env));
-}
-
-#define FAKE(f, pid, ppid, start, comm, ...)                                                       \
-    fake_proc((f), (pid), (ppid), (start), (comm), 'S', (const char *const[]){__VA_ARGS__, NULL})
-
-static void fake_rm(const struct fake *f, uint32_t pid)
-{
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s/%u'", f->root, pid);
-    assert_int_equal(system(cmd), 0);
-}
-
-static int fake_setup(void **state)
-{
-    struct fake *f = calloc(1, sizeof(*f));
-    strcpy(f->root, "/tmp/argus-test-proc-XXXXXX");
-    assert_non_null(mkdtemp(f->root));
-    struct discovery_options o = {.proc_root = f->root, .node = "node1"};
-    f->d = discovery_new(&o);
-    assert_non_null(f->d);
-    *state = f;
-    return 0;
-}
-
-static int fake_teardown(void **state)
-{
-    struct fake *f = *state;
-    char cmd[128];
-    discovery_free(f->d);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
-    assert_int_equal(system(cmd), 0);
-    free(f);
-    return 0;
-}
-
-static int scan(struct fake *f)
-{
-    return discovery_scan(f->d, &callbacks, &f->ev);
-}
 
 static void test_fake_scan_exit_reuse(void **state)
 {
@@ -343,136 +239,13 @@ static void test_fake_reject_warns_once(void **state)
     assert_int_equal(st.skipped[DISCOVERY_SKIP_INVALID], 1);
 }
 
-/* --- ranks from their communicator ------------------------------------------ */
-
-static int watch_adds, watch_removes;
-
-static void on_watch(void *ctx, uint32_t pid, const char *root, bool add)
-{
-    (void)ctx, (void)pid;
-    assert_non_null(strstr(root, "/root"));
-    watch_adds += add;
-    watch_removes += !add;
-}
-
-static const struct discovery_callbacks watch_callbacks = {on_new, on_exit_cb, on_watch};
-
-static int watch_scan(struct fake *f)
-{
-    return discovery_scan(f->d, &watch_callbacks, &f->ev);
-}
-
-/* Without the collectives probe, a process in a job without a rank
- * variable is skipped with its reason; a plain python is not a candidate. */
-static void test_fake_no_watch(void **state)
-{
-    struct fake *f = *state;
-    struct discovery_stats st;
-
-    FAKE(f, 10, 1, 500, "python3", "ARGUS_JOB=j", "MASTER_PORT=1234");
-    FAKE(f, 11, 1, 500, "python3", "PATH=/bin");
-    assert_int_equal(scan(f), 0);
-    assert_int_equal(scan(f), 0);
-    discovery_get_stats(f->d, &st);
-    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_WATCH], 1);
-    assert_int_equal(st.watched, 0);
-    assert_string_equal(discovery_skip_name(DISCOVERY_SKIP_NO_WATCH), "no_communicator_probe");
-    assert_string_equal(discovery_skip_name(DISCOVERY_SKIP_COUNT), "unknown");
-}
-
-/* torch.multiprocessing.spawn: the parent and its children are watched;
- * each child's communicator makes it a rank of the parent's job. */
-static void test_fake_comm_init(void **state)
-{
-    struct fake *f = *state;
-    struct discovery_stats st;
-
-    watch_adds = watch_removes = 0;
-    discovery_set_watching(f->d, true);
-    FAKE(f, 10, 1, 500, "python3", "ARGUS_JOB=spawnjob");
-    FAKE(f, 11, 10, 600, "python3", "ARGUS_JOB=spawnjob");
-    FAKE(f, 12, 10, 600, "python3", "ARGUS_JOB=spawnjob");
-    FAKE(f, 13, 1, 600, "sleep", "PATH=/bin"); /* neither in a job nor on the watch list */
-    assert_int_equal(watch_scan(f), 0);
-    discovery_get_stats(f->d, &st);
-    assert_int_equal(st.watched, 3);
-    assert_int_equal(watch_adds, 3);
-    assert_int_equal(discovery_comm_init(f->d, 11, 1, 2, &watch_callbacks, &f->ev), 1);
-    assert_int_equal(f->ev.news, 1);
-    assert_int_equal(f->ev.last_new.rank, 1);
-    assert_int_equal(f->ev.last_new.world_size, 2);
-    assert_string_equal(f->ev.last_new.job, "spawnjob");
-    assert_string_equal(f->ev.last_new.rank_source, "communicator");
-    assert_int_equal(watch_removes, 1);
-    assert_non_null(discovery_find(f->d, 11));
-    /* a later communicator (a subgroup) changes nothing */
-    assert_int_equal(discovery_comm_init(f->d, 11, 0, 1, &watch_callbacks, &f->ev), 0);
-    assert_int_equal(discovery_find(f->d, 11)->rank, 1);
-    /* a communicator that makes no sense is a skip with its reason */
-    assert_int_equal(discovery_comm_init(f->d, 12, 2, 2, &watch_callbacks, &f->ev), 0);
-    assert_null(discovery_find(f->d, 12));
-    assert_int_equal(discovery_comm_init(f->d, 0, 0, 1, &watch_callbacks, &f->ev), -EINVAL);
-    assert_int_equal(discovery_comm_init(f->d, 999, 0, 1, &watch_callbacks, &f->ev), 0);
-    /* the parent launched a rank: its exit is no skip */
-    fake_rm(f, 10);
-    assert_int_equal(watch_scan(f), 1);
-    discovery_get_stats(f->d, &st);
-    assert_int_equal(st.skipped[DISCOVERY_SKIP_COMMUNICATOR], 1);
-    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_RANK], 0);
-    assert_int_equal(st.watched, 0);
-    assert_int_equal(st.ranks, 1);
-}
-
-/* The job of a communicator rank whose environment names none: an
- * ancestor's variable, else the parent. Skips by reason. */
-static void test_fake_comm_job_and_skips(void **state)
-{
-    struct fake *f = *state;
-    struct discovery_stats st;
-
-    discovery_set_watching(f->d, true);
-    FAKE(f, 30, 1, 500, "torchrun", "TORCHELASTIC_RUN_ID=te");
-    FAKE(f, 31, 30, 600, "python3", "PATH=/bin");
-    FAKE(f, 40, 1, 500, "python3", "PATH=/bin");
-    FAKE(f, 41, 40, 600, "python3.11", "PATH=/bin");
-    FAKE(f, 50, 1, 500, "python3", "WORLD_SIZE=4");
-    FAKE(f, 60, 1, 500, "python3", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500");
-    assert_int_equal(watch_scan(f), 0);
-    assert_int_equal(discovery_comm_init(f->d, 31, 0, 2, &watch_callbacks, &f->ev), 1);
-    assert_string_equal(f->ev.last_new.job, "te");
-    assert_string_equal(f->ev.last_new.job_source, "TORCHELASTIC_RUN_ID");
-    assert_int_equal(discovery_comm_init(f->d, 41, 1, 2, &watch_callbacks, &f->ev), 1);
-    assert_string_equal(f->ev.last_new.job, "job-40@node1");
-    assert_string_equal(f->ev.last_new.job_source, "parent");
-    assert_int_equal(discovery_comm_init(f->d, 60, 0, 8, &watch_callbacks, &f->ev), 1);
-    assert_string_equal(f->ev.last_new.job, "torch-10.0.0.1:29500");
-    /* collectives from a watched process: its communicator came before the
-     * agent; counted once, and not again as no_rank when it exits */
-    discovery_unidentified_call(f->d, 50);
-    discovery_unidentified_call(f->d, 50);
-    discovery_unidentified_call(f->d, 31); /* a rank: nothing */
-    fake_rm(f, 50);
-    assert_int_equal(watch_scan(f), 3);
-    discovery_get_stats(f->d, &st);
-    assert_int_equal(st.skipped[DISCOVERY_SKIP_MISSED_INIT], 1);
-    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_RANK], 0);
-    /* in a job, exits without a communicator and launched nothing */
-    FAKE(f, 70, 1, 500, "python3", "WORLD_SIZE=4");
-    assert_int_equal(watch_scan(f), 3);
-    fake_rm(f, 70);
-    assert_int_equal(watch_scan(f), 3);
-    discovery_get_stats(f->d, &st);
-    assert_int_equal(st.skipped[DISCOVERY_SKIP_NO_RANK], 1);
-    assert_int_equal(st.watched, 1); /* 40 */
-}
-
 static void test_fake_host_path_and_resource(void **state)
 {
     struct fake *f = *state;
     char buf[256], want[256];
 
     FAKE(f, 100, 1, 500, "python3", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=8", "ARGUS_JOB=j1",
-         "CUDA_VISIBLE_DEVICES=6,7");
+         "CUDA_VISIBLE_DEVICES=6,7", "TORCHELASTIC_RESTART_COUNT=2");
     assert_int_equal(scan(f), 1);
     const struct rank_info *ri = discovery_find(f->d, 100);
     /* a path as the process sees it, opened under its root */
@@ -491,6 +264,7 @@ static void test_fake_host_path_and_resource(void **state)
     assert_int_equal(r.local_rank, 1);
     assert_int_equal(r.gpu, 7);
     assert_int_equal(r.pid, 100);
+    assert_int_equal(r.restart, 2);
     assert_true(r.job == ri->job); /* points into ri */
     /* it packs */
     uint8_t packed[512];
@@ -536,6 +310,37 @@ static pid_t spawn_sleep(char *const env[])
         usleep(10000);
     }
     return pid;
+}
+
+/* sleep with env in a new network namespace (another "node" on this
+ * kernel); 0 when namespaces cannot be made here (not root). */
+static pid_t spawn_sleep_other_netns(char *const env[])
+{
+    char *argv[] = {"sleep", "30", NULL};
+    int status;
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (unshare(CLONE_NEWNET) < 0)
+            _exit(3);
+        execve("/bin/sleep", argv, env);
+        _exit(4);
+    }
+    for (int i = 0;; i++) {
+        char path[64], buf[64] = "";
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return 0; /* unshare or exec failed */
+        snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        if (n > 0 && strcmp(buf, env[0]) == 0) /* the new image's environment is laid out */
+            return pid;
+        assert_true(i < 3000);
+        usleep(10000);
+    }
 }
 
 static uint64_t now_ns(void)
@@ -610,6 +415,44 @@ static void test_real_proc(void **state)
     discovery_free(d);
 }
 
+/* discovery.netns = own: a rank in another network namespace is another
+ * node's; it is left alone and counted. "any" tracks both. */
+static void test_real_netns(void **state)
+{
+    char *env_mine[] = {"PATH=/usr/bin:/bin", "RANK=0", "WORLD_SIZE=2", "ARGUS_JOB=jn", NULL};
+    char *env_other[] = {"PATH=/usr/bin:/bin", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=jn", NULL};
+    struct events ev = {0};
+    struct discovery_stats st;
+    pid_t other = spawn_sleep_other_netns(env_other);
+
+    (void)state;
+    if (!other)
+        skip(); /* "cannot make a network namespace (not root?)" */
+    pid_t mine = spawn_sleep(env_mine);
+    struct discovery_options own = {.node = "real", .netns_own = true}, any = {.node = "real"};
+    struct discovery *d = discovery_new(&own), *all = discovery_new(&any);
+
+    assert_non_null(d);
+    discovery_scan(d, &callbacks, &ev);
+    discovery_scan(all, &callbacks, &ev);
+    assert_non_null(discovery_find(d, (uint32_t)mine));
+    assert_null(discovery_find(d, (uint32_t)other));
+    discovery_get_stats(d, &st);
+    assert_true(st.other_netns >= 1);
+    assert_non_null(discovery_find(all, (uint32_t)mine));
+    assert_non_null(discovery_find(all, (uint32_t)other));
+    discovery_get_stats(all, &st);
+    assert_int_equal(st.other_netns, 0);
+    /* an exec event does not change that */
+    assert_int_equal(discovery_check_pid(d, (uint32_t)other, &callbacks, &ev), 0);
+    kill(mine, SIGKILL);
+    kill(other, SIGKILL);
+    waitpid(mine, NULL, 0);
+    waitpid(other, NULL, 0);
+    discovery_free(d);
+    discovery_free(all);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,11 +463,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fake_reject_warns_once, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_fake_host_path_and_resource, fake_setup,
                                         fake_teardown),
-        cmocka_unit_test_setup_teardown(test_fake_no_watch, fake_setup, fake_teardown),
-        cmocka_unit_test_setup_teardown(test_fake_comm_init, fake_setup, fake_teardown),
-        cmocka_unit_test_setup_teardown(test_fake_comm_job_and_skips, fake_setup, fake_teardown),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_real_proc),
+        cmocka_unit_test(test_real_netns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

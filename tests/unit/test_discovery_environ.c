@@ -529,6 +529,73 @@ static void test_parse_comm(void **state)
     assert_non_null(strstr(ri.reason, "job id"));
 }
 
+/* torchelastic's attempt: a restart is a new epoch of the same job. */
+static void test_parse_restart(void **state)
+{
+    struct environ_config c;
+    struct rank_info ri;
+    static const char spawned[] = "TORCHELASTIC_RESTART_COUNT=3\0ARGUS_JOB=j";
+
+    assert_int_equal(PARSE(&ri, "RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=2"), 1);
+    assert_int_equal(ri.restart, 2);
+    assert_null(ri.note);
+    assert_int_equal(PARSE(&ri, "RANK=0", "WORLD_SIZE=2"), 1);
+    assert_int_equal(ri.restart, 0);
+    /* a malformed count: the rank stays, restart 0, with a note */
+    assert_int_equal(PARSE(&ri, "RANK=1", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=-1"), 1);
+    assert_int_equal(ri.restart, 0);
+    assert_non_null(strstr(ri.note, "TORCHELASTIC_RESTART_COUNT"));
+    assert_int_equal(PARSE(&ri, "RANK=1", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=99999999999"),
+                     1);
+    assert_int_equal(ri.restart, 0);
+    /* a rank from its communicator reads it too */
+    assert_int_equal(environ_config_init(&c, &node1), 0);
+    assert_int_equal(environ_parse_comm(spawned, sizeof(spawned), &c, 1, 2, &ri), ENVIRON_RANK);
+    assert_int_equal(ri.restart, 3);
+}
+
+/* The job a store's address names: as MASTER_ADDR/MASTER_PORT would. */
+static void test_rendezvous_job(void **state)
+{
+    struct environ_config c;
+    struct rank_info ri;
+    char job[DISCOVERY_JOB_MAX + 1], host[80];
+
+    assert_int_equal(environ_config_init(&c, &node1), 0);
+    assert_int_equal(environ_rendezvous_job(&c, "10.0.0.1", 29500, job, sizeof(job)), 0);
+    assert_string_equal(job, "torch-10.0.0.1:29500");
+    /* the same name a rank with MASTER_ADDR at exec gets */
+    assert_int_equal(
+        PARSE(&ri, "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500", "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_string_equal(ri.job, job);
+    assert_int_equal(environ_rendezvous_job(&c, "master-0.train.svc", 1, job, sizeof(job)), 0);
+    assert_string_equal(job, "torch-master-0.train.svc:1");
+    /* loopback: the node, as every single-node job would share it */
+    assert_int_equal(environ_rendezvous_job(&c, "127.0.0.1", 29501, job, sizeof(job)), 0);
+    assert_string_equal(job, "torch-node1:29501");
+    assert_int_equal(environ_rendezvous_job(&c, "localhost", 29501, job, sizeof(job)), 0);
+    assert_string_equal(job, "torch-node1:29501");
+    /* unusable addresses */
+    assert_int_equal(environ_rendezvous_job(&c, NULL, 29500, job, sizeof(job)), -EINVAL);
+    assert_int_equal(environ_rendezvous_job(&c, "", 29500, job, sizeof(job)), -EINVAL);
+    assert_int_equal(environ_rendezvous_job(&c, "10.0.0.1", 0, job, sizeof(job)), -EINVAL);
+    assert_int_equal(environ_rendezvous_job(&c, "a\tb", 29500, job, sizeof(job)), -EINVAL);
+    memset(host, 'h', 65);
+    host[65] = 0;
+    assert_int_equal(environ_rendezvous_job(&c, host, 29500, job, sizeof(job)), -EINVAL);
+    host[64] = 0;
+    assert_int_equal(environ_rendezvous_job(&c, host, 65535, job, sizeof(job)), 0);
+    assert_int_equal(strlen(job), strlen("torch-:65535") + 64);
+    /* where a job came from */
+    assert_int_equal(PARSE(&ri, "RANK=0", "WORLD_SIZE=1", "ARGUS_JOB=x"), 1);
+    assert_true(environ_job_from_variable(&ri));
+    assert_int_equal(PARSE(&ri, "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_false(environ_job_from_variable(&ri));
+    assert_int_equal(
+        PARSE(&ri, "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500", "RANK=0", "WORLD_SIZE=1"), 1);
+    assert_false(environ_job_from_variable(&ri));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -545,6 +612,8 @@ int main(void)
         cmocka_unit_test(test_environ_config_and_result),
         cmocka_unit_test(test_parse_launchers),
         cmocka_unit_test(test_parse_comm),
+        cmocka_unit_test(test_parse_restart),
+        cmocka_unit_test(test_rendezvous_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -109,6 +109,47 @@ static void test_collectives_identity(void **state)
     assert_int_equal(c.done_ns, 0); /* filled by the probe, not the decoder */
 }
 
+/* The stores a process group is made over: TCPStore's host and port, read
+ * by the kernel at entry into a text record; FileStore has no address. */
+static void test_collectives_rendezvous(void **state)
+{
+    struct argus_call_text t = {
+        .call = {.cookie = collectives_cookie("c10d::TCPStore::TCPStore") | ARGUS_CALL_TEXT,
+                 .args = {0x5550000, 0x7ffd00, 0x7ffd40}},
+        .word = 0x0000000100007530, /* TCPStoreOptions: port 30000, isServer 1 */
+        .len = 8,
+        .text = "10.0.0.1"};
+    struct probe_collectives_call c;
+    char host[64];
+    uint16_t port = 0;
+
+    assert_int_equal(probe_collectives_decode(&t.call, &c), 0);
+    assert_true(c.rendezvous && !c.store && !c.init && !c.c10d);
+    assert_string_equal(c.name, "c10d::TCPStore::TCPStore");
+    assert_int_equal(probe_collectives_rendezvous(&t, host, sizeof(host), &port), 0);
+    assert_string_equal(host, "10.0.0.1");
+    assert_int_equal(port, 30000);
+    /* a host longer than the record kept, or than the caller's buffer */
+    t.len = 300;
+    assert_int_equal(probe_collectives_rendezvous(&t, host, sizeof(host), &port), -ENAMETOOLONG);
+    t.len = 8;
+    assert_int_equal(probe_collectives_rendezvous(&t, host, 8, &port), -ENAMETOOLONG);
+    /* unreadable (the kernel left it empty), not text, not NUL-terminated */
+    t.text[0] = 0;
+    assert_int_equal(probe_collectives_rendezvous(&t, host, sizeof(host), &port), -ENODATA);
+    memcpy(t.text, "10.0 0.1", 9);
+    assert_int_equal(probe_collectives_rendezvous(&t, host, sizeof(host), &port), -EINVAL);
+    memset(t.text, 'a', sizeof(t.text));
+    t.len = sizeof(t.text);
+    assert_int_equal(probe_collectives_rendezvous(&t, host, sizeof(host), &port), -EINVAL);
+    /* not a text record */
+    t.call.cookie &= ~ARGUS_CALL_TEXT;
+    assert_int_equal(probe_collectives_rendezvous(&t, host, sizeof(host), &port), -EINVAL);
+    struct argus_call_record r = {.cookie = collectives_cookie("c10d::FileStore::FileStore")};
+    assert_int_equal(probe_collectives_decode(&r, &c), 0);
+    assert_true(c.rendezvous && !c.store);
+}
+
 static void test_collectives_dtypes(void **state)
 {
     assert_int_equal(probe_collectives_dtype_size(0), 1);
@@ -342,13 +383,14 @@ static void test_supported_checks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_collectives_allreduce), cmocka_unit_test(test_collectives_dtypes),
-        cmocka_unit_test(test_collectives_c10d),      cmocka_unit_test(test_collectives_identity),
-        cmocka_unit_test(test_sync_decode),           cmocka_unit_test(test_marker_decode),
-        cmocka_unit_test(test_proc_decode),           cmocka_unit_test(test_sched_decode),
-        cmocka_unit_test(test_counter_decode),        cmocka_unit_test(test_stacks_aggregate),
-        cmocka_unit_test(test_lib_matches),           cmocka_unit_test(test_supported_checks),
-        cmocka_unit_test(test_report_drops),          cmocka_unit_test(test_counters_poll),
+        cmocka_unit_test(test_collectives_allreduce),  cmocka_unit_test(test_collectives_dtypes),
+        cmocka_unit_test(test_collectives_c10d),       cmocka_unit_test(test_collectives_identity),
+        cmocka_unit_test(test_collectives_rendezvous), cmocka_unit_test(test_sync_decode),
+        cmocka_unit_test(test_marker_decode),          cmocka_unit_test(test_proc_decode),
+        cmocka_unit_test(test_sched_decode),           cmocka_unit_test(test_counter_decode),
+        cmocka_unit_test(test_stacks_aggregate),       cmocka_unit_test(test_lib_matches),
+        cmocka_unit_test(test_supported_checks),       cmocka_unit_test(test_report_drops),
+        cmocka_unit_test(test_counters_poll),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
