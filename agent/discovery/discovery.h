@@ -14,8 +14,11 @@
  *    training process; default DISCOVERY_DEFAULT_DENY). Shells are on it
  *    because a rank started as `bash -c "python train.py"` or as a script
  *    (comm "train.sh", exe bash) would otherwise be tracked as the shell and
- *    its python dropped as a descendant. `python3 -m torch.distributed.run` has
- *    comm "python3" and cannot be denied by comm, but it has no RANK itself;
+ *    its python dropped as a descendant. So are the wrappers that fork the
+ *    command rather than exec it (timeout, time): `timeout 3600 python
+ *    train.py` carries the rank's environment in the wrapper too. `python3 -m
+ * torch.distributed.run` has comm "python3" and cannot be denied by comm, but it has no RANK
+ * itself;
  *  - it is not a descendant of a tracked rank (or of such a descendant) with
  *    the same job and rank: dataloader workers, compile workers and
  *    subprocesses inherit the environment and are not ranks themselves.
@@ -79,7 +82,7 @@
 
 #define DISCOVERY_DEFAULT_DENY                                                                     \
     "torchrun,torch_run,bash,sh,dash,zsh,srun,mpirun,mpiexec,orterun,prterun,mpiexec.hydra,"       \
-    "hydra_pmi_proxy,orted,prted,slurmstepd"
+    "hydra_pmi_proxy,orted,prted,slurmstepd,timeout,time"
 
 #define DISCOVERY_DEFAULT_WATCH "python"
 

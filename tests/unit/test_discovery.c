@@ -102,9 +102,14 @@ static void test_fake_children_and_deny(void **state)
     char link[128];
     snprintf(link, sizeof(link), "%s/400/exe", f->root);
     assert_int_equal(symlink("/usr/bin/bash", link), 0);
+    /* timeout forks its command: the wrapper is denied, its python the rank */
+    FAKE(f, 600, 1, 440, "timeout", "RANK=0", "WORLD_SIZE=2", "ARGUS_JOB=t");
+    FAKE(f, 601, 600, 450, "python3", "RANK=0", "WORLD_SIZE=2", "ARGUS_JOB=t");
     /* a child with another rank is a rank (a launcher that is itself one) */
     FAKE(f, 300, 100, 530, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=other");
-    assert_int_equal(scan(f), 4);
+    assert_int_equal(scan(f), 5);
+    assert_null(discovery_find(f->d, 600));
+    assert_non_null(discovery_find(f->d, 601));
     assert_null(discovery_find(f->d, 400));
     assert_non_null(discovery_find(f->d, 401));
     assert_non_null(discovery_find(f->d, 100));
@@ -116,13 +121,13 @@ static void test_fake_children_and_deny(void **state)
     struct discovery_stats st;
     discovery_get_stats(f->d, &st);
     assert_int_equal(st.children, 2);
-    assert_int_equal(st.denied, 2);
-    assert_int_equal(st.ranks, 4);
+    assert_int_equal(st.denied, 3);
+    assert_int_equal(st.ranks, 5);
 
     assert_int_equal(st.duplicates, 0);
     /* two unrelated processes claiming one rank: both tracked, counted */
     FAKE(f, 500, 1, 540, "python3", "RANK=1", "WORLD_SIZE=2", "ARGUS_JOB=other");
-    assert_int_equal(scan(f), 5);
+    assert_int_equal(scan(f), 6);
     discovery_get_stats(f->d, &st);
     assert_int_equal(st.duplicates, 1);
     fake_rm(f, 500);
@@ -131,9 +136,11 @@ static void test_fake_children_and_deny(void **state)
     struct discovery_options o = {.proc_root = f->root, .node = "n", .deny_comms = ""};
     struct discovery *d2 = discovery_new(&o);
     assert_non_null(d2);
-    assert_int_equal(discovery_scan(d2, NULL, NULL), 4);
+    assert_int_equal(discovery_scan(d2, NULL, NULL), 5);
     assert_non_null(discovery_find(d2, 200));
     assert_null(discovery_find(d2, 201));
+    assert_non_null(discovery_find(d2, 600));
+    assert_null(discovery_find(d2, 601));
     assert_non_null(discovery_find(d2, 400));
     assert_null(discovery_find(d2, 401));
     discovery_free(d2);
