@@ -36,6 +36,7 @@ static const struct procstate_syscall procstate_x86_64[] = {
     {46, "sendmsg"},
     {47, "recvmsg"},
     {61, "wait4"},
+    {62, "kill"},
     {65, "semop"},
     {70, "msgrcv"},
     {73, "flock"},
