@@ -18,6 +18,7 @@
 #include "agent/agent_sources.h"
 #include "agent/delivery/names.h"
 #include "agent/discovery/discovery.h"
+#include "agent/liveness/liveness.h"
 #include "agent/probes/probe_stacks.h"
 #include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
@@ -45,6 +46,7 @@ struct agent {
     struct discovery *discovery;
     struct stepframes *frames; /* steps waiting for their stack samples */
     struct spans *spans;       /* raw spans per rank for drill-down (agent/spans/) */
+    struct liveness *live;     /* statuses of ranks that stop or end (agent/liveness/) */
     struct agent_sources *sources;
     struct clock_offset clock; /* monotonic to UNIX time, refreshed each tick */
     uint64_t clock_steps;
@@ -70,6 +72,7 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
     }
     stepinfer_track(a->stepinfer, r->pid, r->job, r->rank);
     spans_track(a->spans, r->pid, r->job, r->rank);
+    liveness_track(a->live, r->pid, r->job, r->rank, r->world_size, clock_mono_ns());
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
     agent_sources_track(a->sources, NULL, r->pid, root, true);
@@ -111,6 +114,8 @@ static void agent_on_rank_exit(void *ctx, const struct rank_info *ri)
     struct agent *a = ctx;
 
     log_info("agent", "rank %u of job %s (pid %u) is gone", ri->rank, ri->job, ri->pid);
+    /* how is unknown unless the proc probe told liveness first */
+    liveness_exit(a->live, ri->pid, -1, 0, false, clock_mono_ns());
     agent_sources_track(a->sources, NULL, ri->pid, ri->root, false);
     stepinfer_untrack(a->stepinfer, ri->pid, !assembler_has_steps(a->assembler, ri->pid));
     agent_log_stepinfer(a);
@@ -157,11 +162,14 @@ static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint
 {
     struct agent *a = ctx;
 
-    if (!call->wait && !call->tag)
-        stepinfer_call(a->stepinfer, pid,
-                       &(struct stepinfer_call){enter_ns, exit_ns, call->name_id, call->bytes,
-                                                call->comm, call->lib_seq, call->group,
-                                                call->done_ns});
+    if (call->wait || call->tag)
+        return;
+    stepinfer_call(a->stepinfer, pid,
+                   &(struct stepinfer_call){enter_ns, exit_ns, call->name_id, call->bytes,
+                                            call->comm, call->lib_seq, call->group, call->done_ns});
+    liveness_call(a->live, pid,
+                  &(struct progress_call){enter_ns, call->comm, call->group, call->lib_seq,
+                                          call->name_id, call->done_ns});
     if (!discovery_find(a->discovery, pid))
         discovery_unidentified_call(a->discovery, pid);
 }
@@ -169,7 +177,10 @@ static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint
 static void agent_on_collective_done(void *ctx, uint32_t pid, uint64_t comm, int64_t lib_seq,
                                      uint64_t done_ns)
 {
-    stepinfer_done(((struct agent *)ctx)->stepinfer, pid, comm, lib_seq, done_ns);
+    struct agent *a = ctx;
+
+    stepinfer_done(a->stepinfer, pid, comm, lib_seq, done_ns);
+    liveness_done(a->live, pid, comm, lib_seq, done_ns);
 }
 
 static void agent_on_event(void *ctx, const struct agent_event *ev)
@@ -187,7 +198,8 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
     case AGENT_EVENT_PROC_EXEC:
         discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
         break;
-    case AGENT_EVENT_PROC_EXIT:
+    case AGENT_EVENT_PROC_EXIT: /* liveness first: how it ended, before it is forgotten */
+        liveness_exit(a->live, ev->pid, ev->exit.code, ev->exit.signal, ev->exit.core, ev->ts_ns);
         discovery_exit_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
         break;
     case AGENT_EVENT_DROPS:
@@ -216,6 +228,7 @@ static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *
 {
     struct agent *a = ctx;
 
+    liveness_step(a->live, pid, s->step, clock_mono_ns());
     stepframes_add(a->frames, pid, s, clock_mono_ns());
 }
 
@@ -223,6 +236,34 @@ static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *
 static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 {
     agent_delivery_add_step(((struct agent *)ctx)->delivery, s);
+}
+
+/* A rank's status (agent/liveness/), on to the batcher. */
+static void agent_emit_status(void *ctx, const Argus__V1__RankStatus *s)
+{
+    agent_delivery_add_status(((struct agent *)ctx)->delivery, s);
+}
+
+/* A rank's last sampled stack (the stacks probe) as name ids, each defined
+ * in the dictionary the batch carries. */
+static size_t agent_status_stack(void *ctx, uint32_t pid, uint64_t *ids, size_t max)
+{
+    struct agent *a = ctx;
+    void *stacks = a->sources ? agent_sources_state(a->sources, &probe_stacks_ops) : NULL;
+    const char *frames[LIVENESS_STACK_MAX];
+    size_t n = stacks ? probe_stacks_last_stack(stacks, pid, frames, LIVENESS_STACK_MAX) : 0;
+
+    n = n < max ? n : max;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = name_id(frames[i]);
+        names_define(a->names, ids[i], frames[i]);
+    }
+    return n;
+}
+
+static const char *agent_name(void *ctx, uint64_t id)
+{
+    return names_lookup(((struct agent *)ctx)->names, id);
 }
 
 /* The collector asks for the raw spans of a rank in a window (a suspect's
@@ -272,7 +313,15 @@ static int agent_build_pipeline(struct agent *a)
                                                  .clock = &a->clock});
     a->frames = stepframes_new(&(struct stepframes_options){
         .clock = &a->clock, .names = a->names, .emit = agent_emit_step, .ctx = a});
-    if (!a->names || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans)
+    a->live = liveness_new(&(struct liveness_options){.after_ns = c->status_after,
+                                                      .interval_ns = c->status_interval,
+                                                      .clock = &a->clock,
+                                                      .emit = agent_emit_status,
+                                                      .stack = agent_status_stack,
+                                                      .name = agent_name,
+                                                      .ctx = a});
+    if (!a->names || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans ||
+        !a->live)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
@@ -433,6 +482,7 @@ static void agent_publish(struct agent *a, uint64_t now)
     stepframes_get_stats(a->frames, &s.frames);
     stepinfer_get_stats(a->stepinfer, &s.stepinfer);
     spans_get_stats(a->spans, &s.spans);
+    liveness_get_stats(a->live, &s.liveness);
     agent_http_publish(&a->http_state, &s, a->sources, now);
 }
 
@@ -461,6 +511,7 @@ static void agent_tick(struct agent *a, uint64_t now)
     if (now >= a->next_infer_ns) {
         stepinfer_tick(a->stepinfer, agent_explicit_steps, a);
         agent_log_stepinfer(a);
+        liveness_tick(a->live, now);
         a->next_infer_ns = agent_on_grid(now, NSEC_PER_SEC);
     }
     stepframes_tick(a->frames, now);
@@ -607,6 +658,7 @@ void agent_teardown(struct agent *a)
     assembler_free(a->assembler);
     stepinfer_free(a->stepinfer);
     spans_free(a->spans);
+    liveness_free(a->live);
     names_free(a->names);
     discovery_free(a->discovery);
     if (a->epfd >= 0)

@@ -225,6 +225,12 @@ void agent_delivery_add_step(struct agent_delivery *d, const Argus__V1__StepReco
         drops_add(d->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
 }
 
+void agent_delivery_add_status(struct agent_delivery *d, const Argus__V1__RankStatus *s)
+{
+    if (batcher_add_status(d->batcher, s, clock_mono_ns()) == -ENOMEM)
+        drops_add(d->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
+}
+
 int agent_delivery_add_trace(struct agent_delivery *d, const void *packed, size_t len)
 {
     return batcher_add_trace(d->batcher, packed, len);

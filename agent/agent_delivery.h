@@ -54,6 +54,10 @@ void agent_delivery_free(struct agent_delivery *d);
  * no memory for is counted as a drop of its rank. */
 void agent_delivery_add_step(struct agent_delivery *d, const Argus__V1__StepRecord *s);
 
+/* A rank's status (agent/liveness/, copied) into the open batch; one the
+ * batcher has no memory for is counted as a drop of its rank. */
+void agent_delivery_add_status(struct agent_delivery *d, const Argus__V1__RankStatus *s);
+
 /* Packed raw spans (a capture's answer, copied) for the next batch.
  * Returns 0 or -errno. */
 int agent_delivery_add_trace(struct agent_delivery *d, const void *packed, size_t len);

@@ -123,6 +123,11 @@ static const struct config_option agent_options[] = {
         "age of the oldest raw span kept (the oldest chunks go first)"),
     OPT("spans.capture_max", CONFIG_UINT, spans_capture_max, "100000", 1, 1e6,
         "raw spans per captured window sent to the collector (the earliest first)"),
+    OPT("status.after", CONFIG_DURATION, status_after, "5s", 1, 3600,
+        "a rank with no collective entered or finished and no step this long gets a status "
+        "(state, syscall, CPU, where it stands in each communicator) sent to the collector"),
+    OPT("status.interval", CONFIG_DURATION, status_interval, "5s", 1, 3600,
+        "then one every this long while it makes no progress"),
     OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7701",
               "/metrics and /healthz address HOST:PORT (empty: off)", config_check_http_listen),
     OPT_CHECK("discovery.job_vars", CONFIG_STRING, discovery_job_vars, DISCOVERY_DEFAULT_JOB_VARS,

@@ -25,6 +25,7 @@ struct agent_config {
     uint64_t spool_fsync_interval;
     uint64_t batch_max_steps, batch_max_bytes, batch_max_age;
     uint64_t spans_ring_bytes, spans_keep, spans_capture_max;
+    uint64_t status_after, status_interval; /* agent/liveness/ */
     char *http_listen;
     char *discovery_job_vars, *discovery_deny, *discovery_watch;
     uint64_t discovery_scan_interval;

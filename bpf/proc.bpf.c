@@ -47,9 +47,10 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *p)
 {
-    /* Only the group leader's exit ends the process. */
+    /* Only the group leader's exit ends the process. The raw status: the
+     * agent decodes the signal, core dump and exit code (probe_proc.c). */
     if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
         return 0;
-    proc_emit(ARGUS_PROC_EXIT, p, BPF_CORE_READ(p, exit_code) >> 8);
+    proc_emit(ARGUS_PROC_EXIT, p, BPF_CORE_READ(p, exit_code));
     return 0;
 }

@@ -14,11 +14,12 @@ enum argus_proc_kind {
 };
 
 struct argus_proc_event {
-    __u64 ts_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
-    __u32 kind;  /* enum argus_proc_kind */
-    __u32 pid;   /* tgid */
-    __u32 ppid;  /* parent tgid (exec only) */
-    __s32 exit_code;
+    __u64 ts_ns;     /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+    __u32 kind;      /* enum argus_proc_kind */
+    __u32 pid;       /* tgid */
+    __u32 ppid;      /* parent tgid (exec only) */
+    __s32 exit_code; /* exit only: the task's exit_code as waitpid reports it (signal in
+                      * bits 0-6, core dump bit 7, exit status in bits 8-15) */
     char comm[ARGUS_PROC_COMM_LEN];
 };
 

@@ -17,7 +17,9 @@ struct batcher {
     uint8_t *buf;              /* packed StepRecords, each as Batch field 6 */
     size_t len, cap;
     size_t nsteps;
-    size_t ntraces; /* Batch.traces entries in buf */
+    size_t ntraces;   /* Batch.traces entries in buf */
+    size_t nstatuses; /* Batch.statuses entries in buf */
+    bool exited;      /* one of them is a rank's end: the batch is due at once */
     uint64_t first_ns;
     uint64_t last_seal_ns;
     uint64_t drops_sealed; /* drops_version at the last seal */
@@ -108,6 +110,47 @@ int batcher_add_trace(struct batcher *b, const void *packed, size_t len)
     return 0;
 }
 
+/* Batch.statuses: field 10, length-delimited */
+#define BATCHER_STATUSES_KEY ((10u << 3) | WIRE_TYPE_LEN)
+
+static void batcher_reference_status(struct batcher *b, const Argus__V1__RankStatus *s)
+{
+    long j = names_job_index(b->names, s->job);
+
+    if (j < 0)
+        return;
+    for (size_t i = 0; i < s->n_comms; i++)
+        names_reference_at(b->names, j, s->comms[i]->name_id);
+    for (size_t i = 0; i < s->n_stack; i++)
+        names_reference_at(b->names, j, s->stack[i]);
+}
+
+/* The open batch holds its first entry (step or status) from now_ns. */
+static void batcher_opened(struct batcher *b, uint64_t now_ns)
+{
+    if (b->nsteps == 0 && b->nstatuses == 0)
+        b->first_ns = now_ns;
+}
+
+int batcher_add_status(struct batcher *b, const Argus__V1__RankStatus *s, uint64_t now_ns)
+{
+    size_t n = argus__v1__rank_status__get_packed_size(s);
+    uint8_t *p;
+
+    if (batcher_reserve(b, b->len + 1 + varint_size(n) + n) < 0)
+        return -ENOMEM;
+    batcher_opened(b, now_ns);
+    p = b->buf + b->len;
+    *p++ = BATCHER_STATUSES_KEY;
+    p = varint_put(p, n);
+    b->len = (size_t)(p + argus__v1__rank_status__pack(s, p) - b->buf);
+    b->nstatuses++;
+    b->exited |= s->exited;
+    b->stats.statuses++;
+    batcher_reference_status(b, s);
+    return 0;
+}
+
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
     size_t n = wire_steps_record_size(s), need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
@@ -115,8 +158,8 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
     if (batcher_reserve(b, need) < 0)
         return -ENOMEM;
     b->len += wire_steps_entry_put(b->buf + b->len, s, n);
-    if (b->nsteps++ == 0)
-        b->first_ns = now_ns;
+    batcher_opened(b, now_ns);
+    b->nsteps++;
     b->stats.steps++;
     batcher_reference(b, s);
     return 0;
@@ -130,24 +173,24 @@ static bool batcher_drops_dirty(const struct batcher *b)
 
 bool batcher_due(const struct batcher *b, uint64_t now_ns)
 {
-    if (b->ntraces)
+    if (b->ntraces || b->exited)
         return true;
-    if (!b->nsteps) {
+    if (!b->nsteps && !b->nstatuses) {
         /* new ranks and changed drop counters reach the collector even when no
          * step does, at most once per max_age */
         return (names_unsent_resources(b->names) || batcher_drops_dirty(b)) &&
                now_ns - b->last_seal_ns >= b->o.max_age_ns;
     }
-    return b->nsteps >= b->o.max_steps || b->len >= b->o.max_bytes ||
+    return b->nsteps + b->nstatuses >= b->o.max_steps || b->len >= b->o.max_bytes ||
            now_ns - b->first_ns >= b->o.max_age_ns;
 }
 
 uint64_t batcher_next_ns(const struct batcher *b)
 {
     /* a seal that failed (out of memory) is retried, not spun on */
-    if (b->ntraces)
+    if (b->ntraces || b->exited)
         return b->last_seal_ns + BATCHER_RETRY_NS;
-    if (b->nsteps)
+    if (b->nsteps || b->nstatuses)
         return max_u64(b->first_ns + b->o.max_age_ns, b->last_seal_ns + BATCHER_RETRY_NS);
     if (names_unsent_resources(b->names) || batcher_drops_dirty(b))
         return b->last_seal_ns + b->o.max_age_ns;
@@ -218,15 +261,16 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     uint8_t *raw;
     int r;
 
-    if (!b->nsteps && !b->ntraces && !names_unsent_resources(b->names) && !batcher_drops_dirty(b))
+    if (!b->nsteps && !b->ntraces && !b->nstatuses && !names_unsent_resources(b->names) &&
+        !batcher_drops_dirty(b))
         return -ENODATA;
     b->drops_sealed = b->drops ? drops_version(b->drops) : 0;
     b->last_seal_ns = clock_mono_ns();
     raw = batcher_header(b, epoch, seq, &hlen);
     if (!raw)
         return -ENOMEM;
-    /* concatenated messages merge: the steps become Batch.steps (b->buf is
-     * NULL until the first step) */
+    /* concatenated messages merge: the steps become Batch.steps, the
+     * statuses Batch.statuses (b->buf is NULL until the first entry) */
     if (b->len)
         memcpy(raw + hlen, b->buf, b->len);
     r = frame_encode(raw, hlen + b->len, FRAME_CODEC_LZ4, frame, len);
@@ -237,6 +281,8 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
         b->len = 0;
         b->nsteps = 0;
         b->ntraces = 0;
+        b->nstatuses = 0;
+        b->exited = false;
     }
     free(raw);
     return r;

@@ -7,7 +7,8 @@
  * acks it; the exporter (exporter.h) streams the spool to the collector;
  * dropstate (dropstate.h) carries the drop totals across restarts.
  *
- * The batcher: step records of every local rank into argus.v1.Batch frames.
+ * The batcher: step records (and rank statuses, agent/liveness/) of every
+ * local rank into argus.v1.Batch frames.
  * Each step is packed when added (so callers may free their record at once);
  * a batch is sealed when it holds max_steps records or max_bytes, or when
  * its oldest record is max_age old. Sealing adds the agent identity, the
@@ -49,6 +50,14 @@ void batcher_free(struct batcher *b);
  * BATCHER_DROP_NOMEM for its job and rank. */
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);
 
+/* Pack a rank's status (proto RankStatus, agent/liveness/) into the open
+ * batch and reference its names (its collectives' operations, its stack's
+ * frames), like a step. A batch holding an exited status (a rank's end) is
+ * due at once; others within max_age, counted with the steps against
+ * max_steps. now_ns is monotonic. Returns 0 or -ENOMEM (the status is lost:
+ * the caller counts it). */
+int batcher_add_status(struct batcher *b, const Argus__V1__RankStatus *s, uint64_t now_ns);
+
 /* Add a packed argus.v1.TraceWindow (copied) to the open batch as one
  * Batch.traces entry; the batch is due at once. Returns 0 or -ENOMEM. */
 int batcher_add_trace(struct batcher *b, const void *packed, size_t len);
@@ -74,7 +83,7 @@ size_t batcher_steps(const struct batcher *b);
 int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, size_t *len);
 
 struct batcher_stats {
-    uint64_t steps, batches, raw_bytes, frame_bytes;
+    uint64_t steps, statuses, batches, raw_bytes, frame_bytes;
 };
 void batcher_get_stats(const struct batcher *b, struct batcher_stats *out);
 

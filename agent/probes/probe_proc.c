@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <bpf/libbpf.h>
 
@@ -24,6 +25,13 @@ int probe_proc_decode(const struct argus_proc_event *r, struct agent_event *ev)
         return -EINVAL;
     ev->pid = r->pid;
     ev->ts_ns = r->ts_ns;
+    if (ev->kind == AGENT_EVENT_PROC_EXIT && WIFSIGNALED(r->exit_code)) {
+        ev->exit.code = -1;
+        ev->exit.signal = WTERMSIG(r->exit_code);
+        ev->exit.core = WCOREDUMP(r->exit_code) != 0;
+    } else if (ev->kind == AGENT_EVENT_PROC_EXIT) {
+        ev->exit.code = WEXITSTATUS(r->exit_code);
+    }
     return 0;
 }
 

@@ -21,6 +21,7 @@
 
 #define STACKS_MAX_CPUS 1024
 #define STACKS_DEFAULT_WINDOW 16384
+#define STACKS_LAST_MAX 256 /* processes whose last sample is kept */
 
 /* A sample handed to the symbolizer and not back yet. */
 struct stacks_pending {
@@ -49,6 +50,10 @@ struct stacks {
     uint64_t window_short; /* queries reaching back past the window's oldest sample */
     uint64_t ring_drops_reported, queue_drops_reported;
     int delivered;
+    /* the last named sample of each tracked process, however old (a hung
+     * rank is sampled no more while the window moves on) */
+    struct probe_stacks_sample last[STACKS_LAST_MAX];
+    size_t nlast;
 };
 
 size_t probe_stacks_aggregate(const struct probe_stacks_sample *samples, size_t n, uint32_t pid,
@@ -127,6 +132,29 @@ static int stacks_on_record(void *ctx, void *data, size_t size)
     return 0;
 }
 
+/* Keep s as its process's last sample (not when STACKS_LAST_MAX others
+ * are kept). */
+static void stacks_keep_last(struct stacks *st, const struct probe_stacks_sample *s)
+{
+    size_t i = 0;
+
+    while (i < st->nlast && st->last[i].pid != s->pid)
+        i++;
+    if (i == STACKS_LAST_MAX)
+        return;
+    st->nlast += i == st->nlast;
+    st->last[i] = *s;
+}
+
+static void stacks_forget_last(struct stacks *st, uint32_t pid)
+{
+    for (size_t i = 0; i < st->nlast; i++)
+        if (st->last[i].pid == pid) {
+            st->last[i] = st->last[--st->nlast];
+            return;
+        }
+}
+
 /* Move what the symbolizer finished into the window. */
 static void stacks_take(struct stacks *st)
 {
@@ -135,6 +163,9 @@ static void stacks_take(struct stacks *st)
     do { /* again only when the window's end cut a take short */
         room = st->cfg.window - st->head;
         n = stacks_worker_take(st->worker, &st->window[st->head], room);
+        for (size_t i = 0; i < n; i++)
+            if (st->window[st->head + i].nframes)
+                stacks_keep_last(st, &st->window[st->head + i]);
         st->head = (st->head + n) % st->cfg.window;
         st->count = st->count + n < st->cfg.window ? st->count + n : st->cfg.window;
         st->pending_first += n;
@@ -344,8 +375,10 @@ static int stacks_track(void *state, uint32_t pid, const char *root, bool add)
 {
     struct stacks *st = state;
 
-    if (!add)
+    if (!add) {
         stacks_worker_forget(st->worker, pid); /* after its samples so far */
+        stacks_forget_last(st, pid);
+    }
     return probe_pids_update(&st->pids, st->skel ? st->skel->maps.stacks_tracked : NULL, pid, root,
                              add);
 }
@@ -359,6 +392,24 @@ static int frame_cmp(const void *a, const void *b)
     if (x->total != y->total)
         return x->total < y->total ? 1 : -1;
     return strcmp(x->name, y->name);
+}
+
+size_t probe_stacks_last_stack(void *state, uint32_t pid, const char **out, size_t max)
+{
+    struct stacks *st = state;
+    size_t n = 0;
+
+    stacks_drain(st);
+    for (size_t i = 0; i < st->nlast; i++) {
+        const struct probe_stacks_sample *s = &st->last[i];
+
+        if (s->pid != pid)
+            continue;
+        for (uint32_t f = 0; f < s->nframes && f < PROBE_STACKS_FRAMES && n < max; f++)
+            out[n++] = stacks_worker_name(st->worker, s->frames[f]);
+        break;
+    }
+    return n;
 }
 
 /* The named samples' top frames of pid in [from_ns, to_ns), at most max. */

@@ -71,6 +71,12 @@ size_t probe_stacks_aggregate(const struct probe_stacks_sample *samples, size_t 
 size_t probe_stacks_top_frames(void *state, uint32_t pid, uint64_t from_ns, uint64_t to_ns,
                                struct probe_stacks_frame *out, size_t max);
 
+/* The frames of pid's last named sample, however old, leaf first, at most
+ * max names into out (valid while the probe lives), after taking in what
+ * the symbolizer has finished (a hung rank's last stack: agent/liveness/).
+ * Main thread; never blocks. Returns how many, 0 when none. */
+size_t probe_stacks_last_stack(void *state, uint32_t pid, const char **out, size_t max);
+
 /* True when no sample taken before to_ns is still pending: the BPF ring is
  * read and the symbolizer's results taken in first. Main thread; never
  * blocks. */

@@ -21,7 +21,7 @@ enum agent_event_kind {
     AGENT_EVENT_COLLECTIVE,  /* one collective call */
     AGENT_EVENT_COUNTER,     /* add to a host counter of the rank's current step */
     AGENT_EVENT_PROC_EXEC,   /* a process exec'd (pid): discovery should look at it */
-    AGENT_EVENT_PROC_EXIT,   /* a process exited (pid) */
+    AGENT_EVENT_PROC_EXIT,   /* a process exited (pid, how: exit) */
     AGENT_EVENT_DROPS,       /* a source lost events: add to a drop counter */
     AGENT_EVENT_RANK,        /* a source knows a rank directly (replay, CUPTI hello) */
     AGENT_EVENT_RECORD,      /* a whole recorded step record (record replay) */
@@ -97,6 +97,11 @@ struct agent_event {
         struct {
             const void *step; /* an argus.v1.StepRecord *, valid during the call */
         } record;
+        struct {
+            int32_t code;   /* exit status 0-255, -1 when a signal ended it or unknown */
+            int32_t signal; /* the signal that ended it, 0 = none */
+            bool core;      /* it dumped core */
+        } exit;             /* PROC_EXIT */
     };
 };
 

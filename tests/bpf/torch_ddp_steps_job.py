@@ -28,8 +28,23 @@ spawner); without it, every rank on this node at 127.0.0.1:MASTER_PORT.
 STOP_FILE (tests/bpf/torch_detect_job.py): once it exists and holds a step
 number N, every rank stops before step N (ranks in lockstep through the
 all-reduces stop at the same step); STEPS stays a bound.
+
+FAULT_FILE (tests/bpf/torch_fault_job.py): lines `RANK ACTION [STEP]`, written
+at any time; RANK is a global rank or `*` (every rank). At the start of its
+next step (at STEP or later when given) the rank does ACTION, once per line:
+  stop   SIGSTOP itself (SIGCONT from outside resumes it)
+  read   block in a read of a pipe nobody writes, forever
+  spin   a Python busy loop, forever
+  exit   sys.exit(3)
+  abort  os.abort() (SIGABRT)
+  kill   SIGKILL itself
+  ckpt   sleep CKPT_SECONDS (default 30) outside collectives, then carry on (a
+         checkpoint; give every rank the same STEP so that none waits in a
+         collective for another)
 """
 import os
+import signal
+import sys
 import time
 
 import torch
@@ -40,6 +55,8 @@ STEPS = int(os.environ.get("STEPS", "300"))
 ACCUM = int(os.environ.get("ACCUM", "1"))
 WIDTH = int(os.environ.get("WIDTH", "512"))
 STOP_FILE = os.environ.get("STOP_FILE", "")
+FAULT_FILE = os.environ.get("FAULT_FILE", "")
+FAULTS_DONE = set()
 
 
 def spawned(local, world, port):
@@ -57,6 +74,43 @@ def stop_step():
             return int(f.read().strip() or STEPS)
     except (OSError, ValueError):
         return None
+
+
+def fault_action(action):
+    """Do one FAULT_FILE action (see the module's comment)."""
+    if action == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    elif action == "read":
+        r, w = os.pipe()  # w stays open: no end of file
+        os.read(r, 1)
+    elif action == "spin":
+        while True:
+            pass
+    elif action == "exit":
+        sys.exit(3)
+    elif action == "abort":
+        os.abort()
+    elif action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "ckpt":
+        time.sleep(float(os.environ.get("CKPT_SECONDS", "30")))
+
+
+def fault_check(rank, step):
+    """At a step's start: the FAULT_FILE lines for this rank and step."""
+    try:
+        with open(FAULT_FILE) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 2 or line in FAULTS_DONE or fields[0] not in ("*", str(rank)):
+            continue
+        if len(fields) > 2 and step < int(fields[2]):
+            continue
+        FAULTS_DONE.add(line)
+        fault_action(fields[1])
 
 
 def main():
@@ -80,6 +134,8 @@ def main():
     last = STEPS
     i = 0
     while i < last:
+        if FAULT_FILE:
+            fault_check(rank, i)
         t0 = time.time_ns()
         opt.zero_grad()
         for micro in range(ACCUM):

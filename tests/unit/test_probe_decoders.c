@@ -213,6 +213,23 @@ static void test_proc_decode(void **state)
     assert_int_equal(probe_proc_decode(&r, &ev), 0);
     assert_int_equal(ev.kind, AGENT_EVENT_PROC_EXIT);
     assert_int_equal(ev.pid, 1234);
+    assert_int_equal(ev.exit.code, 0);
+    assert_int_equal(ev.exit.signal, 0);
+    r.exit_code = 3 << 8; /* sys.exit(3) */
+    assert_int_equal(probe_proc_decode(&r, &ev), 0);
+    assert_int_equal(ev.exit.code, 3);
+    assert_int_equal(ev.exit.signal, 0);
+    assert_false(ev.exit.core);
+    r.exit_code = 9; /* kill -9 */
+    assert_int_equal(probe_proc_decode(&r, &ev), 0);
+    assert_int_equal(ev.exit.code, -1);
+    assert_int_equal(ev.exit.signal, 9);
+    assert_false(ev.exit.core);
+    r.exit_code = 6 | 0x80; /* abort() with a core dump */
+    assert_int_equal(probe_proc_decode(&r, &ev), 0);
+    assert_int_equal(ev.exit.code, -1);
+    assert_int_equal(ev.exit.signal, 6);
+    assert_true(ev.exit.core);
     r.kind = ARGUS_PROC_EXEC;
     assert_int_equal(probe_proc_decode(&r, &ev), 0);
     assert_int_equal(ev.kind, AGENT_EVENT_PROC_EXEC);

@@ -54,6 +54,8 @@ static void test_record_reads_no_symbols(void **state)
     assert_int_equal(probe_stacks_top_frames(st, (uint32_t)getpid(), 104, 106, top, 5), 1);
     assert_int_equal(top[0].self, 2);
     assert_int_equal(probe_stacks_top_frames(st, (uint32_t)getpid() + 1, 0, 1000, top, 5), 0);
+    /* no sample of the process is named yet: no last stack (liveness) */
+    assert_int_equal(probe_stacks_last_stack(st, (uint32_t)getpid(), (const char *[4]){0}, 4), 0);
     assert_int_equal(probe_stacks_ops.dispatch(st), 0);
     assert_int_equal(symbolize_elf_opens(0), opens_all);
     metrics[probe_stacks_ops.metrics(st, metrics, sizeof(metrics) - 1)] = '\0';

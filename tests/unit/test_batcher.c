@@ -1,0 +1,131 @@
+/* agent/delivery/batcher with rank statuses: packed next to the steps and
+ * unpacked whole from the sealed frame (Batch.statuses), the names their
+ * collectives and stack reference in the batch's dictionary, a stalled
+ * status due after max_age like a step, an exited one due at once. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/delivery/batcher.h"
+#include "agent/delivery/names.h"
+#include "common/frame.h"
+#include "common/name_id.h"
+#include "proto/argus.pb-c.h"
+
+#define MS 1000000ull
+
+static Argus__V1__Batch *seal(struct batcher *b, uint64_t seq)
+{
+    void *frame = NULL, *raw = NULL;
+    size_t len = 0, rawlen = 0;
+    Argus__V1__Batch *batch;
+
+    assert_int_equal(batcher_seal(b, 1, seq, &frame, &len), 0);
+    assert_int_equal(frame_decode(frame, len, NULL, &raw, &rawlen, NULL), 0);
+    batch = argus__v1__batch__unpack(NULL, rawlen, raw);
+    assert_non_null(batch);
+    free(raw);
+    free(frame);
+    return batch;
+}
+
+static const char *batch_name(const Argus__V1__Batch *batch, uint64_t id)
+{
+    for (size_t i = 0; i < batch->n_names; i++)
+        if (batch->names[i]->id == id)
+            return batch->names[i]->name;
+    return NULL;
+}
+
+static void test_status_round_trip(void **state)
+{
+    struct batcher_options o = {"agent-1", 512, 1 << 20, 1000 * MS};
+    struct names *names = names_new();
+    struct batcher *b = batcher_new(&o, names, NULL);
+    Argus__V1__StepRecord step = ARGUS__V1__STEP_RECORD__INIT;
+    Argus__V1__RankStatus s = ARGUS__V1__RANK_STATUS__INIT;
+    Argus__V1__CommProgress comm = ARGUS__V1__COMM_PROGRESS__INIT;
+    Argus__V1__CommProgress *comms[] = {&comm};
+    uint64_t op = name_id("c10d::ProcessGroupGloo::allreduce"), leaf = name_id("read");
+    uint64_t stack[] = {leaf, name_id("main")};
+    Argus__V1__Batch *batch;
+
+    names_define(names, op, "c10d::ProcessGroupGloo::allreduce");
+    names_define(names, leaf, "read");
+    names_define(names, stack[1], "main");
+    step.job = "job-a";
+    step.rank = 1;
+    step.step = 40;
+    assert_int_equal(batcher_add_step(b, &step, 10 * MS), 0);
+    s.job = "job-a";
+    s.rank = 2;
+    s.pid = 4242;
+    s.state = ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED;
+    s.wait = "read";
+    s.cpu_permille = 3;
+    comm.comm_id = 0xabcd;
+    comm.entered_seq = 812;
+    comm.done_seq = 811;
+    comm.name_id = op;
+    s.n_comms = 1;
+    s.comms = comms;
+    s.n_stack = 2;
+    s.stack = stack;
+    assert_int_equal(batcher_add_status(b, &s, 20 * MS), 0);
+    /* a stalled status waits like a step: max_age from the first entry */
+    assert_false(batcher_due(b, 500 * MS));
+    assert_int_equal(batcher_next_ns(b), 1010 * MS);
+    assert_true(batcher_due(b, 1010 * MS));
+    batch = seal(b, 1);
+    assert_int_equal(batch->n_steps, 1);
+    assert_int_equal(batch->steps[0]->step, 40);
+    assert_int_equal(batch->n_statuses, 1);
+    assert_string_equal(batch->statuses[0]->job, "job-a");
+    assert_int_equal(batch->statuses[0]->rank, 2);
+    assert_int_equal(batch->statuses[0]->pid, 4242);
+    assert_int_equal(batch->statuses[0]->state, ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED);
+    assert_string_equal(batch->statuses[0]->wait, "read");
+    assert_int_equal(batch->statuses[0]->n_comms, 1);
+    assert_int_equal(batch->statuses[0]->comms[0]->entered_seq, 812);
+    assert_int_equal(batch->statuses[0]->comms[0]->done_seq, 811);
+    assert_int_equal(batch->statuses[0]->n_stack, 2);
+    assert_int_equal(batch->statuses[0]->stack[0], leaf);
+    assert_string_equal(batch_name(batch, op), "c10d::ProcessGroupGloo::allreduce");
+    assert_string_equal(batch_name(batch, leaf), "read");
+    assert_string_equal(batch_name(batch, stack[1]), "main");
+    argus__v1__batch__free_unpacked(batch, NULL);
+    /* an exited status alone: due at once */
+    assert_false(batcher_due(b, 2000 * MS));
+    s.exited = true;
+    s.exit_signal = 9;
+    s.exit_code = -1;
+    s.n_stack = 0;
+    assert_int_equal(batcher_add_status(b, &s, 2000 * MS), 0);
+    assert_true(batcher_due(b, 2000 * MS));
+    batch = seal(b, 2);
+    assert_int_equal(batch->n_steps, 0);
+    assert_int_equal(batch->n_statuses, 1);
+    assert_true(batch->statuses[0]->exited);
+    assert_int_equal(batch->statuses[0]->exit_signal, 9);
+    assert_int_equal(batch->statuses[0]->exit_code, -1);
+    argus__v1__batch__free_unpacked(batch, NULL);
+    assert_false(batcher_due(b, 5000 * MS));
+    assert_int_equal(batcher_seal(b, 1, 3, &(void *){NULL}, &(size_t){0}), -ENODATA);
+    batcher_free(b);
+    names_free(names);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_round_trip),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
