@@ -73,6 +73,7 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
     stepinfer_track(a->stepinfer, r->pid, r->job, r->rank);
     spans_track(a->spans, r->pid, r->job, r->rank);
     liveness_track(a->live, r->pid, r->job, r->rank, r->world_size, clock_mono_ns());
+    liveness_set_restart(a->live, r->pid, r->restart);
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
     agent_sources_track(a->sources, NULL, r->pid, root, true);

@@ -56,6 +56,14 @@ int liveness_track(struct liveness *lv, uint32_t pid, const char *job, uint32_t 
     return progress_track(lv->table, pid, job, rank, world, now);
 }
 
+void liveness_set_restart(struct liveness *lv, uint32_t pid, uint32_t restart)
+{
+    struct progress_rank *r = progress_find(lv->table, pid);
+
+    if (r)
+        r->restart = restart;
+}
+
 void liveness_call(struct liveness *lv, uint32_t pid, const struct progress_call *c)
 {
     progress_call(lv->table, pid, c);
@@ -106,6 +114,7 @@ static void liveness_fill(struct liveness *lv, const struct progress_rank *r, ui
     s->job = (char *)r->job;
     s->rank = r->rank;
     s->pid = r->pid;
+    s->restart = r->restart;
     s->at_unix_ns = liveness_real(lv, now);
     s->state = state;
     s->wait = lv->wait;

@@ -65,6 +65,10 @@ struct liveness;
 struct liveness *liveness_new(const struct liveness_options *o);
 void liveness_free(struct liveness *lv);
 
+/* The launcher's attempt of pid's job (Resource.restart, torchelastic's
+ * restart count), for its statuses; a pid not tracked is ignored. */
+void liveness_set_restart(struct liveness *lv, uint32_t pid, uint32_t restart);
+
 /* pid is rank of job (copied) in a world of world ranks, from now
  * (monotonic). Returns 0 or -errno (the table is full: it gets no status). */
 int liveness_track(struct liveness *lv, uint32_t pid, const char *job, uint32_t rank,

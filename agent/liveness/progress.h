@@ -47,6 +47,7 @@ struct progress_rank {
     bool tracked; /* a rank (progress_track): job, rank and world are set */
     char job[PROGRESS_JOB_MAX];
     uint32_t rank, world;
+    uint32_t restart; /* the launcher's attempt (Resource.restart) */
     bool has_step;
     uint64_t last_step;
     uint64_t last_call_ns;  /* its last collective entered or finished, 0 none */

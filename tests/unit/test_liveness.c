@@ -100,6 +100,8 @@ static void test_stalled_moving_killed(void **state)
     uint32_t p = (uint32_t)pid;
 
     assert_int_equal(liveness_track(lv, p, "job-a", 2, 4, 0), 0);
+    liveness_set_restart(lv, p, 3);
+    liveness_set_restart(lv, p + 1, 9); /* not tracked: nothing */
     liveness_call(lv, p, &(struct progress_call){1 * SEC, GLOO, GROUP, 812, 77, 0});
     liveness_done(lv, p, GLOO, 811, 1 * SEC);
     liveness_tick(lv, 3 * SEC);
@@ -110,6 +112,7 @@ static void test_stalled_moving_killed(void **state)
     assert_string_equal(fake.got[0].job, "job-a");
     assert_int_equal(fake.got[0].s.rank, 2);
     assert_int_equal(fake.got[0].s.pid, p);
+    assert_int_equal(fake.got[0].s.restart, 3);
     assert_int_equal(fake.got[0].s.state, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING);
     if (geteuid() == 0 && procstate_host_arch() != PROCSTATE_ARCH_OTHER)
         assert_string_equal(fake.got[0].wait, "read");
