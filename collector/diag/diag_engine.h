@@ -40,6 +40,7 @@
 #include "collector/diag/diag_l2.h"
 #include "collector/diag/diag_l3.h"
 #include "collector/diag/diag_report.h"
+#include "collector/diag/diag_silence.h"
 #include "collector/diag/diag_steps.h"
 #include "proto/argus.pb-c.h"
 
@@ -162,6 +163,11 @@ uint64_t diag_engine_steps_closed(const struct diag_engine *e);
 
 /* Copy the counters into *out. */
 void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out);
+
+/* A diag_silence_where_fn (ctx: the engine): where rank runs (node, GPU,
+ * peer group), for findings made outside the engine (diag_live.h); the
+ * strings stay valid until the engine changes. Unknown ranks leave out. */
+void diag_engine_where(void *ctx, uint32_t rank, struct diag_silence_where *out);
 
 /* The L2 clock offset estimate of a rank (tests, drill-down). */
 double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank);
