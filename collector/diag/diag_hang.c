@@ -111,6 +111,17 @@ bool diag_hang_waits(const struct diag_live_rank *r, const struct diag_hang *h)
     return c && diag_hang_inside(c) && (h->seq_local || c->entered_seq == h->seq);
 }
 
+/* r waits inside a call on a communicator other than comm: it is blocked
+ * behind someone else, not the one who keeps comm waiting (a chain of
+ * waits ends at a rank outside every collective). */
+static bool inside_other(const struct diag_live_rank *r, uint64_t comm)
+{
+    for (uint8_t i = 0; i < r->n_comms; i++)
+        if (r->comms[i].comm_id != comm && diag_hang_inside(&r->comms[i]))
+            return true;
+    return false;
+}
+
 /* Count the waiters of h and name its suspects. */
 static void hang_members(const struct diag_live_rank *ranks, uint32_t n, uint64_t now_ns,
                          struct diag_hang *h, uint32_t *no_status)
@@ -129,7 +140,7 @@ static void hang_members(const struct diag_live_rank *ranks, uint32_t n, uint64_
                 h->first_waiter = r;
             }
             h->wait_ns = w > h->wait_ns ? w : h->wait_ns;
-        } else if (live_status(lr) && behind(lr, h)) {
+        } else if (live_status(lr) && behind(lr, h) && !inside_other(lr, h->comm_id)) {
             add_suspect(h, r);
         } else if (!lr->has_status) {
             (*no_status)++;

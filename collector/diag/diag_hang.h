@@ -11,8 +11,10 @@
  *   - one or more members of g (ranks with progress on g in a status, or
  *     seen using g in step records) have not entered k: their entered
  *     sequence on g is below k (when the numbers are the agent's own,
- *     seq_local: they are not inside any call on g). Those are the
- *     suspects. Members with no status at all are named ("no status from
+ *     seq_local: they are not inside any call on g), and they are not
+ *     waiting inside a call on another communicator themselves (then they
+ *     are a link of a chain of waits, whose end is named where it waits).
+ *     Those are the suspects. Members with no status at all are named ("no status from
  *     it") only when no member with a status is behind, and when they are
  *     fewer than half of the members (a node whose agent sends no statuses
  *     is not a hang).

@@ -252,6 +252,48 @@ static void test_no_status_named(void **st)
     diag_live_free(&l);
 }
 
+/* Ranks 0,1 wait in #10 of COMM; rank 2 waits inside another group's
+ * call (behind rank 3), rank 3 is on CPU outside both: only rank 3. */
+static void test_chain_of_waits(void **st)
+{
+    struct diag_live l;
+    char sum[700], ev[1400];
+    uint32_t rank = 0;
+    int cause = 0;
+    Argus__V1__RankStatus s = ARGUS__V1__RANK_STATUS__INIT;
+    Argus__V1__CommProgress a = ARGUS__V1__COMM_PROGRESS__INIT, b = a;
+    Argus__V1__CommProgress *cp[2] = {&a, &b};
+
+    (void)st;
+    new_live(&l, 4);
+    status(&l, 0, T0 + 20 * S, 10, 9, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING, T0 + 20 * S);
+    status(&l, 1, T0 + 20 * S, 10, 9, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING, T0 + 20 * S);
+    s.job = "j";
+    s.at_unix_ns = T0 + 20 * S;
+    s.state = ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING;
+    a.comm_id = COMM; /* behind on COMM */
+    a.entered_seq = a.done_seq = 9;
+    a.entered_unix_ns = T0 - 2 * S;
+    a.done_unix_ns = T0 - S;
+    b.comm_id = 99; /* inside #40 of group 99 */
+    b.entered_seq = 40;
+    b.done_seq = 39;
+    b.entered_unix_ns = T0;
+    b.done_unix_ns = T0 - S / 2;
+    s.n_comms = 2;
+    s.comms = cp;
+    s.rank = 2;
+    assert_int_equal(diag_live_status(&l, &s, T0 + 20 * S), 0);
+    b.entered_seq = b.done_seq = 39; /* rank 3: outside both */
+    b.entered_unix_ns = T0 - S;
+    s.state = ARGUS__V1__PROC_STATE__PROC_STATE_RUNNING;
+    s.rank = 3;
+    assert_int_equal(diag_live_status(&l, &s, T0 + 20 * S), 0);
+    assert_int_equal(check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause), 1);
+    assert_int_equal(rank, 3);
+    diag_live_free(&l);
+}
+
 static void test_killed_then_others(void **st)
 {
     struct diag_live l;
@@ -310,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_slow_and_checkpoint_not_hung),
         cmocka_unit_test(test_bound_scaled_by_step_time),
         cmocka_unit_test(test_no_status_named),
+        cmocka_unit_test(test_chain_of_waits),
         cmocka_unit_test(test_killed_then_others),
         cmocka_unit_test(test_clean_end_and_exit_error),
     };
