@@ -10,7 +10,10 @@
  * the M-of-N persistence, diag_rankwin.h each rank's arrival order and host
  * counters over that window, diag_ranks.h the ranks with their groups and
  * clock domains, diag_evidence.h and diag_report.h the output (with the
- * queue of finished reports), diag_amend.h the late records.
+ * queue of finished reports), diag_amend.h the late records. Next to the
+ * engine, diag_live.h (with diag_hang.h) turns the ranks' liveness statuses
+ * (argus.v1.RankStatus) into hang and death reports and the job's state;
+ * the adapter feeds both.
  *
  * The collector's online straggler diagnosis for one job (docs/design.md
  * section 7): feed step records in any order across ranks, batch by batch
