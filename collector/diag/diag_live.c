@@ -307,30 +307,32 @@ static int death_report(struct diag_live *l, uint32_t first, const struct diag_l
 }
 
 /* Deaths and the end of the job. 1 when rep got the death, 0, -ENOMEM. */
+static bool any_seen(const struct diag_live *l)
+{
+    for (uint32_t r = 0; r < l->cap; r++)
+        if (l->ranks[r].seen)
+            return true;
+    return false;
+}
+
 static int check_deaths(struct diag_live *l, uint64_t now_ns, const struct diag_live_ctx *c,
                         Argus__V1__Report *rep)
 {
     bool all, known;
     uint32_t first = first_death(l, &all, &known);
+    bool graced = first == UINT32_MAX || now_ns >= l->death_recv_ns + l->grace_ns;
 
-    if (l->failed || l->state == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
+    if (l->failed || l->state == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED || !graced)
         return 0;
-    if (all && (first == UINT32_MAX || !known) && l->cap &&
-        (first == UINT32_MAX || now_ns >= l->death_recv_ns + l->grace_ns)) {
-        bool any = false;
-        for (uint32_t r = 0; r < l->cap && !any; r++)
-            any = l->ranks[r].seen;
-        if (!any)
-            return 0;
+    /* every rank ended, none by a signal or an error code: the job ended */
+    if (all && !known && any_seen(l)) {
         l->state = ARGUS__V1__JOB_STATE__JOB_STATE_ENDED;
         l->hung = l->death_pending = false;
         snprintf(l->reason, sizeof(l->reason), "every rank ended%s",
                  first == UINT32_MAX ? " cleanly" : " (exit status unknown)");
         return 0;
     }
-    if (!l->death_pending || now_ns < l->death_recv_ns + l->grace_ns || first == UINT32_MAX)
-        return 0;
-    return death_report(l, first, c, rep);
+    return l->death_pending && first != UINT32_MAX ? death_report(l, first, c, rep) : 0;
 }
 
 /* --- hangs --------------------------------------------------------------- */
@@ -506,11 +508,7 @@ static int check_hang(struct diag_live *l, uint64_t now_ns, const struct diag_li
 int diag_live_check(struct diag_live *l, uint64_t now_ns, const struct diag_live_ctx *c,
                     Argus__V1__Report *rep)
 {
-    bool seen = false;
-
-    for (uint32_t r = 0; r < l->cap && !seen; r++)
-        seen = l->ranks[r].seen;
-    if (seen && l->state == ARGUS__V1__JOB_STATE__JOB_STATE_UNKNOWN)
+    if (l->state == ARGUS__V1__JOB_STATE__JOB_STATE_UNKNOWN && any_seen(l))
         l->state = ARGUS__V1__JOB_STATE__JOB_STATE_RUNNING;
     int err = check_deaths(l, now_ns, c, rep);
     if (err || l->failed || l->death_pending || l->state == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
