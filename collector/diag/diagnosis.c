@@ -283,8 +283,10 @@ static void diagnosis_epoch(struct diagnosis *d, struct diagnosis_job *j, uint32
     j->past_closed += es.steps_closed;
     diag_engine_free(j->engine);
     j->engine = e;
+    uint64_t counts[3] = {j->live.statuses, j->live.hangs, j->live.deaths};
     diag_live_free(&j->live);
     diag_live_init(&j->live, d->o.hang_after_ns, 0);
+    j->live.statuses = counts[0], j->live.hangs = counts[1], j->live.deaths = counts[2];
     log_info("diagnosis", "job %s: attempt %" PRIu32 " after %" PRIu32 ": a new epoch", j->job,
              restart, j->restart);
     j->restart = restart;

@@ -146,6 +146,9 @@ static void test_killed_failed_then_restarted(void **state)
     diagnosis_feed(d, &t->b, now + 41 * NSEC_PER_SEC);
     diagnosis_tick(d, now + 41 * NSEC_PER_SEC);
     expect_state(f->s, "dj", ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING, "new attempt", 1);
+    diagnosis_get_stats(d, &st);
+    assert_int_equal(st.deaths, 1); /* the counters go on over epochs */
+    assert_int_equal(st.jobs_by_state[ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING], 1);
     tbatch_free(t);
     diagnosis_free(d);
 }
