@@ -135,6 +135,9 @@ static const struct config_option collector_options[] = {
     OPT("diag.silence", CONFIG_DURATION, diag_silence, "30s", 0.01, 86400,
         "a rank (or a whole agent: one node finding) is silent after this long without records "
         "while the job goes on"),
+    OPT("diag.hang_after", CONFIG_DURATION, diag_hang_after, "30s", 1, 86400,
+        "ranks waiting this long in a collective that another rank never entered: the job is "
+        "hung (raised to 10 x the job's median step time; keep it under the backend's timeout)"),
     OPT("diag.max_open_bytes", CONFIG_SIZE, diag_max_open_bytes, "256MiB", 1048576,
         1024.0 * 1073741824, "memory of one job's open and kept steps; over it the oldest closes"),
     OPT("diag.max_bytes", CONFIG_SIZE, diag_max_bytes, "1GiB", 16777216, 1024.0 * 1073741824,

@@ -33,6 +33,7 @@ struct collector_config {
     uint64_t diag_job_idle;    /* ns */
     uint64_t diag_stream_hold; /* ns */
     uint64_t diag_silence;     /* ns */
+    uint64_t diag_hang_after;  /* ns */
     uint64_t diag_max_open_bytes;
     uint64_t diag_max_bytes;
     uint64_t diag_late_horizon;

@@ -151,6 +151,7 @@ static int collector_start_diagnosis(struct collector *c)
         .step_timeout_ns = c->cfg.diag_step_timeout,
         .stream_hold_ns = c->cfg.diag_stream_hold,
         .silence_ns = c->cfg.diag_silence,
+        .hang_after_ns = c->cfg.diag_hang_after,
         .max_open_bytes = c->cfg.diag_max_open_bytes,
         .max_bytes = c->cfg.diag_max_bytes,
         .late_horizon = (uint32_t)c->cfg.diag_late_horizon,

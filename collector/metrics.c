@@ -96,7 +96,26 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
     diagnosis_get_stats(m->diagnosis, &ds);
     if (m->diagq)
         diagq_get_stats(m->diagq, &qs);
-    http_buf_metric(b, "argus_diag_jobs", "gauge", "jobs under diagnosis", "", ds.jobs);
+    for (int st = 0; st < DIAGNOSIS_STATES; st++) {
+        char label[40];
+        snprintf(label, sizeof(label), "state=\"%s\"", diagnosis_state_name(st));
+        if (st == 0)
+            http_buf_metric(b, "argus_diag_jobs", "gauge",
+                            "jobs under diagnosis, by state (unknown: no tick yet)", label,
+                            ds.jobs_by_state[st]);
+        else
+            http_buf_sample(b, "argus_diag_jobs", label, ds.jobs_by_state[st]);
+    }
+    http_buf_metric(b, "argus_diag_statuses_total", "counter",
+                    "rank statuses (liveness) taken by diagnosis", "", ds.statuses);
+    http_buf_metric(b, "argus_diag_liveness_findings_total", "counter",
+                    "liveness reports: a hung job (kind hang) or a rank that died (kind exited)",
+                    "kind=\"hang\"", ds.hangs);
+    http_buf_sample(b, "argus_diag_liveness_findings_total", "kind=\"exited\"", ds.deaths);
+    http_buf_metric(b, "argus_diag_suppressed_reports_total", "counter",
+                    "reports of a job after one of its ranks died (its consequences), not "
+                    "published",
+                    "", ds.suppressed);
     http_buf_metric(b, "argus_diag_jobs_retired_total", "counter",
                     "jobs whose diagnosis state was freed (idle past diag.job_idle, or over the "
                     "job limit)",

@@ -329,6 +329,21 @@ int alert_book_observe(struct alert_book *b, const char *job, Argus__V1__Report 
     return rc;
 }
 
+int alert_book_resolve(struct alert_book *b, const char *job, int cause, int keep, uint64_t now_ns)
+{
+    int n = 0;
+
+    for (size_t k = 0; k < b->n; k++) {
+        struct alert *a = b->alerts[k];
+        if (a->status != ALERT_RESOLVED && (cause < 0 || a->cause == cause) && a->cause != keep &&
+            strcmp(a->job, job) == 0) {
+            alert_resolve(b, a, now_ns);
+            n++;
+        }
+    }
+    return n;
+}
+
 /* Resolve every open alert of job i and drop the job's entry. */
 static void alert_book_end_job(struct alert_book *b, size_t i, uint64_t now)
 {

@@ -96,6 +96,11 @@ void alert_book_free(struct alert_book *b);
 int alert_book_observe(struct alert_book *b, const char *job, Argus__V1__Report *const *reports,
                        size_t n, uint64_t steps_closed, uint64_t now_ns);
 
+/* Resolve job's open alerts of cause (-1: every cause) except those of
+ * cause keep (-1: none) at now_ns: diagnosis says the job ended, failed,
+ * restarted or its hang is over. Returns the number resolved. */
+int alert_book_resolve(struct alert_book *b, const char *job, int cause, int keep, uint64_t now_ns);
+
 /* Resolve the alerts of jobs idle past job_idle; forget resolved alerts
  * past keep_resolved. */
 void alert_book_sweep(struct alert_book *b, uint64_t now_ns);

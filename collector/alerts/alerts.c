@@ -114,6 +114,15 @@ void alerts_observe(struct alerts *a, const char *job, Argus__V1__Report *const 
     pthread_mutex_unlock(&a->lock);
 }
 
+void alerts_resolve(struct alerts *a, const char *job, int cause, int keep)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    alert_book_resolve(a->book, job, cause, keep, clock_real_ns());
+    pthread_mutex_unlock(&a->lock);
+}
+
 void alerts_tick(struct alerts *a, uint64_t now_unix_ns)
 {
     if (!a)

@@ -68,6 +68,10 @@ void alerts_free(struct alerts *a);
 void alerts_observe(struct alerts *a, const char *job, Argus__V1__Report *const *reports, size_t n,
                     uint64_t steps_closed);
 
+/* Diagnosis says job's alerts of cause (-1: all) are over, except those of
+ * cause keep (-1: none): alert_book_resolve. NULL a is fine. */
+void alerts_resolve(struct alerts *a, const char *job, int cause, int keep);
+
 /* Once a second: resolve the alerts of jobs that ended, forget old ones. */
 void alerts_tick(struct alerts *a, uint64_t now_unix_ns);
 

@@ -623,7 +623,7 @@ int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns)
     return close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
 }
 
-static void silence_where(void *ctx, uint32_t rank, struct diag_silence_where *out)
+void diag_engine_where(void *ctx, uint32_t rank, struct diag_silence_where *out)
 {
     struct diag_engine *e = ctx;
 
@@ -642,8 +642,8 @@ static int check_silence(struct diag_engine *e, uint64_t now_ns)
 
     if (!rep)
         return -ENOMEM;
-    int err =
-        diag_silence_check(&e->wm, e->o.silence_ns, now_ns, e->o.window, silence_where, e, rep, &n);
+    int err = diag_silence_check(&e->wm, e->o.silence_ns, now_ns, e->o.window, diag_engine_where, e,
+                                 rep, &n);
     e->st.silent_nodes += n.nodes;
     e->st.silent_ranks += n.ranks;
     if (err)

@@ -10,7 +10,10 @@
  * the M-of-N persistence, diag_rankwin.h each rank's arrival order and host
  * counters over that window, diag_ranks.h the ranks with their groups and
  * clock domains, diag_evidence.h and diag_report.h the output (with the
- * queue of finished reports), diag_amend.h the late records.
+ * queue of finished reports), diag_amend.h the late records. Next to the
+ * engine, diag_live.h (with diag_hang.h) turns the ranks' liveness statuses
+ * (argus.v1.RankStatus) into hang and death reports and the job's state;
+ * the adapter feeds both.
  *
  * The collector's online straggler diagnosis for one job (docs/design.md
  * section 7): feed step records in any order across ranks, batch by batch
@@ -40,6 +43,7 @@
 #include "collector/diag/diag_l2.h"
 #include "collector/diag/diag_l3.h"
 #include "collector/diag/diag_report.h"
+#include "collector/diag/diag_silence.h"
 #include "collector/diag/diag_steps.h"
 #include "proto/argus.pb-c.h"
 
@@ -162,6 +166,11 @@ uint64_t diag_engine_steps_closed(const struct diag_engine *e);
 
 /* Copy the counters into *out. */
 void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out);
+
+/* A diag_silence_where_fn (ctx: the engine): where rank runs (node, GPU,
+ * peer group), for findings made outside the engine (diag_live.h); the
+ * strings stay valid until the engine changes. Unknown ranks leave out. */
+void diag_engine_where(void *ctx, uint32_t rank, struct diag_silence_where *out);
 
 /* The L2 clock offset estimate of a rank (tests, drill-down). */
 double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank);

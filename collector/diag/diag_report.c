@@ -97,6 +97,8 @@ int diag_report_summarize(Argus__V1__Report *r)
     char buf[512];
     size_t off = 0;
 
+    if (r->summary && r->summary[0])
+        return 0; /* a liveness report's own sentence (diag_live.h) */
     off +=
         (size_t)snprintf(buf, sizeof(buf), "steps %" PRIu64 "-%" PRIu64 ": %zu %s%s%s",
                          r->from_step, r->to_step, r->n_suspects, r->pages ? "suspect" : "finding",

@@ -30,7 +30,8 @@ int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s);
 
 /* Set the one-line summary from the suspects ("N suspects", or "N findings
  * (pages nobody)" when r->pages is false: call diag_report_mark_pages
- * first). 0 or -ENOMEM. */
+ * first); a summary already set (a liveness report's) is kept. 0 or
+ * -ENOMEM. */
 int diag_report_summarize(Argus__V1__Report *r);
 
 /* Free a suspect built here (not one owned by a report). NULL is fine. */

@@ -8,6 +8,7 @@
 
 #include "collector/alerts/alerts.h"
 #include "collector/diag/diag_engine.h"
+#include "collector/diag/diag_live.h"
 #include "collector/diag/diag_report.h"
 #include "collector/diag/recent_suspects.h"
 #include "collector/store/store.h"
@@ -16,6 +17,7 @@
 #include "common/strmap.h"
 
 #define DIAGNOSIS_DEFAULT_WINDOW 40 /* diag_engine.h's default persistence window */
+#define DIAGNOSIS_LIVE_SEQ 500000   /* liveness report ids count from here */
 
 struct diagnosis_job {
     char *job;
@@ -29,6 +31,13 @@ struct diagnosis_job {
     struct diagnosis_job_lag lag;       /* as of the last tick */
     struct diagnosis_job_series series; /* steps and lag as of the last tick */
     struct recent_suspects recent;      /* of its reports */
+    struct diag_live live;              /* statuses: hangs, deaths, its state (diag_live.h) */
+    uint32_t restart;                   /* the epoch: the launcher's attempt */
+    bool restarting;                    /* a new epoch that has closed no step yet */
+    int state_put;                      /* the state last stored and told to alerts */
+    uint64_t live_seq;                  /* liveness reports made */
+    uint64_t past_records, past_closed; /* counters of the epochs before this one */
+    uint64_t suppressed;                /* reports of a failed epoch not published */
 };
 
 struct diagnosis {
@@ -86,6 +95,7 @@ static void diagnosis_job_free(struct diagnosis_job *j)
     if (!j)
         return;
     diag_engine_free(j->engine);
+    diag_live_free(&j->live);
     strmap_clear(&j->names);
     pthread_mutex_destroy(&j->lock);
     free(j->job);
@@ -121,17 +131,12 @@ static const char *diagnosis_name(void *ctx, uint64_t id)
     return strmap_get(&j->names, id);
 }
 
-static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *job)
+/* A new engine for job j (its first epoch or a new one). NULL on ENOMEM. */
+static struct diag_engine *diagnosis_engine_new(struct diagnosis *d, struct diagnosis_job *j)
 {
-    struct diagnosis_job *j = calloc(1, sizeof(*j));
     struct diag_options o = {0};
 
-    if (!j)
-        return NULL;
-    j->d = d;
-    j->job = strdup(job);
-    pthread_mutex_init(&j->lock, NULL);
-    o.job = job;
+    o.job = j->job;
     o.step_timeout_ns = d->o.step_timeout_ns;
     o.stream_hold_ns = d->o.stream_hold_ns;
     o.silence_ns = d->o.silence_ns;
@@ -142,7 +147,20 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
     o.min_hits = d->o.min_hits;
     o.name = diagnosis_name;
     o.name_ctx = j;
-    j->engine = j->job ? diag_engine_new(&o) : NULL;
+    return diag_engine_new(&o);
+}
+
+static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *job)
+{
+    struct diagnosis_job *j = calloc(1, sizeof(*j));
+
+    if (!j)
+        return NULL;
+    j->d = d;
+    j->job = strdup(job);
+    pthread_mutex_init(&j->lock, NULL);
+    diag_live_init(&j->live, d->o.hang_after_ns, 0);
+    j->engine = j->job ? diagnosis_engine_new(d, j) : NULL;
     if (!j->engine) {
         diagnosis_job_free(j);
         return NULL;
@@ -187,11 +205,11 @@ static struct diagnosis_job *diagnosis_job(struct diagnosis *d, const char *job)
     return j;
 }
 
-/* Store and log the reports of j (its lock held). */
-static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
+/* Hand reps[0..n) of j (its lock held) to alerts, store and log them, and
+ * free each (not the array). */
+static void diagnosis_publish(struct diagnosis *d, struct diagnosis_job *j,
+                              Argus__V1__Report **reps, size_t n)
 {
-    Argus__V1__Report **reps;
-    size_t n = diag_engine_take_reports(j->engine, &reps);
     char err[256];
     uint64_t errors = 0;
 
@@ -210,7 +228,6 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
         recent_suspects_note(&j->recent, r);
         diag_report_free(reps[i]);
     }
-    free(reps);
     if (n) {
         pthread_mutex_lock(&d->stats_lock);
         d->stats.reports += n;
@@ -220,22 +237,110 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     }
 }
 
+/* Store and log the engine's reports of j (its lock held). After a death
+ * the epoch's other findings (the survivors' collective errors, their
+ * silence) are its consequences: dropped, counted. */
+static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
+{
+    Argus__V1__Report **reps;
+    size_t n = diag_engine_take_reports(j->engine, &reps);
+
+    if (n && diag_live_failed(&j->live)) {
+        for (size_t i = 0; i < n; i++)
+            diag_report_free(reps[i]);
+        j->suppressed += n;
+        n = 0;
+    }
+    diagnosis_publish(d, j, reps, n);
+    free(reps);
+}
+
+/* Room for rank in j's liveness state (doubling, within max_ranks). */
+static bool diagnosis_live_rank(struct diagnosis *d, struct diagnosis_job *j, uint32_t rank)
+{
+    uint32_t max = d->o.max_ranks ? d->o.max_ranks : 65536, cap = j->live.cap ? j->live.cap : 8;
+
+    if (rank >= max)
+        return false;
+    while (cap <= rank)
+        cap *= 2;
+    return diag_live_reserve(&j->live, cap < max ? cap : max) == 0;
+}
+
+/* A launcher's attempt above j's (torchelastic restarted the job): a new
+ * epoch, whose steps count from 0 again, so a new engine and liveness
+ * state; the old engine's reports are published first, its counters kept. */
+static void diagnosis_epoch(struct diagnosis *d, struct diagnosis_job *j, uint32_t restart)
+{
+    struct diag_engine *e = restart > j->restart ? diagnosis_engine_new(d, j) : NULL;
+    struct diag_engine_stats es;
+
+    if (!e)
+        return;
+    diagnosis_drain(d, j);
+    diag_engine_get_stats(j->engine, &es);
+    j->past_records += es.records;
+    j->past_closed += es.steps_closed;
+    diag_engine_free(j->engine);
+    j->engine = e;
+    uint64_t counts[3] = {j->live.statuses, j->live.hangs, j->live.deaths};
+    diag_live_free(&j->live);
+    diag_live_init(&j->live, d->o.hang_after_ns, 0);
+    j->live.statuses = counts[0], j->live.hangs = counts[1], j->live.deaths = counts[2];
+    log_info("diagnosis", "job %s: attempt %" PRIu32 " after %" PRIu32 ": a new epoch", j->job,
+             restart, j->restart);
+    j->restart = restart;
+    j->restarting = true;
+}
+
+/* The highest attempt of j's resources and statuses in b. */
+static uint32_t diagnosis_batch_restart(const struct diagnosis_job *j, const Argus__V1__Batch *b)
+{
+    uint32_t restart = j->restart;
+
+    for (size_t i = 0; i < b->n_resources; i++)
+        if (strcmp(b->resources[i]->job, j->job) == 0 && b->resources[i]->restart > restart)
+            restart = b->resources[i]->restart;
+    for (size_t i = 0; i < b->n_statuses; i++)
+        if (strcmp(b->statuses[i]->job, j->job) == 0 && b->statuses[i]->restart > restart)
+            restart = b->statuses[i]->restart;
+    return restart;
+}
+
+/* b's statuses of j's epoch into its liveness state. */
+static void diagnosis_feed_statuses(struct diagnosis *d, struct diagnosis_job *j,
+                                    const Argus__V1__Batch *b, uint64_t recv_ns)
+{
+    for (size_t i = 0; i < b->n_statuses; i++) {
+        const Argus__V1__RankStatus *st = b->statuses[i];
+        if (strcmp(st->job, j->job) == 0 && st->restart == j->restart &&
+            diagnosis_live_rank(d, j, st->rank))
+            diag_live_status(&j->live, st, recv_ns);
+    }
+}
+
 static void diagnosis_feed_job(struct diagnosis *d, struct diagnosis_job *j,
                                const Argus__V1__Batch *b, uint64_t recv_ns)
 {
     uint64_t now = clock_real_ns();
 
+    diagnosis_epoch(d, j, diagnosis_batch_restart(j, b));
     if (diag_engine_begin_batch(j->engine, b->agent_id ? b->agent_id : "", recv_ns) < 0)
         return;
     for (size_t i = 0; i < b->n_names; i++)
         if (strcmp(b->names[i]->job, j->job) == 0)
             strmap_put(&j->names, b->names[i]->id, b->names[i]->name);
     for (size_t i = 0; i < b->n_resources; i++)
-        if (strcmp(b->resources[i]->job, j->job) == 0)
-            diag_engine_add_resource(j->engine, b->resources[i]);
+        if (strcmp(b->resources[i]->job, j->job) == 0 &&
+            diag_engine_add_resource(j->engine, b->resources[i]) == 0 &&
+            diagnosis_live_rank(d, j, b->resources[i]->rank))
+            diag_live_note_rank(&j->live, b->resources[i]->rank);
     for (size_t i = 0; i < b->n_steps; i++)
-        if (strcmp(b->steps[i]->job, j->job) == 0)
-            diag_engine_add_step(j->engine, b->steps[i], recv_ns);
+        if (strcmp(b->steps[i]->job, j->job) == 0 &&
+            diag_engine_add_step(j->engine, b->steps[i], recv_ns) >= 0 &&
+            diagnosis_live_rank(d, j, b->steps[i]->rank))
+            diag_live_note_step(&j->live, b->steps[i]);
+    diagnosis_feed_statuses(d, j, b, recv_ns);
     diag_engine_end_batch(j->engine, recv_ns);
     j->last_fed_ns = now;
     j->feed_lag_ns = now > recv_ns ? now - recv_ns : 0;
@@ -247,8 +352,11 @@ void diagnosis_feed(struct diagnosis *d, const Argus__V1__Batch *b, uint64_t rec
     const char *last = NULL;
 
     /* a batch usually holds one job; feed each job it names once */
-    for (size_t i = 0; i < b->n_steps + b->n_resources; i++) {
-        const char *job = i < b->n_steps ? b->steps[i]->job : b->resources[i - b->n_steps]->job;
+    for (size_t i = 0; i < b->n_steps + b->n_resources + b->n_statuses; i++) {
+        const char *job = i < b->n_steps ? b->steps[i]->job
+                          : i < b->n_steps + b->n_resources
+                              ? b->resources[i - b->n_steps]->job
+                              : b->statuses[i - b->n_steps - b->n_resources]->job;
         if (last && strcmp(job, last) == 0)
             continue;
         last = job;
@@ -294,6 +402,10 @@ static void diagnosis_add_counters(struct diagnosis_stats *acc, const struct dia
     acc->silent_nodes += one->silent_nodes;
     acc->silent_ranks += one->silent_ranks;
     acc->close_ns_total += one->close_ns_total;
+    acc->statuses += one->statuses;
+    acc->hangs += one->hangs;
+    acc->deaths += one->deaths;
+    acc->suppressed += one->suppressed;
     if (one->close_ns_max > acc->close_ns_max)
         acc->close_ns_max = one->close_ns_max;
 }
@@ -346,6 +458,10 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
     diag_engine_get_stats(j->engine, &es);
     pthread_mutex_unlock(&j->lock);
     one = diagnosis_of_engine(&es);
+    one.statuses = j->live.statuses;
+    one.hangs = j->live.hangs;
+    one.deaths = j->live.deaths;
+    one.suppressed = j->suppressed;
     diagnosis_add_counters(&d->retired, &one);
     d->retired.jobs_retired++;
     diagnosis_job_free(j);
@@ -384,6 +500,85 @@ static void diagnosis_bound_memory(struct diagnosis *d, uint64_t now)
     }
 }
 
+/* "hung" of ARGUS__V1__JOB_STATE__JOB_STATE_HUNG, for logs and /metrics. */
+const char *diagnosis_state_name(int state)
+{
+    static const char *const names[DIAGNOSIS_STATES] = {"unknown", "running",    "hung",
+                                                        "failed",  "restarting", "ended"};
+
+    return state >= 0 && state < DIAGNOSIS_STATES ? names[state] : "unknown";
+}
+
+/* j's state: its liveness state, RESTARTING while a new epoch closed no
+ * step and says nothing else. */
+static int diagnosis_state_of(struct diagnosis_job *j, const char **reason)
+{
+    int st = diag_live_state(&j->live, reason);
+
+    if (j->restarting && diag_engine_steps_closed(j->engine) == 0 &&
+        st <= ARGUS__V1__JOB_STATE__JOB_STATE_RUNNING) {
+        *reason = "the launcher started a new attempt";
+        return ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING;
+    }
+    j->restarting = false;
+    return st;
+}
+
+/* A change of j's state is stored and ends the alerts it makes moot: a
+ * hang's when it is over; all of a job that ended cleanly; all but the
+ * death's of a job that failed or restarted (the death's page stands until
+ * the new attempt runs clean steps or the job goes idle). */
+static void diagnosis_state(struct diagnosis *d, struct diagnosis_job *j)
+{
+    const char *reason;
+    int st = diagnosis_state_of(j, &reason), was = j->state_put;
+    char err[256];
+
+    if (st == was)
+        return;
+    j->state_put = st;
+    log_info("diagnosis", "job %s: %s -> %s%s%s", j->job, diagnosis_state_name(was),
+             diagnosis_state_name(st), reason[0] ? ": " : "", reason);
+    if (store_put_job_state(d->store, j->job, st, reason, j->restart, err, sizeof(err)) < 0)
+        log_error("diagnosis", "job %s: state not stored: %s", j->job, err);
+    if (was == ARGUS__V1__JOB_STATE__JOB_STATE_HUNG)
+        alerts_resolve(d->o.alerts, j->job, ARGUS__V1__CAUSE__CAUSE_HANG, -1);
+    if (st == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
+        alerts_resolve(d->o.alerts, j->job, -1, -1);
+    else if (st == ARGUS__V1__JOB_STATE__JOB_STATE_FAILED ||
+             st == ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING)
+        alerts_resolve(d->o.alerts, j->job, -1, ARGUS__V1__CAUSE__CAUSE_EXITED);
+}
+
+/* Liveness of j at its time t (its lock held): a hang or death found is
+ * one report, published like the engine's. */
+static void diagnosis_live_tick(struct diagnosis *d, struct diagnosis_job *j, uint64_t t,
+                                const struct diag_engine_stats *es)
+{
+    struct diag_live_ctx c = {
+        .step_p50_ns = (uint64_t)es->last_step_p50_ns,
+        .where = diag_engine_where,
+        .where_ctx = j->engine,
+        .name = diagnosis_name,
+        .name_ctx = j,
+    };
+    /* created a nanosecond after the engine's reports of this tick, numbered
+     * apart from them: ids stay distinct */
+    Argus__V1__Report *rep = diag_report_new(j->job, t + 1, DIAGNOSIS_LIVE_SEQ + ++j->live_seq);
+
+    if (rep && diag_live_check(&j->live, t, &c, rep) > 0) {
+        rep->to_step = es->closed_through ? es->closed_through - 1 : 0;
+        rep->from_step = rep->to_step;
+        diag_report_mark_pages(rep);
+        if (diag_report_summarize(rep) == 0) {
+            diagnosis_publish(d, j, &rep, 1);
+            rep = NULL;
+        }
+    }
+    diag_report_free(rep);
+    diagnosis_state(d, j);
+}
+
 /* Tick one job (its lock held) at its own clock. */
 static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uint64_t now,
                                struct diagnosis_stats *acc)
@@ -394,7 +589,15 @@ static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uin
     diag_engine_tick(j->engine, t);
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
+    diagnosis_live_tick(d, j, t, &es);
+    es.records += j->past_records;
+    es.steps_closed += j->past_closed;
     diagnosis_sum(acc, &es);
+    acc->statuses += j->live.statuses;
+    acc->hangs += j->live.hangs;
+    acc->deaths += j->live.deaths;
+    acc->suppressed += j->suppressed;
+    acc->jobs_by_state[j->state_put < DIAGNOSIS_STATES ? j->state_put : 0]++;
     j->lag = (struct diagnosis_job_lag){
         .watermark_lag_s = es.lag_s,
         .watermark_steps =

@@ -23,6 +23,11 @@
 struct alerts;
 struct store;
 
+#define DIAGNOSIS_STATES 6 /* Argus__V1__JobState values */
+
+/* "running", "hung", ... of an Argus__V1__JobState (labels of /metrics). */
+const char *diagnosis_state_name(int state);
+
 struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
     uint64_t step_timeout_ns;
     uint64_t stream_hold_ns;
@@ -32,10 +37,11 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
                               * recently fed jobs are retired (0: no bound) */
     uint32_t late_horizon;
     uint32_t window, min_hits;
-    uint32_t max_jobs;    /* engines at once; the least recently fed goes */
-    uint32_t max_ranks;   /* per job: rank numbers below it (0: the engine's 65,536) */
-    uint64_t job_idle_ns; /* a job fed nothing this long is flushed and its
-                           * state freed (0: 5 minutes) */
+    uint32_t max_jobs;      /* engines at once; the least recently fed goes */
+    uint32_t max_ranks;     /* per job: rank numbers below it (0: the engine's 65,536) */
+    uint64_t job_idle_ns;   /* a job fed nothing this long is flushed and its
+                             * state freed (0: 5 minutes) */
+    uint64_t hang_after_ns; /* a hang's bound at least (diag_live.h; 0: 30 s) */
     /* gets every job's reports and closed steps (NULL: none) */
     struct alerts *alerts;
     /* Told of each stored report that pages (the drill-down captures,
@@ -88,6 +94,11 @@ struct diagnosis_stats { /* summed over jobs (as of the last tick) */
     uint64_t close_ns_max;                    /* slowest step close of any job */
     uint64_t close_ns_total;                  /* time spent closing steps, all jobs */
     uint64_t last_report_ns;
+    uint64_t statuses;                        /* rank statuses taken (summed over the live jobs) */
+    uint64_t hangs;                           /* hangs reported */
+    uint64_t deaths;                          /* deaths reported */
+    uint64_t suppressed;                      /* reports of failed epochs not published */
+    uint64_t jobs_by_state[DIAGNOSIS_STATES]; /* live jobs by Argus__V1__JobState */
 };
 void diagnosis_get_stats(struct diagnosis *d, struct diagnosis_stats *out);
 

@@ -82,16 +82,19 @@ static struct diagq_job *diagq_job(struct diagq *q, const char *job)
     return j;
 }
 
-/* The distinct jobs of b (steps, then resources), at most max, into out.
+/* The distinct jobs of b (steps, resources, statuses), at most max, into out.
  * Under the lock. Returns how many, or -ENOMEM. */
 static long batch_jobs(struct diagq *q, const Argus__V1__Batch *b, struct diagq_job **out,
                        size_t max)
 {
     const char *last = NULL;
-    size_t n = 0, total = b->n_steps + b->n_resources;
+    size_t n = 0, total = b->n_steps + b->n_resources + b->n_statuses;
 
     for (size_t i = 0; i < total; i++) {
-        const char *job = i < b->n_steps ? b->steps[i]->job : b->resources[i - b->n_steps]->job;
+        const char *job = i < b->n_steps ? b->steps[i]->job
+                          : i < b->n_steps + b->n_resources
+                              ? b->resources[i - b->n_steps]->job
+                              : b->statuses[i - b->n_steps - b->n_resources]->job;
         bool seen = false;
 
         job = job ? job : "";

@@ -58,6 +58,9 @@ void ingest_default_limits(struct ingest_limits *l)
         .max_steps_per_batch = 65536,
         .max_resources_per_batch = 4096,
         .max_groups_per_step = 4096,
+        .max_statuses_per_batch = 4096,
+        .max_comms_per_status = 64,
+        .max_stack_frames = 64,
         .max_clusters_per_group = 64,
         .max_seq_jump = 1000000,
     };
@@ -131,6 +134,40 @@ static int ingest_validate_step(const Argus__V1__StepRecord *s, const struct ing
     return TRANSPORT_OK;
 }
 
+static int ingest_validate_status(const Argus__V1__RankStatus *s, const struct ingest_limits *l,
+                                  char *err, size_t errlen)
+{
+    if (!ingest_valid_id(s->job, l->max_id_len))
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "rank status has an invalid job id (1-%zu printable bytes)", l->max_id_len);
+    if (strlen(s->wait) > l->max_id_len)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "rank status of rank %" PRIu32 " (job %s): wait of %zu bytes; limit %zu", s->rank,
+               s->job, strlen(s->wait), l->max_id_len);
+    if (s->n_comms > l->max_comms_per_status)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "rank status of rank %" PRIu32 " (job %s) has %zu communicators; limit %zu", s->rank,
+               s->job, s->n_comms, l->max_comms_per_status);
+    if (s->n_stack > l->max_stack_frames)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "rank status of rank %" PRIu32 " (job %s) has a stack of %zu frames; limit %zu",
+               s->rank, s->job, s->n_stack, l->max_stack_frames);
+    if ((int)s->state < ARGUS__V1__PROC_STATE__PROC_STATE_UNKNOWN ||
+        (int)s->state > ARGUS__V1__PROC_STATE__PROC_STATE_EXITED)
+        REJECT(TRANSPORT_INVALID_ARGUMENT,
+               "rank status of rank %" PRIu32 " (job %s) has an unknown process state %d", s->rank,
+               s->job, (int)s->state);
+    for (size_t i = 0; i < s->n_comms; i++)
+        if (s->comms[i]->done_seq > s->comms[i]->entered_seq && s->comms[i]->done_unix_ns &&
+            s->comms[i]->entered_unix_ns)
+            REJECT(TRANSPORT_INVALID_ARGUMENT,
+                   "rank status of rank %" PRIu32 " (job %s): communicator %016" PRIx64
+                   " finished #%" PRIu64 " but entered only #%" PRIu64,
+                   s->rank, s->job, s->comms[i]->comm_id, s->comms[i]->done_seq,
+                   s->comms[i]->entered_seq);
+    return TRANSPORT_OK;
+}
+
 static int ingest_validate_names(const Argus__V1__Batch *b, const struct ingest_limits *l,
                                  char *err, size_t errlen)
 {
@@ -174,6 +211,12 @@ int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, ch
             return r;
     for (size_t i = 0; i < b->n_steps; i++)
         if ((r = ingest_validate_step(b->steps[i], l, err, errlen)) != TRANSPORT_OK)
+            return r;
+    if (b->n_statuses > l->max_statuses_per_batch)
+        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu rank statuses; limit %zu",
+               b->n_statuses, l->max_statuses_per_batch);
+    for (size_t i = 0; i < b->n_statuses; i++)
+        if ((r = ingest_validate_status(b->statuses[i], l, err, errlen)) != TRANSPORT_OK)
             return r;
     for (size_t i = 0; i < b->n_drops; i++)
         if (strlen(b->drops[i]->reason) > l->max_id_len || strlen(b->drops[i]->job) > l->max_id_len)

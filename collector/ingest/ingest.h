@@ -44,6 +44,9 @@ struct ingest_limits {
     size_t max_steps_per_batch;
     size_t max_resources_per_batch;
     size_t max_groups_per_step; /* kernel groups, phases, collectives each */
+    size_t max_statuses_per_batch;
+    size_t max_comms_per_status; /* RankStatus.comms */
+    size_t max_stack_frames;     /* RankStatus.stack */
     size_t max_clusters_per_group;
     uint64_t max_seq_jump;       /* plaintext only: seq above the high-water mark; 0 = no bound */
     struct limits_options admit; /* per job and per collector (limits.h) */

@@ -317,6 +317,10 @@ static int limits_gather(struct limits *l, const Argus__V1__Batch *b, struct lim
         r = (p = limits_pending(l, bt, b->resources[i]->job))
                 ? limits_rank(l, p, b->resources[i]->rank, err, errlen)
                 : limits_too_many_jobs(l, b, err, errlen);
+    for (size_t i = 0; i < b->n_statuses && r == TRANSPORT_OK; i++)
+        r = (p = limits_pending(l, bt, b->statuses[i]->job))
+                ? limits_rank(l, p, b->statuses[i]->rank, err, errlen)
+                : limits_too_many_jobs(l, b, err, errlen);
     for (size_t i = 0; i < b->n_names && r == TRANSPORT_OK; i++)
         r = (p = limits_pending(l, bt, b->names[i]->job))
                 ? limits_name(l, p, b->names[i], err, errlen)

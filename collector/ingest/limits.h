@@ -4,7 +4,8 @@
  * stored or allocated for it; every limit is checked against what the batch
  * would add, so a refused batch costs nothing but its own parsing.
  *
- * Per job (a job is named by a step record, resource or name entry):
+ * Per job (a job is named by a step record, resource, rank status or name
+ * entry):
  *   - rank numbers below max_ranks_per_job (per-rank state is indexed by
  *     rank); a Resource's declared world_size is only a hint, capped to it,
  *     and costs nothing (diagnosis grows with the ranks that report);

@@ -118,6 +118,14 @@ int store_high_water(struct store *s, const char *agent_id, uint64_t epoch, uint
 /* Put a diagnosis report (reports family). */
 int store_put_report(struct store *s, const Argus__V1__Report *report, char *err, size_t errlen);
 
+/* Record what diagnosis knows of job: its state (Argus__V1__JobState), a
+ * one-line reason (copied, cut at 200 bytes) and the launcher's attempt;
+ * they go into its JobInfo (jobs family) from now on. A job the store has
+ * no JobInfo of (nothing ingested) is left alone: 0. Returns 0, or
+ * -EIO/-ENOMEM with err set. */
+int store_put_job_state(struct store *s, const char *job, int state, const char *reason,
+                        uint32_t restart, char *err, size_t errlen);
+
 /* Callbacks of the scans below get packed protobuf bytes, valid only during
  * the call. Return 0 to go on, 1 to stop, negative to abort the scan with
  * that error. */

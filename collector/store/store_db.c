@@ -359,6 +359,9 @@ int store_jobs_load(struct store *s, char *err, size_t errlen)
             j->ranks_seen = ji->ranks_seen;
             j->last_step = ji->last_step;
             j->rank_steps = ji->rank_steps;
+            j->state = ji->state;
+            j->restart = ji->restart;
+            snprintf(j->reason, sizeof(j->reason), "%s", ji->state_reason ? ji->state_reason : "");
             n->v.job = j;
         } else {
             store_job_entry_free(j);

@@ -55,6 +55,9 @@ struct job_entry {
     char *job;
     uint64_t first_seen, last_seen, last_step, rank_steps;
     uint32_t world_size, ranks_seen;
+    int state;        /* Argus__V1__JobState, from diagnosis (store_put_job_state) */
+    uint32_t restart; /* the launcher's attempt */
+    char reason[200];
     uint32_t *ranks;
     size_t n_ranks, cap_ranks;
 };

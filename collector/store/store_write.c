@@ -54,6 +54,9 @@ static size_t job_info_pack(const struct job_entry *j, uint8_t **buf, struct sto
     ji.ranks_seen = j->ranks_seen;
     ji.last_step = j->last_step;
     ji.rank_steps = j->rank_steps;
+    ji.state = (Argus__V1__JobState)j->state;
+    ji.state_reason = (char *)j->reason;
+    ji.restart = j->restart;
     n = argus__v1__job_info__get_packed_size(&ji);
     if (store_buf_reserve(s, n ? n : 1))
         return SIZE_MAX;
@@ -612,6 +615,47 @@ int store_put_report(struct store *s, const Argus__V1__Report *report, char *err
     rc = store_writer_ready(s, err, errlen);
     if (rc == 0)
         rc = report_put_locked(s, report, err, errlen);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* The cached entry of job gets the state, and its JobInfo is written. */
+static int job_state_locked(struct store *s, const char *job, int state, const char *reason,
+                            uint32_t restart, char *err, size_t errlen)
+{
+    struct kv_node *n = store_kv_find(&s->jobs, job, strlen(job));
+    rocksdb_writebatch_t *wb;
+    uint8_t *p;
+    size_t len;
+    int rc;
+
+    if (!n)
+        return 0;
+    struct job_entry *j = n->v.job;
+    j->state = state;
+    j->restart = restart;
+    snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
+    len = job_info_pack(j, &p, s);
+    if (len == SIZE_MAX) {
+        store_set_err(err, errlen, "job state: out of memory");
+        return -ENOMEM;
+    }
+    wb = rocksdb_writebatch_create();
+    rocksdb_writebatch_put_cf(wb, s->cf[CF_JOBS], job, strlen(job), (char *)p, len);
+    rc = store_commit(s, wb, false, err, errlen);
+    rocksdb_writebatch_destroy(wb);
+    return rc;
+}
+
+int store_put_job_state(struct store *s, const char *job, int state, const char *reason,
+                        uint32_t restart, char *err, size_t errlen)
+{
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = store_writer_ready(s, err, errlen);
+    if (rc == 0)
+        rc = job_state_locked(s, job, state, reason, restart, err, errlen);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

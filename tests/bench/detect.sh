@@ -20,6 +20,9 @@
 # to the first correct page. One table, a row per scale x scenario x delivery.
 #   SCALES="1024 10240" SEEDS=5 BIG_SEEDS=2 STEPS=70 tests/bench/detect.sh
 #   SCALES=1024 SEEDS=1 SCENARIOS="healthy compute-straggler" DELIVERY="lockstep realistic" ...
+# The liveness classes (hang, death, checkpoint: the ranks stop at the onset,
+# their agents send statuses) run only under the realistic delivery:
+#   SCALES="1024 10240" SEEDS=2 SCENARIOS="hang death checkpoint" DELIVERY=realistic ...
 # COLLECTOR_ARGS adds collector flags (experiments: the table is then not
 # the default settings'); KEEP=1 keeps the store, logs and reports.
 # SEEDS is the seed count below 10,240 ranks, BIG_SEEDS (<= SEEDS) from there.
@@ -38,7 +41,7 @@ ONSET=${ONSET:-20}
 WAIT=${WAIT:-15}
 SILENCE=${SILENCE:-30}
 FAULT_NODE=${FAULT_NODE:-1}
-SCENARIOS=${SCENARIOS:-healthy compute-straggler link-degraded-group masked-straggler pipeline-stage-straggler jit-stalls data-skew everyone-slower}
+SCENARIOS=${SCENARIOS:-healthy compute-straggler link-degraded-group masked-straggler pipeline-stage-straggler jit-stalls data-skew everyone-slower hang death checkpoint}
 DELIVERY=${DELIVERY:-lockstep realistic stall5 outage30 spread5 clock2 overload2}
 port=$((21000 + RANDOM % 9000))
 hport=$((port + 1))
@@ -94,7 +97,9 @@ for ranks in $SCALES; do
     for scn in $SCENARIOS; do
         extra=()
         [[ $scn == pipeline-stage-straggler ]] && extra=(--pp 4)
+        [[ $scn == hang || $scn == checkpoint ]] && extra=(--liveness_for "${LIVENESS_FOR:-60}s")
         for d in $DELIVERY; do
+            [[ $scn =~ ^(hang|death|checkpoint)$ && $d != realistic ]] && continue
             for seed in $(seq 1 "$seeds"); do
                 job="$scn-$d-$ranks-$seed"
                 flags=$(delivery_flags "$d" "$rate" "$seed" $(((ranks + 7) / 8)) "$cap") \

@@ -29,8 +29,11 @@ Per row:
                       spread, clock, overload are realistic plus a fault);
                       the issue wants it within the injected delay
   ok                  the issue's targets: precision and recall >= 0.95 for
-                      a fault scenario, zero pages for healthy and data-skew,
-                      zero false SILENT pages
+                      a fault scenario, zero pages for healthy, data-skew
+                      and checkpoint, zero false SILENT pages; hang and death
+                      also their delay (DELAY_TARGET_S: a hang named within
+                      30 s of the bound passing, i.e. 60 s after the ranks
+                      stop; a death within 30 s of the kill)
 Exit status 0; the table is the output.
 
   detect_score.py MANIFEST [SILENCE_S]
@@ -39,7 +42,12 @@ import json
 import sys
 
 NONE = 4294967295
-PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT"}
+PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT", "CAUSE_HANG", "CAUSE_EXITED"}
+# The liveness classes' time targets, from the onset (the ranks stop): a
+# hang named within 30 s of its bound passing (HANG_BOUND_S, diag.hang_after
+# at its default), a death within 30 s of the kill.
+HANG_BOUND_S = 30.0
+DELAY_TARGET_S = {"hang": HANG_BOUND_S + 30.0, "death": 30.0}
 NO_PAGE = ("", "JOB_REGRESSION")
 
 
@@ -120,7 +128,10 @@ def row_of(scn, rs):
     fs = sum(r["false_silent"] for r in rs)
     fault = want > 0
     ok = fs == 0 and (prec >= 0.95 and rec >= 0.95 if fault else
-                      paged == 0 or scn not in ("healthy", "data-skew"))
+                      paged == 0 or scn not in ("healthy", "data-skew", "checkpoint"))
+    delay = mean([r["delay_s"] for r in rs if "delay_s" in r])
+    if scn in DELAY_TARGET_S:
+        ok = ok and delay is not None and delay <= DELAY_TARGET_S[scn]
     return {"runs": len(rs), "prec": prec, "rec": rec, "pages": paged, "false_silent": fs,
             "job": ",".join(sorted({j for r in rs for j in r["job"]})) or "-",
             "delay_steps": mean([r["delay_steps"] for r in rs if "delay_steps" in r]),

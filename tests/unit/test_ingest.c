@@ -324,10 +324,73 @@ static void test_validate_pure(void **state)
     assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
 }
 
+/* Rank statuses: each bad field refused with a sentence that names it. */
+static void test_validate_statuses(void **state)
+{
+    struct ingest_limits l;
+    Argus__V1__Batch b;
+    Argus__V1__StepRecord s, *sp;
+    Argus__V1__RankStatus st = ARGUS__V1__RANK_STATUS__INIT, *stp = &st;
+    Argus__V1__CommProgress c = ARGUS__V1__COMM_PROGRESS__INIT;
+    Argus__V1__CommProgress *comms[65];
+    uint64_t stack[65] = {0};
+    char err[256], wait[200];
+
+    (void)state;
+    ingest_default_limits(&l);
+    good_batch(&b, &s, &sp);
+    st.job = "j";
+    st.rank = 2;
+    st.wait = "read";
+    for (int i = 0; i < 65; i++)
+        comms[i] = &c;
+    c.entered_seq = 10;
+    c.entered_unix_ns = 5;
+    c.done_seq = 9;
+    c.done_unix_ns = 4;
+    st.n_comms = 1;
+    st.comms = comms;
+    b.n_statuses = 1;
+    b.statuses = &stp;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_OK);
+    st.job = "bad job";
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "rank status has an invalid job id"));
+    st.job = "j";
+    memset(wait, 'x', sizeof(wait) - 1);
+    wait[sizeof(wait) - 1] = 0;
+    st.wait = wait;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "rank status of rank 2 (job j): wait of 199 bytes; limit 128"));
+    st.wait = "";
+    st.n_comms = 65;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "has 65 communicators; limit 64"));
+    st.n_comms = 64;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_OK);
+    st.n_stack = 65;
+    st.stack = stack;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "a stack of 65 frames; limit 64"));
+    st.n_stack = 64;
+    st.state = (Argus__V1__ProcState)9;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "unknown process state 9"));
+    st.state = ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED;
+    c.done_seq = 11;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "finished #11 but entered only #10"));
+    c.done_seq = 9;
+    b.n_statuses = l.max_statuses_per_batch + 1;
+    assert_int_equal(ingest_validate(&b, &l, err, sizeof(err)), TRANSPORT_RESOURCE_EXHAUSTED);
+    assert_non_null(strstr(err, "batch carries 4097 rank statuses; limit 4096"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate_pure),
+        cmocka_unit_test(test_validate_statuses),
         cmocka_unit_test(test_good_batch_acked_and_replay_deduplicated),
         cmocka_unit_test(test_oversize_frame),
         cmocka_unit_test(test_lying_raw_len),

@@ -158,6 +158,17 @@ static void test_ranks_and_steps_by_one(void **state)
     OK(&t.b);
     t.s[0].step = 3; /* going back (a restarted job) is fine */
     OK(&t.b);
+    /* a rank status's rank is admitted like a step record's */
+    Argus__V1__RankStatus st = ARGUS__V1__RANK_STATUS__INIT, *stp = &st;
+    tb_init(&t);
+    st.job = "a";
+    st.rank = 4;
+    t.b.n_statuses = 1;
+    t.b.statuses = &stp;
+    expect(l, &t.b, now, TRANSPORT_INVALID_ARGUMENT, LIMITS_RANKS_PER_JOB,
+           "rank 4 of job a is over limits.max_ranks_per_job (ranks 0-3)");
+    st.rank = 3;
+    OK(&t.b);
     limits_free(l);
 }
 

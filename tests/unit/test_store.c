@@ -359,6 +359,35 @@ static void test_disk_full(void **state)
     printf("disk full after %" PRIu64 " batches, resumed\n", seq - 21);
 }
 
+/* A job's state from diagnosis goes into its JobInfo, survives a reopen and
+ * the next ingest of the job; a job without a JobInfo is left alone. */
+static void test_job_state(void **state)
+{
+    struct fix *f = *state;
+    struct tbatch *t = tbatch_new("agent-s", 1, "sj", 0, 2, 0, 2, T0);
+    char err[256];
+
+    assert_true(store_ingest(f->s, &t->b, err, sizeof(err)) >= 0);
+    assert_int_equal(store_put_job_state(f->s, "sj", ARGUS__V1__JOB_STATE__JOB_STATE_FAILED,
+                                         "rank 1 killed by SIGKILL", 2, err, sizeof(err)),
+                     0);
+    assert_int_equal(store_put_job_state(f->s, "nobody", 1, "", 0, err, sizeof(err)), 0);
+    assert_null(job_info(f->s, "nobody"));
+    store_close(f->s);
+    f->s = open_store(f);
+    t->b.seq = 2;
+    t->steps[0].step = t->steps[1].step = 5;
+    assert_true(store_ingest(f->s, &t->b, err, sizeof(err)) >= 0);
+    Argus__V1__JobInfo *ji = job_info(f->s, "sj");
+    assert_non_null(ji);
+    assert_int_equal(ji->state, ARGUS__V1__JOB_STATE__JOB_STATE_FAILED);
+    assert_string_equal(ji->state_reason, "rank 1 killed by SIGKILL");
+    assert_int_equal(ji->restart, 2);
+    assert_int_equal(ji->last_step, 5);
+    argus__v1__job_info__free_unpacked(ji, NULL);
+    tbatch_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_odd_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_state, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@
 #define EXPERT_NS (10 * MS)
 #define TP_XFER_NS (0.5 * MS)
 #define DP_XFER_NS (8 * MS)
-#define N_TP_COLLS 4 /* two in forward, two in backward */
+#define N_TP_COLLS DIAG_SCN_TP_COLLS /* two in forward, two in backward */
 #define MAX_COLLS (N_TP_COLLS + 1)
 #define N_KERNELS 4
 #define N_CLUSTERS 5
@@ -91,6 +91,17 @@ static uint32_t dp_of(const struct diag_scn *s, uint32_t r)
 static uint32_t rank_at(const struct diag_scn *s, uint32_t d, uint32_t p, uint32_t t)
 {
     return d * s->c.tp * s->c.pp + p * s->c.tp + t;
+}
+
+void diag_scn_comms(const struct diag_scn *s, uint32_t rank, uint64_t *tp_comm, uint64_t *dp_comm,
+                    uint64_t *tp_name, uint64_t *dp_name)
+{
+    uint32_t d = dp_of(s, rank), p = pp_of(s, rank), t = tp_of(s, rank);
+
+    *tp_comm = s->c.tp < 2 ? 0 : 0x7000000000000000ULL | ((uint64_t)d << 16) | p;
+    *dp_comm = s->dp < 2 ? 0 : 0xD000000000000000ULL | ((uint64_t)p << 16) | t;
+    *tp_name = s->ids[NM_TP];
+    *dp_name = s->ids[NM_DP];
 }
 
 const char *diag_scn_name(void *ctx, uint64_t id)

@@ -73,6 +73,16 @@ const char *diag_scn_name(void *ctx, uint64_t id);
 /* The job id of the scenario. */
 const char *diag_scn_job(const struct diag_scn *s);
 
+/* Collectives per step on a TP communicator (sequence step * this + i); a
+ * DP communicator has one per step (sequence = step). */
+#define DIAG_SCN_TP_COLLS 4
+
+/* The communicators of rank as its collectives name them: its TP group's
+ * (0 when tp < 2) and its DP group's (0 when dp < 2), with the names of
+ * their calls. */
+void diag_scn_comms(const struct diag_scn *s, uint32_t rank, uint64_t *tp_comm, uint64_t *dp_comm,
+                    uint64_t *tp_name, uint64_t *dp_name);
+
 /* Node clock offset of rank (ns) as injected. */
 double diag_scn_clock_offset(const struct diag_scn *s, uint32_t rank);
 

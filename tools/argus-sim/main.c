@@ -75,6 +75,9 @@ static const struct config_option sim_options[] = {
         "slowdown factor of the fault (0: the scenario's default)"),
     OPT("fault_rank", CONFIG_INT, fault_rank, "-1", -1, 1e8,
         "culprit rank (-1: the scenario picks one)"),
+    OPT("liveness_for", CONFIG_DURATION, liveness_for_ns, "45s", 5, 3600,
+        "hang, checkpoint scenarios: how long the ranks stay stopped, their agents sending "
+        "statuses every 5 s"),
     OPT("agent_prefix", CONFIG_STRING, agent_prefix, "sim-agent-", 0, 0, "agent id prefix"),
     OPT_ENUM("delivery", delivery, "realistic", sim_delivery_names,
              "lockstep: all streams within a step of each other; age: batches by age like the "
@@ -209,6 +212,7 @@ int main(int argc, char **argv)
         uint64_t per_agent = c.delivery != DELIVERY_LOCKSTEP && c.rate > 0 /* age: >= 1 step */
                                  ? c.steps
                                  : (c.steps + c.steps_per_batch - 1) / c.steps_per_batch;
+        per_agent += *c.scenario ? c.liveness_for_ns / 5000000000ULL + 4 : 0; /* statuses */
         if (c.max_inflight < per_agent)
             c.max_inflight = per_agent;
     }

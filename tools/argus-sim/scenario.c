@@ -8,24 +8,30 @@
 #include "agent/delivery/batcher.h"
 #include "agent/delivery/names.h"
 #include "common/clock.h"
+#include "common/frame.h"
 #include "tools/argus-sim/diag_scenario.h"
+#include "tools/argus-sim/liveness.h"
 #include "tools/argus-sim/restamp.h"
 
 static const struct {
     const char *name;
     enum diag_scn_fault fault;
     const char *cause;
+    enum liveness_kind live; /* the ranks stop at the onset (liveness.h) */
 } scenarios[] = {
-    {"healthy", DIAG_SCN_HEALTHY, ""},
-    {"compute-straggler", DIAG_SCN_COMPUTE_STRAGGLER, "COMPUTE"},
-    {"link-degraded-group", DIAG_SCN_LINK_GROUP, "LINK"},
-    {"masked-straggler", DIAG_SCN_MASKED, "COMPUTE"},
-    {"pipeline-stage-straggler", DIAG_SCN_PIPELINE, "COMPUTE"},
-    {"jit-stalls", DIAG_SCN_JIT, ""},
-    {"data-skew", DIAG_SCN_DATA_SKEW, ""},
-    {"everyone-slower", DIAG_SCN_EVERYONE_SLOWER, "JOB_REGRESSION"},
-    {"silent-rank", DIAG_SCN_SILENT, "SILENT"},
-    {"host-straggler", DIAG_SCN_HOST_STRAGGLER, "HOST"},
+    {"healthy", DIAG_SCN_HEALTHY, "", LIVENESS_NONE},
+    {"compute-straggler", DIAG_SCN_COMPUTE_STRAGGLER, "COMPUTE", LIVENESS_NONE},
+    {"link-degraded-group", DIAG_SCN_LINK_GROUP, "LINK", LIVENESS_NONE},
+    {"masked-straggler", DIAG_SCN_MASKED, "COMPUTE", LIVENESS_NONE},
+    {"pipeline-stage-straggler", DIAG_SCN_PIPELINE, "COMPUTE", LIVENESS_NONE},
+    {"jit-stalls", DIAG_SCN_JIT, "", LIVENESS_NONE},
+    {"data-skew", DIAG_SCN_DATA_SKEW, "", LIVENESS_NONE},
+    {"everyone-slower", DIAG_SCN_EVERYONE_SLOWER, "JOB_REGRESSION", LIVENESS_NONE},
+    {"silent-rank", DIAG_SCN_SILENT, "SILENT", LIVENESS_NONE},
+    {"host-straggler", DIAG_SCN_HOST_STRAGGLER, "HOST", LIVENESS_NONE},
+    {"hang", DIAG_SCN_HEALTHY, "HANG", LIVENESS_HANG},
+    {"death", DIAG_SCN_HEALTHY, "EXITED", LIVENESS_DEATH},
+    {"checkpoint", DIAG_SCN_HEALTHY, "", LIVENESS_CHECKPOINT},
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -41,7 +47,7 @@ const char *scenario_list(void)
 {
     return "healthy, compute-straggler, link-degraded-group, masked-straggler, "
            "pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, silent-rank, "
-           "host-straggler";
+           "host-straggler, hang, death, checkpoint";
 }
 
 /* The ranks the scenario makes culprits, from the generated resources. */
@@ -72,6 +78,8 @@ static int scenario_truth_fill(const struct sim_config *c, struct diag_scn *s, s
             hit = r->rank == dc->fault_rank;
             break;
         default:
+            hit = scenarios[k].live != LIVENESS_NONE && scenarios[k].live != LIVENESS_CHECKPOINT &&
+                  r->rank == dc->fault_rank;
             break;
         }
         if (hit)
@@ -139,7 +147,7 @@ static void scenario_define_names(struct names *n, struct diag_scn *s,
 }
 
 static int scenario_run(const struct sim_config *c, struct diag_scn *s, struct scenario_agent *ag,
-                        size_t nagents, const struct scenario_sink *sink)
+                        size_t nagents, const struct scenario_sink *sink, uint64_t steps)
 {
     size_t nres;
     Argus__V1__Resource *const *res = diag_scn_resources(s, &nres);
@@ -147,7 +155,7 @@ static int scenario_run(const struct sim_config *c, struct diag_scn *s, struct s
 
     for (size_t i = 0; i < nres; i++)
         names_set_resource(ag[res[i]->rank / c->ranks_per_node].names, res[i]);
-    for (uint64_t step = 0; step < c->steps && r == 0; step++) {
+    for (uint64_t step = 0; step < steps && r == 0; step++) {
         Argus__V1__StepRecord *const *recs;
         uint64_t end;
         size_t n = diag_scn_next(s, &recs, &end);
@@ -159,12 +167,66 @@ static int scenario_run(const struct sim_config *c, struct diag_scn *s, struct s
             batcher_add_step(ag[k].batcher, recs[i], clock_mono_ns());
             restamp_record(recs[i], -offset);
         }
-        bool all = (step + 1) % c->steps_per_batch == 0 || step + 1 == c->steps;
+        bool all = (step + 1) % c->steps_per_batch == 0 || step + 1 == steps;
         for (size_t i = 0; i < nagents && r == 0; i++)
             if (sink->seal_after ? sink->seal_after(sink->ctx, (uint32_t)i, step) : all)
                 r = scenario_seal(sink, &ag[i], (uint32_t)i);
     }
+    /* the ranks stopped early (liveness): what the agents hold goes out */
+    for (size_t i = 0; i < nagents && r == 0 && steps < c->steps; i++)
+        r = scenario_seal(sink, &ag[i], (uint32_t)i);
     return r;
+}
+
+struct scenario_live_ctx {
+    const struct sim_config *c;
+    const struct scenario_sink *sink;
+};
+
+/* liveness_emit_fn: seal b as agent's next batch, due at plan time due_ns. */
+static int scenario_emit(void *ctx, uint32_t agent, uint64_t due_ns, Argus__V1__Batch *b)
+{
+    struct scenario_live_ctx *x = ctx;
+    char id[64];
+    void *frame;
+    size_t len, raw_len;
+
+    snprintf(id, sizeof(id), "%s%05u", x->c->agent_prefix, agent);
+    b->agent_id = id;
+    b->epoch = x->sink->epoch(x->sink->ctx, agent);
+    b->seq = x->sink->next_seq(x->sink->ctx, agent);
+    raw_len = argus__v1__batch__get_packed_size(b);
+    uint8_t *raw = malloc(raw_len ? raw_len : 1);
+    if (!raw)
+        return -ENOMEM;
+    argus__v1__batch__pack(b, raw);
+    int r = frame_encode(raw, raw_len, FRAME_CODEC_LZ4, &frame, &len);
+    free(raw);
+    return r < 0 ? r : x->sink->push_at(x->sink->ctx, agent, b->seq, frame, len, due_ns);
+}
+
+/* The statuses of a liveness scenario after its last step. */
+static int scenario_liveness(const struct sim_config *c, struct diag_scn *s, size_t k,
+                             const struct diag_scn_config *dc, uint64_t steps,
+                             const struct scenario_sink *sink)
+{
+    struct scenario_live_ctx x = {c, sink};
+    struct liveness_plan p = {
+        .kind = scenarios[k].live,
+        .job = diag_scn_job(s),
+        .ranks = (uint32_t)c->ranks,
+        .ranks_per_node = (uint32_t)c->ranks_per_node,
+        .culprit = dc->fault_rank,
+        .step = steps,
+        .stop_ns = c->rate > 0 ? (uint64_t)((double)steps / c->rate * 1e9) : 0,
+        .unix0_ns = clock_real_ns(),
+        .for_ns = c->liveness_for_ns,
+        .seed = c->seed,
+    };
+
+    if (!sink->push_at)
+        return -EINVAL;
+    return liveness_generate(&p, s, scenario_emit, &x);
 }
 
 int scenario_generate(const struct sim_config *c, const struct scenario_sink *sink,
@@ -195,8 +257,12 @@ int scenario_generate(const struct sim_config *c, const struct scenario_sink *si
         if (!ag[i].batcher)
             goto out;
     }
+    bool live = scenarios[k].live != LIVENESS_NONE;
+    uint64_t steps = live && c->onset < c->steps ? c->onset : c->steps;
     if (ag && scenario_truth_fill(c, s, k, &dc, truth) == 0)
-        r = scenario_run(c, s, ag, nagents, sink);
+        r = scenario_run(c, s, ag, nagents, sink, steps);
+    if (r == 0 && live)
+        r = scenario_liveness(c, s, k, &dc, steps, sink);
 out:
     for (size_t i = 0; ag && i < nagents; i++) {
         batcher_free(ag[i].batcher);

@@ -16,7 +16,8 @@
 
 struct scenario_truth {
     const char *name;
-    const char *cause;  /* "COMPUTE", "LINK", "SILENT", "JOB_REGRESSION", "" (no page) */
+    const char *cause;  /* "COMPUTE", "LINK", "SILENT", "JOB_REGRESSION", "HANG", "EXITED",
+                         * "" (no page) */
     uint32_t *culprits; /* ranks that must be paged, malloc'd */
     size_t nculprits;
     uint64_t onset;
@@ -34,6 +35,10 @@ struct scenario_sink {
     bool (*seal_after)(void *ctx, uint32_t agent, uint64_t step);
     /* Optional. ns added to the times in agent's records (its node's clock). */
     int64_t (*clock_offset)(void *ctx, uint32_t agent);
+    /* Needed by the liveness scenarios (hang, death, checkpoint): a batch
+     * of statuses, no steps, due due_ns after the run's start. */
+    int (*push_at)(void *ctx, uint32_t agent, uint64_t seq, void *frame, size_t len,
+                   uint64_t due_ns);
 };
 
 /* True when name is a known scenario. */

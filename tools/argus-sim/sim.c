@@ -461,6 +461,23 @@ static int sim_scn_push(void *ctx, uint32_t i, uint64_t seq, void *frame, size_t
     return 0;
 }
 
+/* A batch of statuses (liveness.h): no steps, due at the plan time. */
+static int sim_scn_push_at(void *ctx, uint32_t i, uint64_t seq, void *frame, size_t len,
+                           uint64_t due_ns)
+{
+    const struct sim_config *c = ((struct sim_scn_ctx *)ctx)->c;
+    struct sim_agent *a = &((struct sim_scn_ctx *)ctx)->agents[i];
+
+    if (a->qlen >= c->max_inflight) {
+        free(frame);
+        return -ENOSPC;
+    }
+    a->q[(a->qhead + a->qlen++) % c->max_inflight] = (struct sim_pending){
+        .seq = seq, .due_ns = a->base_ns + due_ns, .batch = UINT32_MAX, .frame = frame, .len = len};
+    a->next_step = c->steps;
+    return 0;
+}
+
 static int sim_scenario(const struct sim_config *c, const struct delivery_plan *plan,
                         struct sim_agent *agents, struct sim_result *out)
 {
@@ -470,7 +487,8 @@ static int sim_scenario(const struct sim_config *c, const struct delivery_plan *
                                  .push = sim_scn_push,
                                  .ctx = &ctx,
                                  .seal_after = sim_scn_seal_after,
-                                 .clock_offset = sim_scn_clock_offset};
+                                 .clock_offset = sim_scn_clock_offset,
+                                 .push_at = sim_scn_push_at};
     struct scenario_truth t;
     int r;
 

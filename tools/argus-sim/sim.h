@@ -27,13 +27,14 @@ struct sim_config {
     bool verify;
     bool pregen; /* seal every batch before the clock starts (benchmarks) */
     char *agent_prefix;
-    char *record;       /* write the records to this file instead of sending (record.h) */
-    bool record_split;  /* one record file per node: record.node<i> */
-    char *scenario;     /* "" = plain records (gen.h); else a fault scenario (scenario.h) */
-    uint64_t onset;     /* first faulty step */
-    uint64_t fault_end; /* first healthy step again, 0 = never */
-    double severity;    /* slowdown factor of the fault, 0 = the scenario's default */
-    int64_t fault_rank; /* culprit rank, -1 = the scenario's choice */
+    char *record;             /* write the records to this file instead of sending (record.h) */
+    bool record_split;        /* one record file per node: record.node<i> */
+    char *scenario;           /* "" = plain records (gen.h); else a fault scenario (scenario.h) */
+    uint64_t onset;           /* first faulty step */
+    uint64_t fault_end;       /* first healthy step again, 0 = never */
+    double severity;          /* slowdown factor of the fault, 0 = the scenario's default */
+    int64_t fault_rank;       /* culprit rank, -1 = the scenario's choice */
+    uint64_t liveness_for_ns; /* how long a hang or checkpoint lasts (liveness.h) */
     /* delivery (tools/argus-sim/delivery.h) */
     int delivery; /* enum delivery_mode */
     uint64_t max_age_ns, batch_max_steps;

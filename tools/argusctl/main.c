@@ -179,19 +179,33 @@ static int ctl_show(struct ctl *c, const char *method, const ProtobufCMessage *r
     return CTL_OK;
 }
 
+/* "running", "hung", ... ("-": a collector that does not say). */
+static const char *ctl_job_state(Argus__V1__JobState st)
+{
+    static const char *const names[] = {"-", "running", "hung", "failed", "restarting", "ended"};
+
+    return (int)st >= 0 && (size_t)st < sizeof(names) / sizeof(names[0]) ? names[st] : "-";
+}
+
 static void ctl_jobs_table(struct ctl *c, const ProtobufCMessage *m)
 {
     const Argus__V1__JobsResponse *resp = (const Argus__V1__JobsResponse *)m;
     char t1[40], t2[40];
 
-    printf("%-24s %7s %7s %10s %12s  %-24s  %-24s\n", "JOB", "RANKS", "WORLD", "LAST STEP",
-           "RANK-STEPS", "FIRST SEEN", "LAST SEEN");
+    printf("%-24s %7s %7s %10s %12s  %-24s  %-24s  %-10s  %s\n", "JOB", "RANKS", "WORLD",
+           "LAST STEP", "RANK-STEPS", "FIRST SEEN", "LAST SEEN", "STATE", "WHY");
     for (size_t i = 0; i < resp->n_jobs; i++) {
         Argus__V1__JobInfo *j = resp->jobs[i];
-        printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64 "  %-24s  %-24s\n",
+        char why[320];
+        snprintf(why, sizeof(why), "%s", j->state_reason[0] ? j->state_reason : "-");
+        if (j->restart)
+            snprintf(why + strlen(why), sizeof(why) - strlen(why), " (attempt %" PRIu32 ")",
+                     j->restart);
+        printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64
+               "  %-24s  %-24s  %-10s  %s\n",
                j->job, j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
                ctl_time(j->first_seen_unix_ns, t1, sizeof(t1)),
-               ctl_time(j->last_seen_unix_ns, t2, sizeof(t2)));
+               ctl_time(j->last_seen_unix_ns, t2, sizeof(t2)), ctl_job_state(j->state), why);
     }
     if (resp->n_jobs == 0)
         printf("(no jobs)\n");
