@@ -8,6 +8,12 @@
 #   - spawn: one torch.multiprocessing.spawn parent whose children set their
 #     rank in os.environ; no job variable anywhere (the agent learns the
 #     rank from the communicator and names the job after the parent).
+#   - torchrun: the real launcher (python3 -m torch.distributed.run, c10d
+#     rendezvous on a free port, run id torchjob-PID, TORCH_DETECT_RESTARTS
+#     restarts, default 0), which starts the 4 ranks with RANK, WORLD_SIZE,
+#     TORCHELASTIC_RUN_ID and TORCHELASTIC_RESTART_COUNT at exec.
+# TORCH_DETECT_ENV (an array of NAME=VALUE) goes into the job's environment
+# (e.g. FAULT_FILE for tests/bpf/torch_fault_case.sh).
 #
 # torch_detect_healthy LAUNCH: the job runs TORCH_DETECT_STEPS (120) steps and
 # ends; nothing pages about it, nothing is SILENT, no suspect persisted
@@ -31,6 +37,7 @@
 
 TORCH_DETECT_VICTIM=${TORCH_DETECT_VICTIM:-2}
 TORCH_DETECT_QUOTA=${TORCH_DETECT_QUOTA:-}
+TORCH_DETECT_ENV=("${TORCH_DETECT_ENV[@]}")
 
 torch_detect_require() { # throttle?
     [[ $(id -u) == 0 ]] || skip "needs root for BPF and cgroups"
@@ -67,14 +74,25 @@ torch_detect_start() { # LAUNCH
     TORCH_DETECT_PIDS=()
     if [[ $launch == spawn ]]; then
         env MASTER_PORT=$port OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" \
+            "${TORCH_DETECT_ENV[@]}" \
             /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.out" 2>&1 &
+        PIDS+=($!)
+        TORCH_DETECT_PIDS+=($!)
+    elif [[ $launch == torchrun ]]; then
+        # Debian's torchrun (torch 1.13, Python 3.11) starts only with
+        # --redirects and --tee; a worker's output goes to log_dir too
+        env OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" "${TORCH_DETECT_ENV[@]}" \
+            /usr/bin/python3 -m torch.distributed.run --redirects 1 --tee 1 \
+            --log_dir "$T/torchrun" --nproc_per_node 4 --max_restarts "${TORCH_DETECT_RESTARTS:-0}" \
+            --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" --run_id "torchjob-$$" \
+            "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.out" 2>&1 &
         PIDS+=($!)
         TORCH_DETECT_PIDS+=($!)
     else
         for r in 0 1 2 3; do
             env RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 TORCHELASTIC_RUN_ID=detectjob \
                 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
-                STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" \
+                STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" "${TORCH_DETECT_ENV[@]}" \
                 /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.$r.out" 2>&1 &
             PIDS+=($!)
             TORCH_DETECT_PIDS+=($!)

@@ -15,6 +15,17 @@ it (tests/bpf/torch_detect_case.sh). REPORTS is `argusctl --json stragglers`
       (CPU-starved host: "cpu run queue"); nothing pages about any other rank
       (nor about R before T, nor SILENT). With --log, prints the job's own
       step time before and after the throttle (its per-step log).
+  torch_detect_check.py fault REPORTS --victim R --cause CAUSE --since-ns T
+                        --deadline S [--from-ns F] [--until-ns U]
+      a fault was made on rank R at T (unix ns: stopped, blocked, spinning,
+      killed, exited with an error): among the reports made in [F, U], the
+      first that pages after T was made within S seconds of it and names only
+      R, with CAUSE (CAUSE_HANG or CAUSE_EXITED); every other page of the
+      window is R with CAUSE after T too (so nothing pages about another rank,
+      nor before the fault). A test of several faults in a row checks each in
+      its own window.
+  torch_detect_check.py quiet REPORTS
+      nothing pages (a checkpoint, workload imbalance): findings are listed.
 """
 import argparse
 import glob
@@ -93,15 +104,56 @@ def check_throttle(reports, a):
     return ok
 
 
+def check_fault(reports, a):
+    """The pages created in [from_ns, until_ns]: the first at or after the
+    fault (since_ns) within the deadline names only the victim with the
+    cause, and every paging suspect of the window is the victim with that
+    cause, made at or after the fault."""
+    t0, lo, hi = a.since_ns, a.from_ns, a.until_ns or 2**63
+    paging = sorted((r for r in reports if r.get("pages") and lo <= int(r["created_unix_ns"]) <= hi),
+                    key=lambda r: int(r["created_unix_ns"]))
+    after = [r for r in paging if int(r["created_unix_ns"]) >= t0]
+    if not after:
+        print("FAIL: no report pages after the fault")
+        for r in reports:
+            print(describe(r))
+        return False
+    first = after[0]
+    after_s = (int(first["created_unix_ns"]) - t0) / 1e9
+    print("first page %.1f s after the fault:\n%s" % (after_s, describe(first)))
+    ok = True
+    if after_s > a.deadline:
+        print("FAIL: the first page came %.1f s after the fault (want <= %d s)" % (after_s, a.deadline))
+        ok = False
+    named = [s["rank"] for s in first["suspects"] if s.get("pages")]
+    if named != [a.victim]:
+        print("FAIL: the first page names ranks %s, want only %d" % (named, a.victim))
+        ok = False
+    for r in paging:
+        for s in r["suspects"]:
+            if s.get("pages") and (s["rank"] != a.victim or s.get("cause") != a.cause or
+                                   int(r["created_unix_ns"]) < t0):
+                print("FAIL: a page other than rank %d %s after the fault:\n%s"
+                      % (a.victim, a.cause, describe(r)))
+                ok = False
+    print("%d reports, %d page in the window; %d findings in all"
+          % (len(reports), len(paging), sum(not r.get("pages") for r in reports)))
+    return ok
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=("paged", "healthy", "throttle"))
+    p.add_argument("mode", choices=("paged", "healthy", "throttle", "fault", "quiet"))
     p.add_argument("reports")
     p.add_argument("--victim", type=int)
     p.add_argument("--throttle-ns", type=int)
     p.add_argument("--deadline", type=int, default=60)
     p.add_argument("--log")
     p.add_argument("--at-step", type=int, default=0)
+    p.add_argument("--cause")
+    p.add_argument("--since-ns", type=int, default=0)
+    p.add_argument("--from-ns", type=int, default=0)
+    p.add_argument("--until-ns", type=int, default=0)
     a = p.parse_args()
     reports = json.load(open(a.reports)).get("reports", [])
     if a.mode == "paged":
@@ -116,6 +168,12 @@ def main():
               % (len(reports), sum(bool(r.get("pages")) for r in reports), len(bad),
                  len(reports) - len(bad)))
         sys.exit(0 if not bad else 1)
+    if a.mode == "quiet":
+        for r in reports:
+            print(("FAIL: " if r.get("pages") else "") + describe(r))
+        sys.exit(1 if any(r.get("pages") for r in reports) else 0)
+    if a.mode == "fault":
+        sys.exit(0 if check_fault(reports, a) else 1)
     sys.exit(0 if check_throttle(reports, a) else 1)
 
 
