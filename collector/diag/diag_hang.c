@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "proto/argus.pb-c.h"
+
 #define HANG_CANDIDATES 16 /* communicators looked at per call */
 
 const struct diag_live_comm *diag_hang_comm(const struct diag_live_rank *r, uint64_t comm_id)
@@ -148,6 +150,31 @@ static void hang_members(const struct diag_live_rank *ranks, uint32_t n, uint64_
     }
 }
 
+/* A process that cannot finish a collective it is inside: stopped, or in
+ * an uninterruptible wait (its waiting peers sleep in the library). */
+static bool cannot_run(const struct diag_live_rank *r)
+{
+    return r->state == ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED ||
+           r->state == ARGUS__V1__PROC_STATE__PROC_STATE_DISK;
+}
+
+/* Every member of h is inside its call: name those that cannot run, when
+ * they are at most half of the members and so stand out. */
+static void name_stuck(const struct diag_live_rank *ranks, uint32_t n, struct diag_hang *h)
+{
+    uint32_t stuck = 0;
+
+    for (uint32_t r = 0; r < n; r++)
+        stuck += diag_hang_waits(&ranks[r], h) && cannot_run(&ranks[r]);
+    if (!stuck || stuck * 2 > h->members || stuck >= h->waiters)
+        return;
+    for (uint32_t r = 0; r < n; r++)
+        if (diag_hang_waits(&ranks[r], h) && cannot_run(&ranks[r]))
+            add_suspect(h, r);
+    h->waiters -= stuck;
+    h->stuck = true;
+}
+
 /* Members of h with no status, named when no member with a status is
  * behind. */
 static void name_silent(const struct diag_live_rank *ranks, uint32_t n, struct diag_hang *h)
@@ -172,6 +199,8 @@ bool diag_hang_find(const struct diag_live_rank *ranks, uint32_t n, uint64_t now
         hang_members(ranks, n, now_ns, &h, &no_status);
         if (!h.waiters || h.wait_ns < bound_ns)
             continue;
+        if (!h.n_suspects)
+            name_stuck(ranks, n, &h);
         if (!h.n_suspects && no_status && no_status * 2 < h.members)
             name_silent(ranks, n, &h);
         if (h.n_suspects && (!found || h.wait_ns > out->wait_ns)) {

@@ -18,9 +18,14 @@
  *     it") only when no member with a status is behind, and when they are
  *     fewer than half of the members (a node whose agent sends no statuses
  *     is not a hang).
+ * When every member is inside k (a rank stopped or blocked after it
+ * entered: with asynchronous collectives it enqueued k before it stopped),
+ * the members whose process cannot run (stopped by a signal or a tracer,
+ * or in an uninterruptible wait) while the others wait are the suspects
+ * (stuck), when they are at most half of the members.
  * Not hung: every rank outside collectives (a checkpoint, an eval loop,
- * data loading: no waiter), or every member inside k (a slow collective:
- * a link finding of L2, not a hang). A rank whose process exited is never
+ * data loading: no waiter), or every member inside k with none that cannot
+ * run (a slow collective: a link finding of L2, not a hang). A rank whose process exited is never
  * a suspect here (diag_live.h reports deaths). Pure: no allocation beyond
  * the caller's buffers, O(ranks x DIAG_LIVE_COMMS) per call.
  */
@@ -80,6 +85,7 @@ struct diag_hang {
     uint32_t suspects[DIAG_HANG_NAMED];
     uint32_t n_suspects, more_suspects;
     bool no_status; /* the suspects sent no status (named from step records) */
+    bool stuck;     /* the suspects entered the call too, and their processes cannot run */
 };
 
 /* Find a hang among ranks[0..n) at receive time now_ns with the bound
@@ -94,7 +100,7 @@ const struct diag_live_comm *diag_hang_comm(const struct diag_live_rank *r, uint
 /* True when r is inside a call on c (entered after it last finished one). */
 bool diag_hang_inside(const struct diag_live_comm *c);
 
-/* True when r is one of the ranks waiting inside h's call. */
+/* True when r is inside h's call (a waiter, or a stuck suspect). */
 bool diag_hang_waits(const struct diag_live_rank *r, const struct diag_hang *h);
 
 #endif

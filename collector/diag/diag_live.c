@@ -412,11 +412,6 @@ static void doing_text(const struct diag_live *l, uint32_t rank, const struct di
              stack[0] ? "; native stack: " : "", stack);
 }
 
-static bool is_waiter(const struct diag_live *l, uint32_t r, const void *arg)
-{
-    return diag_hang_waits(&l->ranks[r], arg);
-}
-
 static bool is_suspect(const struct diag_live *l, uint32_t r, const void *arg)
 {
     const struct diag_hang *h = arg;
@@ -426,6 +421,11 @@ static bool is_suspect(const struct diag_live *l, uint32_t r, const void *arg)
         if (h->suspects[i] == r)
             return true;
     return false;
+}
+
+static bool is_waiter(const struct diag_live *l, uint32_t r, const void *arg)
+{
+    return diag_hang_waits(&l->ranks[r], arg) && !is_suspect(l, r, arg);
 }
 
 /* The sentence of hang h: "hung at OP #k of group G: ranks 0,1,3 wait
@@ -442,11 +442,12 @@ static void hang_sentence(const struct diag_live *l, const struct diag_hang *h,
     clock_text(h->since_ns, false, since, sizeof(since));
     snprintf(buf, len,
              "hung at %s #%" PRIu64 " of group %08" PRIx32 ": rank%s %s wait%s since %s (%.0f s);"
-             " rank%s %s%s never entered it",
+             " rank%s %s%s %s",
              op, h->seq, (uint32_t)(h->comm_id >> 32 ^ h->comm_id), h->waiters == 1 ? "" : "s",
              waiters, h->waiters == 1 ? "s" : "", since, (double)h->wait_ns / 1e9,
              h->n_suspects + h->more_suspects == 1 ? "" : "s", suspects,
-             h->more_suspects ? " and more" : "");
+             h->more_suspects ? " and more" : "",
+             h->stuck ? "entered it but cannot run" : "never entered it");
 }
 
 static int hang_report(struct diag_live *l, const struct diag_hang *h,

@@ -207,6 +207,53 @@ static void test_slow_and_checkpoint_not_hung(void **st)
     diag_live_free(&l);
 }
 
+/* Stopped after it entered the call (asynchronous collectives: DDP enqueued
+ * its buckets before SIGSTOP came): every member is inside #10, and the one
+ * whose process cannot run is named; two of four stopped too, but three of
+ * four is no longer standing out. */
+static void test_stopped_inside_the_call(void **st)
+{
+    struct diag_live l;
+    char sum[700], ev[1400];
+    uint32_t rank = 0;
+    int cause = 0;
+
+    (void)st;
+    for (int stuck = 1; stuck <= 3; stuck++) {
+        new_live(&l, 4);
+        for (uint32_t r = 0; r < 4; r++)
+            status(&l, r, T0 + 20 * S, 10, 9,
+                   r >= (uint32_t)(4 - stuck) ? ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED
+                                              : ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING,
+                   T0 + 20 * S);
+        assert_int_equal(check(&l, T0 + 25 * S, &ctx, sum, ev, &rank, &cause), 0);
+        int named = check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause);
+        if (stuck == 3) {
+            assert_int_equal(named, 0);
+            diag_live_free(&l);
+            continue;
+        }
+        assert_int_equal(named, stuck);
+        assert_int_equal(rank, 4 - stuck);
+        assert_int_equal(cause, ARGUS__V1__CAUSE__CAUSE_HANG);
+        assert_non_null(strstr(sum, stuck == 1 ? "ranks 0-2 wait since" : "ranks 0-1 wait since"));
+        assert_non_null(strstr(sum, "entered it but cannot run"));
+        assert_non_null(strstr(ev, "stopped"));
+        assert_int_equal(state_of(&l), ARGUS__V1__JOB_STATE__JOB_STATE_HUNG);
+        diag_live_free(&l);
+    }
+    /* in D state inside the call (a driver, a dead NFS mount): the same */
+    new_live(&l, 4);
+    for (uint32_t r = 0; r < 4; r++)
+        status(&l, r, T0 + 20 * S, 10, 9,
+               r == 1 ? ARGUS__V1__PROC_STATE__PROC_STATE_DISK
+                      : ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING,
+               T0 + 20 * S);
+    assert_int_equal(check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause), 1);
+    assert_int_equal(rank, 1);
+    diag_live_free(&l);
+}
+
 static void test_bound_scaled_by_step_time(void **st)
 {
     struct diag_live l;
@@ -350,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_hang_named_once),
         cmocka_unit_test(test_spinning_and_moving),
         cmocka_unit_test(test_slow_and_checkpoint_not_hung),
+        cmocka_unit_test(test_stopped_inside_the_call),
         cmocka_unit_test(test_bound_scaled_by_step_time),
         cmocka_unit_test(test_no_status_named),
         cmocka_unit_test(test_chain_of_waits),
