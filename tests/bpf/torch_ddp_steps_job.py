@@ -33,7 +33,8 @@ FAULT_FILE (tests/bpf/torch_fault_job.py): lines `RANK ACTION [STEP]`, written
 at any time; RANK is a global rank or `*` (every rank). At the start of its
 next step (at STEP or later when given) the rank does ACTION, once per line:
   stop   SIGSTOP itself (SIGCONT from outside resumes it)
-  read   block in a read of a pipe nobody writes, forever
+  read   block in a read: of the FIFO FAULT_FIFO until the test writes a byte
+         to it, else of a pipe nobody writes, forever
   spin   a Python busy loop, forever
   exit   sys.exit(3)
   abort  os.abort() (SIGABRT)
@@ -81,8 +82,14 @@ def fault_action(action):
     if action == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
     elif action == "read":
-        r, w = os.pipe()  # w stays open: no end of file
-        os.read(r, 1)
+        fifo = os.environ.get("FAULT_FIFO")
+        if fifo:  # blocked in read until the test writes a byte to the FIFO
+            fd = os.open(fifo, os.O_RDWR)
+            os.read(fd, 1)
+            os.close(fd)
+        else:
+            r, w = os.pipe()  # w stays open: no end of file
+            os.read(r, 1)
     elif action == "spin":
         while True:
             pass

@@ -84,7 +84,7 @@ torch_detect_start() { # LAUNCH
         env OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" "${TORCH_DETECT_ENV[@]}" \
             /usr/bin/python3 -m torch.distributed.run --redirects 1 --tee 1 \
             --log_dir "$T/torchrun" --nproc_per_node 4 --max_restarts "${TORCH_DETECT_RESTARTS:-0}" \
-            --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" --run_id "torchjob-$$" \
+            --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" --rdzv_id "torchjob-$$" \
             "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.out" 2>&1 &
         PIDS+=($!)
         TORCH_DETECT_PIDS+=($!)
@@ -102,6 +102,7 @@ torch_detect_start() { # LAUNCH
     end=$((SECONDS + 300))
     until (($(ls "$T/log" | grep -c '^pid') == 4)); do
         ((SECONDS < end)) || { tail -n 20 "$T"/job*.out; fail "the job's 4 ranks did not start in 300 s"; }
+        kill -0 "${TORCH_DETECT_PIDS[0]}" 2>/dev/null || { tail -n 20 "$T"/job*.out; fail "the job's launcher ended before its ranks started"; }
         sleep 0.5
     done
     # the job's name at the collector: the run id, or (spawn) the agent's name
