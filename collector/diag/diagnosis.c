@@ -267,9 +267,14 @@ static bool diagnosis_live_rank(struct diagnosis *d, struct diagnosis_job *j, ui
     return diag_live_reserve(&j->live, cap < max ? cap : max) == 0;
 }
 
+static void diagnosis_live_tick(struct diagnosis *d, struct diagnosis_job *j, uint64_t t,
+                                const struct diag_engine_stats *es);
+
 /* A launcher's attempt above j's (torchelastic restarted the job): a new
  * epoch, whose steps count from 0 again, so a new engine and liveness
- * state; the old engine's reports are published first, its counters kept. */
+ * state; the old engine's reports are published first, its counters kept,
+ * and a death still in its grace is reported now (a quick restart must not
+ * swallow the page that says why the job restarted). */
 static void diagnosis_epoch(struct diagnosis *d, struct diagnosis_job *j, uint32_t restart)
 {
     struct diag_engine *e = restart > j->restart ? diagnosis_engine_new(d, j) : NULL;
@@ -279,6 +284,8 @@ static void diagnosis_epoch(struct diagnosis *d, struct diagnosis_job *j, uint32
         return;
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
+    if (j->live.death_pending)
+        diagnosis_live_tick(d, j, j->live.death_recv_ns + j->live.grace_ns, &es);
     j->past_records += es.records;
     j->past_closed += es.steps_closed;
     diag_engine_free(j->engine);

@@ -153,6 +153,34 @@ static void test_killed_failed_then_restarted(void **state)
     diagnosis_free(d);
 }
 
+/* torchrun restarts faster than the grace: attempt 1's ranks arrive a
+ * second after rank 1 exited with code 3, before the others' exits came.
+ * The death that made the restart is reported all the same. */
+static void test_restart_within_the_grace(void **state)
+{
+    struct fix *f = *state;
+    struct diagnosis_options o = {0};
+    struct diagnosis *d = diagnosis_new(f->s, &o);
+    uint64_t now = clock_real_ns();
+    struct tbatch *t = start_job(f, d, "qj", 4, now);
+    struct sts ss;
+
+    diagnosis_tick(d, now);
+    exit_status(&ss, 0, "qj", 1, now, 3, 0);
+    feed_statuses(d, t, &ss, 1, 2, now);
+    diagnosis_tick(d, now + NSEC_PER_SEC / 2);
+    assert_int_equal(report_causes(f->s, "qj", ARGUS__V1__CAUSE__CAUSE_EXITED), 0);
+    t->res[0].restart = 1;
+    t->b.seq = 9;
+    t->b.n_steps = 0;
+    diagnosis_feed(d, &t->b, now + NSEC_PER_SEC);
+    diagnosis_tick(d, now + NSEC_PER_SEC);
+    assert_int_equal(report_causes(f->s, "qj", ARGUS__V1__CAUSE__CAUSE_EXITED), 1);
+    expect_state(f->s, "qj", ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING, NULL, 1);
+    tbatch_free(t);
+    diagnosis_free(d);
+}
+
 static void test_hang_and_clean_end(void **state)
 {
     struct fix *f = *state;
@@ -186,6 +214,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_killed_failed_then_restarted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_within_the_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang_and_clean_end, setup, teardown),
     };
 
