@@ -250,13 +250,20 @@ static int persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep, boo
     return err;
 }
 
-/* Rotating slowness: many ranks flagged briefly over most of the window. */
+/* Rotating slowness: many ranks flagged briefly over most of the window,
+ * for slow compute or for more work (a rank late with its host's counters
+ * normal). */
 static int skew_suspect(struct diag_engine *e, const struct diag_frame *f, Argus__V1__Report *rep)
 {
-    uint32_t ranks, steps;
+    uint32_t ranks, steps, iranks, isteps;
     char ev[256];
 
     diag_persist_rotation(&e->persist, DIAG_CAUSE_COMPUTE, e->ranks.cap, &ranks, &steps);
+    diag_persist_rotation(&e->persist, DIAG_CAUSE_IMBALANCE, e->ranks.cap, &iranks, &isteps);
+    if (iranks * isteps > ranks * steps) {
+        ranks = iranks;
+        steps = isteps;
+    }
     bool skew = ranks >= e->o.skew_min_ranks && steps * 2 >= e->o.window;
     if (!skew) {
         e->skew_reported = false;

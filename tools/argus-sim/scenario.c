@@ -26,6 +26,7 @@ static const struct {
     {"everyone-slower", DIAG_SCN_EVERYONE_SLOWER, "JOB_REGRESSION"},
     {"silent-rank", DIAG_SCN_SILENT, "SILENT"},
     {"host-straggler", DIAG_SCN_HOST_STRAGGLER, "HOST"},
+    {"imbalance", DIAG_SCN_IMBALANCE, ""}, /* a finding for the job's owner: pages nobody */
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -41,7 +42,7 @@ const char *scenario_list(void)
 {
     return "healthy, compute-straggler, link-degraded-group, masked-straggler, "
            "pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, silent-rank, "
-           "host-straggler";
+           "host-straggler, imbalance";
 }
 
 /* The ranks the scenario makes culprits, from the generated resources. */
