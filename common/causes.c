@@ -133,7 +133,7 @@ static const struct causes_row causes_table[] = {
          .word = "workload imbalance",
          .meaning = "the rank does more work than its peers on a healthy host (a bigger batch "
                     "or shard): the job owner's to fix, never the node's",
-         .levels = L2 | L3,
+         .levels = L1 | L2 | L3,
          .persists = true,
          .audience = CAUSES_FOR_JOB_OWNER,
          .grouping = CAUSES_GROUP_NODE,

@@ -132,6 +132,7 @@ void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, doub
         [DIAG_SPIKE_HOST] = "its phases normal: host-side stall",
         [DIAG_SPIKE_COMPUTE] = "its compute was slow",
         [DIAG_SPIKE_STARVED] = "its threads waited for a CPU: CPU-starved host",
+        [DIAG_SPIKE_WORK] = "its host's counters normal: more work than its peers",
     };
     char a[32], b[32], c[32];
 
@@ -140,7 +141,7 @@ void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, doub
              "arrived %s late at collectives, %s",
              from, to, diag_fmt_ns(a, sizeof(a), peak_ns), diag_fmt_ns(b, sizeof(b), median_ns),
              median_ns > 0 ? peak_ns / median_ns : 0, rank, diag_fmt_ns(c, sizeof(c), late_ns),
-             words[why >= 0 && why <= DIAG_SPIKE_STARVED ? why : DIAG_SPIKE_HOST]);
+             words[why >= 0 && why <= DIAG_SPIKE_WORK ? why : DIAG_SPIKE_HOST]);
 }
 
 void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,
