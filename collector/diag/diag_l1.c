@@ -12,6 +12,8 @@ void diag_l1_defaults(struct diag_l1_options *o)
         o->spike_ratio = 1.5;
     if (o->spike_jitter_k <= 0)
         o->spike_jitter_k = 5;
+    if (o->spike_one_ratio <= 0)
+        o->spike_one_ratio = 4;
     if (!o->spike_max_len)
         o->spike_max_len = 3;
     if (!o->cp_base)
@@ -90,6 +92,10 @@ static void spike_update(struct diag_l1 *l, uint64_t step, double t, double med,
         }
         return;
     }
+    bool one = l->pending.spike_from == l->pending.spike_to;
+    if (l->in_spike && one &&
+        l->pending.spike_peak_ns < l->o.spike_one_ratio * l->pending.spike_median_ns)
+        l->in_spike = false; /* one step's wobble: no finding */
     if (l->in_spike) {
         ev->spike = true;
         ev->spike_from = l->pending.spike_from;

@@ -21,6 +21,9 @@ struct diag_l1_options {
     double spike_jitter_k;  /* and log(T_k / median) above k robust sigmas of the rolling
                              * window's log T (5): a wobble within the job's own jitter
                              * is not a spike */
+    double spike_one_ratio; /* a spike of a single step: its peak / median at least this
+                             * (4): one slow step of a few x is every job's wobble (a GC
+                             * pause, a log flush), a JIT compile is tens of x */
     uint32_t spike_max_len; /* longer excursions are level shifts, not spikes (3) */
     uint32_t cp_base;       /* change point: base window (24) */
     uint32_t cp_recent;     /* change point: recent window (8) */
