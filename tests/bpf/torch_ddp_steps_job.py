@@ -18,7 +18,8 @@ during the run):
 
 to $STEPS_LOG_DIR/rank.R, and its pid to $STEPS_LOG_DIR/pid.R first.
 
-IMBALANCE makes one rank do more work (a bigger batch) than the others, as
+BATCH (32) is the rows of every rank's batch. IMBALANCE makes one rank do
+more work (a bigger batch) than the others, as
 a data loader with uneven shards does; unset (the default), every rank runs
 the same batch:
 
@@ -42,7 +43,7 @@ ACCUM = int(os.environ.get("ACCUM", "1"))
 WIDTH = int(os.environ.get("WIDTH", "512"))
 STOP_FILE = os.environ.get("STOP_FILE", "")
 IMBALANCE = os.environ.get("IMBALANCE", "")
-BATCH = 32
+BATCH = int(os.environ.get("BATCH", "32"))
 
 
 def imbalance():

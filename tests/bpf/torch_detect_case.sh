@@ -15,8 +15,9 @@
 # included: a shared machine stalls; tests/bpf/torch_detect_check.py healthy).
 #
 # torch_detect_imbalance LAUNCH MODE: the job runs TORCH_DETECT_STEPS (150)
-# steps with one rank on a 1.6x batch (tests/bpf/torch_ddp_steps_job.py
-# IMBALANCE): MODE fixed, rank TORCH_DETECT_VICTIM on every step; rotate, the
+# steps of batches of 256 rows (compute, not the per-step overhead, sets the
+# step time) with one rank on a 1.6x batch (tests/bpf/torch_ddp_steps_job.py
+# BATCH, IMBALANCE): MODE fixed, rank TORCH_DETECT_VICTIM on every step; rotate, the
 # next rank every 4 steps. Nothing pages: more work on a healthy host is the
 # job owner's (IMBALANCE naming that rank, or for rotate DATA_SKEW), never
 # HOST (torch_detect_check.py imbalance).
@@ -39,6 +40,7 @@
 TORCH_DETECT_VICTIM=${TORCH_DETECT_VICTIM:-2}
 TORCH_DETECT_QUOTA=${TORCH_DETECT_QUOTA:-}
 TORCH_DETECT_IMBALANCE=${TORCH_DETECT_IMBALANCE:-} # the job's IMBALANCE (torch_ddp_steps_job.py)
+TORCH_DETECT_BATCH=${TORCH_DETECT_BATCH:-32}       # and its BATCH
 
 torch_detect_require() { # throttle?
     [[ $(id -u) == 0 ]] || skip "needs root for BPF and cgroups"
@@ -75,14 +77,14 @@ torch_detect_start() { # LAUNCH
     TORCH_DETECT_PIDS=()
     if [[ $launch == spawn ]]; then
         env MASTER_PORT=$port OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" \
-            IMBALANCE="$TORCH_DETECT_IMBALANCE" /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.out" 2>&1 &
+            IMBALANCE="$TORCH_DETECT_IMBALANCE" BATCH=$TORCH_DETECT_BATCH /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.out" 2>&1 &
         PIDS+=($!)
         TORCH_DETECT_PIDS+=($!)
     else
         for r in 0 1 2 3; do
             env RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 TORCHELASTIC_RUN_ID=detectjob \
                 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
-                STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" IMBALANCE="$TORCH_DETECT_IMBALANCE" \
+                STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" IMBALANCE="$TORCH_DETECT_IMBALANCE" BATCH=$TORCH_DETECT_BATCH \
                 /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.$r.out" 2>&1 &
             PIDS+=($!)
             TORCH_DETECT_PIDS+=($!)
@@ -188,6 +190,7 @@ torch_detect_imbalance() { # LAUNCH MODE
     rotate) TORCH_DETECT_IMBALANCE=rotate:4:1.6 ;;
     *) fail "imbalance mode '$mode': fixed or rotate" ;;
     esac
+    TORCH_DETECT_BATCH=256
     torch_detect_start "$launch"
     torch_detect_run "${TORCH_DETECT_STEPS:-150}"
     /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" imbalance "$T/reports.json" \
