@@ -55,15 +55,17 @@ static const struct causes_row causes_table[] = {
          .name = "HOST",
          .label = "host",
          .word = "host",
-         .meaning = "the host side stalls: the rank arrives late at collectives with normal "
-                    "phases, or its threads wait for a CPU",
+         .meaning = "the host side stalls, with host evidence against its peers: the rank "
+                    "arrives late at collectives while its threads are blocked off-CPU "
+                    "outside them, or its threads wait for a CPU",
          .levels = L1 | L2,
          .pages = true,
          .persists = true,
          .audience = CAUSES_FOR_ON_CALL,
          .grouping = CAUSES_GROUP_NODE,
-         .evidence = "late arrival at collectives or run-queue wait vs the group median (z), "
-                     "phases normal, off-CPU time, persisted M/N steps"},
+         .evidence = "late arrival at collectives with off-CPU time outside collectives, or "
+                     "run-queue wait, vs the group median (z), phases normal, persisted M/N "
+                     "steps"},
     [ARGUS__V1__CAUSE__CAUSE_DATA_SKEW] =
         {.value = ARGUS__V1__CAUSE__CAUSE_DATA_SKEW,
          .name = "DATA_SKEW",
@@ -133,7 +135,8 @@ static const struct causes_row causes_table[] = {
          .word = "workload imbalance",
          .meaning = "the rank does more work than its peers on a healthy host (a bigger batch "
                     "or shard): the job owner's to fix, never the node's",
-         .levels = L2,
+         .levels = L1 | L2 | L3,
+         .persists = true,
          .audience = CAUSES_FOR_JOB_OWNER,
          .grouping = CAUSES_GROUP_NODE,
          .evidence = "how late it arrives at collectives or how much longer it computes, with "

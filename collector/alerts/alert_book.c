@@ -101,19 +101,6 @@ static struct alert_job *alert_book_job(struct alert_book *b, const char *job, u
     return j;
 }
 
-/* Where a suspect's alert goes: its peer group (a cause grouped by peers:
- * a link), node or rank. */
-static void alert_subject(const Argus__V1__Suspect *s, char *out, size_t len)
-{
-    if (causes_get(s->cause)->grouping == CAUSES_GROUP_PEERS && s->group && *s->group &&
-        strcmp(s->group, "job") != 0)
-        snprintf(out, len, "group:%s", s->group);
-    else if (s->node && *s->node)
-        snprintf(out, len, "node:%s", s->node);
-    else
-        snprintf(out, len, "rank:%" PRIu32, s->rank);
-}
-
 /* The open (pending or firing) alert of (job, subject, cause), or NULL. */
 static struct alert *alert_book_find(struct alert_book *b, const char *job, const char *subject,
                                      int cause)
@@ -125,6 +112,91 @@ static struct alert *alert_book_find(struct alert_book *b, const char *job, cons
             return a;
     }
     return NULL;
+}
+
+static bool alert_has_rank(const struct alert *a, uint32_t rank)
+{
+    for (uint32_t i = 0; i < a->n_ranks; i++)
+        if (a->ranks[i] == rank)
+            return true;
+    return false;
+}
+
+/* Where a suspect's alert goes (alert_book.h): its peer group (a cause
+ * grouped by peers: a link), its node when the evidence is node-wide (a
+ * node-level finding; wide: another rank of its node is a suspect of the
+ * cause in the same report; or the rank is one of an open node alert's),
+ * else its rank. */
+static void alert_subject(struct alert_book *b, const char *job, const Argus__V1__Suspect *s,
+                          bool wide, char *out, size_t len)
+{
+    bool has_node = s->node && *s->node;
+
+    if (causes_get(s->cause)->grouping == CAUSES_GROUP_PEERS && s->group && *s->group &&
+        strcmp(s->group, "job") != 0) {
+        snprintf(out, len, "group:%s", s->group);
+        return;
+    }
+    snprintf(out, len, "node:%s", has_node ? s->node : "");
+    if (has_node && (s->rank == UINT32_MAX || wide))
+        return;
+    const struct alert *a = has_node ? alert_book_find(b, job, out, s->cause) : NULL;
+    if (!a || !alert_has_rank(a, s->rank))
+        snprintf(out, len, "rank:%" PRIu32, s->rank);
+}
+
+struct alert_pos {
+    const Argus__V1__Suspect *s;
+    size_t i; /* its index in the report */
+};
+
+static const char *alert_node_of(const Argus__V1__Suspect *s)
+{
+    return s->node ? s->node : "";
+}
+
+/* Suspect order for alert_book_wide: cause, node, rank. */
+static int alert_pos_cmp(const void *x, const void *y)
+{
+    const Argus__V1__Suspect *a = ((const struct alert_pos *)x)->s;
+    const Argus__V1__Suspect *b = ((const struct alert_pos *)y)->s;
+    int c = (a->cause > b->cause) - (a->cause < b->cause);
+
+    c = c ? c : strcmp(alert_node_of(a), alert_node_of(b));
+    return c ? c : (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* For each suspect of r, whether another rank of its node is a suspect of
+ * the same cause in r: wide[i] (calloc'ed, the caller frees; NULL when r
+ * has no suspects). O(n log n). 0 or -ENOMEM. */
+static int alert_book_wide(const Argus__V1__Report *r, bool **wide)
+{
+    size_t n = r->n_suspects;
+    struct alert_pos *v = n ? malloc(n * sizeof(*v)) : NULL;
+
+    *wide = n ? calloc(n, sizeof(**wide)) : NULL;
+    if (n && (!v || !*wide)) {
+        free(v);
+        free(*wide);
+        *wide = NULL;
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct alert_pos){r->suspects[i], i};
+    qsort(v, n, sizeof(*v), alert_pos_cmp);
+    for (size_t i = 0, j; i < n; i = j) { /* runs of one (cause, node), ranks sorted */
+        const Argus__V1__Suspect *first = v[i].s;
+        uint32_t hi = first->rank; /* the highest rank of the run (UINT32_MAX: none) */
+        for (j = i + 1; j < n && v[j].s->cause == first->cause &&
+                        strcmp(alert_node_of(v[j].s), alert_node_of(first)) == 0;
+             j++)
+            hi = v[j].s->rank != UINT32_MAX ? v[j].s->rank : hi;
+        bool several = *alert_node_of(first) && first->rank != UINT32_MAX && hi != first->rank;
+        for (size_t k = i; several && k < j; k++)
+            (*wide)[v[k].i] = v[k].s->rank != UINT32_MAX;
+    }
+    free(v);
+    return 0;
 }
 
 /* Append a (taken). 0 or -ENOMEM (a freed). */
@@ -167,21 +239,41 @@ static struct alert *alert_book_open(struct alert_book *b, const char *job, cons
     return alert_book_add(b, a) == 0 ? a : NULL;
 }
 
-static void alert_add_rank(struct alert *a, uint32_t rank)
+static void alert_add_rank(struct alert *a, uint32_t rank, uint64_t clean)
 {
     if (rank == UINT32_MAX) /* a node finding: no rank of its own */
         return;
     for (uint32_t i = 0; i < a->n_ranks; i++)
-        if (a->ranks[i] == rank)
+        if (a->ranks[i] == rank) {
+            a->rank_clean[i] = a->rank_clean[i] < clean ? a->rank_clean[i] : clean;
             return;
+        }
     if (a->n_ranks < ALERT_MAX_RANKS) {
         uint32_t i = a->n_ranks++;
-        for (; i > 0 && a->ranks[i - 1] > rank; i--)
+        for (; i > 0 && a->ranks[i - 1] > rank; i--) {
             a->ranks[i] = a->ranks[i - 1];
+            a->rank_clean[i] = a->rank_clean[i - 1];
+        }
         a->ranks[i] = rank;
+        a->rank_clean[i] = clean;
     } else {
         a->more_ranks++;
     }
+}
+
+/* Ranks of a not named for clear_steps closed steps leave its list: they
+ * recovered (the alert itself resolves when all have). */
+static void alert_drop_recovered(struct alert *a, uint64_t clear_steps)
+{
+    uint32_t kept = 0;
+
+    for (uint32_t i = 0; i < a->n_ranks; i++) {
+        if (a->rank_clean[i] >= clear_steps && a->n_ranks > 1 && kept + (a->n_ranks - i) > 1)
+            continue;
+        a->ranks[kept] = a->ranks[i];
+        a->rank_clean[kept++] = a->rank_clean[i];
+    }
+    a->n_ranks = kept;
 }
 
 /* Take the suspect's details into a. */
@@ -190,7 +282,7 @@ static void alert_update(struct alert *a, const Argus__V1__Report *r, const Argu
 {
     bool first = a->n_ranks == 0;
 
-    alert_add_rank(a, s->rank);
+    alert_add_rank(a, s->rank, 0);
     a->level = s->level;
     a->gpu = first || a->n_ranks <= 1 ? s->gpu : -1;
     snprintf(a->node, sizeof(a->node), "%s", s->node ? s->node : "");
@@ -247,17 +339,39 @@ static void alert_notify(struct alert_book *b, struct alert *a, const Argus__V1_
     a->report = NULL;
 }
 
-/* One suspect of report r of job j: its alert made or updated, marked to
- * fire when the suspect pages. 0 or -ENOMEM. */
+static void alert_resolve(struct alert_book *b, struct alert *a, uint64_t now);
+
+/* A node alert takes in the open rank alert of one of its ranks (same job
+ * and cause): its ranks join, it resolves (superseded). */
+static void alert_book_absorb(struct alert_book *b, struct alert *node, uint32_t rank, uint64_t now)
+{
+    char subject[32];
+
+    if (rank == UINT32_MAX)
+        return;
+    snprintf(subject, sizeof(subject), "rank:%" PRIu32, rank);
+    struct alert *a = alert_book_find(b, node->job, subject, node->cause);
+    if (!a)
+        return;
+    for (uint32_t i = 0; i < a->n_ranks; i++)
+        alert_add_rank(node, a->ranks[i], a->rank_clean[i]);
+    alert_resolve(b, a, now);
+}
+
+/* One suspect of report r of job j (wide: node-wide evidence,
+ * alert_book_wide): its alert made or updated, marked to fire when the
+ * suspect pages. 0 or -ENOMEM. */
 static int alert_book_suspect(struct alert_book *b, struct alert_job *j, const Argus__V1__Report *r,
-                              const Argus__V1__Suspect *s, uint64_t now)
+                              const Argus__V1__Suspect *s, bool wide, uint64_t now)
 {
     char subject[160];
     struct alert *a;
 
-    if (!causes_pages(s->cause))
+    /* An L1 spike of a step or a few never pages: no pending alert either
+     * (on-call's list is not a log of findings). */
+    if (!causes_pages(s->cause) || (s->level == ARGUS__V1__LEVEL__LEVEL_L1_ITERATION && !s->pages))
         return 0;
-    alert_subject(s, subject, sizeof(subject));
+    alert_subject(b, j->job, s, wide, subject, sizeof(subject));
     a = alert_book_find(b, j->job, subject, s->cause);
     if (!a) {
         a = alert_book_open(b, j->job, subject, s->cause, now);
@@ -268,8 +382,23 @@ static int alert_book_suspect(struct alert_book *b, struct alert_job *j, const A
     } else {
         alert_update(a, r, s, now);
     }
+    if (strncmp(subject, "node:", 5) == 0)
+        alert_book_absorb(b, a, s->rank, now);
     a->pages_now |= s->pages;
     return 0;
+}
+
+/* The suspects of report r. 0 or -ENOMEM. */
+static int alert_book_report(struct alert_book *b, struct alert_job *j, const Argus__V1__Report *r,
+                             uint64_t now)
+{
+    bool *wide;
+    int rc = alert_book_wide(r, &wide);
+
+    for (size_t k = 0; k < r->n_suspects && rc == 0; k++)
+        rc = alert_book_suspect(b, j, r, r->suspects[k], wide[k], now);
+    free(wide);
+    return rc;
 }
 
 /* Fire the alerts of report r's suspects that page (all its ranks in). */
@@ -312,19 +441,26 @@ int alert_book_observe(struct alert_book *b, const char *job, Argus__V1__Report 
     j->steps_closed = steps_closed;
     if (delta || n)
         j->active_ns = now_ns;
-    for (size_t i = 0; i < b->n; i++) /* named below: clean_steps back to 0 */
-        if (b->alerts[i]->status != ALERT_RESOLVED && strcmp(b->alerts[i]->job, job) == 0)
-            b->alerts[i]->clean_steps += delta;
+    for (size_t i = 0; i < b->n; i++) { /* named below: back to 0 */
+        struct alert *a = b->alerts[i];
+        if (a->status == ALERT_RESOLVED || strcmp(a->job, job) != 0)
+            continue;
+        a->clean_steps += delta;
+        for (uint32_t k = 0; k < a->n_ranks; k++)
+            a->rank_clean[k] += delta;
+    }
     for (size_t i = 0; i < n && rc == 0; i++) {
-        for (size_t k = 0; k < reports[i]->n_suspects && rc == 0; k++)
-            rc = alert_book_suspect(b, j, reports[i], reports[i]->suspects[k], now_ns);
+        rc = alert_book_report(b, j, reports[i], now_ns);
         alert_book_fire(b, j, reports[i], now_ns);
     }
     for (size_t i = 0; i < b->n; i++) {
         struct alert *a = b->alerts[i];
-        if (a->status != ALERT_RESOLVED && a->clean_steps >= b->o.clear_steps &&
-            strcmp(a->job, job) == 0)
+        if (a->status == ALERT_RESOLVED || strcmp(a->job, job) != 0)
+            continue;
+        if (a->clean_steps >= b->o.clear_steps)
             alert_resolve(b, a, now_ns);
+        else
+            alert_drop_recovered(a, b->o.clear_steps);
     }
     return rc;
 }

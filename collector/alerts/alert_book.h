@@ -13,8 +13,9 @@
  *
  * The lifecycle of one alert, per (job, subject, cause):
  *   pending   a suspect of a cause that can page (causes_pages,
- *             common/causes.h: compute, link, host, silent) appeared in a
- *             report but has not paged yet;
+ *             common/causes.h: compute, link, host, silent, hang, exited)
+ *             appeared in a report but has not paged yet (an L1 spike
+ *             finding, which never pages, makes no alert);
  *   firing    a report's suspect pages (Suspect.pages: the engine's M of N
  *             persistence rule), unless the job's rate limit is spent (it
  *             stays pending, counted, and fires on a later report);
@@ -22,11 +23,17 @@
  *             subject (the engine re-reports a firing suspect every window
  *             steps, so clear_steps is window + the configured clean steps),
  *             or the job went idle (ended) for job_idle.
- * The subject groups ranks by the cause's grouping (common/causes.h): a
- * link suspect with a peer group is the group ("group:pp=0,tp=1"), else a
- * suspect with a node is its node ("node:node-3"), else its rank
- * ("rank:17"); the ranks of an alert are the
- * union of those reported under it. One sick node or switch is one alert.
+ * The subject says what the evidence points at (common/causes.h grouping):
+ * a link suspect with a peer group is the group ("group:pp=0,tp=1"); a
+ * node-level finding (no rank: a silent agent stream) is its node
+ * ("node:node-3"); a rank's suspect is its node only when the evidence is
+ * node-wide - two or more of the node's ranks suspects of the cause in the
+ * same report, or the rank already one of an open node alert's - else its
+ * rank ("rank:17"). When a node alert opens, the open rank alerts of its
+ * ranks (same cause) resolve into it. An alert lists only its own suspects:
+ * a rank not named for clear_steps closed steps leaves the list, and the
+ * alert resolves when all of its suspects did, whatever other ranks of the
+ * node do. One sick node or switch is one alert; one sick GPU is its rank's.
  */
 #ifndef ARGUS_COLLECTOR_ALERT_BOOK_H
 #define ARGUS_COLLECTOR_ALERT_BOOK_H
@@ -56,6 +63,7 @@ struct alert {
     char node[128], group[128], where[160];
     int32_t gpu; /* of the latest suspect, -1 when several ranks */
     uint32_t ranks[ALERT_MAX_RANKS];
+    uint64_t rank_clean[ALERT_MAX_RANKS]; /* closed steps since each rank was named */
     uint32_t n_ranks, more_ranks;
     double score;
     char summary[256], evidence[512], report_id[64];

@@ -250,13 +250,20 @@ static int persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep, boo
     return err;
 }
 
-/* Rotating slowness: many ranks flagged briefly over most of the window. */
+/* Rotating slowness: many ranks flagged briefly over most of the window,
+ * for slow compute or for more work (a rank late with its host's counters
+ * normal). */
 static int skew_suspect(struct diag_engine *e, const struct diag_frame *f, Argus__V1__Report *rep)
 {
-    uint32_t ranks, steps;
+    uint32_t ranks, steps, iranks, isteps;
     char ev[256];
 
     diag_persist_rotation(&e->persist, DIAG_CAUSE_COMPUTE, e->ranks.cap, &ranks, &steps);
+    diag_persist_rotation(&e->persist, DIAG_CAUSE_IMBALANCE, e->ranks.cap, &iranks, &isteps);
+    if (iranks * isteps > ranks * steps) {
+        ranks = iranks;
+        steps = isteps;
+    }
     bool skew = ranks >= e->o.skew_min_ranks && steps * 2 >= e->o.window;
     if (!skew) {
         e->skew_reported = false;
@@ -284,17 +291,18 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
             best = n;
     }
     uint32_t rank = best ? best->late_rank : ev->spike_rank;
-    bool compute = best && best->why == DIAG_SPIKE_COMPUTE;
+    int why = best ? best->why : DIAG_SPIKE_HOST;
+    Argus__V1__Cause cause = why == DIAG_SPIKE_COMPUTE ? ARGUS__V1__CAUSE__CAUSE_COMPUTE
+                             : why == DIAG_SPIKE_WORK  ? ARGUS__V1__CAUSE__CAUSE_IMBALANCE
+                                                       : ARGUS__V1__CAUSE__CAUSE_HOST;
     diag_evidence_spike(text, sizeof(text), ev->spike_from, ev->spike_to, ev->spike_peak_ns,
-                        ev->spike_median_ns, rank, best ? best->late_ns : 0,
-                        best ? best->why : DIAG_SPIKE_HOST);
+                        ev->spike_median_ns, rank, best ? best->late_ns : 0, why);
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->ranks.cap ? e->ranks.ri[rank].node : "",
         rank < e->ranks.cap ? e->ranks.ri[rank].gpu : -1,
-        diag_groups_label_of(&e->ranks.groups, rank), ARGUS__V1__LEVEL__LEVEL_L1_ITERATION,
-        compute ? ARGUS__V1__CAUSE__CAUSE_COMPUTE : ARGUS__V1__CAUSE__CAUSE_HOST, "step time",
-        ev->spike_peak_ns / ev->spike_median_ns, hits, e->o.window, text);
+        diag_groups_label_of(&e->ranks.groups, rank), ARGUS__V1__LEVEL__LEVEL_L1_ITERATION, cause,
+        "step time", ev->spike_peak_ns / ev->spike_median_ns, hits, e->o.window, text);
     return s ? diag_report_add(rep, s) : -ENOMEM;
 }
 
@@ -382,7 +390,8 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     note->why = lf && lf[DIAG_CAUSE_COMPUTE].set ? DIAG_SPIKE_COMPUTE
                 : lf && lf[DIAG_CAUSE_HOST].set && lf[DIAG_CAUSE_HOST].kind == DIAG_WHERE_RUNQ
                     ? DIAG_SPIKE_STARVED
-                    : DIAG_SPIKE_HOST;
+                : lf && lf[DIAG_CAUSE_IMBALANCE].set ? DIAG_SPIKE_WORK
+                                                     : DIAG_SPIKE_HOST;
     diag_rankwin_step(&e->rankwin, f, &e->l2.cm);
     err = diag_rankwin_flag(&e->rankwin, &e->ranks.groups, e->flags, e->ranks.cap, &e->persist);
     if (err < 0)

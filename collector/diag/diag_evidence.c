@@ -70,29 +70,39 @@ static void flag_text(const struct diag_namer *n, const struct diag_flag *f, int
     diag_evidence_where(n, f, where, sizeof(where));
     diag_fmt_ns(a, sizeof(a), f->value);
     diag_fmt_ns(b, sizeof(b), f->median);
+    const char *more = cause == DIAG_CAUSE_IMBALANCE ? ": more work than its peers (the job's, "
+                                                       "not the node's)"
+                                                     : "";
     if (f->kind == DIAG_WHERE_KERNEL)
-        snprintf(buf, len, "kernel %s mean %s vs %s reference %s, W1 = %.2f of reference mean%s",
+        snprintf(buf, len, "kernel %s mean %s vs %s reference %s, W1 = %.2f of reference mean%s%s",
                  where, a, f->group_wide ? "stage" : "group", b, f->score,
-                 f->group_wide ? " (whole group slower than its stage)" : "");
+                 f->group_wide ? " (whole group slower than its stage)" : "",
+                 *more ? ", launched with other shapes than its group's" : "");
     else if (f->group_wide)
         snprintf(buf, len, "group %s %s transfer %s vs %s median of its stage's groups (%.1fx)",
                  group, where, a, b, f->score);
     else if (cause == DIAG_CAUSE_HOST && f->kind == DIAG_WHERE_RUNQ)
         snprintf(buf, len,
                  "CPU-starved: threads waited %s for a CPU vs group median %s, z = %.0f, "
-                 "off-CPU %s",
+                 "off-CPU %s outside collectives",
                  a, b, f->score, diag_fmt_ns(c, sizeof(c), f->aux));
     else if (cause == DIAG_CAUSE_HOST)
         snprintf(buf, len,
                  "arrives %s late at collectives vs group median %s, z = %.0f, phases normal, "
-                 "off-CPU %s",
+                 "threads blocked off-CPU %s outside collectives, above its peers'",
                  a, b, f->score, diag_fmt_ns(c, sizeof(c), f->aux));
-    else if (cause == DIAG_CAUSE_COMPUTE && f->aux > 0)
-        snprintf(buf, len, "%s %s vs group median %s, z = %.0f, own kernel time %.2fx group", where,
-                 a, b, f->score, f->aux);
+    else if (cause == DIAG_CAUSE_IMBALANCE && f->kind == DIAG_WHERE_ARRIVAL)
+        snprintf(buf, len,
+                 "arrives %s late at collectives vs group median %s, z = %.0f, with the host "
+                 "counters of its peers (run queue, off-CPU %s outside collectives)%s",
+                 a, b, f->score, diag_fmt_ns(c, sizeof(c), f->aux), more);
+    else if (f->aux > 0)
+        snprintf(buf, len, "%s %s vs group median %s, z = %.0f, own kernel time %.2fx group%s",
+                 where, a, b, f->score, f->aux,
+                 *more ? ", its kernels other shapes or more of them" : "");
     else
-        snprintf(buf, len, "%s%s %s vs group median %s, z = %.0f", where,
-                 cause == DIAG_CAUSE_LINK ? " transfer" : "", a, b, f->score);
+        snprintf(buf, len, "%s%s %s vs group median %s, z = %.0f%s", where,
+                 cause == DIAG_CAUSE_LINK ? " transfer" : "", a, b, f->score, more);
 }
 
 void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, int cause,
@@ -122,6 +132,7 @@ void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, doub
         [DIAG_SPIKE_HOST] = "its phases normal: host-side stall",
         [DIAG_SPIKE_COMPUTE] = "its compute was slow",
         [DIAG_SPIKE_STARVED] = "its threads waited for a CPU: CPU-starved host",
+        [DIAG_SPIKE_WORK] = "its host's counters normal: more work than its peers",
     };
     char a[32], b[32], c[32];
 
@@ -130,7 +141,7 @@ void diag_evidence_spike(char *buf, size_t len, uint64_t from, uint64_t to, doub
              "arrived %s late at collectives, %s",
              from, to, diag_fmt_ns(a, sizeof(a), peak_ns), diag_fmt_ns(b, sizeof(b), median_ns),
              median_ns > 0 ? peak_ns / median_ns : 0, rank, diag_fmt_ns(c, sizeof(c), late_ns),
-             words[why >= 0 && why <= DIAG_SPIKE_STARVED ? why : DIAG_SPIKE_HOST]);
+             words[why >= 0 && why <= DIAG_SPIKE_WORK ? why : DIAG_SPIKE_HOST]);
 }
 
 void diag_evidence_regression(char *buf, size_t len, double ratio, uint64_t since, const char *kind,

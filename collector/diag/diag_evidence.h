@@ -48,6 +48,7 @@ enum diag_spike_why {
     DIAG_SPIKE_HOST = 0,    /* phases normal: a host-side stall */
     DIAG_SPIKE_COMPUTE = 1, /* its compute was slow */
     DIAG_SPIKE_STARVED = 2, /* its threads waited for a CPU */
+    DIAG_SPIKE_WORK = 3,    /* late with its host's counters normal: more work */
 };
 
 /* An L1 spike window and the rank that arrived latest in it. */

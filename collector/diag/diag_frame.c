@@ -151,18 +151,48 @@ static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
 {
     for (size_t i = 0; i < s->n_kernels; i++) {
         const Argus__V1__KernelGroup *kg = s->kernels[i];
-        uint64_t sum = 0;
+        uint64_t sum = 0, count = 0;
 
-        for (size_t c = 0; c < kg->n_clusters; c++)
+        for (size_t c = 0; c < kg->n_clusters; c++) {
             sum += kg->clusters[c]->sum_ns;
-        if (!diag_dict_is_coll_stream(d, kg->stream))
+            count += kg->clusters[c]->count;
+        }
+        if (!diag_dict_is_coll_stream(d, kg->stream)) {
             r->busy_ns += sum;
+            r->kernel_count += count > UINT32_MAX - r->kernel_count ? UINT32_MAX - r->kernel_count
+                                                                    : (uint32_t)count;
+        }
         int ki = kernel_index(d, kg->name_id, kg->stream);
         if (ki < 0 || !s->sampled)
             continue;
+        r->work_id[ki] = kg->work_id;
         if (clusters_quantile_grid(kg, r->q[ki], DIAG_QGRID) == 0)
             r->kernel_mask |= 1u << ki;
     }
+}
+
+uint64_t diag_frame_work_majority(const struct diag_frame *f, const uint32_t *mem, uint32_t n,
+                                  int k)
+{
+    uint64_t cand = 0;
+    uint32_t votes = 0, known = 0, same = 0;
+
+    /* Boyer-Moore majority vote, then a count to confirm it. */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct diag_rank_step *r = &f->ranks[mem[i]];
+        if (mem[i] >= f->cap || !r->present || !r->work_id[k])
+            continue;
+        known++;
+        if (!votes)
+            cand = r->work_id[k];
+        if (r->work_id[k] == cand)
+            votes++;
+        else
+            votes--;
+    }
+    for (uint32_t i = 0; cand && i < n; i++)
+        same += mem[i] < f->cap && f->ranks[mem[i]].present && f->ranks[mem[i]].work_id[k] == cand;
+    return same * 2 > known ? cand : 0;
 }
 
 int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,

@@ -77,6 +77,8 @@ struct diag_rank_step {
     uint64_t runq_ns;
     uint64_t sync_wait_ns;
     uint32_t kernel_mask;
+    uint32_t kernel_count; /* kernels on non-collective streams (launches of more work) */
+    uint64_t work_id[DIAG_MAX_KERNELS];    /* KernelGroup.work_id, 0 unknown */
     float q[DIAG_MAX_KERNELS][DIAG_QGRID]; /* quantile functions, ns */
 };
 
@@ -116,6 +118,12 @@ int diag_frame_note_amend(struct diag_frame *f, uint32_t rank);
  * that do not fit the dictionaries are counted in dict->overflow. */
 int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
                           const Argus__V1__StepRecord *s);
+
+/* The work id (KernelGroup.work_id) that most of the n present members
+ * mem of f ran kernel index k with: the majority of the known (non-zero)
+ * ids, 0 when they have none or no id has more than half of them. O(n). */
+uint64_t diag_frame_work_majority(const struct diag_frame *f, const uint32_t *mem, uint32_t n,
+                                  int k);
 
 /* Whether stream ran collectives in this job. */
 bool diag_dict_is_coll_stream(const struct diag_dict *d, uint32_t stream);

@@ -10,6 +10,10 @@ void diag_l1_defaults(struct diag_l1_options *o)
         o->roll_window = 16;
     if (o->spike_ratio <= 1)
         o->spike_ratio = 1.5;
+    if (o->spike_jitter_k <= 0)
+        o->spike_jitter_k = 5;
+    if (o->spike_one_ratio <= 0)
+        o->spike_one_ratio = 4;
     if (!o->spike_max_len)
         o->spike_max_len = 3;
     if (!o->cp_base)
@@ -46,10 +50,24 @@ static void push_logt(struct diag_l1 *l, double v)
     l->logt[l->n_logt++] = v;
 }
 
+/* The step time above which T_k is a spike: spike_ratio times the rolling
+ * median, or the job's own jitter (spike_jitter_k robust sigmas of log T
+ * over the rolling window) when that is wider. */
+static double spike_line(const struct diag_l1 *l, double med)
+{
+    double dev[DIAG_STATS_ROLL_MAX], scratch[DIAG_STATS_ROLL_MAX];
+    uint32_t n = l->roll.n;
+
+    for (uint32_t i = 0; i < n; i++)
+        dev[i] = fabs(log(fmax(diag_roll_get(&l->roll, i), 1) / med));
+    double sigma = 1.4826 * diag_stats_median(dev, n, scratch);
+    return med * fmax(l->o.spike_ratio, exp(l->o.spike_jitter_k * sigma));
+}
+
 static void spike_update(struct diag_l1 *l, uint64_t step, double t, double med, uint32_t rank,
                          struct diag_l1_event *ev)
 {
-    bool high = l->roll.n >= 5 && med > 0 && t > l->o.spike_ratio * med;
+    bool high = l->roll.n >= 5 && med > 0 && t > spike_line(l, med);
 
     if (high && l->shifted)
         return;
@@ -74,6 +92,10 @@ static void spike_update(struct diag_l1 *l, uint64_t step, double t, double med,
         }
         return;
     }
+    bool one = l->pending.spike_from == l->pending.spike_to;
+    if (l->in_spike && one &&
+        l->pending.spike_peak_ns < l->o.spike_one_ratio * l->pending.spike_median_ns)
+        l->in_spike = false; /* one step's wobble: no finding */
     if (l->in_spike) {
         ev->spike = true;
         ev->spike_from = l->pending.spike_from;

@@ -1,6 +1,8 @@
 /* L1, iteration time (docs/design.md section 7): the job series T_k = max over
  * ranks of step time. Spikes are short excursions of T_k above its rolling
- * median (jitter, JIT compiles, host stalls); regressions are level shifts of
+ * median beyond the job's own jitter (JIT compiles, host stalls: a step of a
+ * noisy job on a shared machine that is 1.5x its median is not one when its
+ * steps wobble that much anyway); regressions are level shifts of
  * log T found by a two-window change-point test. Output: anomalous windows.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_L1_H
@@ -16,6 +18,12 @@
 struct diag_l1_options {
     uint32_t roll_window;   /* rolling median length (default 16) */
     double spike_ratio;     /* T_k / rolling median above this is a spike (1.5) */
+    double spike_jitter_k;  /* and log(T_k / median) above k robust sigmas of the rolling
+                             * window's log T (5): a wobble within the job's own jitter
+                             * is not a spike */
+    double spike_one_ratio; /* a spike of a single step: its peak / median at least this
+                             * (4): one slow step of a few x is every job's wobble (a GC
+                             * pause, a log flush), a JIT compile is tens of x */
     uint32_t spike_max_len; /* longer excursions are level shifts, not spikes (3) */
     uint32_t cp_base;       /* change point: base window (24) */
     uint32_t cp_recent;     /* change point: recent window (8) */

@@ -22,6 +22,9 @@ struct diag_l2_cand {
     bool host_late;
     double rz, rv, rm; /* run-queue time */
     bool starved;
+    double ov, om;  /* off-CPU time outside collectives, group median */
+    bool off_hi;    /* it explains the lateness: host evidence */
+    bool more_work; /* its kernels differ in work (work id, more of them), not in speed */
 };
 
 void diag_l2_init(struct diag_l2 *l, const struct diag_l2_options *o)
@@ -95,7 +98,7 @@ static int reserve(struct diag_l2 *l, uint32_t cap)
     return err;
 }
 
-enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP, M_RUNQ };
+enum metric { M_PHASE, M_BUSY, M_XFER, M_LATE, M_STEP, M_RUNQ, M_OFFCPU, M_KCOUNT, M_PERK };
 
 static double metric_get(const struct diag_l2 *l, const struct diag_frame *f, uint32_t r,
                          enum metric m, int idx)
@@ -113,6 +116,13 @@ static double metric_get(const struct diag_l2 *l, const struct diag_frame *f, ui
         return (double)f->ranks[r].duration_ns;
     case M_RUNQ:
         return (double)f->ranks[r].runq_ns;
+    case M_OFFCPU: /* a waiter's time blocked inside collectives is not its host's */
+        return f->ranks[r].off_cpu_ns ? fmax(1, (double)f->ranks[r].off_cpu_ns - l->cm.wait[r]) : 0;
+    case M_KCOUNT:
+        return (double)f->ranks[r].kernel_count;
+    case M_PERK:
+        return f->ranks[r].kernel_count ? (double)f->ranks[r].busy_ns / f->ranks[r].kernel_count
+                                        : 0;
     }
     return 0;
 }
@@ -183,6 +193,54 @@ static void scan_compute(struct diag_l2 *l, const struct diag_frame *f, const st
     }
 }
 
+/* More work, not slower hardware: a rank whose kernels ran with another
+ * work id than most of its group's (other launch shapes or counts), or that
+ * ran more kernels (1 + min_effect of the group median) each as fast as its
+ * peers'. */
+static void scan_work(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
+                      const uint32_t *mem, uint32_t n)
+{
+    double med, mad, per_med;
+
+    for (uint32_t k = 0; k < d->n_kernel; k++) {
+        uint64_t major = diag_frame_work_majority(f, mem, n, (int)k);
+        for (uint32_t i = 0; major && i < n; i++) {
+            const struct diag_rank_step *r = &f->ranks[mem[i]];
+            if (mem[i] < f->cap && r->present && r->work_id[k] && r->work_id[k] != major)
+                l->cand[mem[i]].more_work = true;
+        }
+    }
+    metric_stats(l, f, mem, n, M_PERK, 0, &per_med, &mad);
+    uint32_t k = metric_stats(l, f, mem, n, M_KCOUNT, 0, &med, &mad);
+    for (uint32_t i = 0; k >= 4 && i < k; i++) {
+        uint32_t r = l->who[i];
+        double per = metric_get(l, f, r, M_PERK, 0);
+        if (l->vals[i] > med * (1 + l->o.min_effect) && per <= per_med * (1 + l->o.min_effect / 2))
+            l->cand[r].more_work = true;
+    }
+}
+
+/* Off-CPU time outside collectives of one group: host evidence of a late
+ * rank when its excess over the group explains half its lateness or more,
+ * and is at least host_late_frac of the step (a thread blocked on I/O, a
+ * lock, a sleep). A rank that is late because it computes longer is on a
+ * CPU meanwhile: its off-CPU time is its peers' or less. */
+static void scan_off_cpu(struct diag_l2 *l, const struct diag_frame *f, const uint32_t *mem,
+                         uint32_t n, double step_med, double late_med)
+{
+    double med, mad;
+    uint32_t k = metric_stats(l, f, mem, n, M_OFFCPU, 0, &med, &mad);
+
+    for (uint32_t i = 0; k >= 4 && i < k; i++) {
+        struct diag_l2_cand *c = &l->cand[l->who[i]];
+        double excess = l->vals[i] - med;
+        c->ov = l->vals[i];
+        c->om = med;
+        c->off_hi = diag_stats_robust_z(l->vals[i], med, mad) > l->o.z &&
+                    excess > l->o.host_late_frac * step_med && excess >= 0.5 * (c->hv - late_med);
+    }
+}
+
 /* Transfer times (of the class the groups are for) and lateness of one
  * group. */
 static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const struct diag_dict *d,
@@ -217,6 +275,7 @@ static void scan_colls(struct diag_l2 *l, const struct diag_frame *f, const stru
         c->hm = med;
         c->host_late = c->hz > l->o.z && l->vals[i] - med > l->o.host_late_frac * step_med;
     }
+    scan_off_cpu(l, f, mem, n, step_med, med);
     k = metric_stats(l, f, mem, n, M_RUNQ, 0, &med, &mad);
     for (uint32_t i = 0; k >= 4 && i < k; i++) {
         struct diag_l2_cand *c = &l->cand[l->who[i]];
@@ -296,29 +355,54 @@ static void link_groups(struct diag_l2 *l, const struct diag_frame *f, const str
 }
 
 /* Kernels may be traced only on some steps (duty cycle): on a step without
- * them, a rank's kernel busy verdict from its last traced step stands in
- * for up to DIAG_L2_BUSY_TTL steps. */
+ * them, a rank's kernel verdicts from its last traced step (busy time high,
+ * more work) stand in for up to DIAG_L2_BUSY_TTL steps. busy_last: 0 none,
+ * else 1 normal or 2 high, | 4 more work. */
+static void recall_busy(struct diag_l2 *l, uint32_t r, struct diag_l2_cand *c)
+{
+    c->busy_known = true;
+    c->busy_hi = (l->busy_last[r] & 3) == 2;
+    c->more_work = l->busy_last[r] & 4;
+    c->busy_ratio = l->busy_last_ratio[r];
+}
+
 static void remember_busy(struct diag_l2 *l, uint32_t r, struct diag_l2_cand *c)
 {
     if (l->frozen) {
-        if (!c->busy_known && l->busy_last[r] && l->busy_age[r] < DIAG_L2_BUSY_TTL) {
-            c->busy_known = true;
-            c->busy_hi = l->busy_last[r] == 2;
-            c->busy_ratio = l->busy_last_ratio[r];
-        }
+        if (!c->busy_known && l->busy_last[r] && l->busy_age[r] < DIAG_L2_BUSY_TTL)
+            recall_busy(l, r, c);
         return;
     }
     if (c->busy_known) {
-        l->busy_last[r] = c->busy_hi ? 2 : 1;
+        l->busy_last[r] = (uint8_t)((c->busy_hi ? 2 : 1) | (c->more_work ? 4 : 0));
         l->busy_last_ratio[r] = c->busy_ratio;
         l->busy_age[r] = 0;
         return;
     }
-    if (l->busy_last[r] && ++l->busy_age[r] <= DIAG_L2_BUSY_TTL) {
-        c->busy_known = true;
-        c->busy_hi = l->busy_last[r] == 2;
-        c->busy_ratio = l->busy_last_ratio[r];
-    }
+    if (l->busy_last[r] && ++l->busy_age[r] <= DIAG_L2_BUSY_TTL)
+        recall_busy(l, r, c);
+}
+
+/* A slow compute phase: slower hardware (COMPUTE), or, when its kernels
+ * show more work than its peers' (diag_l2.h), the job's imbalance. */
+static void flag_slow(struct diag_flag *flags, uint32_t r, const struct diag_l2_cand *c)
+{
+    int cause = c->more_work && !c->pexpert ? DIAG_CAUSE_IMBALANCE : DIAG_CAUSE_COMPUTE;
+
+    flag_set(flags, r, cause, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
+             c->pexpert ? FLAG_EXPERT : 0);
+    flags[(size_t)r * DIAG_CAUSE_N + cause].aux = c->busy_known && !c->pexpert ? c->busy_ratio : 0;
+}
+
+/* Late at collectives with normal phases: the host's fault only with host
+ * evidence against the peers (run queue: starved, or off-CPU time outside
+ * collectives); else the rank does more work on a healthy host. */
+static void flag_late(struct diag_flag *flags, uint32_t r, const struct diag_l2_cand *c)
+{
+    int cause = c->off_hi ? DIAG_CAUSE_HOST : DIAG_CAUSE_IMBALANCE;
+
+    flag_set(flags, r, cause, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, 0);
+    flags[(size_t)r * DIAG_CAUSE_N + cause].aux = c->ov;
 }
 
 static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_flag *flags,
@@ -343,22 +427,20 @@ static void decide(struct diag_l2 *l, const struct diag_frame *f, struct diag_fl
         /* Slow or late while waiting for a CPU, its own kernels not slow: a
          * CPU-starved host, not slow compute. */
         bool starved = c->starved && !c->busy_hi && (slow || c->host_late);
-        if (slow && !starved) {
-            flag_set(flags, r, DIAG_CAUSE_COMPUTE, DIAG_WHERE_PHASE, c->pi, c->pv, c->pm, c->pz,
-                     c->pexpert ? FLAG_EXPERT : 0);
-            fl[DIAG_CAUSE_COMPUTE].aux = c->busy_known && !c->pexpert ? c->busy_ratio : 0;
-        } else if (c->pi >= 0 && !starved)
+        if (slow && !starved)
+            flag_slow(flags, r, c);
+        else if (c->pi >= 0 && !starved)
             res->waiting++;
         if (c->li >= 0)
             flag_set(flags, r, DIAG_CAUSE_LINK, DIAG_WHERE_COLL, c->li, c->lv, c->lm, c->lz,
                      c->lexpert ? FLAG_EXPERT : 0);
-        bool linked = flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_LINK].set;
-        if (starved)
+        bool linked = fl[DIAG_CAUSE_LINK].set;
+        if (starved) {
             flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_RUNQ, 0, c->rv, c->rm, c->rz, 0);
-        else if (c->host_late && c->pi < 0 && !linked)
-            flag_set(flags, r, DIAG_CAUSE_HOST, DIAG_WHERE_ARRIVAL, 0, c->hv, c->hm, c->hz, 0);
-        if (fl[DIAG_CAUSE_HOST].set)
-            fl[DIAG_CAUSE_HOST].aux = (double)f->ranks[r].off_cpu_ns;
+            fl[DIAG_CAUSE_HOST].aux = c->ov;
+        } else if (c->host_late && c->pi < 0 && !linked) {
+            flag_late(flags, r, c);
+        }
     }
 }
 
@@ -424,6 +506,8 @@ static void scan_groups(struct diag_l2 *l, const struct diag_frame *f, const str
         uint32_t n;
         const uint32_t *mem = diag_groups_members(g, gi, &n);
         scan_compute(l, f, d, mem, n, expert);
+        if (!expert)
+            scan_work(l, f, d, mem, n);
         scan_colls(l, f, d, mem, n, expert);
     }
 }

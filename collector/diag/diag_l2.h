@@ -9,12 +9,24 @@
  *            neighbour of a slow stage - is not the culprit); untraced, a rank
  *            whose collectives waited for peers as long as its phase grew is
  *            a victim too (diag_pipeline settles waits between stages);
+ *   IMBALANCE the same, but its kernels show more work rather than slower
+ *            hardware: another work id (KernelGroup.work_id: other launch
+ *            shapes or counts) than most of its group for some kernel, or
+ *            1 + min_effect times the group's kernel count with each kernel
+ *            as fast (per-kernel time within min_effect / 2); or it arrives
+ *            late with normal phases and no host evidence (below): it
+ *            computes longer on a healthy host. A finding for the job's
+ *            owner, never a page; rotating between ranks it is data skew;
  *   LINK     transfer time is high against the group, or the whole group's
  *            transfer is high against the other groups of its stage;
- *   HOST     the rank arrives late while all its phases are normal; or its
- *            threads wait for a CPU (run-queue time high against the group)
- *            while it arrives late or its compute phase is high and its own
- *            GPU kernels are not (a CPU-starved host: quota, noisy
+ *   HOST     only with host evidence against its peers: it arrives late
+ *            while all its phases are normal and its threads were blocked
+ *            off-CPU outside collectives (off-CPU time less its waits inside
+ *            collectives) above the group median by host_late_frac of the
+ *            step and half its lateness or more (I/O, a lock, a sleep); or
+ *            its threads wait for a CPU (run-queue time high against the
+ *            group) while it arrives late or its compute phase is high and
+ *            its own GPU kernels are not (a CPU-starved host: quota, noisy
  *            neighbour), where = DIAG_WHERE_RUNQ.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_L2_H

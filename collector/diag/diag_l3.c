@@ -76,10 +76,10 @@ static int ensure_cap(struct diag_l3 *l, size_t ranks, size_t groups)
     return 0;
 }
 
-static void flag_compute(struct diag_flag *flags, uint32_t rank, int k, double value, double ref,
-                         double score, bool group_wide)
+static void flag_kernel(struct diag_flag *flags, uint32_t rank, int cause, int k, double value,
+                        double ref, double score, bool group_wide)
 {
-    struct diag_flag *fl = &flags[(size_t)rank * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE];
+    struct diag_flag *fl = &flags[(size_t)rank * DIAG_CAUSE_N + cause];
 
     if (fl->set)
         return;
@@ -120,11 +120,16 @@ static uint32_t score_group(struct diag_l3 *l, const struct diag_frame *f, int k
     double mad =
         diag_stats_mad_floor(diag_stats_mad(l->scores, m, med, l->scratch), med, 0.01, 0.01);
     double fence = diag_stats_fence(med, mad, l->o.fence_k);
+    uint64_t major = diag_frame_work_majority(f, mem, n, k);
     for (uint32_t j = 0; j < m; j++) {
         double own = diag_stats_qmean(l->qs[j], DIAG_QGRID);
+        uint64_t work = f->ranks[l->who[j]].work_id[k];
         if (l->scores[j] > fence && l->scores[j] > l->o.min_rel && own > mean) {
-            flag_compute(flags, l->who[j], k, own, mean, l->scores[j], false);
-            (*flagged)++;
+            /* the same kernel slower on other launch shapes: more work */
+            bool more = major && work && work != major;
+            flag_kernel(flags, l->who[j], more ? DIAG_CAUSE_IMBALANCE : DIAG_CAUSE_COMPUTE, k, own,
+                        mean, l->scores[j], false);
+            *flagged += !more;
         }
     }
     return m;
@@ -168,7 +173,7 @@ static void compare_groups(struct diag_l3 *l, const struct diag_groups *g, int k
             const uint32_t *mem = diag_groups_members(g, gi, &n);
             double own = diag_stats_qmean(l->group_ref + (size_t)gi * DIAG_QGRID, DIAG_QGRID);
             for (uint32_t i = 0; i < n; i++)
-                flag_compute(flags, mem[i], k, own, mean, own / mean - 1, true);
+                flag_kernel(flags, mem[i], DIAG_CAUSE_COMPUTE, k, own, mean, own / mean - 1, true);
             (*flagged)++;
         }
     }

@@ -18,7 +18,8 @@ enum diag_cause_index {
     DIAG_CAUSE_COMPUTE = 0,
     DIAG_CAUSE_LINK = 1,
     DIAG_CAUSE_HOST = 2,
-    DIAG_CAUSE_N = 3,
+    DIAG_CAUSE_IMBALANCE = 3, /* more work than its peers: a finding, never a page */
+    DIAG_CAUSE_N = 4,
 };
 
 /* Where a finding points. */
@@ -26,7 +27,7 @@ enum diag_where_kind {
     DIAG_WHERE_PHASE = 0,   /* index into diag_dict.phase */
     DIAG_WHERE_KERNEL = 1,  /* index into diag_dict.kernel */
     DIAG_WHERE_COLL = 2,    /* index into diag_dict.coll */
-    DIAG_WHERE_ARRIVAL = 3, /* late host arrival at collective index */
+    DIAG_WHERE_ARRIVAL = 3, /* late host arrival at collectives */
     DIAG_WHERE_RUNQ = 4     /* threads waiting for a CPU (run-queue time) */
 };
 
@@ -41,7 +42,8 @@ struct diag_flag {
     double value;  /* the rank's number (ns, or W1 ratio for kernels) */
     double median; /* the reference it was compared with */
     double score;  /* robust z, or W1 / reference mean */
-    double aux;    /* compute: own kernel busy / group median; host: off-CPU ns; else 0 */
+    double aux;    /* compute, imbalance in a phase: own kernel busy / group median; host,
+                    * imbalance at arrival: off-CPU ns outside collectives; else 0 */
 };
 
 struct diag_persist {

@@ -25,6 +25,15 @@ MASTER_PORT = SPAWN_PORT set in the children's os.environ only (the parent's
 exec environment has no rendezvous variable at all, as with a per-node
 spawner); without it, every rank on this node at 127.0.0.1:MASTER_PORT.
 
+BATCH (32) is the rows of every rank's batch. IMBALANCE makes one rank do
+more work (a bigger batch) than the others, as
+a data loader with uneven shards does; unset (the default), every rank runs
+the same batch:
+
+    fixed:R:F    rank R runs F times the batch on every step
+    rotate:N:F   F times the batch moves to the next rank every N steps
+                 (rank (step // N) % world): data skew, no bad rank
+
 STOP_FILE (tests/bpf/torch_detect_job.py): once it exists and holds a step
 number N, every rank stops before step N (ranks in lockstep through the
 all-reduces stop at the same step); STEPS stays a bound.
@@ -58,6 +67,30 @@ WIDTH = int(os.environ.get("WIDTH", "512"))
 STOP_FILE = os.environ.get("STOP_FILE", "")
 FAULT_FILE = os.environ.get("FAULT_FILE", "")
 FAULTS_DONE = set()
+IMBALANCE = os.environ.get("IMBALANCE", "")
+BATCH = int(os.environ.get("BATCH", "32"))
+
+
+def imbalance():
+    """(mode, arg, factor) of IMBALANCE, or None; a bad value is an error."""
+    if not IMBALANCE:
+        return None
+    parts = IMBALANCE.split(":")
+    if len(parts) != 3 or parts[0] not in ("fixed", "rotate"):
+        raise SystemExit("IMBALANCE=%r: want fixed:RANK:FACTOR or rotate:STEPS:FACTOR"
+                         % IMBALANCE)
+    arg, factor = int(parts[1]), float(parts[2])
+    if factor < 1 or (parts[0] == "rotate" and arg < 1):
+        raise SystemExit("IMBALANCE=%r: FACTOR >= 1, STEPS >= 1" % IMBALANCE)
+    return parts[0], arg, factor
+
+
+def big_rank(imb, step, world):
+    """The rank that runs the bigger batch at step, or -1."""
+    if imb is None:
+        return -1
+    mode, arg, _ = imb
+    return arg if mode == "fixed" else (step // arg) % world
 
 
 def spawned(local, world, port):
@@ -135,8 +168,11 @@ def main():
     model = torch.nn.parallel.DistributedDataParallel(
         torch.nn.Sequential(*layers, torch.nn.Linear(WIDTH, 10)))
     opt = torch.optim.SGD(model.parameters(), lr=0.001)
-    x = torch.randn(32, WIDTH)
-    y = torch.randint(0, 10, (32,))
+    imb = imbalance()
+    x = torch.randn(BATCH, WIDTH)
+    y = torch.randint(0, 10, (BATCH,))
+    big = int(BATCH * imb[2]) if imb else BATCH
+    xb, yb = torch.randn(big, WIDTH), torch.randint(0, 10, (big,))
     log = open(os.path.join(logdir, "rank.%d" % rank), "w", buffering=1)
     last = STEPS
     i = 0
@@ -145,12 +181,13 @@ def main():
             fault_check(rank, i)
         t0 = time.time_ns()
         opt.zero_grad()
+        bx, by = (xb, yb) if big_rank(imb, i, world) == rank else (x, y)
         for micro in range(ACCUM):
             if micro < ACCUM - 1:
                 with model.no_sync():
-                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    torch.nn.functional.cross_entropy(model(bx), by).backward()
             else:
-                torch.nn.functional.cross_entropy(model(x), y).backward()
+                torch.nn.functional.cross_entropy(model(bx), by).backward()
         opt.step()
         log.write("JOBSTEP rank=%d step=%d start_ns=%d end_ns=%d mono_ns=%d\n"
                   % (rank, i, t0, time.time_ns(), time.monotonic_ns()))

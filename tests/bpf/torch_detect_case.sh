@@ -15,10 +15,18 @@
 # TORCH_DETECT_ENV (an array of NAME=VALUE) goes into the job's environment
 # (e.g. FAULT_FILE for tests/bpf/torch_fault_case.sh).
 #
-# torch_detect_healthy LAUNCH: the job runs TORCH_DETECT_STEPS (120) steps and
-# ends; nothing pages about it, nothing is SILENT, no suspect persisted
-# (spike findings of a step or a few are listed: a shared machine stalls;
-# tests/bpf/torch_detect_check.py healthy).
+# torch_detect_healthy LAUNCH: the job runs TORCH_DETECT_STEPS (250) steps and
+# ends; nothing pages about it, nothing is SILENT, no suspect persisted, and
+# at most one finding per 1,000 rank-steps (a spike of a step or a few
+# included: a shared machine stalls; tests/bpf/torch_detect_check.py healthy).
+#
+# torch_detect_imbalance LAUNCH MODE: the job runs TORCH_DETECT_STEPS (150)
+# steps of batches of 256 rows (compute, not the per-step overhead, sets the
+# step time) with one rank on a 1.6x batch (tests/bpf/torch_ddp_steps_job.py
+# BATCH, IMBALANCE): MODE fixed, rank TORCH_DETECT_VICTIM on every step; rotate, the
+# next rank every 4 steps. Nothing pages: more work on a healthy host is the
+# job owner's (IMBALANCE naming that rank, or for rotate DATA_SKEW), never
+# HOST (torch_detect_check.py imbalance).
 #
 # torch_detect_throttle LAUNCH: once the collector has diagnosed some steps of
 # every rank, one rank is slowed from outside by a cgroup CPU quota
@@ -38,6 +46,8 @@
 TORCH_DETECT_VICTIM=${TORCH_DETECT_VICTIM:-2}
 TORCH_DETECT_QUOTA=${TORCH_DETECT_QUOTA:-}
 TORCH_DETECT_ENV=("${TORCH_DETECT_ENV[@]}")
+TORCH_DETECT_IMBALANCE=${TORCH_DETECT_IMBALANCE:-} # the job's IMBALANCE (torch_ddp_steps_job.py)
+TORCH_DETECT_BATCH=${TORCH_DETECT_BATCH:-32}       # and its BATCH
 
 torch_detect_require() { # throttle?
     [[ $(id -u) == 0 ]] || skip "needs root for BPF and cgroups"
@@ -74,14 +84,15 @@ torch_detect_start() { # LAUNCH
     TORCH_DETECT_PIDS=()
     if [[ $launch == spawn ]]; then
         env MASTER_PORT=$port OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" \
-            "${TORCH_DETECT_ENV[@]}" \
+            IMBALANCE="$TORCH_DETECT_IMBALANCE" BATCH=$TORCH_DETECT_BATCH "${TORCH_DETECT_ENV[@]}" \
             /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.out" 2>&1 &
         PIDS+=($!)
         TORCH_DETECT_PIDS+=($!)
     elif [[ $launch == torchrun ]]; then
         # Debian's torchrun (torch 1.13, Python 3.11) starts only with
         # --redirects and --tee; a worker's output goes to log_dir too
-        env OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" "${TORCH_DETECT_ENV[@]}" \
+        env OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" \
+            IMBALANCE="$TORCH_DETECT_IMBALANCE" BATCH=$TORCH_DETECT_BATCH "${TORCH_DETECT_ENV[@]}" \
             /usr/bin/python3 -m torch.distributed.run --redirects 1 --tee 1 \
             --log_dir "$T/torchrun" --nproc_per_node 4 --max_restarts "${TORCH_DETECT_RESTARTS:-0}" \
             --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" --rdzv_id "torchjob-$$" \
@@ -92,7 +103,8 @@ torch_detect_start() { # LAUNCH
         for r in 0 1 2 3; do
             env RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 TORCHELASTIC_RUN_ID=detectjob \
                 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 \
-                STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" "${TORCH_DETECT_ENV[@]}" \
+                STEPS_LOG_DIR="$T/log" STOP_FILE="$T/stop" IMBALANCE="$TORCH_DETECT_IMBALANCE" \
+                BATCH=$TORCH_DETECT_BATCH "${TORCH_DETECT_ENV[@]}" \
                 /usr/bin/python3 "$REPO/tests/bpf/torch_detect_job.py" >"$T/job.$r.out" 2>&1 &
             PIDS+=($!)
             TORCH_DETECT_PIDS+=($!)
@@ -167,18 +179,45 @@ torch_detect_finish() {
         fail "inferred steps disagree with the job's own"
 }
 
-torch_detect_healthy() { # LAUNCH
-    local launch=$1 steps=${TORCH_DETECT_STEPS:-120}
-    torch_detect_require
-    torch_detect_start "$launch"
+# torch_detect_run STEPS: the job runs STEPS steps, then torch_detect_finish;
+# the reports about it are in $T/reports.json.
+torch_detect_run() {
+    local steps=$1
     wait_for "$steps steps of the job" 300 bash -c \
         "(( \$(cat $T/log/rank.0 2>/dev/null | wc -l) >= $steps ))"
     torch_detect_finish
     torch_detect_reports "$T/reports.json"
     ctl --all stragglers --job "$TORCH_DETECT_JOB" || true
-    /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" healthy "$T/reports.json" || {
+}
+
+torch_detect_healthy() { # LAUNCH
+    local launch=$1 rank_steps
+    torch_detect_require
+    torch_detect_start "$launch"
+    torch_detect_run "${TORCH_DETECT_STEPS:-250}"
+    rank_steps=$(cat "$T"/log/rank.* | wc -l)
+    /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" healthy "$T/reports.json" \
+        --rank-steps "$rank_steps" || {
         torch_detect_diagnostics
         fail "reports about a healthy job"
+    }
+}
+
+torch_detect_imbalance() { # LAUNCH MODE
+    local launch=$1 mode=$2
+    torch_detect_require
+    case $mode in
+    fixed) TORCH_DETECT_IMBALANCE=fixed:$TORCH_DETECT_VICTIM:1.6 ;;
+    rotate) TORCH_DETECT_IMBALANCE=rotate:4:1.6 ;;
+    *) fail "imbalance mode '$mode': fixed or rotate" ;;
+    esac
+    TORCH_DETECT_BATCH=256
+    torch_detect_start "$launch"
+    torch_detect_run "${TORCH_DETECT_STEPS:-150}"
+    /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" imbalance "$T/reports.json" \
+        --mode "$mode" --victim "$TORCH_DETECT_VICTIM" || {
+        torch_detect_diagnostics
+        fail "a job with $mode imbalance was paged or blamed on its host"
     }
 }
 

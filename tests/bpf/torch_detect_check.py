@@ -4,10 +4,17 @@ it (tests/bpf/torch_detect_case.sh). REPORTS is `argusctl --json stragglers`
 
   torch_detect_check.py paged REPORTS
       exit 0 when some report pages (polled while waiting), else 1.
-  torch_detect_check.py healthy REPORTS
+  torch_detect_check.py healthy REPORTS --rank-steps N
       nothing was done to the job: nothing pages, no SILENT suspect, no
-      suspect that persisted (L2/L3); spikes of a step or a few (L1 findings:
-      a shared machine's real stalls) are listed and counted, not failed.
+      suspect that persisted (L2/L3), and at most N / 1000 findings (any
+      suspect, spikes of a step or a few included) over its N rank-steps
+      (the issue's target: 1 per 1,000 rank-steps on a healthy job).
+  torch_detect_check.py imbalance REPORTS --mode fixed|rotate [--victim R]
+      one rank runs a bigger batch (fixed: rank R on every step; rotate: a
+      rank after the other): nothing pages; no suspect says HOST, COMPUTE,
+      LINK or SILENT above L1 (more work on a healthy host is the job's
+      owner's: IMBALANCE, naming only R, for fixed; DATA_SKEW for rotate, or
+      no finding at all).
   torch_detect_check.py throttle REPORTS --victim R --throttle-ns T
                         --deadline S [--log DIR --at-step N]
       rank R was put under a CPU quota at T (unix ns): the first report that
@@ -141,9 +148,56 @@ def check_fault(reports, a):
     return ok
 
 
+def count_causes(reports):
+    out = {}
+    for r in reports:
+        for s in r.get("suspects", []):
+            key = "%s/%s" % (s.get("cause", "-")[6:], s.get("level", "-")[6:])
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def check_healthy(reports, a):
+    bad = [r for r in reports if r.get("pages") or any(
+        s.get("pages") or s.get("cause") == "CAUSE_SILENT"
+        or s.get("level") != "LEVEL_L1_ITERATION" for s in r.get("suspects", []))]
+    for r in reports:
+        print(("FAIL: " if r in bad else "") + describe(r))
+    findings = sum(len(r.get("suspects", [])) for r in reports)
+    allowed = a.rank_steps // 1000
+    print("%d reports about a healthy job: %d page, %d not spike findings; %d findings over %d "
+          "rank-steps (%.2f per 1,000, at most %d allowed) %s" % (
+              len(reports), sum(bool(r.get("pages")) for r in reports), len(bad), findings,
+              a.rank_steps, 1000.0 * findings / max(a.rank_steps, 1), allowed,
+              count_causes(reports)))
+    ok = not bad
+    if findings > allowed:
+        print("FAIL: %d findings over %d rank-steps, want at most %d" % (
+            findings, a.rank_steps, allowed))
+        ok = False
+    return ok
+
+
+def check_imbalance(reports, a):
+    ok = True
+    for r in reports:
+        wrong = [s for s in r.get("suspects", []) if s.get("pages") or (
+            s.get("level") != "LEVEL_L1_ITERATION" and s.get("cause") in (
+                "CAUSE_HOST", "CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_SILENT"))
+            or (s.get("cause") == "CAUSE_IMBALANCE" and (
+                a.mode == "rotate" or s.get("rank") != a.victim))]
+        print(("FAIL: " if wrong or r.get("pages") else "") + describe(r))
+        ok = ok and not wrong and not r.get("pages")
+    print("%d reports about a job with %s imbalance: %d page; %s" % (
+        len(reports), a.mode, sum(bool(r.get("pages")) for r in reports),
+        count_causes(reports)))
+    return ok
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=("paged", "healthy", "throttle", "fault", "quiet"))
+    p.add_argument("check", choices=("paged", "healthy", "throttle", "imbalance", "fault",
+                                     "quiet"))
     p.add_argument("reports")
     p.add_argument("--victim", type=int)
     p.add_argument("--throttle-ns", type=int)
@@ -154,25 +208,21 @@ def main():
     p.add_argument("--since-ns", type=int, default=0)
     p.add_argument("--from-ns", type=int, default=0)
     p.add_argument("--until-ns", type=int, default=0)
+    p.add_argument("--rank-steps", type=int, default=0)
+    p.add_argument("--mode", choices=("fixed", "rotate"), default="fixed")
     a = p.parse_args()
     reports = json.load(open(a.reports)).get("reports", [])
-    if a.mode == "paged":
+    if a.check == "paged":
         sys.exit(0 if any(r.get("pages") for r in reports) else 1)
-    if a.mode == "healthy":
-        bad = [r for r in reports if r.get("pages") or any(
-            s.get("pages") or s.get("cause") == "CAUSE_SILENT"
-            or s.get("level") != "LEVEL_L1_ITERATION" for s in r.get("suspects", []))]
-        for r in reports:
-            print(("FAIL: " if r in bad else "") + describe(r))
-        print("%d reports about a healthy job: %d page, %d not spike findings, %d spike findings"
-              % (len(reports), sum(bool(r.get("pages")) for r in reports), len(bad),
-                 len(reports) - len(bad)))
-        sys.exit(0 if not bad else 1)
-    if a.mode == "quiet":
+    if a.check == "healthy":
+        sys.exit(0 if check_healthy(reports, a) else 1)
+    if a.check == "imbalance":
+        sys.exit(0 if check_imbalance(reports, a) else 1)
+    if a.check == "quiet":
         for r in reports:
             print(("FAIL: " if r.get("pages") else "") + describe(r))
         sys.exit(1 if any(r.get("pages") for r in reports) else 0)
-    if a.mode == "fault":
+    if a.check == "fault":
         sys.exit(0 if check_fault(reports, a) else 1)
     sys.exit(0 if check_throttle(reports, a) else 1)
 

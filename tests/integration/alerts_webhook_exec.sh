@@ -62,7 +62,7 @@ for p in posts:
     a = b["alert"]
     assert a["job"] == "cs-hook" and a["cause"] == "compute", a
     assert a["ranks"] == [int(sys.argv[3])], a
-    assert a["subject"] == "node:" + a["node"], a
+    assert a["subject"] == "rank:" + sys.argv[3], a  # one rank of its node: its own subject
     assert int(a["firing_unix_ns"]) > 0 and isinstance(a["firing_unix_ns"], str), a
 assert ok[0]["body"]["report"]["job"] == "cs-hook", ok[0]["body"]["report"]  # the report itself
 assert int(ok[1]["body"]["alert"]["resolved_unix_ns"]) >= int(ok[1]["body"]["alert"]["firing_unix_ns"])

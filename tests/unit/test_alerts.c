@@ -1,5 +1,6 @@
 /* collector/alerts: the lifecycle (pending, firing, resolved after clean
- * steps or when the job ends), grouping by node and peer group, the per-job
+ * steps or when the job ends), grouping by node and peer group (subjects
+ * from the evidence: tests/unit/test_alert_subjects.c), the per-job
  * rate limit, a diagnosis restart, and the JSON the sinks get. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,7 +108,7 @@ static void test_lifecycle(void **state)
     observe(b, &f, 10, 1 * SEC);
     assert_int_equal(c.n, 1);
     assert_int_equal(c.last, ALERT_PENDING);
-    assert_string_equal(c.last_subject, "node:node-1");
+    assert_string_equal(c.last_subject, "rank:5"); /* one rank of its node: its own */
     f.s[0].pages = true;
     observe(b, &f, 30, 2 * SEC);
     assert_int_equal(c.n, 2);

@@ -50,7 +50,8 @@ static void test_every_row_is_filled(void **state)
         /* a cause that pages is for the node's on-call, and comes from some level */
         assert_int_equal(c->pages, c->audience == CAUSES_FOR_ON_CALL);
         assert_int_equal(c->levels == 0, v == ARGUS__V1__CAUSE__CAUSE_UNKNOWN);
-        assert_false(c->persists && !c->pages);
+        /* persisted per rank: a rank's fault (pages) or its imbalance (its owner's) */
+        assert_false(c->persists && c->audience == CAUSES_FOR_NOBODY);
     }
 }
 
@@ -135,6 +136,8 @@ static void test_persisted_match_diag_persist(void **state)
     assert_int_equal(causes_persisted(DIAG_CAUSE_COMPUTE), ARGUS__V1__CAUSE__CAUSE_COMPUTE);
     assert_int_equal(causes_persisted(DIAG_CAUSE_LINK), ARGUS__V1__CAUSE__CAUSE_LINK);
     assert_int_equal(causes_persisted(DIAG_CAUSE_HOST), ARGUS__V1__CAUSE__CAUSE_HOST);
+    assert_int_equal(causes_persisted(DIAG_CAUSE_IMBALANCE), ARGUS__V1__CAUSE__CAUSE_IMBALANCE);
+    assert_false(causes_pages(ARGUS__V1__CAUSE__CAUSE_IMBALANCE));
     assert_int_equal(causes_persisted(DIAG_CAUSE_N), ARGUS__V1__CAUSE__CAUSE_UNKNOWN);
     assert_int_equal(causes_persisted(-1), ARGUS__V1__CAUSE__CAUSE_UNKNOWN);
 }

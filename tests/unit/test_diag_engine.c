@@ -29,6 +29,8 @@ struct outcome {
     uint32_t n_paged;         /* distinct (rank, cause) that paged */
     uint32_t job_findings[8]; /* by cause, rank-less suspects */
     uint32_t l1_spikes;       /* L1 spike findings */
+    uint32_t imbalance;       /* IMBALANCE findings */
+    uint32_t imbalance_rank;  /* the rank of the last one */
     uint32_t reports;
     char first_evidence[512];
     double close_ns_avg, close_ns_max;
@@ -43,6 +45,10 @@ static void note_suspect(struct outcome *o, const Argus__V1__Suspect *s)
     }
     if (s->level == ARGUS__V1__LEVEL__LEVEL_L1_ITERATION)
         o->l1_spikes++;
+    if (s->cause == ARGUS__V1__CAUSE__CAUSE_IMBALANCE) {
+        o->imbalance++;
+        o->imbalance_rank = s->rank;
+    }
     if (!diag_suspect_pages(s))
         return;
     for (uint32_t i = 0; i < o->n_paged; i++)
@@ -322,6 +328,23 @@ static void test_data_skew_is_imbalance(void **state)
     run_scenario(&c, STEPS, &o);
     check_pages("data-skew", &o, NULL, 0, 0);
     assert_true(o.job_findings[ARGUS__V1__CAUSE__CAUSE_DATA_SKEW] >= 1);
+}
+
+static void test_imbalance_pages_nobody(void **state)
+{
+    /* Rank 42 does 1.6x the work every step (a bigger batch): longer phases
+     * and kernel time, but more kernels each as fast as its peers', other
+     * launch shapes, host counters normal: a finding for the job's owner
+     * naming it, never a page. */
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_IMBALANCE, .tp = 2, .seed = 23, .fault_rank = 42, .fault_start = 20};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("imbalance", &o, NULL, 0, 0);
+    printf("    %u imbalance findings, last rank %u\n", o.imbalance, o.imbalance_rank);
+    assert_true(o.imbalance >= 1);
+    assert_int_equal(o.imbalance_rank, 42);
 }
 
 static void test_everyone_slower_is_job_regression(void **state)
@@ -615,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_expert_straggler),
         cmocka_unit_test(test_jit_stalls_page_nobody),
         cmocka_unit_test(test_data_skew_is_imbalance),
+        cmocka_unit_test(test_imbalance_pages_nobody),
         cmocka_unit_test(test_everyone_slower_is_job_regression),
         cmocka_unit_test(test_everyone_slower_without_kernels),
         cmocka_unit_test(test_silent_rank),

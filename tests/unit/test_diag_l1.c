@@ -49,6 +49,32 @@ static void test_healthy_noise_is_quiet(void **state)
     assert_int_equal(y.regressions, 0);
 }
 
+/* A job on a shared machine: steps wobble +-30% (log T spread about 0.2),
+ * two steps of 1.6x its median now and then are its own jitter, not a
+ * spike; the same two steps of a steady job are one. One slow step of 2x is
+ * every job's wobble; one of 5x is a spike. */
+static void test_wobble_within_jitter_is_quiet(void **state)
+{
+    struct diag_l1_options o = {0};
+    struct diag_l1 noisy, steady;
+    struct tally yn = {0}, ys = {0};
+
+    diag_l1_init(&noisy, &o);
+    diag_l1_init(&steady, &o);
+    for (uint64_t k = 0; k < 200; k++) {
+        double wob = exp(0.3 * sin((double)k * 2.3) * cos((double)k * 0.7));
+        double big = k > 40 && (k % 37 == 20 || k % 37 == 21) ? 1.6 : 1;
+        feed(&noisy, k, 100e6 * wob * big, &yn);
+        big = k % 37 == 5 ? 2 : big;
+        feed(&steady, k, 100e6 * jitter(k) * big, &ys);
+    }
+    assert_int_equal(yn.spikes, 0);
+    assert_int_equal(ys.spikes, 4);
+    feed(&steady, 200, 100e6 * 5, &ys);
+    feed(&steady, 201, 100e6, &ys);
+    assert_int_equal(ys.spikes, 5);
+}
+
 static void test_spikes_are_windows(void **state)
 {
     struct diag_l1_options o = {0};
@@ -103,6 +129,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_healthy_noise_is_quiet),
+        cmocka_unit_test(test_wobble_within_jitter_is_quiet),
         cmocka_unit_test(test_spikes_are_windows),
         cmocka_unit_test(test_level_shift_is_one_regression),
     };

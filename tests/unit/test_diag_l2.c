@@ -25,7 +25,11 @@ struct rec {
     Argus__V1__StepRecord s;
     Argus__V1__Phase ph, *php;
     Argus__V1__Collective co, *cop;
+    Argus__V1__HostCounters host;
 };
+
+/* Host counters of the next build(): off-CPU ms per rank, none when NULL. */
+static const double *host_off_ms;
 
 /* Step of 8 ranks: forward fwd_ms[r], then one all-reduce. late_ms[r]
  * delays the rank's arrival; skew_ms[r] shifts its whole clock. */
@@ -64,6 +68,9 @@ static void build(struct rec *x, const double *fwd_ms, const double *late_ms, co
         e->cop = &e->co;
         e->s.collectives = &e->cop;
         e->s.n_collectives = 1;
+        argus__v1__host_counters__init(&e->host);
+        e->host.off_cpu_ns = host_off_ms ? (uint64_t)(host_off_ms[r] * MS) : 0;
+        e->s.host = host_off_ms ? &e->host : NULL;
     }
 }
 
@@ -96,31 +103,136 @@ static bool is_set(const struct diag_flag *flags, int r, int c)
     return flags[r * DIAG_CAUSE_N + c].set;
 }
 
-static void test_late_arrival_with_skewed_clocks(void **state)
+/* Rank 3 arrives 10 ms late at the all-reduce, all phases normal, node
+ * clocks skewed; its off-CPU time is off_ms (NULL: no host counters). Its
+ * flags and that nobody else has any. */
+static const struct diag_flag *late_rank3(struct diag_flag *flags, const double *off_ms)
 {
     double fwd[RANKS], late[RANKS] = {0}, skew[RANKS] = {0};
-    struct diag_flag flags[RANKS * DIAG_CAUSE_N];
     struct diag_l2_result res;
     struct diag_l2 l2;
     struct diag_l2_options o = {0};
 
     for (int r = 0; r < RANKS; r++)
         fwd[r] = 10;
-    late[3] = 10; /* host stall before the collective */
+    late[3] = 10; /* host stall, or more work, before the collective */
     skew[6] = 30; /* rank 6's node clock is 30 ms ahead: raw, it looks latest */
     diag_l2_init(&l2, &o);
+    host_off_ms = off_ms;
     run(fwd, late, skew, flags, &res, &l2);
+    host_off_ms = NULL;
     assert_int_equal(res.late_rank, 3);
     assert_float_equal(res.late_ns, 10e6 * 7 / 8, 0.2e6);
     assert_float_equal(diag_l2_offset(&l2, 6) - diag_l2_offset(&l2, 0), 30e6, 2e3);
-    assert_true(is_set(flags, 3, DIAG_CAUSE_HOST)); /* phases normal: host */
     for (int r = 0; r < RANKS; r++) {
         assert_false(is_set(flags, r, DIAG_CAUSE_LINK)); /* waiting is not a slow link */
         assert_false(is_set(flags, r, DIAG_CAUSE_COMPUTE));
         if (r != 3)
-            assert_false(is_set(flags, r, DIAG_CAUSE_HOST));
+            for (int c = 0; c < DIAG_CAUSE_N; c++)
+                assert_false(is_set(flags, r, c));
     }
     diag_l2_free(&l2);
+    return &flags[3 * DIAG_CAUSE_N];
+}
+
+/* Late with its threads blocked off-CPU for the stall (its peers blocked
+ * as long, but inside the collective, waiting for it): the host. */
+static void test_late_arrival_with_host_evidence(void **state)
+{
+    struct diag_flag flags[RANKS * DIAG_CAUSE_N];
+    double off[RANKS];
+
+    for (int r = 0; r < RANKS; r++)
+        off[r] = 5 + (r == 3 ? 0 : 10) + 0.1 * r; /* waiters: blocked in the all-reduce */
+    off[3] += 10;                                 /* the stall itself */
+    const struct diag_flag *f = late_rank3(flags, off);
+    assert_true(f[DIAG_CAUSE_HOST].set);
+    assert_int_equal(f[DIAG_CAUSE_HOST].kind, DIAG_WHERE_ARRIVAL);
+    assert_float_equal(f[DIAG_CAUSE_HOST].aux, 15e6, 0.5e6); /* off-CPU outside collectives */
+    assert_false(f[DIAG_CAUSE_IMBALANCE].set);
+}
+
+/* Late with the host counters of its peers (it computed meanwhile: on a
+ * CPU), or with none: more work, the job's imbalance, never the host. */
+static void test_late_arrival_without_host_evidence(void **state)
+{
+    struct diag_flag flags[RANKS * DIAG_CAUSE_N];
+    double off[RANKS];
+
+    for (int r = 0; r < RANKS; r++)
+        off[r] = 5 + (r == 3 ? 0 : 10) + 0.1 * r;
+    const struct diag_flag *f = late_rank3(flags, off);
+    assert_false(f[DIAG_CAUSE_HOST].set);
+    assert_true(f[DIAG_CAUSE_IMBALANCE].set);
+    assert_int_equal(f[DIAG_CAUSE_IMBALANCE].kind, DIAG_WHERE_ARRIVAL);
+    f = late_rank3(flags, NULL);
+    assert_false(f[DIAG_CAUSE_HOST].set);
+    assert_true(f[DIAG_CAUSE_IMBALANCE].set);
+}
+
+/* 8 ranks with kernels, rank 5's forward 1.6x and its kernel busy time
+ * too: slower hardware when its kernels are its peers' (work id, count),
+ * more work when they are not. Returns the cause rank 5 was flagged with
+ * (-1: none); nobody else is flagged. */
+static int slow_kernels(uint64_t work5, uint32_t count5, double busy5_ms)
+{
+    enum { N = 8 };
+    struct diag_frame f = {0};
+    struct diag_dict d = {0};
+    struct diag_groups g = {0};
+    struct diag_coord co[N];
+    struct diag_flag flags[N * DIAG_CAUSE_N];
+    struct diag_l2_result res;
+    struct diag_l2 l2;
+    struct diag_l2_options o = {0};
+    int cause = -1;
+
+    for (uint32_t r = 0; r < N; r++)
+        co[r] = (struct diag_coord){.known = true, .present = true, .dp = r};
+    assert_int_equal(diag_groups_build(&g, co, N, DIAG_GROUP_WORK), 0);
+    assert_int_equal(diag_frame_reserve(&f, N), 0);
+    diag_frame_reset(&f, 0, 0);
+    d.n_phase = 1;
+    d.phase[0] = 11;
+    d.n_kernel = 1;
+    d.kernel[0] = 55;
+    for (uint32_t r = 0; r < N; r++) {
+        f.ranks[r].present = true;
+        f.ranks[r].duration_ns = 30 * MS;
+        f.ranks[r].phase_ns[0] = 10 * MS + r * 10000;
+        f.ranks[r].busy_ns = 8 * MS + r * 10000;
+        f.ranks[r].kernel_count = 100;
+        f.ranks[r].work_id[0] = 0xabc;
+    }
+    f.ranks[5].phase_ns[0] = 16 * MS;
+    f.ranks[5].busy_ns = (uint64_t)(busy5_ms * MS);
+    f.ranks[5].work_id[0] = work5;
+    f.ranks[5].kernel_count = count5;
+    f.reported = N;
+    diag_l2_init(&l2, &o);
+    memset(flags, 0, sizeof(flags));
+    assert_int_equal(diag_l2_run(&l2, &f, &d, &g, NULL, flags, &res), 0);
+    for (uint32_t r = 0; r < N; r++)
+        for (int c = 0; c < DIAG_CAUSE_N; c++)
+            if (is_set(flags, (int)r, c)) {
+                assert_int_equal(r, 5);
+                cause = c;
+            }
+    diag_l2_free(&l2);
+    diag_frame_free(&f);
+    diag_groups_free(&g);
+    return cause;
+}
+
+static void test_slower_hardware_or_more_work(void **state)
+{
+    assert_int_equal(slow_kernels(0xabc, 100, 13), DIAG_CAUSE_COMPUTE);   /* same work */
+    assert_int_equal(slow_kernels(0, 100, 13), DIAG_CAUSE_COMPUTE);       /* shapes unknown */
+    assert_int_equal(slow_kernels(0xdef, 160, 13), DIAG_CAUSE_IMBALANCE); /* other shapes */
+    /* shapes unknown, 1.6x the kernels each as fast as its peers' */
+    assert_int_equal(slow_kernels(0, 160, 13), DIAG_CAUSE_IMBALANCE);
+    /* more kernels but each slower too: the hardware */
+    assert_int_equal(slow_kernels(0, 120, 13), DIAG_CAUSE_COMPUTE);
 }
 
 static void test_masked_compute_straggler(void **state)
@@ -279,7 +391,9 @@ static void test_expert_phase_in_expert_groups(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_late_arrival_with_skewed_clocks),
+        cmocka_unit_test(test_late_arrival_with_host_evidence),
+        cmocka_unit_test(test_late_arrival_without_host_evidence),
+        cmocka_unit_test(test_slower_hardware_or_more_work),
         cmocka_unit_test(test_masked_compute_straggler),
         cmocka_unit_test(test_clock_offsets_from_generated_job),
         cmocka_unit_test(test_name_classes),

@@ -390,6 +390,7 @@ static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
         return stalled;
     switch (s->c.fault) {
     case DIAG_SCN_COMPUTE_STRAGGLER:
+    case DIAG_SCN_IMBALANCE:
         s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = slow_factor(s, 1.6);
         break;
     case DIAG_SCN_MASKED:
@@ -435,16 +436,25 @@ static void set_cluster(Argus__V1__Cluster *c, uint32_t count, double p50)
     c->sum_ns = (uint64_t)(count * p50 * exp(sigma * sigma / 2));
 }
 
+/* Kernel summaries of rank r: slower kernels for a compute fault (factor
+ * cf on each); for more work (DIAG_SCN_IMBALANCE) more kernels, each as
+ * fast, launched with other shapes (another work id). */
 static void fill_kernels(struct diag_scn *s, uint32_t r)
 {
     struct rank_pool *p = &s->pool[r];
     double cf = (FWD_NS * s->ff[r] + BWD_NS * s->bf[r]) / (FWD_NS + BWD_NS);
-    double coll_max = 0, coll_sum = 0;
+    double coll_max = 0, coll_sum = 0, more = 1;
 
-    set_cluster(&p->cl[0], 300, 150e3 * cf * noise(s, s->c.noise));
-    set_cluster(&p->cl[1], 120, 120e3 * cf * noise(s, s->c.noise));
-    set_cluster(&p->cl[2], 200, 8e3 * cf * noise(s, s->c.noise));
-    set_cluster(&p->cl[3], 40, 30e3 * cf * noise(s, s->c.noise));
+    if (s->c.fault == DIAG_SCN_IMBALANCE && r == s->c.fault_rank && fault_on(s)) {
+        more = cf;
+        cf = 1;
+    }
+    set_cluster(&p->cl[0], (uint32_t)(300 * more), 150e3 * cf * noise(s, s->c.noise));
+    set_cluster(&p->cl[1], (uint32_t)(120 * more), 120e3 * cf * noise(s, s->c.noise));
+    set_cluster(&p->cl[2], (uint32_t)(200 * more), 8e3 * cf * noise(s, s->c.noise));
+    set_cluster(&p->cl[3], (uint32_t)(40 * more), 30e3 * cf * noise(s, s->c.noise));
+    for (int k = 0; k < N_KERNELS; k++) /* the agent's FNV-1a of launch shapes, in spirit */
+        p->kg[k].work_id = 0x5157000000000000ull + (uint64_t)k * 16 + (more > 1);
     for (uint32_t i = 0; i < s->ncoll[r]; i++) {
         double d = (double)(p->co[i].gpu_end_unix_ns - p->co[i].gpu_start_unix_ns);
         coll_sum += d;

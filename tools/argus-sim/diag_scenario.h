@@ -32,6 +32,9 @@ enum diag_scn_fault {
     DIAG_SCN_LINK_TP,           /* the TP communicator of fault_rank's replica 3x transfer */
     DIAG_SCN_HOST_STRAGGLER,    /* fault_rank's host stalls 30 ms before every step's work */
     DIAG_SCN_EXPERT_STRAGGLER,  /* needs ep > 1: fault_rank's expert phase 1.3x */
+    DIAG_SCN_IMBALANCE,         /* fault_rank does 1.6x the work every step (a bigger batch):
+                                 * 1.6x the kernels, each as fast as its peers', another
+                                 * work id, host counters normal: a finding, not a page */
 };
 
 struct diag_scn_config {

@@ -32,6 +32,8 @@ static const struct {
     {"hang", DIAG_SCN_HEALTHY, "HANG", LIVENESS_HANG},
     {"death", DIAG_SCN_HEALTHY, "EXITED", LIVENESS_DEATH},
     {"checkpoint", DIAG_SCN_HEALTHY, "", LIVENESS_CHECKPOINT},
+    /* a finding for the job's owner: pages nobody */
+    {"imbalance", DIAG_SCN_IMBALANCE, "", LIVENESS_NONE},
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -47,7 +49,7 @@ const char *scenario_list(void)
 {
     return "healthy, compute-straggler, link-degraded-group, masked-straggler, "
            "pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, silent-rank, "
-           "host-straggler, hang, death, checkpoint";
+           "host-straggler, hang, death, checkpoint, imbalance";
 }
 
 /* The ranks the scenario makes culprits, from the generated resources. */
@@ -75,6 +77,7 @@ static int scenario_truth_fill(const struct sim_config *c, struct diag_scn *s, s
         case DIAG_SCN_PIPELINE:
         case DIAG_SCN_SILENT:
         case DIAG_SCN_HOST_STRAGGLER:
+        case DIAG_SCN_IMBALANCE: /* named by a finding, paged by nobody */
             hit = r->rank == dc->fault_rank;
             break;
         default:
