@@ -12,7 +12,9 @@
 #     \`DAEMON --print-config\`") is that daemon's;
 #   - every `argusctl COMMAND` in docs/cli.md is a command of argusctl --help
 #     (or one with its own --help, like import-kineto), and every --flag
-#     written there is one of argusctl's.
+#     written there is one of argusctl's;
+#   - argusctl --help names every cause of common/causes.c (its --cause list
+#     is written by hand: a new cause must be added there).
 # Needs the built daemons (${ARGUS_BUILD:-build}/bin): without them it prints
 # why and exits 77 (skip). Prints one offender per line and exits 1 if any.
 set -u
@@ -164,6 +166,10 @@ if os.path.exists(cli):
             bad.append(f"{cli}: {flag}: not a flag of argusctl (--help of it and its commands)")
 else:
     bad.append(f"{cli}: missing")
+cause_help = re.sub(r"\s+", " ", help_text)
+for label in re.findall(r'\.label = "([a-z_]+)"', open("common/causes.c").read()):
+    if not re.search(r"--cause.*\b%s\b" % label, cause_help):
+        bad.append(f"argusctl --help: --cause does not list the cause {label} (common/causes.c)")
 
 for b in dict.fromkeys(bad):
     print(b)
