@@ -24,9 +24,8 @@ struct diagnosis_job {
     pthread_mutex_t lock;
     struct diag_engine *engine;
     struct diagnosis *d;
-    struct strmap names; /* the job's dictionary */
-    uint64_t last_fed_ns;
-    uint64_t feed_lag_ns;               /* wall clock - receive time of the last batch fed */
+    struct strmap names;                /* the job's dictionary */
+    uint64_t last_fed_ns, feed_lag_ns;  /* when, and wall clock - receive time, of the last batch */
     uint64_t tick_ns;                   /* the engine's time at the last tick */
     struct diagnosis_job_lag lag;       /* as of the last tick */
     struct diagnosis_job_series series; /* steps and lag as of the last tick */
@@ -267,8 +266,83 @@ static bool diagnosis_live_rank(struct diagnosis *d, struct diagnosis_job *j, ui
     return diag_live_reserve(&j->live, cap < max ? cap : max) == 0;
 }
 
+/* "hung" of ARGUS__V1__JOB_STATE__JOB_STATE_HUNG, for logs and /metrics. */
+const char *diagnosis_state_name(int state)
+{
+    static const char *const names[DIAGNOSIS_STATES] = {"unknown", "running",    "hung",
+                                                        "failed",  "restarting", "ended"};
+
+    return state >= 0 && state < DIAGNOSIS_STATES ? names[state] : "unknown";
+}
+
+/* j's state: its liveness state, RESTARTING while a new epoch closed no
+ * step and says nothing else. */
+static int diagnosis_state_of(struct diagnosis_job *j, const char **reason)
+{
+    int st = diag_live_state(&j->live, reason);
+
+    if (j->restarting && diag_engine_steps_closed(j->engine) == 0 &&
+        st <= ARGUS__V1__JOB_STATE__JOB_STATE_RUNNING) {
+        *reason = "the launcher started a new attempt";
+        return ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING;
+    }
+    j->restarting = false;
+    return st;
+}
+
+/* A change of j's state is stored and ends the alerts it makes moot: a
+ * hang's when it is over; all of a job that ended cleanly; all but the
+ * death's of a job that failed or restarted (the death's page stands until
+ * the new attempt runs clean steps or the job goes idle). */
+static void diagnosis_state(struct diagnosis *d, struct diagnosis_job *j)
+{
+    const char *reason;
+    int st = diagnosis_state_of(j, &reason), was = j->state_put;
+    char err[256];
+
+    if (st == was)
+        return;
+    j->state_put = st;
+    log_info("diagnosis", "job %s: %s -> %s%s%s", j->job, diagnosis_state_name(was),
+             diagnosis_state_name(st), reason[0] ? ": " : "", reason);
+    if (store_put_job_state(d->store, j->job, st, reason, j->restart, err, sizeof(err)) < 0)
+        log_error("diagnosis", "job %s: state not stored: %s", j->job, err);
+    if (was == ARGUS__V1__JOB_STATE__JOB_STATE_HUNG)
+        alerts_resolve(d->o.alerts, j->job, ARGUS__V1__CAUSE__CAUSE_HANG, -1);
+    if (st == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
+        alerts_resolve(d->o.alerts, j->job, -1, -1);
+    else if (st == ARGUS__V1__JOB_STATE__JOB_STATE_FAILED ||
+             st == ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING)
+        alerts_resolve(d->o.alerts, j->job, -1, ARGUS__V1__CAUSE__CAUSE_EXITED);
+}
+
+/* Liveness of j at its time t (its lock held): a hang or death found is
+ * one report, published like the engine's. */
 static void diagnosis_live_tick(struct diagnosis *d, struct diagnosis_job *j, uint64_t t,
-                                const struct diag_engine_stats *es);
+                                const struct diag_engine_stats *es)
+{
+    struct diag_live_ctx c = {
+        .step_p50_ns = (uint64_t)es->last_step_p50_ns,
+        .where = diag_engine_where,
+        .where_ctx = j->engine,
+        .name = diagnosis_name,
+        .name_ctx = j,
+    };
+    /* a nanosecond after the engine's reports of this tick, ids apart from theirs */
+    Argus__V1__Report *rep = diag_report_new(j->job, t + 1, DIAGNOSIS_LIVE_SEQ + ++j->live_seq);
+
+    if (rep && diag_live_check(&j->live, t, &c, rep) > 0) {
+        rep->to_step = es->closed_through ? es->closed_through - 1 : 0;
+        rep->from_step = rep->to_step;
+        diag_report_mark_pages(rep);
+        if (diag_report_summarize(rep) == 0) {
+            diagnosis_publish(d, j, &rep, 1);
+            rep = NULL;
+        }
+    }
+    diag_report_free(rep);
+    diagnosis_state(d, j);
+}
 
 /* A launcher's attempt above j's (torchelastic restarted the job): a new
  * epoch, whose steps count from 0 again, so a new engine and liveness
@@ -314,15 +388,19 @@ static uint32_t diagnosis_batch_restart(const struct diagnosis_job *j, const Arg
     return restart;
 }
 
-/* b's statuses of j's epoch into its liveness state. */
+/* b's statuses of j's epoch into its liveness state; a stalled rank's last
+ * step counts as progress: not silent (the hang finder says what it does). */
 static void diagnosis_feed_statuses(struct diagnosis *d, struct diagnosis_job *j,
                                     const Argus__V1__Batch *b, uint64_t recv_ns)
 {
     for (size_t i = 0; i < b->n_statuses; i++) {
         const Argus__V1__RankStatus *st = b->statuses[i];
-        if (strcmp(st->job, j->job) == 0 && st->restart == j->restart &&
-            diagnosis_live_rank(d, j, st->rank))
-            diag_live_status(&j->live, st, recv_ns);
+        if (strcmp(st->job, j->job) != 0 || st->restart != j->restart ||
+            !diagnosis_live_rank(d, j, st->rank))
+            continue;
+        diag_live_status(&j->live, st, recv_ns);
+        if (st->has_step && !st->exited)
+            diag_engine_note_progress(j->engine, st->rank, st->last_step, recv_ns);
     }
 }
 
@@ -505,85 +583,6 @@ static void diagnosis_bound_memory(struct diagnosis *d, uint64_t now)
         d->retired.jobs_retired_memory++;
         total -= bytes < total ? bytes : total;
     }
-}
-
-/* "hung" of ARGUS__V1__JOB_STATE__JOB_STATE_HUNG, for logs and /metrics. */
-const char *diagnosis_state_name(int state)
-{
-    static const char *const names[DIAGNOSIS_STATES] = {"unknown", "running",    "hung",
-                                                        "failed",  "restarting", "ended"};
-
-    return state >= 0 && state < DIAGNOSIS_STATES ? names[state] : "unknown";
-}
-
-/* j's state: its liveness state, RESTARTING while a new epoch closed no
- * step and says nothing else. */
-static int diagnosis_state_of(struct diagnosis_job *j, const char **reason)
-{
-    int st = diag_live_state(&j->live, reason);
-
-    if (j->restarting && diag_engine_steps_closed(j->engine) == 0 &&
-        st <= ARGUS__V1__JOB_STATE__JOB_STATE_RUNNING) {
-        *reason = "the launcher started a new attempt";
-        return ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING;
-    }
-    j->restarting = false;
-    return st;
-}
-
-/* A change of j's state is stored and ends the alerts it makes moot: a
- * hang's when it is over; all of a job that ended cleanly; all but the
- * death's of a job that failed or restarted (the death's page stands until
- * the new attempt runs clean steps or the job goes idle). */
-static void diagnosis_state(struct diagnosis *d, struct diagnosis_job *j)
-{
-    const char *reason;
-    int st = diagnosis_state_of(j, &reason), was = j->state_put;
-    char err[256];
-
-    if (st == was)
-        return;
-    j->state_put = st;
-    log_info("diagnosis", "job %s: %s -> %s%s%s", j->job, diagnosis_state_name(was),
-             diagnosis_state_name(st), reason[0] ? ": " : "", reason);
-    if (store_put_job_state(d->store, j->job, st, reason, j->restart, err, sizeof(err)) < 0)
-        log_error("diagnosis", "job %s: state not stored: %s", j->job, err);
-    if (was == ARGUS__V1__JOB_STATE__JOB_STATE_HUNG)
-        alerts_resolve(d->o.alerts, j->job, ARGUS__V1__CAUSE__CAUSE_HANG, -1);
-    if (st == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
-        alerts_resolve(d->o.alerts, j->job, -1, -1);
-    else if (st == ARGUS__V1__JOB_STATE__JOB_STATE_FAILED ||
-             st == ARGUS__V1__JOB_STATE__JOB_STATE_RESTARTING)
-        alerts_resolve(d->o.alerts, j->job, -1, ARGUS__V1__CAUSE__CAUSE_EXITED);
-}
-
-/* Liveness of j at its time t (its lock held): a hang or death found is
- * one report, published like the engine's. */
-static void diagnosis_live_tick(struct diagnosis *d, struct diagnosis_job *j, uint64_t t,
-                                const struct diag_engine_stats *es)
-{
-    struct diag_live_ctx c = {
-        .step_p50_ns = (uint64_t)es->last_step_p50_ns,
-        .where = diag_engine_where,
-        .where_ctx = j->engine,
-        .name = diagnosis_name,
-        .name_ctx = j,
-    };
-    /* created a nanosecond after the engine's reports of this tick, numbered
-     * apart from them: ids stay distinct */
-    Argus__V1__Report *rep = diag_report_new(j->job, t + 1, DIAGNOSIS_LIVE_SEQ + ++j->live_seq);
-
-    if (rep && diag_live_check(&j->live, t, &c, rep) > 0) {
-        rep->to_step = es->closed_through ? es->closed_through - 1 : 0;
-        rep->from_step = rep->to_step;
-        diag_report_mark_pages(rep);
-        if (diag_report_summarize(rep) == 0) {
-            diagnosis_publish(d, j, &rep, 1);
-            rep = NULL;
-        }
-    }
-    diag_report_free(rep);
-    diagnosis_state(d, j);
 }
 
 /* Tick one job (its lock held) at its own clock. */

@@ -229,9 +229,11 @@ torch_detect_diagnostics() {
     echo "--- argusctl jobs"
     ctl jobs || true
     echo "--- agent /metrics"
-    curl -s "127.0.0.1:$APORT/metrics" | grep -E '^argus_(agent_ranks|agent_steps|probe_tags|steps_inferred|agent_untracked)' || true
+    curl -s "127.0.0.1:$APORT/metrics" | grep -E '^argus_(agent_ranks|agent_steps|probe_tags|steps_inferred|agent_untracked|agent_rank_statuses|agent_rank_exits)' || true
     echo "--- collector /metrics"
-    curl -s "127.0.0.1:$HPORT/metrics" | grep -E '^argus_diag_(steps_closed|open_steps|lag|watermark)' || true
+    curl -s "127.0.0.1:$HPORT/metrics" | grep -E '^argus_diag_(steps_closed|open_steps|lag|watermark|statuses|hangs|jobs)' || true
+    echo "--- agent log (liveness)"
+    grep -E 'liveness' "$T/agent.log" | tail -20
     echo "--- collector log"
     tail -5 "$T/collector.log"
 }

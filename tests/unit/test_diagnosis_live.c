@@ -210,12 +210,45 @@ static void test_hang_and_clean_end(void **state)
     diagnosis_free(d);
 }
 
+/* Ranks 0, 1 and 3 wait in a collective for rank 2 (stopped) for 40 s and
+ * their agent says so every 5 s (of rank 2 too); rank 2 resumes and its
+ * records come first.
+ * The waiters did not stop reporting: none of them is SILENT. */
+static void test_stalled_ranks_not_silent(void **state)
+{
+    struct fix *f = *state;
+    struct diagnosis_options o = {.hang_after_ns = 300 * NSEC_PER_SEC};
+    struct diagnosis *d = diagnosis_new(f->s, &o);
+    uint64_t now = clock_real_ns();
+    struct tbatch *t = start_job(f, d, "sj", 4, now), *late;
+    struct sts ss;
+
+    for (uint64_t s = 5; s <= 40; s += 5) {
+        for (uint32_t r = 0; r < 4; r++) {
+            wait_status(&ss, (int)r, "sj", r, now + s * NSEC_PER_SEC, now, r == 2 ? 6 : 7, 6);
+            ss.st[r].has_step = true;
+            ss.st[r].last_step = 2;
+        }
+        ss.st[2].state = ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED;
+        feed_statuses(d, t, &ss, 4, 1 + s, now + s * NSEC_PER_SEC);
+        diagnosis_tick(d, now + s * NSEC_PER_SEC);
+    }
+    late = tbatch_new("node-a", 100, "sj", 2, 1, 3, 1, now);
+    diagnosis_feed(d, &late->b, now + 41 * NSEC_PER_SEC);
+    diagnosis_tick(d, now + 45 * NSEC_PER_SEC);
+    assert_int_equal(report_causes(f->s, "sj", ARGUS__V1__CAUSE__CAUSE_SILENT), 0);
+    tbatch_free(late);
+    tbatch_free(t);
+    diagnosis_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_killed_failed_then_restarted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_within_the_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang_and_clean_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stalled_ranks_not_silent, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
