@@ -320,9 +320,13 @@ static int check_deaths(struct diag_live *l, uint64_t now_ns, const struct diag_
 {
     bool all, known;
     uint32_t first = first_death(l, &all, &known);
-    bool graced = first == UINT32_MAX || now_ns >= l->death_recv_ns + l->grace_ns;
+    /* An end of unknown status (seen by a /proc scan, a replay ending) is a
+     * death only when the job goes on without it for the hang bound: ranks
+     * that end normally end within seconds of each other. */
+    uint64_t wait = known ? l->grace_ns : l->hang_after_ns;
+    bool graced = first == UINT32_MAX || now_ns >= l->death_recv_ns + wait;
 
-    if (l->failed || l->state == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED || !graced)
+    if (l->failed || l->state == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
         return 0;
     /* every rank ended, none by a signal or an error code: the job ended */
     if (all && !known && any_seen(l)) {
@@ -332,7 +336,7 @@ static int check_deaths(struct diag_live *l, uint64_t now_ns, const struct diag_
                  first == UINT32_MAX ? " cleanly" : " (exit status unknown)");
         return 0;
     }
-    return l->death_pending && first != UINT32_MAX ? death_report(l, first, c, rep) : 0;
+    return graced && l->death_pending && first != UINT32_MAX ? death_report(l, first, c, rep) : 0;
 }
 
 /* --- hangs --------------------------------------------------------------- */

@@ -391,6 +391,35 @@ static void test_clean_end_and_exit_error(void **st)
     diag_live_free(&l);
 }
 
+/* Ends of unknown status (no proc probe: a /proc scan saw the process gone;
+ * a replay ended): ranks ending over 5 s are a job that ended, not a death;
+ * one gone while the others run on for the hang bound is one. */
+static void test_unknown_ends(void **st)
+{
+    struct diag_live l;
+    char sum[700], ev[1400];
+    uint32_t rank = 0;
+    int cause = 0;
+
+    (void)st;
+    new_live(&l, 4);
+    for (uint32_t r = 0; r < 4; r++) {
+        exited(&l, r, T0 + r * 5 * S / 3, -1, 0, T0 + r * 5 * S / 3);
+        assert_int_equal(check(&l, T0 + r * 5 * S / 3 + S, &ctx, sum, ev, &rank, &cause), 0);
+    }
+    assert_int_equal(state_of(&l), ARGUS__V1__JOB_STATE__JOB_STATE_ENDED);
+    diag_live_free(&l);
+    new_live(&l, 4);
+    exited(&l, 2, T0, -1, 0, T0);
+    assert_int_equal(check(&l, T0 + 3 * S, &ctx, sum, ev, &rank, &cause), 0);
+    assert_int_equal(check(&l, T0 + 29 * S, &ctx, sum, ev, &rank, &cause), 0);
+    assert_int_equal(check(&l, T0 + 30 * S, &ctx, sum, ev, &rank, &cause), 1);
+    assert_int_equal(rank, 2);
+    assert_int_equal(cause, ARGUS__V1__CAUSE__CAUSE_EXITED);
+    assert_non_null(strstr(sum, "exit status unknown"));
+    diag_live_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_chain_of_waits),
         cmocka_unit_test(test_killed_then_others),
         cmocka_unit_test(test_clean_end_and_exit_error),
+        cmocka_unit_test(test_unknown_ends),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
