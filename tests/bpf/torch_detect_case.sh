@@ -20,7 +20,7 @@
 # at most one finding per 1,000 rank-steps (a spike of a step or a few
 # included: a shared machine stalls; tests/bpf/torch_detect_check.py healthy).
 #
-# torch_detect_imbalance LAUNCH MODE: the job runs TORCH_DETECT_STEPS (150)
+# torch_detect_imbalance LAUNCH MODE: the job runs TORCH_DETECT_STEPS (100)
 # steps of batches of 256 rows (compute, not the per-step overhead, sets the
 # step time) with one rank on a 1.6x batch (tests/bpf/torch_ddp_steps_job.py
 # BATCH, IMBALANCE): MODE fixed, rank TORCH_DETECT_VICTIM on every step; rotate, the
@@ -213,7 +213,7 @@ torch_detect_imbalance() { # LAUNCH MODE
     esac
     TORCH_DETECT_BATCH=256
     torch_detect_start "$launch"
-    torch_detect_run "${TORCH_DETECT_STEPS:-150}"
+    torch_detect_run "${TORCH_DETECT_STEPS:-100}"
     /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" imbalance "$T/reports.json" \
         --mode "$mode" --victim "$TORCH_DETECT_VICTIM" || {
         torch_detect_diagnostics

@@ -15,10 +15,11 @@
 #   - rank 1 killed (kill -9): an exit status with signal 9 within seconds
 #     (argus_agent_rank_exits_total{how="signal"}), logged first, before the
 #     exits of the others (which fail in gloo and exit with an error).
-# LAUNCH=spawn (agent_liveness_spawn.sh): the job is one
-# torch.multiprocessing.spawn parent whose children set their rank in
-# os.environ (the agent learns it from the communicator); when rank 1 dies
-# the parent kills the rest.
+# LAUNCH=spawn: the job is one torch.multiprocessing.spawn parent whose
+# children set their rank in os.environ (the agent learns it from the
+# communicator); when rank 1 dies the parent kills the rest. make test runs
+# the spawn launch end to end instead (torch_fault_spawn.sh: the statuses
+# number the collectives as the records do, or the hang is not named).
 # test-cpu: all: a real 4-rank PyTorch job on all cores, stopped and killed under a real agent
 source "$(dirname "$0")/lib.sh"
 
