@@ -17,7 +17,13 @@ const struct diag_live_comm *diag_hang_comm(const struct diag_live_rank *r, uint
 
 bool diag_hang_inside(const struct diag_live_comm *c)
 {
-    return c->entered_ns && c->entered_ns > c->done_ns;
+    /* By number when an end is known: collectives are asynchronous, so
+     * DDP enqueues bucket k before k - 1 finishes, and k - 1's end comes
+     * after k's entry while the rank is inside k. With no end known (NCCL
+     * without CUPTI), by time: inside its last call. */
+    if (!c->entered_ns)
+        return false;
+    return c->done_ns ? c->entered_seq > c->done_seq : true;
 }
 
 /* A status that can say what its rank is doing now. */

@@ -97,7 +97,8 @@ bool diag_hang_find(const struct diag_live_rank *ranks, uint32_t n, uint64_t now
 /* The progress of r in comm_id, or NULL when its status has none. */
 const struct diag_live_comm *diag_hang_comm(const struct diag_live_rank *r, uint64_t comm_id);
 
-/* True when r is inside a call on c (entered after it last finished one). */
+/* True when r is inside a call on c: it entered a higher sequence number
+ * than it finished (or entered one and finished none the agent saw). */
 bool diag_hang_inside(const struct diag_live_comm *c);
 
 /* True when r is inside h's call (a waiter, or a stuck suspect). */

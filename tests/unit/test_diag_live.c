@@ -242,6 +242,19 @@ static void test_stopped_inside_the_call(void **st)
         assert_int_equal(state_of(&l), ARGUS__V1__JOB_STATE__JOB_STATE_HUNG);
         diag_live_free(&l);
     }
+    /* asynchronous collectives: #9 finished after #10 was entered (DDP
+     * enqueues the next bucket first); every rank is still inside #10 */
+    new_live(&l, 4);
+    for (uint32_t r = 0; r < 4; r++) {
+        status(&l, r, T0 + 20 * S, 10, 9,
+               r == 2 ? ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED
+                      : ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING,
+               T0 + 20 * S);
+        l.ranks[r].comms[0].done_ns = T0 + S / 2;
+    }
+    assert_int_equal(check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause), 1);
+    assert_int_equal(rank, 2);
+    diag_live_free(&l);
     /* in D state inside the call (a driver, a dead NFS mount): the same */
     new_live(&l, 4);
     for (uint32_t r = 0; r < 4; r++)
