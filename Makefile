@@ -42,7 +42,7 @@ DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	protobuf-c-compiler libprotobuf-c-dev libgrpc-dev liblz4-dev librocksdb-dev \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
 	libsystemd-dev libmicrohttpd-dev libjson-c-dev libssl-dev openssl python3-torch iproute2 procps curl bc \
-	prometheus prometheus-alertmanager chromium groff-base man-db libsnappy-dev libcurl4-openssl-dev \
+	prometheus prometheus-alertmanager victoria-metrics chromium groff-base man-db libsnappy-dev libcurl4-openssl-dev \
 	python3-kubernetes
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

@@ -196,6 +196,9 @@ static const struct config_option collector_options[] = {
         "(counted)"),
     OPT("remote_write.bearer_token_file", CONFIG_STRING, remote_write_bearer_token_file, "", 0, 0,
         "send Authorization: Bearer with the token on this file's first line (empty: none)"),
+    OPT("remote_write.replica", CONFIG_STRING, remote_write_replica, "", 0, 0,
+        "this collector's name in an HA pair: every series sent carries replica=\"NAME\" for the "
+        "TSDB to drop and keep one of the pair's identical series (empty: no label)"),
 };
 
 /* The bearer token file is read at start: it must be readable, and it

@@ -47,6 +47,7 @@ struct collector_config {
     uint64_t remote_write_timeout;  /* ns */
     uint64_t remote_write_queue_bytes;
     char *remote_write_bearer_token_file;
+    char *remote_write_replica; /* "": no replica label */
     /* One key alerts.NAME per alert sink (collector/alerts/sinks/sinks.h):
      * its comma-separated targets. */
     char *alerts_alertmanager, *alerts_webhook, *alerts_exec;

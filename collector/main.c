@@ -277,6 +277,7 @@ static int collector_start_remote_write(struct collector *c)
         .timeout_ns = c->cfg.remote_write_timeout,
         .queue_bytes = c->cfg.remote_write_queue_bytes,
         .bearer_token_file = c->cfg.remote_write_bearer_token_file,
+        .replica = c->cfg.remote_write_replica,
     };
     char err[512];
 

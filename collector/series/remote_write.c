@@ -28,7 +28,8 @@ struct remote_write_request { /* one collection, encoded */
 struct remote_write {
     struct remote_write_options o;
     char *url;
-    char *auth; /* "Authorization: Bearer ..." or NULL */
+    char *replica; /* NULL: no replica label */
+    char *auth;    /* "Authorization: Bearer ..." or NULL */
     char agent[96];
     remote_write_collect_fn collect;
     void *ctx;
@@ -51,12 +52,15 @@ static int remote_write_label_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Fill ts (with its label and sample storage) for sample x. */
-static void remote_write_series(const struct series_sample *x, int64_t ts_ms,
+/* Fill ts (with its label and sample storage) for sample x, replica=R
+ * added when replica is set. */
+static void remote_write_series(const struct series_sample *x, const char *replica, int64_t ts_ms,
                                 Prometheus__TimeSeries *ts, Prometheus__Label *lab,
                                 Prometheus__Label **labp, Prometheus__Sample *smp,
                                 Prometheus__Sample **smpp)
 {
+    size_t n = (size_t)x->n_labels + 1;
+
     prometheus__time_series__init(ts);
     for (int l = 0; l <= x->n_labels; l++) {
         prometheus__label__init(&lab[l]);
@@ -64,13 +68,20 @@ static void remote_write_series(const struct series_sample *x, int64_t ts_ms,
         lab[l].value = l ? x->label_values[l - 1] : (char *)series_metric_name(x->metric);
         labp[l] = &lab[l];
     }
-    qsort(labp, (size_t)x->n_labels + 1, sizeof(*labp), remote_write_label_cmp);
+    if (replica && *replica) {
+        prometheus__label__init(&lab[n]);
+        lab[n].name = "replica";
+        lab[n].value = (char *)replica;
+        labp[n] = &lab[n];
+        n++;
+    }
+    qsort(labp, n, sizeof(*labp), remote_write_label_cmp);
     prometheus__sample__init(smp);
     smp->value = x->value;
     smp->timestamp = ts_ms;
     *smpp = smp;
     ts->labels = labp;
-    ts->n_labels = (size_t)x->n_labels + 1;
+    ts->n_labels = n;
     ts->samples = smpp;
     ts->n_samples = 1;
 }
@@ -98,9 +109,10 @@ static int remote_write_compress(const Prometheus__WriteRequest *req, void **out
     return 0;
 }
 
-int remote_write_encode(const struct series_set *s, int64_t timestamp_ms, void **out, size_t *len)
+int remote_write_encode(const struct series_set *s, const char *replica, int64_t timestamp_ms,
+                        void **out, size_t *len)
 {
-    const size_t nl = SERIES_MAX_LABELS + 1, n = s->n ? s->n : 1;
+    const size_t nl = SERIES_MAX_LABELS + 2, n = s->n ? s->n : 1;
     Prometheus__WriteRequest req = PROMETHEUS__WRITE_REQUEST__INIT;
     Prometheus__TimeSeries *ts = calloc(n, sizeof(*ts));
     Prometheus__TimeSeries **tsp = calloc(n, sizeof(*tsp));
@@ -111,8 +123,8 @@ int remote_write_encode(const struct series_set *s, int64_t timestamp_ms, void *
     int err = ts && tsp && lab && labp && smp && smpp ? 0 : -ENOMEM;
 
     for (size_t i = 0; !err && i < s->n; i++) {
-        remote_write_series(&s->v[i], timestamp_ms, &ts[i], &lab[i * nl], &labp[i * nl], &smp[i],
-                            &smpp[i]);
+        remote_write_series(&s->v[i], replica, timestamp_ms, &ts[i], &lab[i * nl], &labp[i * nl],
+                            &smp[i], &smpp[i]);
         tsp[i] = &ts[i];
     }
     req.timeseries = tsp;
@@ -197,8 +209,8 @@ static void remote_write_collect(struct remote_write *w)
         return;
     }
     err = err < 0 ? err
-                  : remote_write_encode(&s, (int64_t)(clock_real_ns() / NSEC_PER_MSEC), &r->data,
-                                        &r->len);
+                  : remote_write_encode(&s, w->replica, (int64_t)(clock_real_ns() / NSEC_PER_MSEC),
+                                        &r->data, &r->len);
     if (err < 0) {
         log_warn("remote_write", "cannot build a request: %s", strerror(-err));
         free(r);
@@ -334,6 +346,7 @@ struct remote_write *remote_write_new(const struct remote_write_options *o,
     w->collect = collect;
     w->ctx = ctx;
     w->url = strdup(o->url);
+    w->replica = o->replica && *o->replica ? strdup(o->replica) : NULL;
     snprintf(w->agent, sizeof(w->agent), "User-Agent: argus-collector/%s", procstat_version());
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
@@ -343,7 +356,7 @@ struct remote_write *remote_write_new(const struct remote_write_options *o,
     }
     if (!r && o->bearer_token_file && *o->bearer_token_file)
         r = remote_write_token(o->bearer_token_file, &w->auth, err, errlen);
-    if (!r && !w->url) {
+    if (!r && (!w->url || (o->replica && *o->replica && !w->replica))) {
         snprintf(err, errlen, "out of memory");
         r = -ENOMEM;
     }
@@ -374,6 +387,7 @@ void remote_write_free(struct remote_write *w)
     pthread_cond_destroy(&w->wake);
     free(w->auth);
     free(w->url);
+    free(w->replica);
     free(w);
 }
 

@@ -42,7 +42,7 @@ static void test_encode(void **state)
     assert_int_equal(series_add(&s, SERIES_TOP_STRAGGLER, "job", "train", "rank", "11", 39.5), 0);
     assert_int_equal(series_add(&s, SERIES_SUSPECTS, "cause", "compute", "job", "train", 1), 0);
     assert_int_equal(series_add(&s, SERIES_LAST_STEP, "job", "train", NULL, NULL, 119), 0);
-    assert_int_equal(remote_write_encode(&s, 1796000000123, &z, &len), 0);
+    assert_int_equal(remote_write_encode(&s, NULL, 1796000000123, &z, &len), 0);
     Prometheus__WriteRequest *req = decode(z, len);
     assert_int_equal(req->n_timeseries, 3);
     const char *want[3][3][2] = {
@@ -65,9 +65,29 @@ static void test_encode(void **state)
     prometheus__write_request__free_unpacked(req, NULL);
     free(z);
 
+    /* an HA pair's member: replica="c1" in its place among the sorted labels */
+    assert_int_equal(remote_write_encode(&s, "c1", 7, &z, &len), 0);
+    req = decode(z, len);
+    assert_int_equal(req->n_timeseries, 3);
+    Prometheus__TimeSeries *top = req->timeseries[0];
+    assert_int_equal(top->n_labels, 4);
+    assert_string_equal(top->labels[0]->name, "__name__");
+    assert_string_equal(top->labels[1]->name, "job");
+    assert_string_equal(top->labels[2]->name, "rank");
+    assert_string_equal(top->labels[3]->name, "replica");
+    assert_string_equal(top->labels[3]->value, "c1");
+    assert_int_equal(req->timeseries[2]->n_labels, 3);
+    prometheus__write_request__free_unpacked(req, NULL);
+    free(z);
+    assert_int_equal(remote_write_encode(&s, "", 7, &z, &len), 0); /* "": no label */
+    req = decode(z, len);
+    assert_int_equal(req->timeseries[0]->n_labels, 3);
+    prometheus__write_request__free_unpacked(req, NULL);
+    free(z);
+
     /* nothing to send is still a valid (empty) request */
     series_set_clear(&s);
-    assert_int_equal(remote_write_encode(&s, 1, &z, &len), 0);
+    assert_int_equal(remote_write_encode(&s, NULL, 1, &z, &len), 0);
     req = decode(z, len);
     assert_int_equal(req->n_timeseries, 0);
     prometheus__write_request__free_unpacked(req, NULL);
