@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# An HA pair of collectors paging through a real Alertmanager cluster: two
+# collectors diagnose the same job (the simulator sends the same straggler job
+# to both, as an agent sends each batch to a job's primary and standby) and
+# send their alerts to both members of a two-node Alertmanager cluster
+# (Debian's prometheus-alertmanager, gossip on loopback). The alerts carry
+# the same labels whichever collector made them (job, cause, subject, rank,
+# node, gpu, level), so the cluster deduplicates them: the receiver gets
+# exactly one firing notification for the straggler.
+# test-cpu: idle: waits on Alertmanager's group and peer timeouts
+source "$(dirname "$0")/lib.sh"
+
+AM=$(command -v prometheus-alertmanager || command -v alertmanager || true)
+[[ -n $AM ]] || skip "no prometheus-alertmanager binary (apt-get install prometheus-alertmanager)"
+RX=$(free_port)
+/usr/bin/python3 "$REPO/tests/integration/alerts_receiver.py" "$RX" "$T/notes.jsonl" 0 \
+    >"$T/receiver.log" 2>&1 &
+PIDS+=($!)
+cat >"$T/am.yml" <<YML
+route:
+  receiver: hook
+  group_by: [job, cause, subject]
+  group_wait: 1s
+  group_interval: 5m
+  repeat_interval: 4h
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: http://127.0.0.1:$RX/
+YML
+WEB=($(free_port) $(free_port)) GOSSIP=($(free_port) $(free_port))
+for i in 0 1; do
+    peer=()
+    ((i == 1)) && peer=(--cluster.peer="127.0.0.1:${GOSSIP[0]}")
+    "$AM" --config.file="$T/am.yml" --storage.path="$T/am$i" \
+        --web.listen-address="127.0.0.1:${WEB[$i]}" \
+        --cluster.listen-address="127.0.0.1:${GOSSIP[$i]}" \
+        --cluster.advertise-address="127.0.0.1:${GOSSIP[$i]}" \
+        --cluster.peer-timeout=5s "${peer[@]}" >>"$T/am$i.log" 2>&1 &
+    PIDS+=($!)
+    wait_for "alertmanager $i" 30 curl -sf "127.0.0.1:${WEB[$i]}/-/ready"
+done
+wait_for "the two Alertmanagers in one cluster" 30 bash -c \
+    "[[ \$(curl -sf 127.0.0.1:${WEB[0]}/api/v2/status | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"cluster\"][\"peers\"]))') == 2 ]]"
+
+SINK="http://127.0.0.1:${WEB[0]},http://127.0.0.1:${WEB[1]}"
+start_collector "$T/store-a" --alerts.alertmanager "$SINK" --alerts.backoff_max 1s
+C2=$(free_port) H2=$(free_port)
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$C2" --http.listen "127.0.0.1:$H2" \
+    --store.dir "$T/store-b" --grpc.plaintext true --alerts.alertmanager "$SINK" \
+    --alerts.backoff_max 1s >>"$T/collector.log" 2>&1 &
+PIDS+=($!)
+wait_for "collector on :$C2" 10 "$BIN/argusctl" --collector "127.0.0.1:$C2" --timeout 1s jobs
+for p in "$CPORT" "$C2"; do
+    "$BIN/argus-sim" --collector "127.0.0.1:$p" --job pair --scenario compute-straggler --ranks 64 \
+        --steps 100 --rate 50 --steps_per_batch 2 --tp 2 --seed 7 >"$T/sim.$p.json" 2>&1 &
+    PIDS+=($!)
+done
+culprit() { tail -1 "$T/sim.$1.json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["culprits"][0])'; }
+wait_for "both simulated jobs" 120 bash -c "[[ -s $T/sim.$CPORT.json && -s $T/sim.$C2.json ]] && ! pgrep -f 'argus-sim --collector 127.0.0.1:($CPORT|$C2) ' >/dev/null"
+rank=$(culprit "$CPORT")
+[[ $rank == "$(culprit "$C2")" ]] || fail "the two runs disagree on the culprit"
+# both collectors fired (each sent to both Alertmanagers) ...
+firing() { CPORT=$1 ctl --json alerts --job pair | grep -q ALERT_STATUS_FIRING; }
+for p in "$CPORT" "$C2"; do
+    wait_every "collector :$p firing" 30 1 firing "$p"
+done
+wait_for "a notification" 60 bash -c "[[ -s $T/notes.jsonl ]]"
+sleep 12 # past the second member's peer timeout (5 s) and its group_wait
+n=$(/usr/bin/python3 -c 'import json,sys
+notes = [json.loads(l)["body"] for l in open(sys.argv[1])]
+print(sum(1 for b in notes for a in b["alerts"] if a["status"] == "firing" and a["labels"].get("job") == "pair"))' "$T/notes.jsonl")
+log "firing notifications for job pair: $n (culprit rank $rank)"
+((n == 1)) || fail "want exactly one firing notification, got $n: $(cat "$T/notes.jsonl")"
+grep -q "\"rank\": \"$rank\"" "$T/notes.jsonl" || fail "the notification does not name rank $rank"
+echo "alertmanager cluster ok: an HA pair of collectors, one notification"
