@@ -2,8 +2,9 @@
 it (tests/bpf/torch_detect_case.sh). REPORTS is `argusctl --json stragglers`
 (every report, findings too, with their pages flags).
 
-  torch_detect_check.py paged REPORTS
-      exit 0 when some report pages (polled while waiting), else 1.
+  torch_detect_check.py paged REPORTS [--since-ns T]
+      exit 0 when some report made at or after T pages (polled while
+      waiting), else 1.
   torch_detect_check.py healthy REPORTS --rank-steps N
       nothing was done to the job: nothing pages, no SILENT suspect, no
       suspect that persisted (L2/L3), and at most N / 1000 findings (any
@@ -31,8 +32,9 @@ it (tests/bpf/torch_detect_case.sh). REPORTS is `argusctl --json stragglers`
       window is R with CAUSE after T too (so nothing pages about another rank,
       nor before the fault). A test of several faults in a row checks each in
       its own window.
-  torch_detect_check.py quiet REPORTS
-      nothing pages (a checkpoint, workload imbalance): findings are listed.
+  torch_detect_check.py quiet REPORTS [--since-ns T]
+      nothing made at or after T pages (a checkpoint, workload imbalance):
+      the reports are listed.
 """
 import argparse
 import glob
@@ -213,15 +215,17 @@ def main():
     a = p.parse_args()
     reports = json.load(open(a.reports)).get("reports", [])
     if a.check == "paged":
-        sys.exit(0 if any(r.get("pages") for r in reports) else 1)
+        sys.exit(0 if any(r.get("pages") and int(r["created_unix_ns"]) >= a.since_ns
+                          for r in reports) else 1)
     if a.check == "healthy":
         sys.exit(0 if check_healthy(reports, a) else 1)
     if a.check == "imbalance":
         sys.exit(0 if check_imbalance(reports, a) else 1)
     if a.check == "quiet":
+        bad = [r for r in reports if r.get("pages") and int(r["created_unix_ns"]) >= a.since_ns]
         for r in reports:
-            print(("FAIL: " if r.get("pages") else "") + describe(r))
-        sys.exit(1 if any(r.get("pages") for r in reports) else 0)
+            print(("FAIL: " if r in bad else "") + describe(r))
+        sys.exit(1 if bad else 0)
     if a.check == "fault":
         sys.exit(0 if check_fault(reports, a) else 1)
     sys.exit(0 if check_throttle(reports, a) else 1)

@@ -48,12 +48,7 @@ torch_fault_signal() {
 
 torch_fault_paged_since() { # SINCE_NS
     torch_detect_reports "$T/poll.json"
-    /usr/bin/python3 - "$T/poll.json" "$1" <<'PY'
-import json, sys
-reports = json.load(open(sys.argv[1])).get("reports", [])
-sys.exit(0 if any(r.get("pages") and int(r["created_unix_ns"]) >= int(sys.argv[2])
-                  for r in reports) else 1)
-PY
+    /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" paged "$T/poll.json" --since-ns "$1"
 }
 
 # torch_fault_expect RANK CAUSE SINCE_NS DEADLINE_S: wait for the first page
@@ -77,14 +72,8 @@ torch_fault_expect() {
 # torch_fault_quiet_since FROM_NS: nothing paged since FROM.
 torch_fault_quiet_since() {
     torch_detect_reports "$T/reports.json"
-    /usr/bin/python3 - "$T/reports.json" "$1" <<'PY' || fail "a page during a quiet window"
-import json, sys
-reports = json.load(open(sys.argv[1])).get("reports", [])
-bad = [r for r in reports if r.get("pages") and int(r["created_unix_ns"]) >= int(sys.argv[2])]
-for r in bad:
-    print("FAIL: %s %s" % (r["id"], r.get("summary")))
-sys.exit(1 if bad else 0)
-PY
+    /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" quiet "$T/reports.json" \
+        --since-ns "$1" || fail "a page during a quiet window"
 }
 
 # torch_fault_is_state STATE: the job's state at the collector (argusctl

@@ -46,11 +46,7 @@ wait_for "the two Alertmanagers in one cluster" 30 bash -c \
 SINK="http://127.0.0.1:${WEB[0]},http://127.0.0.1:${WEB[1]}"
 start_collector "$T/store-a" --alerts.alertmanager "$SINK" --alerts.backoff_max 1s
 C2=$(free_port) H2=$(free_port)
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$C2" --http.listen "127.0.0.1:$H2" \
-    --store.dir "$T/store-b" --grpc.plaintext true --alerts.alertmanager "$SINK" \
-    --alerts.backoff_max 1s >>"$T/collector.log" 2>&1 &
-PIDS+=($!)
-wait_for "collector on :$C2" 10 "$BIN/argusctl" --collector "127.0.0.1:$C2" --timeout 1s jobs
+start_collector_on "$C2" "$H2" "$T/store-b" --alerts.alertmanager "$SINK" --alerts.backoff_max 1s
 for p in "$CPORT" "$C2"; do
     "$BIN/argus-sim" --collector "127.0.0.1:$p" --job pair --scenario compute-straggler --ranks 64 \
         --steps 100 --rate 50 --steps_per_batch 2 --tp 2 --seed 7 >"$T/sim.$p.json" 2>&1 &

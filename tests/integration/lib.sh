@@ -74,12 +74,19 @@ wait_for() {
 # start_collector DIR [extra flags...]: starts on $CPORT (gRPC) / $HPORT (HTTP);
 # sets COLLECTOR_PID.
 start_collector() {
-    local dir=$1; shift
-    "$BIN/argus-collector" --grpc.listen "127.0.0.1:$CPORT" --http.listen "127.0.0.1:$HPORT" \
+    start_collector_on "$CPORT" "$HPORT" "$@"
+    COLLECTOR_PID=$COLLECTOR_ON_PID
+}
+
+# start_collector_on GRPC_PORT HTTP_PORT DIR [extra flags...]: one more
+# collector (an HA pair's second, a set's members); sets COLLECTOR_ON_PID.
+start_collector_on() {
+    local cport=$1 hport=$2 dir=$3; shift 3
+    "$BIN/argus-collector" --grpc.listen "127.0.0.1:$cport" --http.listen "127.0.0.1:$hport" \
         --store.dir "$dir" --grpc.plaintext true "$@" >>"$T/collector.log" 2>&1 &
-    COLLECTOR_PID=$!
-    PIDS+=("$COLLECTOR_PID")
-    wait_for "collector on :$CPORT" 10 "$BIN/argusctl" --collector "127.0.0.1:$CPORT" --timeout 1s jobs
+    COLLECTOR_ON_PID=$!
+    PIDS+=("$COLLECTOR_ON_PID")
+    wait_for "collector on :$cport" 10 "$BIN/argusctl" --collector "127.0.0.1:$cport" --timeout 1s jobs
 }
 
 ctl() { "$BIN/argusctl" --collector "127.0.0.1:$CPORT" "$@"; }

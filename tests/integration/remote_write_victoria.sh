@@ -26,21 +26,17 @@ start_vm() { # NAME PORT [flags...]
 start_vm raw "$RAW"
 start_vm ha "$HA" -relabelConfig "$T/relabel.yml" -dedup.minScrapeInterval 10s
 
-# each collector writes to both TSDBs: a remote_write.url takes one endpoint,
-# so the raw one gets a second pair (c, d) of the same collectors' kind
+# a remote_write.url takes one endpoint: the pair (a, b) writes to the HA
+# TSDB, a second pair of the same kind to the raw one
 C2=$(free_port) H2=$(free_port) C3=$(free_port) H3=$(free_port) C4=$(free_port) H4=$(free_port)
-start_collector "$T/store-a" --remote_write.url "http://127.0.0.1:$HA/api/v1/write" \
-    --remote_write.interval 1s --remote_write.replica a
-second() { # CPORT HPORT DIR URL REPLICA
-    "$BIN/argus-collector" --grpc.listen "127.0.0.1:$1" --http.listen "127.0.0.1:$2" \
-        --store.dir "$3" --grpc.plaintext true --remote_write.url "$4" \
-        --remote_write.interval 1s --remote_write.replica "$5" >>"$T/collector.log" 2>&1 &
-    PIDS+=($!)
-    wait_for "collector on :$1" 10 "$BIN/argusctl" --collector "127.0.0.1:$1" --timeout 1s jobs
+second() { # CPORT HPORT DIR TSDB_PORT REPLICA
+    start_collector_on "$1" "$2" "$3" --remote_write.url "http://127.0.0.1:$4/api/v1/write" \
+        --remote_write.interval 1s --remote_write.replica "$5"
 }
-second "$C2" "$H2" "$T/store-b" "http://127.0.0.1:$HA/api/v1/write" b
-second "$C3" "$H3" "$T/store-c" "http://127.0.0.1:$RAW/api/v1/write" a
-second "$C4" "$H4" "$T/store-d" "http://127.0.0.1:$RAW/api/v1/write" b
+second "$CPORT" "$HPORT" "$T/store-a" "$HA" a
+second "$C2" "$H2" "$T/store-b" "$HA" b
+second "$C3" "$H3" "$T/store-c" "$RAW" a
+second "$C4" "$H4" "$T/store-d" "$RAW" b
 for p in "$CPORT" "$C2" "$C3" "$C4"; do
     "$BIN/argus-sim" --collector "127.0.0.1:$p" --job ha --ranks 16 --steps 60 --rate 20 \
         --seed 5 >"$T/sim.$p.json" 2>&1 &
@@ -64,10 +60,13 @@ wait_for "the pair's series in the HA TSDB" 60 bash -c \
 sleep 3 # both collectors wrote a few times more
 got=$(series "$HA" 'argus_job_last_step{job="ha"}')
 [[ $got == "-" ]] || fail "the HA TSDB has argus_job_last_step{job=\"ha\"} as '$got', want one series without replica"
-n=$(curl -s --get "127.0.0.1:$HA/api/v1/query" --data-urlencode 'query=count({job="ha",__name__=~"argus_job_.*"})' |
-    /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')
-m=$(curl -s --get "127.0.0.1:$RAW/api/v1/query" --data-urlencode 'query=count({job="ha",__name__=~"argus_job_.*"})' |
-    /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')
+job_series() { # PORT: how many argus_job_* series of job ha the TSDB holds
+    curl -s --get "127.0.0.1:$1/api/v1/query" \
+        --data-urlencode 'query=count({job="ha",__name__=~"argus_job_.*"})' |
+        /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)'
+}
+n=$(job_series "$HA")
+m=$(job_series "$RAW")
 log "series of job ha: $m as sent by the pair, $n in the HA TSDB"
 ((m == 2 * n && n > 0)) || fail "the pair sent $m series, the HA TSDB keeps $n: want half"
 echo "remote write to VictoriaMetrics ok: an HA pair's series counted once"
