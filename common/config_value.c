@@ -339,6 +339,11 @@ static bool config_host_port(const char *s, bool host_may_be_empty)
     return true;
 }
 
+bool config_is_host_port(const char *s)
+{
+    return s && config_host_port(s, false);
+}
+
 static const char *config_string_field(const void *field)
 {
     const char *s = *(char *const *)field;

@@ -62,6 +62,10 @@ int config_check_grpc_target(const struct config_option *o, const void *field, c
 int config_check_http_listen(const struct config_option *o, const void *field, char *err,
                              size_t errlen);
 
+/* True when s is HOST:PORT (HOST an IPv4 address, [IPv6] or a name; PORT
+ * 0-65535), the form every collector address takes. */
+bool config_is_host_port(const char *s);
+
 /* Check a comma-separated list (field: a char *) against names (a NULL-ended
  * array of strings): each item must be one of them, once. "" is an empty
  * list. Returns 0 or -EINVAL naming the bad item and the allowed names. */
