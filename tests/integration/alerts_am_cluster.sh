@@ -10,43 +10,10 @@
 # test-cpu: idle: waits on Alertmanager's group and peer timeouts
 source "$(dirname "$0")/lib.sh"
 
-AM=$(command -v prometheus-alertmanager || command -v alertmanager || true)
-[[ -n $AM ]] || skip "no prometheus-alertmanager binary (apt-get install prometheus-alertmanager)"
-RX=$(free_port)
-/usr/bin/python3 "$REPO/tests/integration/alerts_receiver.py" "$RX" "$T/notes.jsonl" 0 \
-    >"$T/receiver.log" 2>&1 &
-PIDS+=($!)
-cat >"$T/am.yml" <<YML
-route:
-  receiver: hook
-  group_by: [job, cause, subject]
-  group_wait: 1s
-  group_interval: 5m
-  repeat_interval: 4h
-receivers:
-  - name: hook
-    webhook_configs:
-      - url: http://127.0.0.1:$RX/
-YML
-WEB=($(free_port) $(free_port)) GOSSIP=($(free_port) $(free_port))
-for i in 0 1; do
-    peer=()
-    ((i == 1)) && peer=(--cluster.peer="127.0.0.1:${GOSSIP[0]}")
-    "$AM" --config.file="$T/am.yml" --storage.path="$T/am$i" \
-        --web.listen-address="127.0.0.1:${WEB[$i]}" \
-        --cluster.listen-address="127.0.0.1:${GOSSIP[$i]}" \
-        --cluster.advertise-address="127.0.0.1:${GOSSIP[$i]}" \
-        --cluster.peer-timeout=5s "${peer[@]}" >>"$T/am$i.log" 2>&1 &
-    PIDS+=($!)
-    wait_for "alertmanager $i" 30 curl -sf "127.0.0.1:${WEB[$i]}/-/ready"
-done
-wait_for "the two Alertmanagers in one cluster" 30 bash -c \
-    "[[ \$(curl -sf 127.0.0.1:${WEB[0]}/api/v2/status | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"cluster\"][\"peers\"]))') == 2 ]]"
-
-SINK="http://127.0.0.1:${WEB[0]},http://127.0.0.1:${WEB[1]}"
-start_collector "$T/store-a" --alerts.alertmanager "$SINK" --alerts.backoff_max 1s
+start_am_cluster
+start_collector "$T/store-a" --alerts.alertmanager "$AM_SINK" --alerts.backoff_max 1s
 C2=$(free_port) H2=$(free_port)
-start_collector_on "$C2" "$H2" "$T/store-b" --alerts.alertmanager "$SINK" --alerts.backoff_max 1s
+start_collector_on "$C2" "$H2" "$T/store-b" --alerts.alertmanager "$AM_SINK" --alerts.backoff_max 1s
 for p in "$CPORT" "$C2"; do
     "$BIN/argus-sim" --collector "127.0.0.1:$p" --job pair --scenario compute-straggler --ranks 64 \
         --steps 100 --rate 50 --steps_per_batch 2 --tp 2 --seed 7 >"$T/sim.$p.json" 2>&1 &
@@ -63,9 +30,7 @@ for p in "$CPORT" "$C2"; do
 done
 wait_for "a notification" 60 bash -c "[[ -s $T/notes.jsonl ]]"
 sleep 12 # past the second member's peer timeout (5 s) and its group_wait
-n=$(/usr/bin/python3 -c 'import json,sys
-notes = [json.loads(l)["body"] for l in open(sys.argv[1])]
-print(sum(1 for b in notes for a in b["alerts"] if a["status"] == "firing" and a["labels"].get("job") == "pair"))' "$T/notes.jsonl")
+n=$(am_firing pair)
 log "firing notifications for job pair: $n (culprit rank $rank)"
 ((n == 1)) || fail "want exactly one firing notification, got $n: $(cat "$T/notes.jsonl")"
 grep -q "\"rank\": \"$rank\"" "$T/notes.jsonl" || fail "the notification does not name rank $rank"

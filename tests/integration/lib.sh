@@ -89,6 +89,57 @@ start_collector_on() {
     wait_for "collector on :$cport" 10 "$BIN/argusctl" --collector "127.0.0.1:$cport" --timeout 1s jobs
 }
 
+# start_am_cluster: a webhook receiver (alerts_receiver.py, notifications in
+# $T/notes.jsonl) and a real two-node Alertmanager cluster (Debian's
+# prometheus-alertmanager, gossip on loopback) routing to it; skips the test
+# when the binary is missing. Sets AM_SINK (both members, the collectors'
+# alerts.alertmanager value) and AM_WEB (their HTTP ports).
+start_am_cluster() {
+    local am rx i peer
+    am=$(command -v prometheus-alertmanager || command -v alertmanager || true)
+    [[ -n $am ]] || skip "no prometheus-alertmanager binary (apt-get install prometheus-alertmanager)"
+    rx=$(free_port)
+    /usr/bin/python3 "$REPO/tests/integration/alerts_receiver.py" "$rx" "$T/notes.jsonl" 0 \
+        >"$T/receiver.log" 2>&1 &
+    PIDS+=($!)
+    cat >"$T/am.yml" <<YML
+route:
+  receiver: hook
+  group_by: [job, cause, subject]
+  group_wait: 1s
+  group_interval: 5m
+  repeat_interval: 4h
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: http://127.0.0.1:$rx/
+YML
+    AM_WEB=($(free_port) $(free_port))
+    local gossip=($(free_port) $(free_port))
+    for i in 0 1; do
+        peer=()
+        ((i == 1)) && peer=(--cluster.peer="127.0.0.1:${gossip[0]}")
+        "$am" --config.file="$T/am.yml" --storage.path="$T/am$i" \
+            --web.listen-address="127.0.0.1:${AM_WEB[$i]}" \
+            --cluster.listen-address="127.0.0.1:${gossip[$i]}" \
+            --cluster.advertise-address="127.0.0.1:${gossip[$i]}" \
+            --cluster.peer-timeout=5s "${peer[@]}" >>"$T/am$i.log" 2>&1 &
+        PIDS+=($!)
+        wait_for "alertmanager $i" 30 curl -sf "127.0.0.1:${AM_WEB[$i]}/-/ready"
+    done
+    wait_for "the two Alertmanagers in one cluster" 30 bash -c \
+        "[[ \$(curl -sf 127.0.0.1:${AM_WEB[0]}/api/v2/status | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"cluster\"][\"peers\"]))') == 2 ]]"
+    AM_SINK="http://127.0.0.1:${AM_WEB[0]},http://127.0.0.1:${AM_WEB[1]}"
+}
+
+# am_firing JOB: how many firing notifications for JOB the receiver got.
+am_firing() {
+    [[ -s $T/notes.jsonl ]] || { echo 0; return; }
+    /usr/bin/python3 -c 'import json,sys
+notes = [json.loads(l)["body"] for l in open(sys.argv[1])]
+print(sum(1 for b in notes for a in b["alerts"] if a["status"] == "firing" and a["labels"].get("job") == sys.argv[2]))' "$T/notes.jsonl" "$1"
+}
+
 ctl() { "$BIN/argusctl" --collector "127.0.0.1:$CPORT" "$@"; }
 
 # json_get FILE KEY: a top-level value of a one-line JSON object.
