@@ -1,8 +1,9 @@
 /* argusctl: query an argus collector. Human tables by default, --json for
  * scripts. Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable,
- * 4 other errors reported by the collector. The collector's address:
- * tools/argusctl/collector_address.h. A command is one line of
- * ctl_commands (its --help and man page lines come from there). */
+ * 4 other errors reported by the collector. The collector's address, or a
+ * collector set: tools/argusctl/collector_address.h; every call goes through
+ * target.h (a set's members asked together, their answers merged). A command
+ * is one line of ctl_commands (its --help and man page lines come from there). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ static const struct config_option ctl_options[] = {
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
-    .summary = "query an argus collector",
+    .summary = "query an argus collector or a collector set",
     .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
              "Also import-kineto FILE... --job J [--rank R] and compare --job A --job B | --job A "
              "--steps X-Y\n"
