@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "collector/alerts/alerts.h"
 #include "collector/alerts/sinks/sinks.h"
+#include "common/collector_set.h"
 #include "common/config_value.h"
 #include "common/tls.h"
 
@@ -39,6 +41,41 @@ static int collector_check_remote_write_url(const struct config_option *o, const
              "%s: '%s' is not an http:// or https:// URL with a host (e.g. "
              "http://prometheus:9090/api/v1/write; empty: off)",
              o->key, url);
+    return -EINVAL;
+}
+
+/* cluster.set: empty, or a static list as agents get it. */
+static int collector_check_cluster_set(const struct config_option *o, const void *field, char *err,
+                                       size_t errlen)
+{
+    const char *v = *(char *const *)field;
+    struct collector_set *s;
+    char msg[300];
+    int r = 0;
+
+    if (!v || !*v)
+        return 0;
+    s = malloc(sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    if (collector_set_parse(v, s, msg, sizeof(msg)) < 0) {
+        snprintf(err, errlen, "%s: %s", o->key, msg);
+        r = -EINVAL;
+    }
+    free(s);
+    return r;
+}
+
+/* cluster.dns: empty, or NAME:PORT. */
+static int collector_check_cluster_dns(const struct config_option *o, const void *field, char *err,
+                                       size_t errlen)
+{
+    const char *v = *(char *const *)field;
+    char msg[300];
+
+    if (!v || !*v || collector_set_check_dns(v, msg, sizeof(msg)) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: %s", o->key, msg);
     return -EINVAL;
 }
 
@@ -199,6 +236,20 @@ static const struct config_option collector_options[] = {
     OPT("remote_write.replica", CONFIG_STRING, remote_write_replica, "", 0, 0,
         "this collector's name in an HA pair: every series sent carries replica=\"NAME\" for the "
         "TSDB to drop and keep one of the pair's identical series (empty: no label)"),
+    OPT_CHECK("cluster.set", CONFIG_STRING, cluster_set, "",
+              "the collector set, HOST:PORT,HOST:PORT,... as the agents get it: jobs placed on "
+              "this collector as primary or standby are counted in /metrics (it stores and "
+              "diagnoses whatever it receives; empty, and no cluster.dns: a collector on its own)",
+              collector_check_cluster_set),
+    OPT_CHECK("cluster.dns", CONFIG_STRING, cluster_dns, "",
+              "the collector set from DNS NAME:PORT (a headless Service), re-resolved every "
+              "cluster.dns_interval (empty: cluster.set)",
+              collector_check_cluster_dns),
+    OPT("cluster.dns_interval", CONFIG_DURATION, cluster_dns_interval, "30s", 1, 86400,
+        "how often cluster.dns is resolved again"),
+    OPT("cluster.self", CONFIG_STRING, cluster_self, "", 0, 0,
+        "this collector's member name in the set (empty: grpc.listen when that is a member, "
+        "else the host name)"),
 };
 
 /* The bearer token file is read at start: it must be readable, and it
@@ -247,6 +298,10 @@ static int collector_check(const void *cfg, struct config_result *res)
                      config_where(t, res, "ingest.max_frame", a, sizeof(a)),
                      (unsigned long long)c->max_frame, (unsigned long long)c->max_raw,
                      config_where(t, res, "ingest.max_raw", b, sizeof(b)));
+    if (*c->cluster_set && *c->cluster_dns)
+        config_error(res, "%s: cluster.set and cluster.dns are both set (%s): give one",
+                     config_where(t, res, "cluster.set", a, sizeof(a)),
+                     config_where(t, res, "cluster.dns", b, sizeof(b)));
     collector_check_remote_write(c, res);
     tls_config_check(c->grpc_plaintext, c->tls_ca, c->tls_cert, c->tls_key, res);
     return res->nerrors - n;

@@ -48,6 +48,9 @@ struct collector_config {
     uint64_t remote_write_queue_bytes;
     char *remote_write_bearer_token_file;
     char *remote_write_replica; /* "": no replica label */
+    /* The collector set this collector is a member of (collector/membership.h). */
+    char *cluster_set, *cluster_dns, *cluster_self;
+    uint64_t cluster_dns_interval; /* ns */
     /* One key alerts.NAME per alert sink (collector/alerts/sinks/sinks.h):
      * its comma-separated targets. */
     char *alerts_alertmanager, *alerts_webhook, *alerts_exec;

@@ -9,6 +9,8 @@
  *   metrics.c    /metrics and /healthz; the report page (web/) on the same port;
  *                series.c the per-job series in /metrics, which
  *                remote_write.c also pushes (remote_write.url)
+ *   membership.c the collector's place in the collector set (cluster.*): the
+ *                jobs it owns as primary and standby, for /metrics
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 #include "collector/diag/diagnosis.h"
 #include "collector/diag/diagq.h"
 #include "collector/ingest/ingest.h"
+#include "collector/membership.h"
 #include "collector/metrics.h"
 #include "collector/query/query.h"
 #include "collector/series/remote_write.h"
@@ -49,6 +52,7 @@ struct collector {
     struct transport_server *transport;
     struct http_server *http;
     struct remote_write *remote_write;
+    struct membership *membership; /* the collector set (cluster.*) */
     struct collector_metrics_ctx metrics;
     int sigfd;
     int port;
@@ -294,15 +298,40 @@ static int collector_start_remote_write(struct collector *c)
     return 0;
 }
 
+/* cluster.*: the set this collector is a member of (a DNS one resolved
+ * now and watched). It changes nothing of what is stored or diagnosed. */
+static int collector_start_membership(struct collector *c)
+{
+    struct membership_options o = {
+        .set = c->cfg.cluster_set,
+        .dns = c->cfg.cluster_dns,
+        .interval_ns = c->cfg.cluster_dns_interval,
+        .self = c->cfg.cluster_self,
+        .grpc_listen = c->cfg.grpc_listen,
+    };
+    struct membership_counts mc;
+    char err[512];
+    int r = membership_new(&o, &c->membership, err, sizeof(err));
+
+    if (r < 0) {
+        log_error("main", "cluster: %s", err);
+        return r;
+    }
+    if (membership_count(c->membership, c->store, &mc) == 0 && (*o.set || *o.dns))
+        log_info("main", "collector set of %zu members (%s), this collector %s", mc.members,
+                 *o.set ? o.set : o.dns, mc.self_found ? "among them" : "NOT among them");
+    return 0;
+}
+
 static int collector_start_http(struct collector *c)
 {
     char err[256];
 
     if (!*c->cfg.http_listen)
         return 0;
-    c->metrics =
-        (struct collector_metrics_ctx){c->ingest, c->store,  c->transport, c->diagnosis,   c->diagq,
-                                       c->clock,  c->alerts, c->traces,    c->remote_write};
+    c->metrics = (struct collector_metrics_ctx){
+        c->ingest, c->store,  c->transport, c->diagnosis,    c->diagq,
+        c->clock,  c->alerts, c->traces,    c->remote_write, c->membership};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -368,6 +397,7 @@ static void collector_teardown(struct collector *c)
 {
     daemon_notify("STOPPING=1");
     http_stop(c->http);
+    membership_free(c->membership);     /* after http, which counts through it */
     remote_write_free(c->remote_write); /* before diagnosis, which it reads */
     transport_free(c->transport);
     ingest_free(c->ingest);
@@ -405,6 +435,8 @@ int main(int argc, char **argv)
         r = collector_start_remote_write(&c);
     if (r == 0)
         r = collector_start_grpc(&c);
+    if (r == 0)
+        r = collector_start_membership(&c);
     if (r == 0)
         r = collector_start_http(&c);
     if (r == 0) {

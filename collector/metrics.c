@@ -9,6 +9,7 @@
 #include "collector/diag/diagq.h"
 #include "collector/ingest/ingest.h"
 #include "collector/ingest/limits.h"
+#include "collector/membership.h"
 #include "collector/series/remote_write.h"
 #include "collector/series/series.h"
 #include "collector/store/store.h"
@@ -319,6 +320,31 @@ static void collector_metrics_traces(struct trace_capture *t, struct http_buf *b
                     "capture requests waiting for their agent's answer", "", s.pending);
 }
 
+/* The collector's place in the set: jobs it holds by role, members, self. */
+static void collector_metrics_membership(struct collector_metrics_ctx *m, struct http_buf *b)
+{
+    struct membership_counts mc;
+    char labels[32];
+
+    if (!m->membership || membership_count(m->membership, m->store, &mc) < 0)
+        return;
+    for (int r = 0; r < MEMBERSHIP_ROLES; r++) {
+        snprintf(labels, sizeof(labels), "role=\"%s\"", membership_role_name(r));
+        if (r == 0)
+            http_buf_metric(b, "argus_collector_jobs_owned", "gauge",
+                            "jobs this collector holds, by its role for each under the current "
+                            "collector set (other: placed elsewhere)",
+                            labels, mc.jobs[r]);
+        else
+            http_buf_sample(b, "argus_collector_jobs_owned", labels, mc.jobs[r]);
+    }
+    http_buf_metric(b, "argus_collector_set_members", "gauge",
+                    "members of the collector set (1: a collector on its own)", "", mc.members);
+    http_buf_metric(b, "argus_collector_set_self_found", "gauge",
+                    "1 when this collector is a member of its collector set (else it owns no job)",
+                    "", mc.self_found);
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -363,6 +389,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
     collector_metrics_tls(m->transport, b);
+    collector_metrics_membership(m, b);
     collector_metrics_limits(ingest_admission(m->ingest), b);
     collector_diag_metrics(m, b);
     if (m->diagq)

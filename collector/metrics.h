@@ -8,6 +8,7 @@ struct alerts;
 struct diagnosis;
 struct diagq;
 struct ingest;
+struct membership;
 struct remote_write;
 struct store;
 struct stream_clock;
@@ -23,6 +24,7 @@ struct collector_metrics_ctx {
     struct alerts *alerts;             /* NULL: no alert series */
     struct trace_capture *traces;      /* may be NULL */
     struct remote_write *remote_write; /* NULL: remote write off */
+    struct membership *membership;     /* the collector set; NULL: no such series */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

@@ -15,6 +15,7 @@
 #include "tools/argus-sim/sim.h"
 #include "tools/argus-sim/sim_overload.h"
 #include "tools/argus-sim/sim_plan.h"
+#include "tools/argus-sim/sim_set.h"
 
 #define OPT(key, type, field, def, lo, hi, help)                                                   \
     CONFIG_OPTION(struct sim_config, key, type, field, def, lo, hi, help, NULL, NULL, false)
@@ -36,6 +37,10 @@ static const struct config_name sim_replay_names[] = {
 
 static const struct config_option sim_options[] = {
     OPT("collector", CONFIG_STRING, collector, "127.0.0.1:7700", 0, 0, "collector HOST:PORT"),
+    OPT("collector_set", CONFIG_STRING, collector_set, "", 0, 0,
+        "collector set HOST:PORT,...: the job goes to its primary and standby (the agent's "
+        "placement), every batch to both with the same epoch and seq; --verify checks both "
+        "(empty: --collector)"),
     OPT("job", CONFIG_STRING, job, "sim-job", 0, 0, "job id"),
     OPT("ranks", CONFIG_UINT, ranks, "64", 1, 1 << 20, "ranks in the job"),
     OPT("ranks_per_node", CONFIG_UINT, ranks_per_node, "8", 1, 64,
@@ -119,18 +124,19 @@ static const struct config_table sim_table = {
 
 static void sim_print(const struct sim_config *c, const struct sim_result *r)
 {
-    printf("{\"job\": \"%s\", \"ranks\": %" PRIu64 ", \"agents\": %" PRIu64 ", \"steps\": %" PRIu64
-           ", \"base_time\": %" PRIu64 ", \"complete\": %s, \"batches_sent\": %" PRIu64
-           ", \"batches_acked\": %" PRIu64 ", \"rank_steps_acked\": %" PRIu64
-           ", \"resent\": %" PRIu64 ", \"reconnects\": %" PRIu64 ", \"rejects\": %" PRIu64
+    printf("{\"job\": \"%s\", \"collector\": \"%s\", \"ranks\": %" PRIu64 ", \"agents\": %" PRIu64
+           ", \"steps\": %" PRIu64 ", \"base_time\": %" PRIu64
+           ", \"complete\": %s, \"batches_sent\": %" PRIu64 ", \"batches_acked\": %" PRIu64
+           ", \"rank_steps_acked\": %" PRIu64 ", \"resent\": %" PRIu64 ", \"reconnects\": %" PRIu64
+           ", \"rejects\": %" PRIu64
            ", \"elapsed_s\": %.3f, \"rank_steps_per_s\": %.0f, \"start_unix_ns\": %" PRIu64
            ", \"ack_latency_p50_ms\": %.2f, \"ack_latency_p99_ms\": %.2f, \"rate\": %.3f"
            ", \"delivery\": \"%s\", \"last_error\": \"%s\"}\n",
-           c->job, c->ranks, (c->ranks + c->ranks_per_node - 1) / c->ranks_per_node, c->steps,
-           c->base_unix_ns, r->complete ? "true" : "false", r->batches_sent, r->batches_acked,
-           r->rank_steps_acked, r->resent, r->reconnects, r->rejects, r->elapsed_s,
-           r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0, r->start_unix_ns,
-           r->ack_latency_p50_ms, r->ack_latency_p99_ms, c->rate,
+           c->job, c->collector, c->ranks, (c->ranks + c->ranks_per_node - 1) / c->ranks_per_node,
+           c->steps, c->base_unix_ns, r->complete ? "true" : "false", r->batches_sent,
+           r->batches_acked, r->rank_steps_acked, r->resent, r->reconnects, r->rejects,
+           r->elapsed_s, r->elapsed_s > 0 ? r->rank_steps_acked / r->elapsed_s : 0,
+           r->start_unix_ns, r->ack_latency_p50_ms, r->ack_latency_p99_ms, c->rate,
            c->rate > 0 ? sim_delivery_names[c->delivery].name : "lockstep", r->last_error);
     if (*c->scenario) {
         printf("{\"scenario\": \"%s\", \"job\": \"%s\", \"onset\": %" PRIu64
@@ -140,6 +146,28 @@ static void sim_print(const struct sim_config *c, const struct sim_result *r)
             printf("%s%u", i ? ", " : "", r->culprits[i]);
         printf("]}\n");
     }
+}
+
+/* --collector_set: the run to the job's primary and standby, one line
+ * each. Returns the exit code: 0 when both acked everything. */
+static int sim_main_set(struct sim_config *c)
+{
+    struct sim_set_result out[2];
+    struct sim_config one = *c;
+    char err[300];
+    int n = sim_set_run(c, out, err, sizeof(err)), rc = 0;
+
+    if (n < 0) {
+        fprintf(stderr, "argus-sim: --collector_set: %s\n", err);
+        return 2;
+    }
+    for (int i = 0; i < n; i++) {
+        one.collector = out[i].collector;
+        sim_print(&one, &out[i].r);
+        free(out[i].r.culprits);
+        rc |= out[i].rc != 0;
+    }
+    return rc;
 }
 
 /* --overload, then the delivery plan of the run (each bad option said once). */
@@ -216,7 +244,14 @@ int main(int argc, char **argv)
         if (c.max_inflight < per_agent)
             c.max_inflight = per_agent;
     }
-    if (*c.record) {
+    if (*c.collector_set && (*c.record || *c.send_log)) {
+        fprintf(stderr, "argus-sim: --collector_set sends; it takes no --record or --send_log\n");
+        config_free(&sim_table, &c);
+        return 2;
+    }
+    if (*c.collector_set) {
+        rc = c.verify ? sim_set_verify(&c) : sim_main_set(&c);
+    } else if (*c.record) {
         rc = sim_record(&c) < 0;
     } else if (c.verify) {
         rc = sim_verify(&c);

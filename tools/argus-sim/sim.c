@@ -356,7 +356,7 @@ static void sim_setup_agents(const struct sim_config *c, const struct delivery_p
                              struct sim_thread *th, size_t nthreads, struct sim_agent *agents,
                              size_t nagents)
 {
-    uint64_t epoch = clock_real_ns(), now = clock_mono_ns();
+    uint64_t epoch = c->epoch ? c->epoch : clock_real_ns(), now = clock_mono_ns();
 
     for (size_t i = 0; i < nagents; i++) {
         struct sim_agent *a = &agents[i];

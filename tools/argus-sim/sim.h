@@ -11,6 +11,8 @@
 
 struct sim_config {
     char *collector;
+    char *collector_set; /* "": send to collector; else the job's primary and standby */
+    uint64_t epoch;      /* of every stream; 0: now (not an option: sim_set.h sets it) */
     char *job;
     uint64_t ranks;
     uint64_t ranks_per_node;

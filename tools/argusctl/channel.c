@@ -41,13 +41,20 @@ struct rpc_channel *ctl_channel_open(const char *address, const struct ctl_tls *
     return ch;
 }
 
-int ctl_address(const char *flag, struct collector_address *a)
+int ctl_address(const char *flag, const char *list, const char *dns, struct collector_address *a)
 {
     char err[512], user[512];
+    struct collector_address_sources in = {
+        .flag = flag,
+        .flag_list = list,
+        .flag_dns = dns,
+        .env = getenv(COLLECTOR_ADDRESS_ENV),
+        .env_set = getenv(COLLECTOR_ADDRESS_SET_ENV),
+        .user_file = collector_address_user_file(user, sizeof(user)),
+        .system_file = COLLECTOR_ADDRESS_SYSTEM_FILE,
+    };
 
-    if (collector_address_resolve(flag, getenv(COLLECTOR_ADDRESS_ENV),
-                                  collector_address_user_file(user, sizeof(user)),
-                                  COLLECTOR_ADDRESS_SYSTEM_FILE, a, err, sizeof(err)) < 0) {
+    if (collector_address_find(&in, a, err, sizeof(err)) < 0) {
         fprintf(stderr, "argusctl: %s\n", err);
         return -1;
     }

@@ -15,14 +15,23 @@
 struct rpc_channel;
 
 /* The connection options every argusctl command takes, as config table
- * entries of struct st (members collector, plaintext, tls_ca, tls_cert,
- * tls_key; common/config.h's CONFIG_OPTION). */
+ * entries of struct st (members collector, collectors, collectors_dns,
+ * plaintext, tls_ca, tls_cert, tls_key; common/config.h's CONFIG_OPTION). */
 #define CTL_CONNECT_OPTIONS(st)                                                                    \
     CONFIG_OPTION(st, "collector", CONFIG_STRING, collector, "", 0, 0,                             \
                   "collector gRPC address HOST:PORT (else $ARGUSCTL_COLLECTOR, else 'collector = " \
                   "HOST:PORT' in ~/.config/argus/argusctl.conf or /etc/argus/argusctl.conf, "      \
                   "else 127.0.0.1:7700)",                                                          \
                   NULL, NULL, false),                                                              \
+        CONFIG_OPTION(st, "collectors", CONFIG_STRING, collectors, "", 0, 0,                       \
+                      "collector set HOST:PORT,HOST:PORT,...: a job's queries go to every member " \
+                      "and their answers are merged (else $ARGUSCTL_COLLECTORS, else "             \
+                      "'collectors = LIST' in argusctl.conf)",                                     \
+                      NULL, NULL, false),                                                          \
+        CONFIG_OPTION(st, "collectors-dns", CONFIG_STRING, collectors_dns, "", 0, 0,               \
+                      "collector set from DNS NAME:PORT (a headless Service; else "                \
+                      "ARGUSCTL_COLLECTORS=dns:NAME:PORT, else 'collectors_dns = NAME:PORT')",     \
+                      NULL, NULL, false),                                                          \
         CONFIG_OPTION(st, "grpc.plaintext", CONFIG_BOOL, plaintext, "false", 0, 0,                 \
                       "no TLS (else tls.*; env ARGUS_GRPC_PLAINTEXT=true does the same)", NULL,    \
                       NULL, false),                                                                \
@@ -45,8 +54,10 @@ struct ctl_tls {
  * (prefixed "argusctl: "). */
 struct rpc_channel *ctl_channel_open(const char *address, const struct ctl_tls *tls);
 
-/* Resolve the collector address from flag (NULL/"": not given) into a.
- * Returns 0, or -1 with the reason printed. */
-int ctl_address(const char *flag, struct collector_address *a);
+/* Resolve the collector address or set from the flags --collector,
+ * --collectors and --collectors-dns (NULL/"": not given), the environment
+ * and the files into a (collector_address.h). Returns 0, or -1 with the
+ * reason printed. */
+int ctl_address(const char *flag, const char *list, const char *dns, struct collector_address *a);
 
 #endif

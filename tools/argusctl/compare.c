@@ -17,6 +17,7 @@
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
 #include "tools/argusctl/channel.h"
+#include "tools/argusctl/target.h"
 #include "proto/argus.pb-c.h"
 
 #define COMPARE_GRID 16u     /* quantiles per kernel group and record */
@@ -28,7 +29,7 @@ enum compare_kind { KIND_STEP = 0, KIND_PHASE = 1, KIND_KERNEL = 2 };
 static const char *const kind_names[] = {"step", "phase", "kernel"};
 
 struct compare_config {
-    char *collector;
+    char *collector, *collectors, *collectors_dns;
     bool plaintext;
     char *tls_ca, *tls_cert, *tls_key;
     char *job;
@@ -81,7 +82,7 @@ struct row {
 
 struct compare {
     struct compare_config cfg;
-    struct rpc_channel *ch;
+    struct ctl_target *target; /* one collector or a set (target.h) */
     struct row *rows;
     size_t n_rows, cap_rows;
     uint32_t *slots; /* row index + 1 */
@@ -244,25 +245,13 @@ static int compare_record(struct compare *c, int s, const Argus__V1__StepRecord 
     return 0;
 }
 
-/* Call Steps; an exit code. */
+/* Call Steps (every member of a set, merged); an exit code. */
 static int compare_call(struct compare *c, Argus__V1__StepsRequest *req,
                         Argus__V1__StepsResponse **resp)
 {
-    char msg[256] = "";
-    int status, r = rpc_call(c->ch, RPC_QUERY_STEPS, &req->base,
-                             &argus__v1__steps_response__descriptor, c->cfg.timeout / NSEC_PER_MSEC,
-                             (ProtobufCMessage **)resp, &status, msg, sizeof(msg));
-
-    if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
-        fprintf(stderr, "argusctl: collector %s unreachable: %s\n", c->cfg.collector,
-                msg[0] ? msg : "timed out");
-        return CMP_UNREACHABLE;
-    }
-    if (r < 0 || status != RPC_OK) {
-        fprintf(stderr, "argusctl: %s\n", msg[0] ? msg : "call failed");
-        return status == RPC_NOT_FOUND ? CMP_NOT_FOUND : CMP_ERROR;
-    }
-    return CMP_OK;
+    return ctl_target_call(c->target, RPC_QUERY_STEPS, &req->base,
+                           &argus__v1__steps_response__descriptor, c->cfg.timeout / NSEC_PER_MSEC,
+                           false, (ProtobufCMessage **)resp);
 }
 
 /* Every record of side s, a page at a time. */
@@ -566,7 +555,7 @@ static void compare_free(struct compare *c)
     free(c->name_ids);
     free(c->rows);
     free(c->slots);
-    rpc_channel_free(c->ch);
+    ctl_target_free(c->target);
     config_free(&compare_table, &c->cfg);
 }
 
@@ -603,13 +592,15 @@ int compare_main(int argc, char **argv)
         config_free(&compare_table, &c.cfg);
         return CMP_OK;
     }
-    if (ctl_address(c.cfg.collector, &addr) < 0) {
+    if (ctl_address(c.cfg.collector, c.cfg.collectors, c.cfg.collectors_dns, &addr) < 0) {
         compare_free(&c);
         return CMP_USAGE;
     }
-    c.ch = ctl_channel_open(addr.address, &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca,
-                                                            c.cfg.tls_cert, c.cfg.tls_key});
-    r = c.ch ? compare_run(&c) : CMP_ERROR;
+    r = ctl_target_open(
+        &addr, &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca, c.cfg.tls_cert, c.cfg.tls_key},
+        &c.target);
+    if (r == CMP_OK)
+        r = compare_run(&c);
     compare_free(&c);
     return r;
 }

@@ -19,6 +19,7 @@
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
 #include "tools/argusctl/channel.h"
+#include "tools/argusctl/target.h"
 #include "proto/argus.pb-c.h"
 
 #define IMPORT_STEPS_PER_BATCH 16
@@ -27,7 +28,7 @@
 enum { IMPORT_OK = 0, IMPORT_USAGE = 2, IMPORT_UNREACHABLE = 3, IMPORT_ERROR = 4 };
 
 struct import_config {
-    char *collector;
+    char *collector, *collectors, *collectors_dns;
     bool plaintext;
     char *tls_ca, *tls_cert, *tls_key;
     char *job;
@@ -53,11 +54,21 @@ static const struct config_option import_options[] = {
 static const struct config_table import_table = {
     .program = "argusctl import-kineto",
     .summary = "import PyTorch profiler (Kineto) traces into a collector",
-    .usage = "Usage: argusctl import-kineto FILE... --job J [--rank R] [--collector ADDR]\n"
+    .usage = "Usage: argusctl import-kineto FILE... --job J [--rank R] [--collector ADDR | "
+             "--collectors LIST]\n"
+             "With a set, every file goes to the job's primary and standby.\n"
              "Each FILE (gzip'd or plain JSON) is one rank of job J.\n",
     .options = import_options,
     .count = sizeof(import_options) / sizeof(import_options[0]),
     .positional = true,
+};
+
+/* Where a file goes: the collector, or the job's primary and standby of
+ * a set (each gets every batch, as an agent's stream would). */
+struct import_dest {
+    struct rpc_channel *ch[2];
+    const char *name[2];
+    size_t n;
 };
 
 /* One file's import. */
@@ -440,13 +451,28 @@ static void import_print(const struct import_file *f)
     printf(" -> job %s\n", f->cfg->job);
 }
 
+/* Every step of the file to each destination (names again on each stream). */
+static int import_push_all(struct import_file *f, const struct import_dest *dest, size_t *failed)
+{
+    int r = 0;
+
+    for (size_t d = 0; r == 0 && d < dest->n; d++) {
+        memset(f->name_sent, 0, (f->t->n_names + 1) * sizeof(bool));
+        memset(f->phase_sent, 0, (f->t->n_phase_names + 1) * sizeof(bool));
+        r = import_push(f, dest->ch[d]);
+        *failed = d;
+    }
+    return r;
+}
+
 /* Read, convert and send one file. Returns an exit code. */
-static int import_one(const struct import_config *cfg, struct rpc_channel *ch, const char *path,
-                      int index, int nfiles)
+static int import_one(const struct import_config *cfg, const struct import_dest *dest,
+                      const char *path, int index, int nfiles)
 {
     struct import_file f = {.cfg = cfg, .path = path};
     char err[512] = "";
     int rc = kineto_read(path, NULL, &f.t, err, sizeof(err)), code = IMPORT_OK, r;
+    size_t failed = 0;
 
     if (!f.t) {
         fprintf(stderr, "argusctl: %s: %s\n", path, err);
@@ -458,11 +484,11 @@ static int import_one(const struct import_config *cfg, struct rpc_channel *ch, c
         code = IMPORT_ERROR;
     }
     r = import_prepare(&f, index, nfiles);
-    if (r == 0 && (r = import_push(&f, ch)) == 0)
+    if (r == 0 && (r = import_push_all(&f, dest, &failed)) == 0)
         import_print(&f);
     else if (r == -ETIMEDOUT)
         fprintf(stderr, "argusctl: collector %s unreachable: no ack within the timeout\n",
-                cfg->collector);
+                dest->name[failed]);
     else if (r == -ENOMEM)
         fprintf(stderr, "argusctl: %s: out of memory\n", path);
     if (r < 0)
@@ -475,23 +501,48 @@ static int import_one(const struct import_config *cfg, struct rpc_channel *ch, c
     return code;
 }
 
-int import_kineto_main(int argc, char **argv)
+/* The job's destinations in t: its primary and standby in a set. */
+static void import_destinations(const struct ctl_target *t, const char *job,
+                                struct import_dest *dest)
 {
-    struct import_config cfg = {0};
-    struct config_result res;
-    struct collector_address addr;
-    struct rpc_channel *ch;
-    char *args[256];
-    int n = 0, code = IMPORT_OK;
+    const struct collector_set *set = ctl_target_set(t);
+    size_t at[2] = {0, 0};
+
+    dest->n = ctl_target_is_set(t) ? collector_set_place(set, job, at) : 1;
+    for (size_t d = 0; d < dest->n; d++) {
+        dest->ch[d] = ctl_target_channel(t, at[d]);
+        dest->name[d] = set->member[at[d]].name;
+    }
+}
+
+/* The arguments other than the command word into args (at most 255). */
+static int import_args(int argc, char **argv, char **args)
+{
+    int n = 0;
 
     if (argc > 255) {
         fprintf(stderr, "argusctl: import-kineto: more than 254 arguments\n");
-        return IMPORT_USAGE;
+        return -1;
     }
     for (int i = 0; i < argc; i++) /* the command word is not a FILE */
         if (i == 0 || strcmp(argv[i], "import-kineto") != 0 || n < i)
             args[n++] = argv[i];
     args[n] = NULL;
+    return n;
+}
+
+int import_kineto_main(int argc, char **argv)
+{
+    struct import_config cfg = {0};
+    struct config_result res;
+    struct collector_address addr;
+    struct ctl_target *target = NULL;
+    struct import_dest dest = {0};
+    char *args[256];
+    int n = import_args(argc, argv, args), code = IMPORT_OK;
+
+    if (n < 0)
+        return IMPORT_USAGE;
     if (config_load(&import_table, &cfg, n, args, &res) < 0) {
         fprintf(stderr, "argusctl: import-kineto: %s\n", res.error);
         config_free(&import_table, &cfg);
@@ -508,21 +559,21 @@ int import_kineto_main(int argc, char **argv)
         config_free(&import_table, &cfg);
         return IMPORT_USAGE;
     }
-    if (ctl_address(cfg.collector, &addr) < 0) {
+    if (ctl_address(cfg.collector, cfg.collectors, cfg.collectors_dns, &addr) < 0) {
         config_free(&import_table, &cfg);
         return IMPORT_USAGE;
     }
-    ch = ctl_channel_open(addr.address,
-                          &(struct ctl_tls){cfg.plaintext, cfg.tls_ca, cfg.tls_cert, cfg.tls_key});
-    for (int i = 0; ch && i < res.npositional; i++) {
-        int r = import_one(&cfg, ch, res.positional[i], i, res.npositional);
+    code = ctl_target_open(
+        &addr, &(struct ctl_tls){cfg.plaintext, cfg.tls_ca, cfg.tls_cert, cfg.tls_key}, &target);
+    if (target)
+        import_destinations(target, cfg.job, &dest);
+    for (int i = 0; target && i < res.npositional; i++) {
+        int r = import_one(&cfg, &dest, res.positional[i], i, res.npositional);
 
         if (r > code)
             code = r;
     }
-    if (!ch)
-        code = IMPORT_ERROR;
-    rpc_channel_free(ch);
+    ctl_target_free(target);
     config_free(&import_table, &cfg);
     return code;
 }

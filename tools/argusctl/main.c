@@ -1,8 +1,9 @@
 /* argusctl: query an argus collector. Human tables by default, --json for
  * scripts. Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable,
- * 4 other errors reported by the collector. The collector's address:
- * tools/argusctl/collector_address.h. A command is one line of
- * ctl_commands (its --help and man page lines come from there). */
+ * 4 other errors reported by the collector. The collector's address, or a
+ * collector set: tools/argusctl/collector_address.h; every call goes through
+ * target.h (a set's members asked together, their answers merged). A command
+ * is one line of ctl_commands (its --help and man page lines come from there). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,11 +13,14 @@
 #include "tools/argusctl/alerts.h"
 #include "tools/argusctl/channel.h"
 #include "tools/argusctl/collector_address.h"
+#include "tools/argusctl/collectors.h"
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/follow.h"
 #include "tools/argusctl/compare.h"
 #include "tools/argusctl/import.h"
 #include "tools/argusctl/stragglers.h"
+#include "tools/argusctl/tables.h"
+#include "tools/argusctl/target.h"
 #include "tools/argusctl/trace.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -24,7 +28,6 @@
 #include "common/heatmap.h"
 #include "common/heatmap_svg.h"
 #include "common/pbjson.h"
-#include "common/rpc.h"
 #include "common/rpc_paths.h"
 #include "common/tls.h"
 #include "proto/argus.pb-c.h"
@@ -32,7 +35,7 @@
 #define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
 
 struct ctl_config {
-    char *collector;
+    char *collector, *collectors, *collectors_dns;
     bool json;
     bool all;
     uint64_t timeout;
@@ -86,7 +89,7 @@ static const struct config_option ctl_options[] = {
 
 static const struct config_table ctl_table = {
     .program = "argusctl",
-    .summary = "query an argus collector",
+    .summary = "query an argus collector or a collector set",
     .usage = "Usage: argusctl [OPTIONS] COMMAND\n"
              "Also import-kineto FILE... --job J [--rank R] and compare --job A --job B | --job A "
              "--steps X-Y\n"
@@ -103,36 +106,16 @@ struct ctl {
     struct stragglers_filter filter;
     uint64_t since_ns; /* --since, 0: none */
     bool quiet;        /* ctl_call says nothing (--follow while it waits) */
-    struct rpc_channel *ch;
+    struct ctl_target *target;
 };
 
-/* Call method with req; on success *resp is the unpacked reply. */
+/* Call method with req (every member of a set, merged: target.h); on
+ * success *resp is the unpacked reply. */
 static int ctl_call(struct ctl *c, const char *method, const ProtobufCMessage *req,
                     const ProtobufCMessageDescriptor *type, ProtobufCMessage **resp)
 {
-    char msg[256] = "";
-    int status, r = rpc_call(c->ch, method, req, type, c->cfg.timeout / NSEC_PER_MSEC, resp,
-                             &status, msg, sizeof(msg));
-
-    if (c->quiet && (r < 0 || status != RPC_OK))
-        return r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED
-                   ? CTL_UNREACHABLE
-               : status == RPC_NOT_FOUND ? CTL_NOT_FOUND
-                                         : CTL_ERROR;
-    if (r == -ETIMEDOUT || status == RPC_UNAVAILABLE || status == RPC_DEADLINE_EXCEEDED) {
-        fprintf(stderr, "argusctl: collector %s (from %s) unreachable: %s\n", c->addr.address,
-                c->addr.source, msg[0] ? msg : "timed out");
-        if (c->addr.fallback)
-            fprintf(stderr, "argusctl: %s\n", collector_address_hint());
-        return CTL_UNREACHABLE;
-    }
-    if (r < 0 || status != RPC_OK) {
-        fprintf(stderr, "argusctl: %s\n", msg[0] ? msg : "call failed");
-        return status == RPC_NOT_FOUND          ? CTL_NOT_FOUND
-               : status == RPC_INVALID_ARGUMENT ? CTL_USAGE
-                                                : CTL_ERROR;
-    }
-    return CTL_OK;
+    return ctl_target_call(c->target, method, req, type, c->cfg.timeout / NSEC_PER_MSEC, c->quiet,
+                           resp);
 }
 
 static void ctl_print_json(const ProtobufCMessage *m, pbjson_resolve_fn resolve, void *ctx)
@@ -154,16 +137,11 @@ static void ctl_print_json_line(const ProtobufCMessage *m)
     json_object_put(o);
 }
 
-static const char *ctl_time(uint64_t ns, char *buf, size_t len)
-{
-    return ns ? clock_format_rfc3339(ns, buf, len) : "-";
-}
-
 /* Call method with req and print the reply: JSON (names resolved through
  * resolve with the reply as context) or the table printer. */
 static int ctl_show(struct ctl *c, const char *method, const ProtobufCMessage *req,
                     const ProtobufCMessageDescriptor *type,
-                    void (*table)(struct ctl *c, const ProtobufCMessage *resp),
+                    void (*table)(const ProtobufCMessage *resp, const char *job),
                     pbjson_resolve_fn resolve)
 {
     ProtobufCMessage *resp;
@@ -174,41 +152,9 @@ static int ctl_show(struct ctl *c, const char *method, const ProtobufCMessage *r
     if (c->cfg.json)
         ctl_print_json(resp, resolve, resp);
     else
-        table(c, resp);
+        table(resp, c->cfg.job);
     protobuf_c_message_free_unpacked(resp, NULL);
     return CTL_OK;
-}
-
-/* "running", "hung", ... ("-": a collector that does not say). */
-static const char *ctl_job_state(Argus__V1__JobState st)
-{
-    static const char *const names[] = {"-", "running", "hung", "failed", "restarting", "ended"};
-
-    return (int)st >= 0 && (size_t)st < sizeof(names) / sizeof(names[0]) ? names[st] : "-";
-}
-
-static void ctl_jobs_table(struct ctl *c, const ProtobufCMessage *m)
-{
-    const Argus__V1__JobsResponse *resp = (const Argus__V1__JobsResponse *)m;
-    char t1[40], t2[40];
-
-    printf("%-24s %7s %7s %10s %12s  %-24s  %-24s  %-10s  %s\n", "JOB", "RANKS", "WORLD",
-           "LAST STEP", "RANK-STEPS", "FIRST SEEN", "LAST SEEN", "STATE", "WHY");
-    for (size_t i = 0; i < resp->n_jobs; i++) {
-        Argus__V1__JobInfo *j = resp->jobs[i];
-        char why[320];
-        snprintf(why, sizeof(why), "%s", j->state_reason[0] ? j->state_reason : "-");
-        if (j->restart)
-            snprintf(why + strlen(why), sizeof(why) - strlen(why), " (attempt %" PRIu32 ")",
-                     j->restart);
-        printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64
-               "  %-24s  %-24s  %-10s  %s\n",
-               j->job, j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
-               ctl_time(j->first_seen_unix_ns, t1, sizeof(t1)),
-               ctl_time(j->last_seen_unix_ns, t2, sizeof(t2)), ctl_job_state(j->state), why);
-    }
-    if (resp->n_jobs == 0)
-        printf("(no jobs)\n");
 }
 
 static int ctl_jobs(struct ctl *c, const char *arg)
@@ -217,49 +163,7 @@ static int ctl_jobs(struct ctl *c, const char *arg)
 
     req.limit = (uint32_t)c->cfg.limit;
     return ctl_show(c, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor,
-                    ctl_jobs_table, NULL);
-}
-
-static const char *ctl_resolve(void *ctx, uint64_t id)
-{
-    const Argus__V1__StepsResponse *resp = ctx;
-
-    for (size_t i = 0; i < resp->n_names; i++)
-        if (resp->names[i]->id == id)
-            return resp->names[i]->name;
-    return NULL;
-}
-
-static void ctl_print_step(const Argus__V1__StepsResponse *resp, const Argus__V1__StepRecord *s)
-{
-    char t[40];
-    uint64_t kernels = 0;
-
-    for (size_t k = 0; k < s->n_kernels; k++)
-        for (size_t i = 0; i < s->kernels[k]->n_clusters; i++)
-            kernels += s->kernels[k]->clusters[i]->count;
-    printf("%8" PRIu64 " %6" PRIu32 "  %-24s %11.3f %8" PRIu64 " %6zu  ", s->step, s->rank,
-           ctl_time(s->start_unix_ns, t, sizeof(t)), s->duration_ns / 1e6, kernels,
-           s->n_collectives);
-    for (size_t p = 0; p < s->n_phases; p++) {
-        const char *name = ctl_resolve((void *)resp, s->phases[p]->name_id);
-        printf("%s%s=%.3f", p ? " " : "", name ? name : "?", s->phases[p]->duration_ns / 1e6);
-    }
-    printf("\n");
-}
-
-static void ctl_steps_table(struct ctl *c, const ProtobufCMessage *m)
-{
-    const Argus__V1__StepsResponse *resp = (const Argus__V1__StepsResponse *)m;
-
-    printf("%8s %6s  %-24s %11s %8s %6s  %s\n", "STEP", "RANK", "START", "TIME(ms)", "KERNELS",
-           "COLLS", "PHASES (ms)");
-    for (size_t i = 0; i < resp->n_steps; i++)
-        ctl_print_step(resp, resp->steps[i]);
-    if (resp->truncated)
-        printf("(truncated: narrow --from/--to or raise --limit)\n");
-    if (resp->n_steps == 0)
-        printf("(no steps in that range)\n");
+                    tables_jobs, NULL);
 }
 
 static int ctl_steps(struct ctl *c, const char *arg)
@@ -272,22 +176,7 @@ static int ctl_steps(struct ctl *c, const char *arg)
     req.to_step = c->cfg.to;
     req.limit = (uint32_t)c->cfg.limit;
     return ctl_show(c, RPC_QUERY_STEPS, &req.base, &argus__v1__steps_response__descriptor,
-                    ctl_steps_table, ctl_resolve);
-}
-
-static void ctl_ranks_table(struct ctl *c, const ProtobufCMessage *m)
-{
-    const Argus__V1__RanksResponse *resp = (const Argus__V1__RanksResponse *)m;
-
-    printf("%6s %5s %6s  %-20s %4s %8s %4s %4s %4s %4s\n", "RANK", "LOCAL", "WORLD", "NODE", "GPU",
-           "PID", "DP", "TP", "PP", "EP");
-    for (size_t i = 0; i < resp->n_ranks; i++) {
-        Argus__V1__Resource *x = resp->ranks[i];
-        printf("%6" PRIu32 " %5" PRIu32 " %6" PRIu32 "  %-20s %4" PRId32 " %8" PRIu32 " %4" PRIu32
-               " %4" PRIu32 " %4" PRIu32 " %4" PRIu32 "\n",
-               x->rank, x->local_rank, x->world_size, x->node, x->gpu, x->pid, x->dp, x->tp, x->pp,
-               x->ep);
-    }
+                    tables_steps, tables_resolve);
 }
 
 static int ctl_ranks(struct ctl *c, const char *arg)
@@ -296,7 +185,7 @@ static int ctl_ranks(struct ctl *c, const char *arg)
 
     req.job = c->cfg.job;
     return ctl_show(c, RPC_QUERY_RANKS, &req.base, &argus__v1__ranks_response__descriptor,
-                    ctl_ranks_table, NULL);
+                    tables_ranks, NULL);
 }
 
 /* One Stragglers call for reports created since from_ns: *raw is the reply
@@ -366,9 +255,9 @@ static int ctl_stragglers(struct ctl *c, const char *arg)
     return CTL_OK;
 }
 
-static void ctl_alerts_table(struct ctl *c, const ProtobufCMessage *m)
+static void ctl_alerts_table(const ProtobufCMessage *m, const char *job)
 {
-    alerts_print(stdout, (const Argus__V1__AlertsResponse *)m, clock_real_ns(), c->cfg.job);
+    alerts_print(stdout, (const Argus__V1__AlertsResponse *)m, clock_real_ns(), job);
 }
 
 static int ctl_alerts(struct ctl *c, const char *arg)
@@ -379,6 +268,13 @@ static int ctl_alerts(struct ctl *c, const char *arg)
     req.include_resolved = true;
     return ctl_show(c, RPC_QUERY_ALERTS, &req.base, &argus__v1__alerts_response__descriptor,
                     ctl_alerts_table, NULL);
+}
+
+static int ctl_collectors(struct ctl *c, const char *arg)
+{
+    struct collectors_options o = {c->cfg.json, c->cfg.job, c->cfg.timeout / NSEC_PER_MSEC};
+
+    return collectors_run(c->target, &o, stdout);
 }
 
 /* The report alone, not its response wrapper, in both forms. */
@@ -595,6 +491,12 @@ static const struct ctl_command {
      ctl_alerts,
      false,
      false},
+    {{"collectors", "[--job J]",
+      "the collector set: members up, jobs each owns as primary and standby, jobs that moved "
+      "(--job: its primary and standby)"},
+     ctl_collectors,
+     false,
+     false},
 };
 
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
@@ -641,7 +543,9 @@ static int ctl_prepare(struct ctl *c)
                 c->cfg.since);
         return CTL_USAGE;
     }
-    return ctl_address(c->cfg.collector, &c->addr) < 0 ? CTL_USAGE : 0;
+    return ctl_address(c->cfg.collector, c->cfg.collectors, c->cfg.collectors_dns, &c->addr) < 0
+               ? CTL_USAGE
+               : 0;
 }
 
 /* --help, --man, --print-config, or no command: print and return the exit
@@ -655,7 +559,11 @@ static int ctl_meta(const struct config_table *t, struct ctl *c, const struct co
     else if (res->check && ctl_prepare(c) != 0)
         return CTL_USAGE;
     else if (res->check)
-        printf("ok: collector %s (from %s)\n", c->addr.address, c->addr.source);
+        printf("ok: collector%s %s (from %s)\n", collector_address_is_set(&c->addr) ? "s" : "",
+               c->addr.address[0] ? c->addr.address
+               : c->addr.list[0]  ? c->addr.list
+                                  : c->addr.dns,
+               c->addr.source);
     else if (res->help || res->npositional == 0)
         config_usage(t, res->help ? stdout : stderr);
     else
@@ -688,11 +596,14 @@ int main(int argc, char **argv)
     }
     r = ctl_meta(&table, &c, &res);
     if (r < 0 && (r = ctl_prepare(&c)) == 0) {
-        c.ch = ctl_channel_open(c.addr.address, &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca,
-                                                                  c.cfg.tls_cert, c.cfg.tls_key});
-        r = c.ch ? ctl_dispatch(&c, res.npositional, res.positional) : CTL_USAGE;
+        r = ctl_target_open(
+            &c.addr,
+            &(struct ctl_tls){c.cfg.plaintext, c.cfg.tls_ca, c.cfg.tls_cert, c.cfg.tls_key},
+            &c.target);
+        if (r == CTL_OK)
+            r = ctl_dispatch(&c, res.npositional, res.positional);
     }
-    rpc_channel_free(c.ch);
+    ctl_target_free(c.target);
     config_free(&table, &c.cfg);
     return r;
 }
