@@ -226,6 +226,13 @@ static int agent_open_set(struct agent_delivery *d)
         return -EINVAL;
     }
     agent_refresh_set(d, clock_mono_ns());
+    if (!d->watch_gen) {
+        collector_set_watch_error(d->watch, err, sizeof(err));
+        log_warn("agent",
+                 "collector.dns %s: no collector yet (%s); batches wait in the spool until "
+                 "one resolves",
+                 c->collector_dns, err);
+    }
     return 0;
 }
 

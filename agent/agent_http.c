@@ -341,7 +341,7 @@ void agent_http_publish(struct agent_http *h, const struct agent_snapshot *snap,
     struct http_buf members = {0};
     bool due = now >= h->next_source_metrics_ns;
 
-    if (due) /* rendered outside the lock: /metrics need not wait for it */
+    if (due && delivery) /* rendered outside the lock: /metrics need not wait for it */
         agent_delivery_member_metrics(delivery, &members);
     pthread_mutex_lock(&h->lock);
     if (due && !members.failed) {

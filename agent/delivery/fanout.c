@@ -448,13 +448,9 @@ static void fanout_watermarks(struct fanout *f)
  * records the ring does not know (meant for every member). */
 static uint64_t fanout_count_unacked(const struct fanout *f, size_t i)
 {
-    uint64_t acked = exporter_acked(f->m[i]->e), seq, n = 0, after = acked;
-    uint64_t first = f->count ? fanout_at(f, 0)->seq : UINT64_MAX;
+    uint64_t acked = exporter_acked(f->m[i]->e), n;
 
-    while (spool_peek(f->spool, after, &seq) == 1 && seq < first && n < 1000000) {
-        n++;
-        after = seq;
-    }
+    n = spool_count(f->spool, acked, f->count ? fanout_at(f, 0)->seq : UINT64_MAX);
     for (size_t k = 0; k < f->count; k++) {
         const struct fanout_entry *e = fanout_at(f, k);
         n += e->seq > acked && (e->mask >> i & 1) && fanout_wants(f, i, e->seq);

@@ -333,6 +333,23 @@ int spool_peek(const struct spool *s, uint64_t after_seq, uint64_t *seq)
     return 0;
 }
 
+uint64_t spool_count(const struct spool *s, uint64_t after_seq, uint64_t below_seq)
+{
+    uint64_t after = spool_max64(after_seq, s->m.acked), n = 0;
+
+    for (size_t i = 0; i < s->ix.nseg; i++) {
+        const struct spool_segment *g = &s->ix.seg[i];
+        size_t lo, hi;
+
+        if (!g->n || spool_segment_last(g) <= after || g->e[0].seq >= below_seq)
+            continue;
+        lo = entry_after(g, after);
+        hi = below_seq ? entry_after(g, below_seq - 1) : 0;
+        n += hi > lo ? hi - lo : 0;
+    }
+    return n;
+}
+
 bool spool_has_unacked(const struct spool *s)
 {
     /* seqs ascend across segments: the newest valid record decides */

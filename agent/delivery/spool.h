@@ -169,6 +169,10 @@ bool spool_has_unacked(const struct spool *s);
  * by spool_read is skipped there). Returns 1 with *seq, or 0 when none. */
 int spool_peek(const struct spool *s, uint64_t after_seq, uint64_t *seq);
 
+/* How many records have after_seq < seq < below_seq and are above the ack
+ * watermark, from the index alone. */
+uint64_t spool_count(const struct spool *s, uint64_t after_seq, uint64_t below_seq);
+
 /* Every record with seq <= seq reached every collector still reachable
  * (see Delivered above): the cap deleting one of them counts it as
  * behind_records, not as a loss. Any value; 0 (the default) for one
