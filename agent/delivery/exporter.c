@@ -159,6 +159,7 @@ static void exporter_pass_over(struct exporter *e)
 
 void exporter_advance(struct exporter *e, uint64_t seq)
 {
+    exporter_sent_pop(e, seq); /* an ack of one of them no longer moves anything */
     if (seq > e->acked)
         e->acked = seq;
     if (seq > e->cursor)
@@ -230,8 +231,11 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
         return;
     if (ack->epoch == spool_epoch(e->spool) && ack->seq > e->acked && ack->seq <= e->cursor) {
         /* up to the next record awaiting an ack: what was passed over counts */
+        uint64_t acked;
+
         exporter_sent_pop(e, ack->seq);
-        e->acked = e->sent_count ? exporter_sent_oldest(e) - 1 : e->cursor;
+        acked = e->sent_count ? exporter_sent_oldest(e) - 1 : e->cursor;
+        e->acked = acked > e->acked ? acked : e->acked;
         if (e->o.on_ack)
             e->o.on_ack(e->o.on_ack_ctx, e->acked);
         e->stats.acked = e->acked;

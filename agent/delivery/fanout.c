@@ -302,8 +302,9 @@ void fanout_sealed(struct fanout *f, uint64_t seq, const struct batcher_sealed *
     e->seq = seq;
     e->jobless = sealed->jobless;
     e->many = sealed->njobs > FANOUT_JOBS_INLINE;
-    for (size_t k = 0; !e->many && k < sealed->njobs; k++) {
-        e->job[e->njobs++] = (uint32_t)sealed->jobs[k];
+    for (size_t k = 0; k < sealed->njobs; k++) {
+        if (!e->many)
+            e->job[e->njobs++] = (uint32_t)sealed->jobs[k];
         fanout_job_mask(f, (uint32_t)sealed->jobs[k], now_ns); /* seen now */
     }
     fanout_place_entry(f, e, now_ns);
