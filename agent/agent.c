@@ -419,8 +419,9 @@ struct agent *agent_setup(struct agent_config *cfg, int argc, char **argv)
         return NULL;
     }
     discovery_scan(a->discovery, &agent_discovery_cb, a);
-    log_info("agent", "agent %s on node %s, collector %s", a->agent_id, a->node,
-             cfg->collector_address);
+    log_info("agent", "agent %s on node %s, collector%s %s", a->agent_id, a->node,
+             cfg->collector_set[0] || cfg->collector_dns[0] ? "s" : "",
+             agent_delivery_collectors(a->delivery));
     return a;
 }
 
@@ -484,7 +485,7 @@ static void agent_publish(struct agent *a, uint64_t now)
     stepinfer_get_stats(a->stepinfer, &s.stepinfer);
     spans_get_stats(a->spans, &s.spans);
     liveness_get_stats(a->live, &s.liveness);
-    agent_http_publish(&a->http_state, &s, a->sources, now);
+    agent_http_publish(&a->http_state, &s, a->sources, a->delivery, now);
 }
 
 /* Periodic work of one tick. */

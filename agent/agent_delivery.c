@@ -1,5 +1,5 @@
-/* The agent's delivery: batcher -> spool -> exporter, with the drop
- * counters (see agent_delivery.h). */
+/* The agent's delivery: batcher -> spool -> fan-out to the collector set,
+ * with the drop counters (see agent_delivery.h). */
 #include "agent/agent_delivery.h"
 
 #include <errno.h>
@@ -8,7 +8,10 @@
 
 #include "agent/delivery/drops.h"
 #include "agent/delivery/dropstate.h"
+#include "agent/delivery/fanout.h"
 #include "common/clock.h"
+#include "common/collector_set.h"
+#include "common/http.h"
 #include "common/log.h"
 #include "common/tls.h"
 
@@ -17,7 +20,10 @@ struct agent_delivery {
     struct drops *drops; /* every drop counter (agent/delivery/drops.h) */
     struct batcher *batcher;
     struct spool *spool;
-    struct exporter *exporter;
+    struct fanout *fanout;               /* one exporter per collector of the set */
+    struct collector_set_watch *watch;   /* collector.set or .dns; NULL: collector.address */
+    uint64_t watch_gen;                  /* the set's generation fanout has */
+    char collectors[COLLECTOR_SET_NAME]; /* what the log says the set is */
     uint64_t batch_errors;
 };
 
@@ -26,6 +32,7 @@ struct agent_delivery {
 /* Drop counters the spool does not rebuild itself go on from where the
  * last run of this spool epoch left them (agent/delivery/dropstate.h). */
 static const char *const agent_spool_counters[] = {SPOOL_LOSS_CAP, SPOOL_LOSS_CORRUPT, NULL};
+/* (SPOOL_LOSS_BEHIND is not among them: the spool counts it since open only) */
 
 static void agent_load_drops(struct agent_delivery *d)
 {
@@ -68,8 +75,14 @@ static void agent_seal(struct agent_delivery *d)
     if (r == -ENODATA)
         return;
     if (r == 0) {
-        r = spool_append(d->spool, frame, len, NULL);
+        uint64_t seq;
+        struct batcher_sealed sealed;
+
+        r = spool_append(d->spool, frame, len, &seq);
         free(frame);
+        batcher_last_sealed(d->batcher, &sealed);
+        if (r == 0)
+            fanout_sealed(d->fanout, seq, &sealed, clock_mono_ns());
     }
     if (r < 0) {
         d->batch_errors++;
@@ -90,15 +103,6 @@ static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
         log_ratelimited(d->o.rl, LOG_LEVEL_WARN, "agent",
                         "spool over spool.cap: %llu oldest batches dropped so far",
                         (unsigned long long)drops_get(d->drops, reason, NULL, -1));
-}
-
-/* The collector has every batch up to seq: so it has the names and
- * resources they carried. */
-static void agent_on_ack(void *ctx, uint64_t seq)
-{
-    struct agent_delivery *d = ctx;
-
-    names_ack(d->o.names, seq);
 }
 
 /* --- setup ------------------------------------------------------------------ */
@@ -149,40 +153,87 @@ static int agent_load_tls(const struct agent_config *c, struct tls_pem *pem, boo
     if (r < 0)
         log_error("agent", "%s", err);
     else if (c->grpc_plaintext)
-        log_warn("agent",
-                 "grpc.plaintext = true: batches go to %s unencrypted and "
-                 "unauthenticated",
-                 c->collector_address);
+        log_warn("agent", "grpc.plaintext = true: batches go to the collectors unencrypted and "
+                          "unauthenticated");
     return r < 0 ? r : 0;
 }
 
-/* The exporter on the open spool, over TLS or not. */
-static int agent_open_exporter(struct agent_delivery *d)
+/* The fan-out on the open spool, over TLS or not. */
+static int agent_open_fanout(struct agent_delivery *d)
 {
     const struct agent_config *c = d->o.cfg;
-    struct exporter_options eo = {c->collector_address,
-                                  c->collector_keepalive,
-                                  c->collector_backoff_min,
-                                  c->collector_backoff_max,
-                                  agent_on_ack,
-                                  d,
-                                  .eager = true,
-                                  .on_capture = d->o.on_capture,
-                                  .on_capture_ctx = d->o.on_capture_ctx};
+    struct fanout_options fo = {.keepalive_ns = c->collector_keepalive,
+                                .backoff_min_ns = c->collector_backoff_min,
+                                .backoff_max_ns = c->collector_backoff_max,
+                                .standby_wait_ns = c->collector_standby_wait,
+                                .eager = true,
+                                .on_capture = d->o.on_capture,
+                                .on_capture_ctx = d->o.on_capture_ctx};
     struct tls_pem pem = {0};
     bool tls;
 
     if (agent_load_tls(c, &pem, &tls) < 0)
         return -EINVAL;
-    eo.tls = tls ? &pem : NULL;
+    fo.tls = tls ? &pem : NULL;
     if (agent_open_spool(d) < 0) {
         tls_pem_free(&pem);
         return -EIO;
     }
     agent_load_drops(d);
-    d->exporter = exporter_new(&eo, d->spool, d->drops);
-    tls_pem_free(&pem); /* the channel keeps its own copy */
-    return d->exporter ? 0 : -ENOMEM;
+    d->fanout = fanout_new(&fo, d->spool, d->o.names, d->drops);
+    tls_pem_free(&pem); /* the fan-out keeps its own copy */
+    return d->fanout ? 0 : -ENOMEM;
+}
+
+/* Hand the fan-out the watch's set when it changed (and log it). */
+static void agent_refresh_set(struct agent_delivery *d, uint64_t now)
+{
+    struct collector_set set;
+    char err[256];
+
+    if (!d->watch || collector_set_watch_generation(d->watch) == d->watch_gen)
+        return;
+    d->watch_gen = collector_set_watch_get(d->watch, &set);
+    if (fanout_set_members(d->fanout, &set, now) < 0)
+        log_ratelimited(d->o.rl, LOG_LEVEL_ERROR, "agent",
+                        "cannot reach every collector of the set (out of memory, or an address "
+                        "gRPC refuses)");
+    collector_set_watch_error(d->watch, err, sizeof(err));
+    log_info("agent", "collector set %s: %zu collectors (generation %llu)%s%s", d->collectors,
+             set.n, (unsigned long long)d->watch_gen, err[0] ? "; last resolution: " : "", err);
+}
+
+/* The collectors: collector.set or collector.dns (watched), else the one
+ * collector.address as a set of one. */
+static int agent_open_set(struct agent_delivery *d)
+{
+    const struct agent_config *c = d->o.cfg;
+    struct collector_set_spec spec = {c->collector_set, c->collector_dns,
+                                      c->collector_dns_interval};
+    struct collector_set one = {.n = 1};
+    char err[300];
+
+    if (!c->collector_set[0] && !c->collector_dns[0]) {
+        snprintf(d->collectors, sizeof(d->collectors), "%s", c->collector_address);
+        snprintf(one.member[0].name, sizeof(one.member[0].name), "%s", c->collector_address);
+        snprintf(one.member[0].address, sizeof(one.member[0].address), "%s", c->collector_address);
+        return fanout_set_members(d->fanout, &one, clock_mono_ns());
+    }
+    snprintf(d->collectors, sizeof(d->collectors), "%s",
+             c->collector_set[0] ? c->collector_set : c->collector_dns);
+    if (collector_set_watch_new(&spec, &d->watch, err, sizeof(err)) < 0) {
+        log_error("agent", "collectors: %s", err);
+        return -EINVAL;
+    }
+    agent_refresh_set(d, clock_mono_ns());
+    if (!d->watch_gen) {
+        collector_set_watch_error(d->watch, err, sizeof(err));
+        log_warn("agent",
+                 "collector.dns %s: no collector yet (%s); batches wait in the spool until "
+                 "one resolves",
+                 c->collector_dns, err);
+    }
+    return 0;
 }
 
 struct agent_delivery *agent_delivery_new(const struct agent_delivery_options *o)
@@ -199,7 +250,7 @@ struct agent_delivery *agent_delivery_new(const struct agent_delivery_options *o
     d->batcher = d->drops ? batcher_new(&bo, o->names, d->drops) : NULL;
     if (!d->batcher)
         log_error("agent", "out of memory");
-    if (!d->batcher || agent_open_exporter(d) < 0) {
+    if (!d->batcher || agent_open_fanout(d) < 0 || agent_open_set(d) < 0) {
         agent_delivery_free(d);
         return NULL;
     }
@@ -210,7 +261,8 @@ void agent_delivery_free(struct agent_delivery *d)
 {
     if (!d)
         return;
-    exporter_free(d->exporter);
+    collector_set_watch_free(d->watch); /* first: it stops its thread */
+    fanout_free(d->fanout);
     spool_close(d->spool);
     batcher_free(d->batcher);
     drops_free(d->drops);
@@ -246,7 +298,8 @@ void agent_delivery_tick(struct agent_delivery *d, uint64_t now)
 {
     if (batcher_due(d->batcher, now))
         agent_seal(d);
-    exporter_poll(d->exporter, now);
+    agent_refresh_set(d, now);
+    fanout_poll(d->fanout, now);
     spool_tick(d->spool, now);
 }
 
@@ -259,17 +312,17 @@ uint64_t agent_delivery_due_ns(const struct agent_delivery *d, uint64_t now)
 
 uint64_t agent_delivery_send_ns(const struct agent_delivery *d, uint64_t now)
 {
-    return exporter_next_ns(d->exporter, now);
+    return fanout_next_ns(d->fanout, now);
 }
 
 bool agent_delivery_flush(struct agent_delivery *d, uint64_t end_ns)
 {
     agent_seal(d);
-    while (!exporter_idle(d->exporter) && clock_mono_ns() < end_ns) {
-        exporter_poll(d->exporter, clock_mono_ns());
+    while (!fanout_idle(d->fanout, clock_mono_ns()) && clock_mono_ns() < end_ns) {
+        fanout_poll(d->fanout, clock_mono_ns());
         clock_sleep_ns(5 * NSEC_PER_MSEC);
     }
-    return exporter_idle(d->exporter);
+    return fanout_idle(d->fanout, clock_mono_ns());
 }
 
 void agent_delivery_reload_tls(struct agent_delivery *d)
@@ -283,8 +336,8 @@ void agent_delivery_reload_tls(struct agent_delivery *d)
             log_error("agent", "TLS files not reloaded, the running ones stay in use");
         return;
     }
-    if (exporter_set_tls(d->exporter, &pem, clock_mono_ns()) == 0)
-        log_info("agent", "TLS files reloaded (%s); reconnecting to the collector", c->tls_cert);
+    if (fanout_set_tls(d->fanout, &pem, clock_mono_ns()) == 0)
+        log_info("agent", "TLS files reloaded (%s); reconnecting to the collectors", c->tls_cert);
     tls_pem_free(&pem);
 }
 
@@ -292,6 +345,77 @@ void agent_delivery_get_stats(const struct agent_delivery *d, struct agent_deliv
 {
     batcher_get_stats(d->batcher, &out->batcher);
     spool_stats(d->spool, &out->spool);
-    exporter_get_stats(d->exporter, &out->exporter);
+    fanout_get_stats(d->fanout, &out->exporter);
     out->batch_errors = d->batch_errors;
+}
+
+const char *agent_delivery_collectors(const struct agent_delivery *d)
+{
+    return d->collectors;
+}
+
+/* One labelled family: HELP and TYPE, then a sample per member. */
+static void agent_member_family(const struct fanout *f, struct http_buf *b, const char *name,
+                                const char *type, const char *help,
+                                double (*value)(const struct fanout_member_stats *))
+{
+    struct fanout_member_stats m;
+    char labels[2 * COLLECTOR_SET_NAME + 16], name_esc[2 * COLLECTOR_SET_NAME];
+
+    for (size_t i = 0; i < fanout_members(f); i++) {
+        fanout_member_stats(f, i, &m);
+        http_label_escape(name_esc, sizeof(name_esc), m.name);
+        snprintf(labels, sizeof(labels), "collector=\"%s\"", name_esc);
+        if (i == 0)
+            http_buf_metric(b, name, type, help, labels, value(&m));
+        else
+            http_buf_sample(b, name, labels, value(&m));
+    }
+}
+
+static double member_connected(const struct fanout_member_stats *m)
+{
+    return m->connected;
+}
+static double member_behind(const struct fanout_member_stats *m)
+{
+    return m->behind;
+}
+static double member_unacked(const struct fanout_member_stats *m)
+{
+    return (double)m->unacked;
+}
+static double member_acked(const struct fanout_member_stats *m)
+{
+    return (double)m->acked;
+}
+static double member_dropped(const struct fanout_member_stats *m)
+{
+    return (double)m->behind_dropped;
+}
+static double member_reconnects(const struct fanout_member_stats *m)
+{
+    return (double)m->exporter.reconnects;
+}
+
+void agent_delivery_member_metrics(const struct agent_delivery *d, struct http_buf *b)
+{
+    const struct fanout *f = d->fanout;
+
+    agent_member_family(f, b, "argus_agent_collector_member_connected", "gauge",
+                        "stream to this collector of the set up", member_connected);
+    agent_member_family(f, b, "argus_agent_collector_behind", "gauge",
+                        "1: this collector acked nothing for collector.standby_wait with batches "
+                        "waiting (not waited for; its batches kept up to spool.cap)",
+                        member_behind);
+    agent_member_family(f, b, "argus_agent_collector_unacked", "gauge",
+                        "spooled batches this collector needs and has not acked", member_unacked);
+    agent_member_family(f, b, "argus_agent_collector_acked_seq", "gauge",
+                        "this collector's ack cursor (acked, or not meant for it, up to it)",
+                        member_acked);
+    agent_member_family(f, b, "argus_agent_collector_behind_dropped_total", "counter",
+                        "batches this collector needed that spool.cap deleted before it acked them",
+                        member_dropped);
+    agent_member_family(f, b, "argus_agent_collector_reconnects_total", "counter",
+                        "stream reconnects to this collector", member_reconnects);
 }

@@ -1,10 +1,12 @@
 /* The agent's delivery: finished step records into batches (batcher), the
- * batches into the spool, the spool to the collector (exporter), with every
- * drop counter (drops, carried across restarts by dropstate). The agent
- * (agent.c) owns one and calls it; the collector's capture requests come
- * back through the callback in its options. Built from the delivery stage
- * (agent/delivery/) and the config's spool.*, batch.*, collector.*, tls.*
- * keys. Single-threaded: the agent's main loop. */
+ * batches into the spool, the spool to the collectors (fanout: each job's
+ * batches to its primary and standby of the collector set, or to the one
+ * collector.address), with every drop counter (drops, carried across
+ * restarts by dropstate). The agent (agent.c) owns one and calls it; the
+ * collectors' capture requests come back through the callback in its
+ * options. Built from the delivery stage (agent/delivery/) and the config's
+ * spool.*, batch.*, collector.*, tls.* keys. Single-threaded: the agent's
+ * main loop (a collector.dns set is resolved on a thread of its own). */
 #ifndef ARGUS_AGENT_AGENT_DELIVERY_H
 #define ARGUS_AGENT_AGENT_DELIVERY_H
 
@@ -35,16 +37,17 @@ struct agent_delivery_options {
 struct agent_delivery_stats {
     struct batcher_stats batcher; /* its steps: assembled, inferred and replayed */
     struct spool_stats spool;
-    struct exporter_stats exporter;
-    uint64_t batch_errors; /* batches lost before the spool (encode or write failed) */
+    struct exporter_stats exporter; /* the collectors together (fanout_get_stats) */
+    uint64_t batch_errors;          /* batches lost before the spool (encode or write failed) */
 };
 
 struct agent_delivery;
 
 /* Load the TLS files (unless grpc.plaintext), open the spool (carrying its
- * drop counters over from the last run of its epoch) and the exporter's
- * channel. Returns NULL after logging why (a spool another agent holds,
- * TLS files that do not load, out of memory). */
+ * drop counters over from the last run of its epoch), the collector set
+ * (resolving collector.dns once) and a channel to each collector. Returns
+ * NULL after logging why (a spool another agent holds, TLS files that do
+ * not load, out of memory). */
 struct agent_delivery *agent_delivery_new(const struct agent_delivery_options *o);
 
 /* Close the channel and the spool, free. d may be NULL. */
@@ -75,9 +78,9 @@ void agent_delivery_tick(struct agent_delivery *d, uint64_t now);
 uint64_t agent_delivery_due_ns(const struct agent_delivery *d, uint64_t now);
 uint64_t agent_delivery_send_ns(const struct agent_delivery *d, uint64_t now);
 
-/* Stopping: seal what is open and send until everything is acked or
- * end_ns (monotonic) passes. Returns whether everything was acked (what is
- * left stays spooled). */
+/* Stopping: seal what is open and send until every collector that is not
+ * behind (fanout.h) acked everything meant for it, or end_ns (monotonic)
+ * passes. Returns whether they did (what is left stays spooled). */
 bool agent_delivery_flush(struct agent_delivery *d, uint64_t end_ns);
 
 /* SIGHUP under mTLS: read the certificate files again and reconnect with
@@ -85,5 +88,15 @@ bool agent_delivery_flush(struct agent_delivery *d, uint64_t end_ns);
 void agent_delivery_reload_tls(struct agent_delivery *d);
 
 void agent_delivery_get_stats(const struct agent_delivery *d, struct agent_delivery_stats *out);
+
+/* The collectors as configured, for the log: collector.set, collector.dns or
+ * collector.address. Valid while d lives. */
+const char *agent_delivery_collectors(const struct agent_delivery *d);
+
+/* The per-collector metrics (label collector="NAME") as Prometheus text
+ * into b: connected, behind, unacked, acked seq, behind-dropped,
+ * reconnects. For the main loop: it walks the set. */
+struct http_buf;
+void agent_delivery_member_metrics(const struct agent_delivery *d, struct http_buf *b);
 
 #endif

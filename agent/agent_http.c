@@ -86,11 +86,13 @@ static const struct agent_metric agent_metrics[] = {
      SNAP(delivery.spool.corrupt_records)},
     {"argus_agent_spool_fsync_errors_total", "counter", "failed fsyncs",
      SNAP(delivery.spool.fsync_errors)},
-    {"argus_agent_collector_connected", "gauge", "stream to the collector up",
-     .value = snap_connected},
+    {"argus_agent_collector_connected", "gauge",
+     "streams to the collector up (a set: to every collector of it)", .value = snap_connected},
     {"argus_agent_sent_total", "counter", "batches sent (with resends)",
      SNAP(delivery.exporter.sent)},
-    {"argus_agent_acked_seq", "gauge", "highest acked batch seq", SNAP(delivery.exporter.acked)},
+    {"argus_agent_acked_seq", "gauge",
+     "highest batch seq acked (a set: by every collector meant to have it)",
+     SNAP(delivery.exporter.acked)},
     {"argus_agent_reconnects_total", "counter", "stream reconnects",
      SNAP(delivery.exporter.reconnects)},
     {"argus_agent_rejected_total", "counter", "batches the collector refused as invalid (dropped)",
@@ -261,16 +263,21 @@ void agent_http_handler(void *ctx, const char *path, struct http_response *resp)
     struct agent_http *h = ctx;
     struct agent_snapshot s;
     struct http_buf b = {0};
-    char text[AGENT_SOURCE_METRICS_BYTES];
+    char text[AGENT_SOURCE_METRICS_BYTES], *members = NULL;
     bool metrics = strcmp(path, "/metrics") == 0;
 
     pthread_mutex_lock(&h->lock);
     s = h->snap;
-    if (metrics) /* only /metrics shows the sources' lines */
+    if (metrics) { /* only /metrics shows the sources' lines and the collectors' */
         memcpy(text, h->source_metrics, sizeof(text));
+        members = h->member_metrics ? strdup(h->member_metrics) : NULL;
+    }
     pthread_mutex_unlock(&h->lock);
     if (metrics) {
         agent_metrics_write(&s, &b);
+        if (members)
+            http_buf_printf(&b, "%s", members);
+        free(members);
         source_metrics(text, &b);
         procstat_metrics(&b, "argus-agent");
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -323,13 +330,25 @@ void agent_http_init(struct agent_http *h)
 
 void agent_http_destroy(struct agent_http *h)
 {
+    free(h->member_metrics);
     pthread_mutex_destroy(&h->lock);
 }
 
 void agent_http_publish(struct agent_http *h, const struct agent_snapshot *snap,
-                        const struct agent_sources *sources, uint64_t now)
+                        const struct agent_sources *sources, const struct agent_delivery *delivery,
+                        uint64_t now)
 {
+    struct http_buf members = {0};
+    bool due = now >= h->next_source_metrics_ns;
+
+    if (due && delivery) /* rendered outside the lock: /metrics need not wait for it */
+        agent_delivery_member_metrics(delivery, &members);
     pthread_mutex_lock(&h->lock);
+    if (due && !members.failed) {
+        free(h->member_metrics);
+        h->member_metrics = members.data;
+        members.data = NULL;
+    }
     h->snap = *snap;
     h->snap.nsources = agent_sources_status(sources, h->snap.sources, AGENT_SOURCES_MAX);
     if (now >= h->next_source_metrics_ns) { /* the attach flags change with the text only */
@@ -342,4 +361,5 @@ void agent_http_publish(struct agent_http *h, const struct agent_snapshot *snap,
         if (h->attach_failed[i])
             h->snap.sources[i].running = false;
     pthread_mutex_unlock(&h->lock);
+    free(members.data);
 }

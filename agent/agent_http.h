@@ -50,6 +50,9 @@ struct agent_http {
     /* per source of snap.sources: a uprobe source none of whose uprobes
      * attach, as of source_metrics (shown as down) */
     bool attach_failed[AGENT_SOURCES_MAX];
+    /* the per-collector metrics (agent_delivery_member_metrics), rendered
+     * with the sources' at most once a second; malloc'd, or NULL */
+    char *member_metrics;
 };
 
 /* Initialise h (its lock); agent_http_destroy undoes it. */
@@ -60,10 +63,11 @@ void agent_http_destroy(struct agent_http *h);
 void agent_http_handler(void *ctx, const char *path, struct http_response *resp);
 
 /* The main loop's side: copy snap into h under its lock, with the status
- * of every source, and the sources' own metrics at most once a second (a
- * uprobe source none of whose uprobes attach shows as down). now is
- * monotonic. */
+ * of every source, and the sources' own metrics and the per-collector ones
+ * of delivery at most once a second (a uprobe source none of whose uprobes
+ * attach shows as down). now is monotonic. */
 void agent_http_publish(struct agent_http *h, const struct agent_snapshot *snap,
-                        const struct agent_sources *sources, uint64_t now);
+                        const struct agent_sources *sources, const struct agent_delivery *delivery,
+                        uint64_t now);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/collector_set.h"
 #include "common/config_value.h"
 #include "common/tls.h"
 
@@ -44,6 +45,33 @@ static int agent_check_comms(const struct config_option *o, const void *field, c
         return 0;
     snprintf(err, errlen, "%s: at most %d names of at most %d characters each", o->key,
              DISCOVERY_DENY_MAX, DISCOVERY_COMM_MAX - 1);
+    return -EINVAL;
+}
+
+/* collector.set: a static list of HOST:PORT (common/collector_set.h). */
+static int agent_check_collector_set(const struct config_option *o, const void *field, char *err,
+                                     size_t errlen)
+{
+    const char *list = *(char *const *)field;
+    struct collector_set set;
+    char why[300];
+
+    if (!list || !*list || collector_set_parse(list, &set, why, sizeof(why)) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: %s", o->key, why);
+    return -EINVAL;
+}
+
+/* collector.dns: NAME:PORT, resolved later. */
+static int agent_check_collector_dns(const struct config_option *o, const void *field, char *err,
+                                     size_t errlen)
+{
+    const char *spec = *(char *const *)field;
+    char why[300];
+
+    if (!spec || !*spec || collector_set_check_dns(spec, why, sizeof(why)) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: %s", o->key, why);
     return -EINVAL;
 }
 
@@ -88,6 +116,19 @@ static const struct config_option agent_options[] = {
         "stable agent identity for delivery (empty: node name)"),
     OPT_CHECK("collector.address", CONFIG_STRING, collector_address, "127.0.0.1:7700",
               "collector gRPC address HOST:PORT", config_check_grpc_target),
+    OPT_CHECK("collector.set", CONFIG_STRING, collector_set, "",
+              "collector set HOST:PORT,HOST:PORT,...: each job's batches go to its primary and "
+              "standby there (empty: collector.address alone)",
+              agent_check_collector_set),
+    OPT_CHECK("collector.dns", CONFIG_STRING, collector_dns, "",
+              "collector set as a DNS name NAME:PORT (a headless Service), resolved again every "
+              "collector.dns_interval (empty: collector.set or collector.address)",
+              agent_check_collector_dns),
+    OPT("collector.dns_interval", CONFIG_DURATION, collector_dns_interval, "30s", 1, 86400,
+        "how often collector.dns is resolved again"),
+    OPT("collector.standby_wait", CONFIG_DURATION, collector_standby_wait, "60s", 0.001, 86400,
+        "a collector that acks nothing this long is behind: the agent no longer waits for it "
+        "(its batches are kept for it up to spool.cap)"),
     OPT("collector.keepalive", CONFIG_DURATION, collector_keepalive, "30s", 1, 3600,
         "keepalive ping interval; match the collector's grpc.keepalive"),
     OPT("grpc.plaintext", CONFIG_BOOL, grpc_plaintext, "false", 0, 0,
@@ -219,6 +260,11 @@ static int agent_check(const void *cfg, struct config_result *res)
                      WHERE("collector.backoff_min"),
                      (unsigned long long)(c->collector_backoff_min / 1000000),
                      (unsigned long long)(c->collector_backoff_max / 1000000));
+    if (c->collector_set[0] && c->collector_dns[0])
+        config_error(res,
+                     "%s: collector.set and collector.dns are both set: give the collectors one "
+                     "way",
+                     WHERE("collector.set"));
     if (c->replay_world && c->replay_world < c->replay_rank_base + c->replay_ranks)
         config_error(res,
                      "%s: replay.world = %llu is below replay.rank_base + replay.ranks = %llu "

@@ -15,6 +15,8 @@ struct agent_config {
     char *node_name; /* "" = hostname */
     char *agent_id;  /* "" = node name */
     char *collector_address;
+    char *collector_set, *collector_dns; /* a collector set (common/collector_set.h), or "" */
+    uint64_t collector_dns_interval, collector_standby_wait;
     uint64_t collector_keepalive;
     bool grpc_plaintext;
     char *tls_ca, *tls_cert, *tls_key;

@@ -23,6 +23,12 @@ struct batcher {
     uint64_t first_ns;
     uint64_t last_seal_ns;
     uint64_t drops_sealed; /* drops_version at the last seal */
+    long *jobs;            /* distinct names_job_index values of the open batch */
+    size_t njobs, jobs_cap;
+    bool jobs_lost;    /* a job of the open batch was not noted (out of memory) */
+    long *sealed_jobs; /* ... and of the last sealed one (the arrays swap) */
+    size_t nsealed, sealed_cap;
+    bool sealed_jobless;
     struct batcher_stats stats;
 };
 
@@ -56,8 +62,34 @@ void batcher_free(struct batcher *b)
     if (!b)
         return;
     free(b->buf);
+    free(b->jobs);
+    free(b->sealed_jobs);
     free(b->agent_id);
     free(b);
+}
+
+/* The open batch holds something of job j (a names_job_index). A batch
+ * holds a few jobs: the newest is checked first, then the rest. Out of
+ * memory the job is not noted, and the batch is sealed as jobless (sent to
+ * every collector) rather than to too few. */
+static void batcher_note_job(struct batcher *b, long j)
+{
+    if (j < 0 || (b->njobs && b->jobs[b->njobs - 1] == j))
+        return;
+    for (size_t i = 0; i + 1 < b->njobs; i++)
+        if (b->jobs[i] == j)
+            return;
+    if (b->njobs == b->jobs_cap) {
+        size_t cap = b->jobs_cap ? b->jobs_cap * 2 : 8;
+        long *grown = realloc(b->jobs, cap * sizeof(*grown));
+        if (!grown) {
+            b->jobs_lost = true;
+            return;
+        }
+        b->jobs = grown;
+        b->jobs_cap = cap;
+    }
+    b->jobs[b->njobs++] = j;
 }
 
 static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
@@ -66,6 +98,7 @@ static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
 
     if (j < 0)
         return;
+    batcher_note_job(b, j);
     for (size_t i = 0; i < s->n_phases; i++)
         names_reference_at(b->names, j, s->phases[i]->name_id);
     for (size_t i = 0; i < s->n_kernels; i++)
@@ -119,6 +152,7 @@ static void batcher_reference_status(struct batcher *b, const Argus__V1__RankSta
 
     if (j < 0)
         return;
+    batcher_note_job(b, j);
     for (size_t i = 0; i < s->n_comms; i++)
         names_reference_at(b->names, j, s->comms[i]->name_id);
     for (size_t i = 0; i < s->n_stack; i++)
@@ -241,6 +275,8 @@ static uint8_t *batcher_header(struct batcher *b, uint64_t epoch, uint64_t seq, 
     batch.created_unix_ns = clock_real_ns();
     batch.n_names = names_take(b->names, seq, &batch.names);
     batch.n_resources = names_take_resources(b->names, seq, &batch.resources);
+    for (size_t i = 0; i < batch.n_resources; i++) /* a rank's resource goes where its job goes */
+        batcher_note_job(b, names_job_index(b->names, batch.resources[i]->job));
     if (b->drops)
         drops_foreach(b->drops, batcher_drop_counter, &drops);
     batch.n_drops = drops.n;
@@ -253,6 +289,23 @@ out:
     free(drops.dc);
     free(drops.dp);
     return out;
+}
+
+/* The open batch's jobs become the sealed batch's; the open one starts
+ * with none. */
+static void batcher_sealed_swap(struct batcher *b)
+{
+    long *jobs = b->sealed_jobs;
+    size_t cap = b->sealed_cap;
+
+    b->sealed_jobless = b->ntraces > 0 || b->njobs == 0 || b->jobs_lost;
+    b->jobs_lost = false;
+    b->sealed_jobs = b->jobs;
+    b->sealed_cap = b->jobs_cap;
+    b->nsealed = b->njobs;
+    b->jobs = jobs;
+    b->jobs_cap = cap;
+    b->njobs = 0;
 }
 
 int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, size_t *len)
@@ -275,6 +328,7 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
         memcpy(raw + hlen, b->buf, b->len);
     r = frame_encode(raw, hlen + b->len, FRAME_CODEC_LZ4, frame, len);
     if (r == 0) {
+        batcher_sealed_swap(b);
         b->stats.batches++;
         b->stats.raw_bytes += hlen + b->len;
         b->stats.frame_bytes += *len;
@@ -286,6 +340,13 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
     }
     free(raw);
     return r;
+}
+
+void batcher_last_sealed(const struct batcher *b, struct batcher_sealed *out)
+{
+    out->jobs = b->sealed_jobs;
+    out->njobs = b->nsealed;
+    out->jobless = b->sealed_jobless;
 }
 
 void batcher_get_stats(const struct batcher *b, struct batcher_stats *out)

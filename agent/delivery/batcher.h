@@ -82,6 +82,19 @@ size_t batcher_steps(const struct batcher *b);
  * -ENOMEM. */
 int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, size_t *len);
 
+/* What the last successful batcher_seal sealed, so that delivery sends it
+ * where it must go (agent/delivery/fanout.h): the distinct jobs of its
+ * steps, statuses, names and resources, as names_job_index values
+ * (names_job_name gives the strings), and whether it also carries what is
+ * of no job the batcher knows (raw span traces) or of none (only drop
+ * counters): jobless. Valid until the next seal. */
+struct batcher_sealed {
+    const long *jobs;
+    size_t njobs;
+    bool jobless;
+};
+void batcher_last_sealed(const struct batcher *b, struct batcher_sealed *out);
+
 struct batcher_stats {
     uint64_t steps, statuses, batches, raw_bytes, frame_bytes;
 };

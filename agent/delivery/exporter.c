@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/delivery/drops.h"
 #include "agent/delivery/spool.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -16,23 +15,27 @@
 /* How often the stream's completion queue is polled while anything is in
  * flight; an idle exporter is not polled at all. */
 #define EXPORTER_POLL_NS (10 * NSEC_PER_MSEC)
+/* Records passed over (not meant for it) in one poll at most: the index
+ * walk is cheap, but a poll must stay short. */
+#define EXPORTER_PASS_MAX 4096
 
 struct exporter {
     struct exporter_options o;
     char *collector;
     struct spool *spool;
-    struct drops *drops;
     struct rpc_channel *ch;
     struct rpc_stream *st;
-    uint64_t cursor; /* highest seq sent on this stream */
+    uint64_t acked;  /* the ack cursor (exporter_acked) */
+    uint64_t cursor; /* highest seq sent or passed over on this stream (>= acked) */
+    uint64_t *sent;  /* seqs sent on this stream and not acked yet, oldest first, a ring */
+    size_t sent_head, sent_count, sent_cap;
     uint64_t reconnect_ns, backoff_ns;
     uint64_t rng;
     struct exporter_stats stats;
     struct log_ratelimit rl;
 };
 
-struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
-                              struct drops *drops)
+struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool)
 {
     struct exporter *e = calloc(1, sizeof(*e));
     struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC,
@@ -43,7 +46,7 @@ struct exporter *exporter_new(const struct exporter_options *o, struct spool *sp
     e->o = *o;
     e->collector = strdup(o->collector);
     e->spool = spool;
-    e->drops = drops;
+    e->acked = e->cursor = o->start > spool_acked_seq(spool) ? o->start : spool_acked_seq(spool);
     e->rng = clock_real_ns() | 1;
     e->rl = (struct log_ratelimit){.interval_ns = 30 * NSEC_PER_SEC, .burst = 3};
     e->ch = e->collector ? rpc_channel_new(e->collector, &co) : NULL;
@@ -62,6 +65,7 @@ void exporter_free(struct exporter *e)
     rpc_stream_free(e->st);
     rpc_channel_free(e->ch);
     free(e->collector);
+    free(e->sent);
     free(e);
 }
 
@@ -86,12 +90,92 @@ static void exporter_backoff(struct exporter *e, uint64_t now_ns)
     e->reconnect_ns = now_ns + e->backoff_ns / 2 + exporter_jitter(e, e->backoff_ns / 2 + 1);
 }
 
+static bool exporter_wants(const struct exporter *e, uint64_t seq)
+{
+    return !e->o.wants || e->o.wants(e->o.wants_ctx, seq);
+}
+
+/* The oldest seq sent and not acked, or 0. */
+static uint64_t exporter_sent_oldest(const struct exporter *e)
+{
+    return e->sent_count ? e->sent[e->sent_head] : 0;
+}
+
+static int exporter_sent_push(struct exporter *e, uint64_t seq)
+{
+    if (e->sent_count == e->sent_cap) {
+        size_t cap = e->sent_cap ? e->sent_cap * 2 : 64;
+        uint64_t *grown = malloc(cap * sizeof(*grown));
+        if (!grown)
+            return -ENOMEM;
+        for (size_t i = 0; i < e->sent_count; i++)
+            grown[i] = e->sent[(e->sent_head + i) % e->sent_cap];
+        free(e->sent);
+        e->sent = grown;
+        e->sent_cap = cap;
+        e->sent_head = 0;
+    }
+    e->sent[(e->sent_head + e->sent_count++) % e->sent_cap] = seq;
+    return 0;
+}
+
+/* Forget the sent seqs <= seq (acked, or the stream is gone: UINT64_MAX). */
+static void exporter_sent_pop(struct exporter *e, uint64_t seq)
+{
+    while (e->sent_count && e->sent[e->sent_head] <= seq) {
+        e->sent_head = (e->sent_head + 1) % e->sent_cap;
+        e->sent_count--;
+    }
+}
+
+/* The first record after the ack cursor meant for it, or 0. */
+static uint64_t exporter_head(const struct exporter *e)
+{
+    uint64_t seq, after = e->acked;
+
+    while (spool_peek(e->spool, after, &seq) == 1) {
+        if (exporter_wants(e, seq))
+            return seq;
+        after = seq;
+    }
+    return 0;
+}
+
+/* Move the cursor over records not meant for it; while nothing awaits an
+ * ack, the ack cursor moves with it (so a collector none of whose jobs is
+ * in the spool never holds the spool's ack watermark, connected or not). */
+static void exporter_pass_over(struct exporter *e)
+{
+    uint64_t seq;
+
+    for (int i = 0; i < EXPORTER_PASS_MAX && spool_peek(e->spool, e->cursor, &seq) == 1; i++) {
+        if (exporter_wants(e, seq))
+            return;
+        e->cursor = seq;
+        if (!e->sent_count)
+            e->acked = seq;
+    }
+}
+
+void exporter_advance(struct exporter *e, uint64_t seq)
+{
+    exporter_sent_pop(e, seq); /* an ack of one of them no longer moves anything */
+    if (seq > e->acked)
+        e->acked = seq;
+    if (seq > e->cursor)
+        e->cursor = seq;
+}
+
+uint64_t exporter_acked(const struct exporter *e)
+{
+    return e->acked;
+}
+
 static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
 {
-    uint64_t acked = spool_acked_seq(e->spool);
-
-    if (e->cursor > acked)
-        e->stats.resent += e->cursor - acked;
+    e->stats.resent += e->sent_count;
+    exporter_sent_pop(e, UINT64_MAX);
+    e->cursor = e->acked;
     rpc_stream_free(e->st);
     e->st = NULL;
     e->stats.connected = false;
@@ -114,18 +198,18 @@ int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now
     return 0;
 }
 
-/* The collector refused the oldest unacked batch for what it is: drop it. */
+/* The collector refused the oldest batch it had not acked for what it is:
+ * the owner drops it, and this exporter passes over it. */
 static void exporter_reject_head(struct exporter *e)
 {
-    uint64_t seq;
-    const void *data;
-    size_t len;
+    uint64_t seq = exporter_sent_oldest(e); /* what it refused: it takes them in order */
 
-    if (spool_read(e->spool, spool_acked_seq(e->spool), &seq, &data, &len) == 1) {
-        spool_ack(e->spool, seq);
-        e->stats.rejected++;
-        drops_add(e->drops, EXPORTER_DROP_REJECTED, NULL, -1, 1);
-    }
+    if (!seq)
+        return;
+    e->stats.rejected++;
+    if (e->o.on_reject)
+        e->o.on_reject(e->o.on_reject_ctx, seq);
+    e->acked = seq; /* the records before it are acked: it was the head */
 }
 
 static void exporter_closed(struct exporter *e, const struct rpc_stream_event *ev, uint64_t now)
@@ -145,10 +229,16 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
 
     if (!ack)
         return;
-    if (ack->epoch == spool_epoch(e->spool) && spool_ack(e->spool, ack->seq) == 0) {
+    if (ack->epoch == spool_epoch(e->spool) && ack->seq > e->acked && ack->seq <= e->cursor) {
+        /* up to the next record awaiting an ack: what was passed over counts */
+        uint64_t acked;
+
+        exporter_sent_pop(e, ack->seq);
+        acked = e->sent_count ? exporter_sent_oldest(e) - 1 : e->cursor;
+        e->acked = acked > e->acked ? acked : e->acked;
         if (e->o.on_ack)
-            e->o.on_ack(e->o.on_ack_ctx, ack->seq);
-        e->stats.acked = ack->seq;
+            e->o.on_ack(e->o.on_ack_ctx, e->acked);
+        e->stats.acked = e->acked;
         e->stats.last_ack_ns = now;
         e->backoff_ns = 0;
     }
@@ -163,13 +253,20 @@ static void exporter_send_next(struct exporter *e)
     const void *data;
     size_t len;
 
+    exporter_pass_over(e);
     if (!e->st || !rpc_stream_can_send(e->st))
         return;
     if (spool_read(e->spool, e->cursor, &seq, &data, &len) != 1)
         return;
+    if (!exporter_wants(e, seq)) /* past EXPORTER_PASS_MAX: the next poll goes on */
+        return;
+    if (exporter_sent_push(e, seq) < 0)
+        return; /* out of memory: tried again at the next poll */
     if (rpc_stream_send(e->st, data, len) == 0) {
         e->cursor = seq;
         e->stats.sent++;
+    } else {
+        e->sent_count--;
     }
 }
 
@@ -177,9 +274,11 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
 {
     struct rpc_stream_event ev;
 
-    if (!e->st && (e->o.eager || spool_has_unacked(e->spool)) && now_ns >= e->reconnect_ns) {
+    if (!e->st)
+        exporter_pass_over(e);
+    if (!e->st && (e->o.eager || !exporter_idle(e)) && now_ns >= e->reconnect_ns) {
         e->st = rpc_stream_open(e->ch, RPC_INGEST_PUSH, false);
-        e->cursor = spool_acked_seq(e->spool);
+        e->cursor = e->acked;
         if (e->st) {
             e->stats.connected = true;
             if (e->reconnect_ns)
@@ -201,7 +300,7 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
 
 uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
 {
-    bool unacked = spool_has_unacked(e->spool);
+    bool unacked = !exporter_idle(e);
 
     if (!e->st)
         return unacked || e->o.eager ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns)
@@ -213,7 +312,7 @@ uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
 
 bool exporter_idle(const struct exporter *e)
 {
-    return !spool_has_unacked(e->spool);
+    return exporter_head(e) == 0;
 }
 
 void exporter_get_stats(const struct exporter *e, struct exporter_stats *out)

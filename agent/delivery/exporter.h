@@ -1,13 +1,16 @@
-/* The exporter: the agent's end of /argus.v1.Ingest/Push. It sends every
- * unacked spool record in seq order on one long-lived stream, one message
- * in flight at a time, and advances the spool on each ack (and tells its
- * on_ack callback, which the agent points at the names registry). On any
- * stream failure it reconnects with exponential backoff and jitter and
- * re-sends from the last ack, so delivery is at-least-once and the
- * collector's dedup makes it exactly-once. A batch the collector rejects as
- * invalid (INVALID_ARGUMENT / RESOURCE_EXHAUSTED) would be rejected forever:
- * it is dropped from the spool and counted in the drop table as
- * EXPORTER_DROP_REJECTED, never retried. Polled from the main loop; never
+/* The exporter: the agent's end of /argus.v1.Ingest/Push to one collector.
+ * It sends the spool records meant for its collector (its owner's wants
+ * callback says which; others are passed over) in seq order on one
+ * long-lived stream, one message in flight at a time, and keeps its own
+ * ack cursor: every seq <= it was acked by this collector or is not meant
+ * for it. It never acks the spool: its owner (agent/delivery/fanout.h)
+ * does, with the lowest cursor of all its exporters. On any stream failure
+ * it reconnects with exponential backoff and jitter and re-sends from its
+ * cursor, so delivery is at-least-once and the collector's dedup makes it
+ * exactly-once. A batch the collector rejects as invalid (INVALID_ARGUMENT
+ * / RESOURCE_EXHAUSTED) would be rejected forever: the exporter tells
+ * on_reject (the owner drops and counts it, once for all collectors) and
+ * passes over it, never retrying. Polled from the main loop; never
  * blocks. */
 #ifndef ARGUS_AGENT_EXPORTER_H
 #define ARGUS_AGENT_EXPORTER_H
@@ -19,14 +22,19 @@
 struct tls_pem;
 
 struct spool;
-struct drops;
 
 /* The drop reason of a batch the collector refused. */
 #define EXPORTER_DROP_REJECTED "collector_rejected"
 
-/* Told of each new ack watermark of this spool epoch, after the spool took
- * it: every batch with a seq <= seq is at the collector. */
+/* Told of each new ack cursor of this spool epoch: every batch with a seq
+ * <= seq is at the collector or not meant for it. */
 typedef void (*exporter_ack_fn)(void *ctx, uint64_t seq);
+
+/* Whether the spool record seq is meant for this collector. */
+typedef bool (*exporter_wants_fn)(void *ctx, uint64_t seq);
+
+/* The collector refused record seq as invalid: it will never take it. */
+typedef void (*exporter_reject_fn)(void *ctx, uint64_t seq);
 
 /* Told of each capture request an ack carries (Ack.captures); req is valid
  * during the call. */
@@ -44,15 +52,19 @@ struct exporter_options {
     exporter_capture_fn on_capture; /* may be NULL */
     void *on_capture_ctx;
     const struct tls_pem *tls; /* mTLS credentials (common/tls.h), copied; NULL: plaintext */
+    exporter_wants_fn wants;   /* NULL: every record is meant for it */
+    void *wants_ctx;
+    exporter_reject_fn on_reject; /* may be NULL */
+    void *on_reject_ctx;
+    uint64_t start; /* the first ack cursor: records <= it are not sent (0: from the spool's
+                     * ack watermark) */
 };
 
 struct exporter;
 
-/* spool and drops (for EXPORTER_DROP_REJECTED) are not owned and must
- * outlive the exporter. NULL on -ENOMEM or a collector address gRPC
- * refuses. */
-struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool,
-                              struct drops *drops);
+/* spool is not owned and must outlive the exporter; the exporter only
+ * reads it. NULL on -ENOMEM or a collector address gRPC refuses. */
+struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool);
 void exporter_free(struct exporter *e);
 
 /* New credentials (rotated certificate files; NULL: plaintext): a new
@@ -67,11 +79,21 @@ void exporter_poll(struct exporter *e, uint64_t now_ns);
 
 /* The monotonic time of the next exporter_poll that has work: soon while a
  * send or an ack is outstanding or records wait to be sent, the reconnect
- * time while disconnected with records spooled, UINT64_MAX when idle. */
+ * time while disconnected with records waiting, UINT64_MAX when idle. */
 uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns);
 
-/* True when every spooled record is acked. */
+/* True when no spooled record meant for it waits for its ack (records it
+ * did not pass over yet are asked about; the next poll passes over them). */
 bool exporter_idle(const struct exporter *e);
+
+/* The ack cursor: every seq <= it is acked by the collector or not meant
+ * for it. */
+uint64_t exporter_acked(const struct exporter *e);
+
+/* Records up to seq need not be sent (they are gone from the spool, or a
+ * new owner's start): the ack cursor moves up to seq. Lower values are
+ * ignored. */
+void exporter_advance(struct exporter *e, uint64_t seq);
 
 struct exporter_stats {
     bool connected;

@@ -148,6 +148,11 @@ long names_job_index(struct names *n, const char *job)
     return names_job(n, job);
 }
 
+const char *names_job_name(const struct names *n, long j)
+{
+    return j >= 0 && (size_t)j < n->njobs ? n->jobs[j] : NULL;
+}
+
 void names_reference_at(struct names *n, long j, uint64_t id)
 {
     if (j < 0 || (size_t)j >= n->njobs || !names_lookup(n, id))
@@ -276,4 +281,16 @@ size_t names_unsent_resources(const struct names *n)
     for (size_t i = 0; i < n->nres; i++)
         k += !n->res[i].acked && !n->res[i].sent_seq;
     return k;
+}
+
+void names_reset(struct names *n)
+{
+    for (size_t i = 0; i < n->tcap; i++) {
+        n->states[i].acked = false;
+        n->states[i].sent_seq = 0; /* an ack of an earlier sending no longer counts */
+    }
+    for (size_t i = 0; i < n->nres; i++) {
+        n->res[i].acked = false;
+        n->res[i].sent_seq = 0;
+    }
 }

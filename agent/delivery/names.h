@@ -1,7 +1,9 @@
 /* What the agent must keep re-sending until the collector has it: the name
  * dictionary (per job) and rank resources. An entry goes into every sealed
- * batch that needs it until a batch that carried it is acked; after that it
- * is never sent again (until the agent restarts). */
+ * batch that needs it until a batch that carried it is acked (by every
+ * collector meant to have it: the owner passes the lowest ack); after that
+ * it is never sent again, until the agent restarts or names_reset (a
+ * collector that holds none of them joined). */
 #ifndef ARGUS_AGENT_NAMES_H
 #define ARGUS_AGENT_NAMES_H
 
@@ -26,6 +28,9 @@ const char *names_lookup(const struct names *n, uint64_t id);
  * -ENOMEM. */
 long names_job_index(struct names *n, const char *job);
 
+/* The job of index j (names_job_index), or NULL. Valid while n lives. */
+const char *names_job_name(const struct names *n, long j);
+
 /* A step of job (its names_job_index; a negative one is ignored) references
  * id: when (job, id) is not acked yet and id has a known string, it is
  * queued for the batch being built. */
@@ -49,5 +54,11 @@ size_t names_unsent_resources(const struct names *n);
 /* Every entry carried by a batch with seq <= acked is now known to the
  * collector. */
 void names_ack(struct names *n, uint64_t acked);
+
+/* Forget every ack: each entry is sent again with the next batch that
+ * needs it, each resource with the next batch (the collectors changed, and
+ * a new one has none of them). Entries sent and not acked yet wait for
+ * their next sending. */
+void names_reset(struct names *n);
 
 #endif

@@ -40,7 +40,9 @@ struct spool {
     uint8_t *buf; /* spool_read's record buffer */
     size_t bufcap;
     uint64_t appended, acked, fsyncs, fsync_errors;
-    uint64_t reported_cap, reported_corrupt; /* losses told to o.on_loss */
+    uint64_t reported_cap, reported_corrupt;  /* losses told to o.on_loss */
+    uint64_t delivered;                       /* spool_set_delivered's watermark */
+    uint64_t behind_records, reported_behind; /* cap deletions at or below it */
 };
 
 /* First index in g with seq > after (g->n when none). */
@@ -193,6 +195,9 @@ static void spool_report_losses(struct spool *s)
     if (s->m.corrupt_records > s->reported_corrupt)
         s->o.on_loss(s->o.on_loss_ctx, SPOOL_LOSS_CORRUPT,
                      s->m.corrupt_records - s->reported_corrupt);
+    if (s->behind_records > s->reported_behind)
+        s->o.on_loss(s->o.on_loss_ctx, SPOOL_LOSS_BEHIND, s->behind_records - s->reported_behind);
+    s->reported_behind = s->behind_records;
     s->reported_cap = s->m.dropped_records;
     s->reported_corrupt = s->m.corrupt_records;
 }
@@ -306,6 +311,45 @@ uint64_t spool_acked_seq(const struct spool *s)
     return s->m.acked;
 }
 
+void spool_set_delivered(struct spool *s, uint64_t seq)
+{
+    s->delivered = seq;
+}
+
+int spool_peek(const struct spool *s, uint64_t after_seq, uint64_t *seq)
+{
+    uint64_t after = spool_max64(after_seq, s->m.acked);
+
+    for (size_t i = 0; i < s->ix.nseg; i++) {
+        const struct spool_segment *g = &s->ix.seg[i];
+        size_t e;
+
+        if (!g->n || spool_segment_last(g) <= after)
+            continue;
+        e = entry_after(g, after);
+        *seq = g->e[e].seq;
+        return 1;
+    }
+    return 0;
+}
+
+uint64_t spool_count(const struct spool *s, uint64_t after_seq, uint64_t below_seq)
+{
+    uint64_t after = spool_max64(after_seq, s->m.acked), n = 0;
+
+    for (size_t i = 0; i < s->ix.nseg; i++) {
+        const struct spool_segment *g = &s->ix.seg[i];
+        size_t lo, hi;
+
+        if (!g->n || spool_segment_last(g) <= after || g->e[0].seq >= below_seq)
+            continue;
+        lo = entry_after(g, after);
+        hi = below_seq ? entry_after(g, below_seq - 1) : 0;
+        n += hi > lo ? hi - lo : 0;
+    }
+    return n;
+}
+
 bool spool_has_unacked(const struct spool *s)
 {
     /* seqs ascend across segments: the newest valid record decides */
@@ -331,6 +375,10 @@ static void cap_make_room(struct spool *s, uint64_t need)
     while (s->ix.nseg && spool_bytes(s) + need > s->o.cap_bytes) {
         struct spool_segment *g = &s->ix.seg[0];
         for (size_t i = entry_after(g, spool_meta_gone(&s->m)); i < g->n; i++) {
+            if (g->e[i].seq <= s->delivered) { /* a collector has it: no loss */
+                s->behind_records++;
+                continue;
+            }
             s->m.dropped_records++;
             s->m.dropped_bytes += g->e[i].len;
         }
@@ -568,6 +616,7 @@ void spool_stats(const struct spool *s, struct spool_stats *st)
     st->dropped_bytes = s->m.dropped_bytes;
     st->corrupt_records = s->m.corrupt_records;
     st->corrupt_bytes = s->m.corrupt_bytes;
+    st->behind_records = s->behind_records;
     st->appended = s->appended;
     st->acked = s->acked;
     st->fsyncs = s->fsyncs;

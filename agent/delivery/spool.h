@@ -42,6 +42,17 @@
  * counted (dropped_records, dropped_bytes = payload bytes), persisted in
  * meta before the files go, so the counters are exact across restarts.
  *
+ * Delivered. With more than one collector (agent/delivery/fanout.h) a
+ * record may be acked by one collector and still wait for another. The
+ * owner tells the spool the seq below which every record reached every
+ * collector that is still reachable (spool_set_delivered): when the cap
+ * deletes a record at or below it, the data is not lost (a collector has
+ * it), only a lagging collector is behind: the record is counted in
+ * behind_records and told as SPOOL_LOSS_BEHIND, not SPOOL_LOSS_CAP. The
+ * ack watermark (what deletes segments) stays the owner's business: it is
+ * the lowest seq every collector has. behind_records counts since open
+ * (not kept in meta: the agent's drop table carries it across restarts).
+ *
  * Corruption. spool_open reads every segment and checks every record. A bad
  * header or checksum, or a torn record at the tail, is counted
  * (corrupt_records: the seq gap when the next good record tells it, else 1;
@@ -59,7 +70,9 @@
  * Losses. The spool reports what it loses itself to the optional on_loss
  * callback, as it counts it: records dropped by the cap or with a segment
  * of another epoch (SPOOL_LOSS_CAP, dropped_records) and records lost to
- * corruption (SPOOL_LOSS_CORRUPT, corrupt_records). spool_open reports the
+ * corruption (SPOOL_LOSS_CORRUPT, corrupt_records), and, not a loss but
+ * told the same way, records only a lagging collector missed
+ * (SPOOL_LOSS_BEHIND, behind_records). spool_open reports the
  * totals the epoch had already (from meta, plus what the scan found), later
  * calls report what was added, so the counts told add up to the epoch's
  * totals in spool_stats. The agent adds them to its drop table
@@ -91,6 +104,7 @@ enum spool_fsync {
 /* The reasons on_loss reports, as drop counters name them. */
 #define SPOOL_LOSS_CAP "spool_cap"         /* unacked records deleted by the cap */
 #define SPOOL_LOSS_CORRUPT "spool_corrupt" /* records lost to corruption */
+#define SPOOL_LOSS_BEHIND "standby_behind" /* deleted by the cap, at or below delivered */
 
 /* count more records lost for reason (a SPOOL_LOSS_* string), called from
  * inside spool_open, spool_append or spool_read. It must not call into the
@@ -119,6 +133,7 @@ struct spool_stats {
     uint64_t dropped_bytes;   /* their payload bytes */
     uint64_t corrupt_records; /* records lost to corruption, this epoch */
     uint64_t corrupt_bytes;   /* bytes skipped as corrupt */
+    uint64_t behind_records;  /* records the cap deleted at or below delivered, since open */
     uint64_t appended;        /* appends since open */
     uint64_t acked;           /* records acked since open */
     uint64_t fsyncs;          /* fsync/fdatasync calls since open */
@@ -148,6 +163,21 @@ uint64_t spool_acked_seq(const struct spool *s);
  * Cheap, unlike spool_stats, which walks every segment: for the exporter's
  * hot path. */
 bool spool_has_unacked(const struct spool *s);
+
+/* The seq of the first record with seq > after_seq and above the ack
+ * watermark, from the index alone (no read: a record found corrupt later
+ * by spool_read is skipped there). Returns 1 with *seq, or 0 when none. */
+int spool_peek(const struct spool *s, uint64_t after_seq, uint64_t *seq);
+
+/* How many records have after_seq < seq < below_seq and are above the ack
+ * watermark, from the index alone. */
+uint64_t spool_count(const struct spool *s, uint64_t after_seq, uint64_t below_seq);
+
+/* Every record with seq <= seq reached every collector still reachable
+ * (see Delivered above): the cap deleting one of them counts it as
+ * behind_records, not as a loss. Any value; 0 (the default) for one
+ * collector. */
+void spool_set_delivered(struct spool *s, uint64_t seq);
 
 /* Append len bytes (copied) as the record with seq spool_next_seq(); on
  * success sets *seq (may be NULL) and returns 0. May first delete the oldest

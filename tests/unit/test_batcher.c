@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "agent/delivery/batcher.h"
+#include "agent/delivery/drops.h"
 #include "agent/delivery/names.h"
 #include "common/frame.h"
 #include "common/name_id.h"
@@ -121,10 +122,70 @@ static void test_status_round_trip(void **state)
     names_free(names);
 }
 
+/* What a sealed batch holds, for routing it: the distinct jobs of its
+ * steps, statuses and resources; jobless with a trace, or with nothing but
+ * drop counters. */
+static void test_sealed_jobs(void **state)
+{
+    struct batcher_options o = {"agent-1", 512, 1 << 20, 1000 * MS};
+    struct names *names = names_new();
+    struct drops *drops = drops_new();
+    struct batcher *b = batcher_new(&o, names, drops);
+    Argus__V1__StepRecord step = ARGUS__V1__STEP_RECORD__INIT;
+    Argus__V1__RankStatus st = ARGUS__V1__RANK_STATUS__INIT;
+    Argus__V1__Resource res = ARGUS__V1__RESOURCE__INIT;
+    struct batcher_sealed sealed;
+    Argus__V1__Batch *batch;
+
+    step.job = "job-a";
+    assert_int_equal(batcher_add_step(b, &step, MS), 0);
+    step.job = "job-b";
+    assert_int_equal(batcher_add_step(b, &step, MS), 0);
+    step.job = "job-a";
+    assert_int_equal(batcher_add_step(b, &step, MS), 0);
+    st.job = "job-c";
+    assert_int_equal(batcher_add_status(b, &st, MS), 0);
+    batch = seal(b, 1);
+    argus__v1__batch__free_unpacked(batch, NULL);
+    batcher_last_sealed(b, &sealed);
+    assert_int_equal(sealed.njobs, 3);
+    assert_false(sealed.jobless);
+    assert_string_equal(names_job_name(names, sealed.jobs[0]), "job-a");
+    assert_string_equal(names_job_name(names, sealed.jobs[1]), "job-b");
+    assert_string_equal(names_job_name(names, sealed.jobs[2]), "job-c");
+    /* a resource of job-d rides along with a step of job-a: both jobs */
+    res.job = "job-d";
+    res.node = "n";
+    res.gpu_uuid = "";
+    assert_int_equal(names_set_resource(names, &res), 0);
+    assert_int_equal(batcher_add_step(b, &step, 2 * MS), 0);
+    argus__v1__batch__free_unpacked(seal(b, 2), NULL);
+    batcher_last_sealed(b, &sealed);
+    assert_int_equal(sealed.njobs, 2);
+    assert_string_equal(names_job_name(names, sealed.jobs[1]), "job-d");
+    names_ack(names, 2);
+    /* a trace: jobless; drop counters alone: jobless, no job */
+    assert_int_equal(batcher_add_trace(b, "", 0), 0); /* an empty TraceWindow */
+    assert_int_equal(batcher_add_step(b, &step, 3 * MS), 0);
+    argus__v1__batch__free_unpacked(seal(b, 3), NULL);
+    batcher_last_sealed(b, &sealed);
+    assert_true(sealed.jobless);
+    assert_int_equal(sealed.njobs, 1);
+    drops_add(drops, "x", NULL, -1, 1);
+    argus__v1__batch__free_unpacked(seal(b, 4), NULL);
+    batcher_last_sealed(b, &sealed);
+    assert_true(sealed.jobless);
+    assert_int_equal(sealed.njobs, 0);
+    batcher_free(b);
+    drops_free(drops);
+    names_free(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_sealed_jobs),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,9 @@
 /* agent/delivery/exporter against a fake collector on loopback (the
  * collector's transport with a stream handler that acks or refuses): acked
- * batches advance the spool and reach on_ack, a refused batch is dropped
- * from the spool and counted in the drop table, never retried. */
+ * batches move the ack cursor and reach on_ack (the test's owner acks the
+ * spool with it, as fanout does), a refused batch reaches on_reject once and
+ * is passed over, never retried; records not meant for it are passed over
+ * unsent. */
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,6 +41,7 @@ struct fixture {
     struct drops *drops;
     uint64_t acks[8];
     size_t nacks;
+    uint64_t unwanted; /* wants: every record but this one */
 };
 
 static void *col_open(void *ctx, const struct transport_peer *peer, struct transport_reply *reply)
@@ -117,6 +120,19 @@ static void on_ack(void *ctx, uint64_t seq)
 
     if (f->nacks < sizeof(f->acks) / sizeof(f->acks[0]))
         f->acks[f->nacks++] = seq;
+    assert_int_equal(spool_ack(f->spool, seq), 0);
+}
+
+static void on_reject(void *ctx, uint64_t seq)
+{
+    struct fixture *f = ctx;
+
+    drops_add(f->drops, EXPORTER_DROP_REJECTED, NULL, -1, 1);
+}
+
+static bool wants(void *ctx, uint64_t seq)
+{
+    return seq != ((struct fixture *)ctx)->unwanted;
 }
 
 static struct exporter *exporter(struct fixture *f)
@@ -128,8 +144,12 @@ static struct exporter *exporter(struct fixture *f)
         .backoff_max_ns = 10 * NSEC_PER_MSEC,
         .on_ack = on_ack,
         .on_ack_ctx = f,
+        .on_reject = on_reject,
+        .on_reject_ctx = f,
+        .wants = wants,
+        .wants_ctx = f,
     };
-    struct exporter *e = exporter_new(&o, f->spool, f->drops);
+    struct exporter *e = exporter_new(&o, f->spool);
 
     assert_non_null(e);
     return e;
@@ -190,7 +210,7 @@ static void test_rejected_batch_is_counted(void **state)
     append(f, "bad");
     append(f, "ok");
     run_until_idle(e);
-    assert_int_equal(spool_acked_seq(f->spool), 3);
+    assert_int_equal(exporter_acked(e), 3);
     assert_int_equal(drops_get(f->drops, EXPORTER_DROP_REJECTED, NULL, -1), 1);
     assert_int_equal(drops_count(f->drops), 1);
     assert_int_equal(__atomic_load_n(&f->col.refused, __ATOMIC_SEQ_CST), 1); /* never retried */
@@ -203,9 +223,37 @@ static void test_rejected_batch_is_counted(void **state)
     exporter_free(e);
 }
 
+/* A record not meant for it is never sent, and the cursor passes it. */
+static void test_unwanted_passed_over(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e;
+
+    f->unwanted = 2;
+    e = exporter(f);
+    append(f, "ok");
+    append(f, "bad"); /* would end the stream if it were sent */
+    append(f, "ok");
+    run_until_idle(e);
+    assert_int_equal(exporter_acked(e), 3);
+    assert_int_equal(__atomic_load_n(&f->col.received, __ATOMIC_SEQ_CST), 2);
+    assert_int_equal(__atomic_load_n(&f->col.refused, __ATOMIC_SEQ_CST), 0);
+    /* only unwanted records after the last ack: the cursor passes them unsent */
+    f->unwanted = 4;
+    append(f, "bad");
+    assert_false(spool_peek(f->spool, exporter_acked(e), &(uint64_t){0}) == 0);
+    exporter_poll(e, clock_mono_ns());
+    assert_true(exporter_idle(e));
+    assert_int_equal(exporter_acked(e), 4);
+    exporter_advance(e, 2); /* lower: ignored */
+    assert_int_equal(exporter_acked(e), 4);
+    exporter_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_unwanted_passed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acks_reach_on_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejected_batch_is_counted, setup, teardown),
     };

@@ -316,6 +316,47 @@ static void test_cap_losses_reported(void **state)
     spool_close(s);
     drops_free(d);
 }
+/* Records the cap deletes at or below the delivered watermark (a
+ * collector has them) are counted as behind, not as a loss; spool_peek
+ * finds the oldest unacked seq without reading. */
+static void test_cap_behind_delivered(void **state)
+{
+    struct fixture *f = *state;
+    struct drops *d = drops_new();
+    struct spool_options o = {.cap_bytes = 64 << 10,
+                              .segment_bytes = 16 << 10,
+                              .on_loss = loss_to_drops,
+                              .on_loss_ctx = d};
+    struct spool *s = open_ok(f->dir, &o);
+    uint64_t seq = 0, behind;
+
+    assert_int_equal(spool_peek(s, 0, &seq), 0);
+    append_n(s, 10, 2000);
+    assert_int_equal(spool_peek(s, 0, &seq), 1);
+    assert_int_equal(seq, 1);
+    assert_int_equal(spool_peek(s, 4, &seq), 1);
+    assert_int_equal(seq, 5);
+    assert_int_equal(spool_peek(s, 10, &seq), 0);
+    assert_int_equal(spool_count(s, 0, UINT64_MAX), 10);
+    assert_int_equal(spool_count(s, 2, 6), 3); /* 3, 4, 5 */
+    assert_int_equal(spool_count(s, 9, 3), 0);
+    spool_set_delivered(s, 20); /* every record up to 20 reached a live collector */
+    append_n(s, 30, 2000);
+    behind = stats_of(s).behind_records;
+    assert_true(behind > 0);
+    assert_int_equal(stats_of(s).dropped_records, 0);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_BEHIND, NULL, -1), behind);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CAP, NULL, -1), 0);
+    assert_int_equal(spool_peek(s, 0, &seq), 1);
+    assert_true(seq > behind); /* the oldest left */
+    append_n(s, 40, 2000);     /* past the delivered watermark: a loss again */
+    assert_true(stats_of(s).dropped_records > 0);
+    assert_true(stats_of(s).behind_records <= 20);
+    assert_int_equal(drops_get(d, SPOOL_LOSS_CAP, NULL, -1), stats_of(s).dropped_records);
+    spool_close(s);
+    drops_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +365,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_all_acked_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_losses_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_behind_delivered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_policies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
