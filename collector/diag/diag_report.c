@@ -95,14 +95,22 @@ static uint64_t report_hash_str(uint64_t h, const char *s)
     return name_id_update(h, s, strlen(s) + 1); /* with its NUL: "ab","c" is not "a","bc" */
 }
 
-/* What a suspect points at: its rank, node, group and cause. */
+/* What a suspect points at: its rank, node, group, cause and level (an L1
+ * spike and a persisted L2 finding of one rank are two findings). */
 static uint64_t report_suspect_hash(const Argus__V1__Suspect *s)
 {
     uint64_t h = report_hash_u64(NAME_ID_BASIS, s->rank);
 
     h = report_hash_str(h, s->node);
     h = report_hash_str(h, s->group);
-    return report_hash_u64(h, (uint64_t)s->cause);
+    h = report_hash_u64(h, (uint64_t)s->cause);
+    h = report_hash_u64(h, (uint64_t)s->level);
+    /* splitmix64's finalizer: FNV's last bytes change h almost linearly, and
+     * a sum of such hashes could cancel (two suspects' levels changed, the
+     * same sum) */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
 }
 
 int diag_report_identify(Argus__V1__Report *r, uint64_t onset_unix_ns)

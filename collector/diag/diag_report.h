@@ -33,8 +33,8 @@ Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, ui
  * "<onset ns, 20 digits>-<job hash, 8 hex>-<finding hash, 12 hex>", where
  * onset_unix_ns is when the finding's last step started by the records
  * (0: none said; the id then sorts first) and the finding hash covers
- * to_step and every suspect's rank, node, group and cause (not their order,
- * scores or evidence text). Ids sort by onset; distinct findings of a job
+ * to_step and every suspect's rank, node, group, cause and level (not their
+ * order, scores or evidence text). Ids sort by onset; distinct findings of a job
  * get distinct ids; the same finding reported again (amended, re-reported
  * while a rank stays silent) gets the same id, and the store keeps the
  * newest. Sets r->onset_unix_ns. 0 or -ENOMEM. */

@@ -170,22 +170,26 @@ static void test_ids_distinct_sorted(void **state)
     said_free(&a);
 }
 
-static Argus__V1__Suspect *suspect(uint32_t rank, const char *node, Argus__V1__Cause cause)
+static Argus__V1__Suspect *suspect(uint32_t rank, const char *node, Argus__V1__Cause cause,
+                                   Argus__V1__Level level)
 {
-    return diag_suspect_new(rank, node, 0, "dp=0", ARGUS__V1__LEVEL__LEVEL_L2_PHASE, cause,
-                            "forward", 2.0, 30, 40, "forward 2x");
+    return diag_suspect_new(rank, node, 0, "dp=0", level, cause, "forward", 2.0, 30, 40,
+                            "forward 2x");
 }
 
-/* A report of job at to_step naming (rank, cause) pairs; its id. */
+/* A report of job at to_step naming (rank, cause) pairs (L2, or L1 when
+ * spike); its id. */
 static char *id_of(const char *job, uint64_t to_step, uint64_t onset, const uint32_t *ranks,
-                   const Argus__V1__Cause *causes, size_t n, double score)
+                   const Argus__V1__Cause *causes, size_t n, double score, bool spike)
 {
     Argus__V1__Report *r = diag_report_new(job, 42 /* the clock: not in the id */, 7);
     char *id;
 
     assert_non_null(r);
     for (size_t i = 0; i < n; i++) {
-        Argus__V1__Suspect *s = suspect(ranks[i], "node-1", causes[i]);
+        Argus__V1__Suspect *s = suspect(ranks[i], "node-1", causes[i],
+                                        spike ? ARGUS__V1__LEVEL__LEVEL_L1_ITERATION
+                                              : ARGUS__V1__LEVEL__LEVEL_L2_PHASE);
         s->score = score;
         assert_int_equal(diag_report_add(r, s), 0);
     }
@@ -197,20 +201,25 @@ static char *id_of(const char *job, uint64_t to_step, uint64_t onset, const uint
     return id;
 }
 
-/* The id covers job, onset, step and what the suspects point at; not the
- * collector's clock, the suspects' order or their scores. */
+/* The id covers job, onset, step and what the suspects point at (rank, node,
+ * group, cause, level); not the collector's clock, the suspects' order or
+ * their scores. */
 static void test_identify(void **state)
 {
     const uint32_t r12[] = {1, 2}, r21[] = {2, 1}, r13[] = {1, 3};
     const Argus__V1__Cause cc[] = {ARGUS__V1__CAUSE__CAUSE_COMPUTE,
                                    ARGUS__V1__CAUSE__CAUSE_COMPUTE};
     const Argus__V1__Cause cl[] = {ARGUS__V1__CAUSE__CAUSE_COMPUTE, ARGUS__V1__CAUSE__CAUSE_LINK};
-    char *base = id_of("j", 10, 5 * SEC, r12, cc, 2, 1.0);
+    char *base = id_of("j", 10, 5 * SEC, r12, cc, 2, 1.0, false);
     char *other[] = {
-        id_of("j", 10, 5 * SEC, r21, cc, 2, 9.0), /* same finding */
-        id_of("k", 10, 5 * SEC, r12, cc, 2, 1.0), id_of("j", 11, 5 * SEC, r12, cc, 2, 1.0),
-        id_of("j", 10, 6 * SEC, r12, cc, 2, 1.0), id_of("j", 10, 5 * SEC, r13, cc, 2, 1.0),
-        id_of("j", 10, 5 * SEC, r12, cl, 2, 1.0), id_of("j", 10, 5 * SEC, r12, cc, 1, 1.0),
+        id_of("j", 10, 5 * SEC, r21, cc, 2, 9.0, false), /* same finding */
+        id_of("k", 10, 5 * SEC, r12, cc, 2, 1.0, false),
+        id_of("j", 11, 5 * SEC, r12, cc, 2, 1.0, false),
+        id_of("j", 10, 6 * SEC, r12, cc, 2, 1.0, false),
+        id_of("j", 10, 5 * SEC, r13, cc, 2, 1.0, false),
+        id_of("j", 10, 5 * SEC, r12, cl, 2, 1.0, false),
+        id_of("j", 10, 5 * SEC, r12, cc, 1, 1.0, false),
+        id_of("j", 10, 5 * SEC, r12, cc, 2, 1.0, true),
     };
 
     (void)state;
