@@ -216,7 +216,16 @@ static int alert_book_add(struct alert_book *b, struct alert *a)
     return 0;
 }
 
-/* A new pending alert of (job, subject, cause), added. NULL on ENOMEM. */
+/* When report r says its finding began: its onset from the records, the
+ * same on both collectors of an HA pair (an alert's id and its startsAt come
+ * from it), else (no record said) now. */
+static uint64_t alert_report_time(const Argus__V1__Report *r, uint64_t now)
+{
+    return r && r->onset_unix_ns ? r->onset_unix_ns : now;
+}
+
+/* A new pending alert of (job, subject, cause) first reported at now (the
+ * report's onset), added. NULL on ENOMEM. */
 static struct alert *alert_book_open(struct alert_book *b, const char *job, const char *subject,
                                      int cause, uint64_t now)
 {
@@ -374,7 +383,7 @@ static int alert_book_suspect(struct alert_book *b, struct alert_job *j, const A
     alert_subject(b, j->job, s, wide, subject, sizeof(subject));
     a = alert_book_find(b, j->job, subject, s->cause);
     if (!a) {
-        a = alert_book_open(b, j->job, subject, s->cause, now);
+        a = alert_book_open(b, j->job, subject, s->cause, alert_report_time(r, now));
         if (!a)
             return -ENOMEM;
         alert_update(a, r, s, now);
@@ -413,7 +422,7 @@ static void alert_book_fire(struct alert_book *b, struct alert_job *j, const Arg
         if (a->status == ALERT_PENDING && alert_rate_take(b, j, now)) {
             a->status = ALERT_FIRING;
             a->fired = true;
-            a->firing_ns = now;
+            a->firing_ns = alert_report_time(r, now);
             alert_freeze_labels(a);
             alert_notify(b, a, r);
         }

@@ -53,7 +53,12 @@ enum alert_status {
 #define ALERT_MAX_RANKS 64 /* ranks listed per alert; more are counted */
 
 struct alert {
-    char id[48];       /* "<16 hex of job|subject|cause>-<created ns hex>" */
+    char id[48]; /* "<16 hex of job|subject|cause>-<created ns hex>" */
+    /* created_ns and firing_ns (Alertmanager's startsAt) are the onsets of
+     * the reports that opened and fired it (Report.onset_unix_ns, from the
+     * records), so the id, labels and startsAt are the same on both
+     * collectors of an HA pair; updated_ns and resolved_ns are this
+     * collector's clock. */
     char *job;         /* owned */
     char subject[160]; /* "node:NAME", "group:GROUP" or "rank:N" */
     int cause;         /* Argus__V1__Cause */

@@ -190,10 +190,11 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Queue rep when it has suspects (window ending at to_step), else free it. */
+/* Queue rep when it has suspects (window ending at to_step, the newest
+ * closed step: its onset is the id's), else free it. */
 static int finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t to_step)
 {
-    return diag_report_queue_finish(&e->rq, rep, to_step, e->o.window);
+    return diag_report_queue_finish(&e->rq, rep, to_step, e->o.window, e->st.closed_onset_ns);
 }
 
 static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint32_t r, int c)
@@ -357,6 +358,7 @@ static void job_series(struct diag_engine *e, const struct diag_frame *f, double
     }
     if (f->step + 1 >= e->st.closed_through) { /* not an amended older step */
         e->st.closed_through = f->step + 1;
+        e->st.closed_onset_ns = f->onset_ns;
         e->st.last_step_max_ns = *t;
         e->st.last_step_p50_ns = diag_stats_median_inplace(d, n);
     }

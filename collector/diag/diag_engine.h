@@ -103,6 +103,7 @@ struct diag_engine_stats {
     uint64_t reports_dropped; /* over max_reports before they were taken */
     uint64_t names_overflow;  /* phase/kernel/collective names over the DIAG_MAX_* tables */
     uint64_t closed_through;  /* gauge: 1 + the highest step analysed (0: none yet) */
+    uint64_t closed_onset_ns; /* when that step started by its records (0: none said) */
     double last_step_p50_ns;  /* gauge: that step's time, median over its ranks */
     double last_step_max_ns;  /* gauge: and max over its ranks */
 };

@@ -30,6 +30,7 @@ void diag_frame_reset(struct diag_frame *f, uint64_t step, uint64_t now_ns)
     f->n_amend = 0;
     f->step = step;
     f->first_ns = now_ns;
+    f->onset_ns = 0;
     f->reported = 0;
     f->n_colls = 0;
 }
@@ -208,6 +209,10 @@ int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
         return err;
     r->present = true;
     r->duration_ns = s->duration_ns;
+    /* The records' own time, not arrival: the same on every collector (a
+     * late record does not move a closed step's onset, which ids carry). */
+    if (!f->closed && s->start_unix_ns && (!f->onset_ns || s->start_unix_ns < f->onset_ns))
+        f->onset_ns = s->start_unix_ns;
     for (size_t i = 0; i < s->n_phases; i++) {
         const Argus__V1__Phase *p = s->phases[i];
         int pi =

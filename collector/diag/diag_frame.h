@@ -87,6 +87,7 @@ struct diag_frame {
     bool closed; /* analysed; kept for amending with late records */
     uint64_t step;
     uint64_t first_ns;  /* when its first record arrived */
+    uint64_t onset_ns;  /* earliest start_unix_ns of its records by the close (0: none) */
     uint64_t close_seq; /* closed steps of the job before this one closed */
     uint32_t reported;  /* distinct ranks present */
     uint32_t cap;       /* ranks[] length */

@@ -79,6 +79,61 @@ Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, ui
     return r;
 }
 
+/* FNV-1a of v as 8 little-endian bytes (the same hash on every host). */
+static uint64_t report_hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    return name_id_update(h, b, sizeof(b));
+}
+
+static uint64_t report_hash_str(uint64_t h, const char *s)
+{
+    s = s ? s : "";
+    return name_id_update(h, s, strlen(s) + 1); /* with its NUL: "ab","c" is not "a","bc" */
+}
+
+/* What a suspect points at: its rank, node, group, cause and level (an L1
+ * spike and a persisted L2 finding of one rank are two findings). */
+static uint64_t report_suspect_hash(const Argus__V1__Suspect *s)
+{
+    uint64_t h = report_hash_u64(NAME_ID_BASIS, s->rank);
+
+    h = report_hash_str(h, s->node);
+    h = report_hash_str(h, s->group);
+    h = report_hash_u64(h, (uint64_t)s->cause);
+    h = report_hash_u64(h, (uint64_t)s->level);
+    /* splitmix64's finalizer: FNV's last bytes change h almost linearly, and
+     * a sum of such hashes could cancel (two suspects' levels changed, the
+     * same sum) */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+int diag_report_identify(Argus__V1__Report *r, uint64_t onset_unix_ns)
+{
+    uint64_t h = report_hash_u64(report_hash_str(NAME_ID_BASIS, r->job), r->to_step), sum = 0;
+    char id[48], *t;
+
+    /* A sum of the suspects' hashes: the engine's suspect order is not part
+     * of what was found. */
+    for (size_t i = 0; i < r->n_suspects; i++)
+        sum += report_suspect_hash(r->suspects[i]);
+    h = report_hash_u64(h, sum);
+    snprintf(id, sizeof(id), "%020" PRIu64 "-%08" PRIx32 "-%012" PRIx64, onset_unix_ns,
+             (uint32_t)name_id(r->job ? r->job : ""), (uint64_t)(h & 0xffffffffffffULL));
+    t = strdup(id);
+    if (!t)
+        return -ENOMEM;
+    free(r->id);
+    r->id = t;
+    r->onset_unix_ns = onset_unix_ns;
+    return 0;
+}
+
 int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s)
 {
     Argus__V1__Suspect **tmp = realloc(r->suspects, (r->n_suspects + 1) * sizeof(*tmp));
@@ -201,7 +256,7 @@ Argus__V1__Report *diag_report_queue_new(const struct diag_report_queue *q, cons
 }
 
 int diag_report_queue_finish(struct diag_report_queue *q, Argus__V1__Report *rep, uint64_t to_step,
-                             uint32_t window)
+                             uint32_t window, uint64_t onset_unix_ns)
 {
     if (!rep->n_suspects) {
         diag_report_free(rep);
@@ -211,6 +266,7 @@ int diag_report_queue_finish(struct diag_report_queue *q, Argus__V1__Report *rep
     rep->to_step = to_step;
     diag_report_mark_pages(rep);
     int err = diag_report_summarize(rep);
+    err = err ? err : diag_report_identify(rep, onset_unix_ns);
     q->seq++;
     return err ? (diag_report_free(rep), err) : report_queue_push(q, rep);
 }

@@ -21,9 +21,24 @@ Argus__V1__Suspect *diag_suspect_new(uint32_t rank, const char *node, int32_t gp
                                      Argus__V1__Cause cause, const char *where, double score,
                                      uint32_t persisted, uint32_t window, const char *evidence);
 
-/* A new empty report for job, id "<created ns, 20 digits>-<job hash, 8 hex>-<seq, 6
- * digits>" (sorts by creation time). NULL on ENOMEM. */
+/* A new empty report for job, made at created_unix_ns (this collector's
+ * clock), with a provisional id "<created ns, 20 digits>-<job hash, 8
+ * hex>-<seq, 6 digits>" that diag_report_identify replaces once the report
+ * is complete. NULL on ENOMEM. */
 Argus__V1__Report *diag_report_new(const char *job, uint64_t created_unix_ns, uint64_t seq);
+
+/* Give the complete report r (suspects, from_step and to_step set) its id
+ * from its data only, so that two collectors fed the same records (the
+ * primary and the standby of a job) give the same id to the same finding:
+ * "<onset ns, 20 digits>-<job hash, 8 hex>-<finding hash, 12 hex>", where
+ * onset_unix_ns is when the finding's last step started by the records
+ * (0: none said; the id then sorts first) and the finding hash covers
+ * to_step and every suspect's rank, node, group, cause and level (not their
+ * order, scores or evidence text). Ids sort by onset; distinct findings of a job
+ * get distinct ids; the same finding reported again (amended, re-reported
+ * while a rank stays silent) gets the same id, and the store keeps the
+ * newest. Sets r->onset_unix_ns. 0 or -ENOMEM. */
+int diag_report_identify(Argus__V1__Report *r, uint64_t onset_unix_ns);
 
 /* Append s to r (r takes it; on -ENOMEM s is freed). */
 int diag_report_add(Argus__V1__Report *r, Argus__V1__Suspect *s);
@@ -68,10 +83,12 @@ Argus__V1__Report *diag_report_queue_new(const struct diag_report_queue *q, cons
                                          uint64_t created_unix_ns);
 
 /* Finish rep, the findings of the window of `window` steps ending at
- * to_step, and queue it; a report without suspects is freed instead. The
- * queue takes rep in every case (freed on -ENOMEM). Returns 0 or -ENOMEM. */
+ * to_step (which started at onset_unix_ns by the records, 0: unknown), give
+ * it its id (diag_report_identify) and queue it; a report without suspects
+ * is freed instead. The queue takes rep in every case (freed on -ENOMEM).
+ * Returns 0 or -ENOMEM. */
 int diag_report_queue_finish(struct diag_report_queue *q, Argus__V1__Report *rep, uint64_t to_step,
-                             uint32_t window);
+                             uint32_t window, uint64_t onset_unix_ns);
 
 /* Hand the queued reports to the caller (*out, free each with
  * diag_report_free and the array with free); the queue is left empty.

@@ -17,7 +17,6 @@
 #include "common/strmap.h"
 
 #define DIAGNOSIS_DEFAULT_WINDOW 40 /* diag_engine.h's default persistence window */
-#define DIAGNOSIS_LIVE_SEQ 500000   /* liveness report ids count from here */
 
 struct diagnosis_job {
     char *job;
@@ -34,7 +33,6 @@ struct diagnosis_job {
     uint32_t restart;                   /* the epoch: the launcher's attempt */
     bool restarting;                    /* a new epoch that has closed no step yet */
     int state_put;                      /* the state last stored and told to alerts */
-    uint64_t live_seq;                  /* liveness reports made */
     uint64_t past_records, past_closed; /* counters of the epochs before this one */
     uint64_t suppressed;                /* reports of a failed epoch not published */
 };
@@ -328,14 +326,15 @@ static void diagnosis_live_tick(struct diagnosis *d, struct diagnosis_job *j, ui
         .name = diagnosis_name,
         .name_ctx = j,
     };
-    /* a nanosecond after the engine's reports of this tick, ids apart from theirs */
-    Argus__V1__Report *rep = diag_report_new(j->job, t + 1, DIAGNOSIS_LIVE_SEQ + ++j->live_seq);
+    /* a nanosecond after the engine's reports of this tick; the id from the data */
+    Argus__V1__Report *rep = diag_report_new(j->job, t + 1, 0);
 
     if (rep && diag_live_check(&j->live, t, &c, rep) > 0) {
         rep->to_step = es->closed_through ? es->closed_through - 1 : 0;
         rep->from_step = rep->to_step;
         diag_report_mark_pages(rep);
-        if (diag_report_summarize(rep) == 0) {
+        if (diag_report_summarize(rep) == 0 &&
+            diag_report_identify(rep, es->closed_onset_ns) == 0) {
             diagnosis_publish(d, j, &rep, 1);
             rep = NULL;
         }

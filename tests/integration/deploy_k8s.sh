@@ -3,7 +3,9 @@
 # client's models, python3-kubernetes), the ConfigMaps are what
 # gen-configmaps.sh makes of the daemons' --print-config, the embedded configs
 # pass --check-config with the containers' args, and ports and paths agree
-# (k8s_check.py). Broken copies must be refused, each with its reason.
+# (k8s_check.py); the collector set, the PodDisruptionBudgets and the
+# Alertmanager cluster agree with each other (k8s_set.py). Broken copies must
+# be refused, each with its reason.
 source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import kubernetes.client, yaml' 2>/dev/null \
     || skip "python3-kubernetes or python3-yaml missing (make deps)"
@@ -13,7 +15,7 @@ CHECK=(/usr/bin/python3 "$REPO/tests/integration/k8s_check.py" --bin "$BIN" --co
 # the ConfigMaps are current
 mkdir -p "$T/gen"
 "$K8S/gen-configmaps.sh" "$BIN" "$T/gen" || fail "gen-configmaps.sh"
-for f in agent-configmap.yaml collector-configmap.yaml; do
+for f in agent-configmap.yaml collector-configmap.yaml alertmanager-configmap.yaml; do
     diff -u "$K8S/$f" "$T/gen/$f" || fail "deploy/k8s/$f is stale: run deploy/k8s/gen-configmaps.sh"
 done
 
@@ -36,7 +38,7 @@ expect_error() {
 # unknown field, wrong type, missing required field, unknown kind
 expect_error agent-daemonset.yaml 's/^\( *\)hostPID: true/\1hostPid: true/' \
     "unknown field 'hostPid' in V1PodSpec"
-expect_error collector-statefulset.yaml 's/replicas: 1/replicas: "one"/' \
+expect_error collector-statefulset.yaml 's/replicas: 3/replicas: "three"/' \
     'spec.replicas: expected an integer, got string'
 expect_error collector-service.yaml 's/^      port: 7702$/      appProtocol: http/' \
     'V1ServicePort: Invalid value for `port`, must not be `None`'
@@ -63,6 +65,44 @@ expect_error examples/job-pod.yaml 's|value: /run/argus/cupti.sock|value: /tmp/c
     'ARGUS_AGENT_SOCKET /tmp/cupti.sock is not on a hostPath volume'
 expect_error examples/job-pod.yaml 's|path: /var/lib/argus/lib|path: /usr/lib/argus|' \
     'CUDA_INJECTION64_PATH /opt/argus/lib/libargus-cupti.so is /usr/lib/argus/libargus-cupti.so on the node'
+# the collector set: one set for agents and collectors, of ready pods under
+# their stable names, each pod itself, one collector drained at a time
+expect_error collector-statefulset.yaml '/- --cluster.dns/,+1d' \
+    '3 replicas but neither cluster.dns nor cluster.set'
+expect_error collector-statefulset.yaml \
+    's/- argus-collector-headless.argus.svc.cluster.local:7700/- argus-collector.argus.svc.cluster.local:7700/' \
+    'Service argus-collector is not headless'
+expect_error collector-service.yaml 's/publishNotReadyAddresses: false/publishNotReadyAddresses: true/' \
+    'Service argus-collector-headless publishes not-ready addresses'
+expect_error collector-statefulset.yaml '0,/- \$(POD_NAME)$/s//- argus-collector/' \
+    "cluster.self argus-collector: must be the pod's name"
+expect_error agent-daemonset.yaml \
+    's/- argus-collector-headless.argus.svc.cluster.local:7700/- argus-collector.argus.svc:7700/' \
+    "collector.dns argus-collector.argus.svc:7700 is not the collectors' cluster.dns"
+expect_error agent-daemonset.yaml '/- --collector.dns/,+1d' \
+    'no collector.dns or collector.set but 3 collectors'
+expect_error pdb.yaml '1,/^---/d' 'no PodDisruptionBudget covers the 3 collectors'
+expect_error pdb.yaml '0,/maxUnavailable: 1/s//maxUnavailable: 2/' \
+    'a PodDisruptionBudget lets 2 collectors go at once'
+expect_error pdb.yaml '0,/maxUnavailable: 1/s//maxUnavailable: 0/' \
+    'PodDisruptionBudget argus-collector lets no pod of argus-collector go'
+expect_error pdb.yaml 's/^      app.kubernetes.io\/name: argus-alertmanager$/      app.kubernetes.io\/name: argus-am/' \
+    'PodDisruptionBudget argus-alertmanager selects no pod template here'
+# the Alertmanager cluster: every replica a peer, gossip on TCP and UDP,
+# every member sent to by the collectors, a config amtool takes
+expect_error alertmanager-statefulset.yaml 's/replicas: 2/replicas: 3/' \
+    '--cluster.peer argus-alertmanager-2.argus-alertmanager-headless.argus.svc:9094 missing'
+expect_error alertmanager-statefulset.yaml 's/--cluster.peer=argus-alertmanager-1/--cluster.peer=argus-alertmanager-7/' \
+    '--cluster.peer argus-alertmanager-7.argus-alertmanager-headless.argus.svc:9094 is no replica'
+expect_error alertmanager-service.yaml 's/publishNotReadyAddresses: true/publishNotReadyAddresses: false/' \
+    'Service argus-alertmanager-headless must publish not-ready addresses'
+expect_error alertmanager-service.yaml '/protocol: UDP/d' \
+    'Service argus-alertmanager-headless has no gossip port 9094/UDP'
+expect_error collector-configmap.yaml 's/,http:\/\/argus-alertmanager-1[^"]*"/"/' \
+    'alerts.alertmanager does not send to argus-alertmanager-1.argus-alertmanager-headless.argus.svc:9093'
+command -v amtool >/dev/null &&
+    expect_error alertmanager-configmap.yaml 's/receiver: ml-infra-oncall/receiver: nobody/' \
+        'amtool check-config'
 # a document that is not YAML at all
 rm -rf "$T/bad" && mkdir "$T/bad" && printf 'kind: [\n' >"$T/bad/x.yaml"
 o=$("${CHECK[@]}" "$T/bad" 2>&1) && fail "broken YAML accepted: $o"

@@ -3,6 +3,8 @@ import os
 import re
 import subprocess
 
+import k8s_set
+
 SAMPLE_ENV = {"NODE_NAME": "node-a", "POD_NAME": "pod-a", "POD_NAMESPACE": "argus"}
 
 
@@ -167,17 +169,21 @@ def check(docs, bindir, conf_dir, tmp, err):
                     err(cw, "store.dir %s is not on a volumeClaimTemplate" % conf["store.dir"])
     check_services(services, effective, docs, err)
     check_job_pods(docs, effective, err)
+    k8s_set.check(docs, effective, err)
 
 
 def check_services(services, effective, docs, err):
     for where, s in services:
         spec = s.get("spec") or {}
         sel = spec.get("selector") or {}
-        target = [e for e in effective.values() if sel and all(e[4].get(k) == v for k, v in sel.items())]
+        target = [[c for c in (tpl.get("spec") or {}).get("containers") or []]
+                  for _, _, tpl in pod_templates(docs)
+                  if sel and all(((tpl.get("metadata") or {}).get("labels") or {}).get(k) == v
+                                 for k, v in sel.items())]
         if not target:
-            err(where, "Service selector %s matches no argus pod template" % sel)
+            err(where, "Service selector %s matches no pod template here" % sel)
             continue
-        ports = {p.get("name"): p.get("containerPort") for p in target[0][1].get("ports") or []}
+        ports = {p.get("name"): p.get("containerPort") for c in target[0] for p in c.get("ports") or []}
         for p in spec.get("ports") or []:
             t = p.get("targetPort", p.get("port"))
             if (isinstance(t, str) and t not in ports) or (isinstance(t, int) and t not in ports.values()):

@@ -433,7 +433,7 @@ static void test_reports_bounded(void **state)
     assert_int_equal(st.reports_dropped, 2);
     assert_int_equal(diag_engine_take_reports(e, &reps), 1);
     assert_int_equal(reps[0]->to_step, 77); /* the newest (stall of step 76) is kept */
-    assert_int_equal(strlen(reps[0]->id), 20 + 1 + 8 + 1 + 6);
+    assert_int_equal(strlen(reps[0]->id), 20 + 1 + 8 + 1 + 12);
     diag_report_free(reps[0]);
     free(reps);
     diag_engine_free(e);

@@ -69,7 +69,10 @@ int alert_sink_alertmanager_append(struct json_object *am, struct json_object *e
     pbjson_put_str(ann, "report", pbjson_str(event, "report_url"));
     pbjson_put_str(ann, "report_id", pbjson_str(al, "report_id"));
     json_object_object_add(o, "annotations", ann);
-    am_rfc3339(starts ? starts : now_ns, t, sizeof(t));
+    /* startsAt is the finding's onset by the agents' clocks (the same from
+     * both collectors of a pair); one ahead of endsAt (a clock far off)
+     * would be refused, so it becomes now. */
+    am_rfc3339(starts && starts < ends ? starts : now_ns, t, sizeof(t));
     pbjson_put_str(o, "startsAt", t);
     am_rfc3339(ends, t, sizeof(t));
     pbjson_put_str(o, "endsAt", t);
