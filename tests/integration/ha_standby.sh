@@ -123,6 +123,16 @@ ranks_at() { # CASE I STEP: ranks whose STEP collector I stores
             2>/dev/null || echo 0
 }
 all_ranks_at() { [[ $(ranks_at "$@") == "$WORLD" ]]; }
+both_at() { # CASE STEP: the primary and the standby hold STEP of every rank
+    all_ranks_at "$1" "$(cat "$T/$1/p")" "$2" && all_ranks_at "$1" "$(cat "$T/$1/s")" "$2"
+}
+# caught_up CASE: the primary holds step 0 and the standby's newest step
+# but 20 of every rank
+caught_up() {
+    local p
+    p=$(cat "$T/$1/p")
+    all_ranks_at "$1" "$p" 0 && all_ranks_at "$1" "$p" $(($(newest_step "$1" "$(cat "$T/$1/s")") - 20))
+}
 
 newest_step() { # CASE I: the job's last step on collector I
     on "$1" "$2" --json jobs | /usr/bin/python3 -c '
@@ -188,7 +198,7 @@ case_base() {
     wait_every "$c: the standby pages the culprit" 30 1 paged $c "$s"
     first_page $c "$p" >"$T/$c/detect_step"
     log "$c: primary paged at step $(cat "$T/$c/detect_step"), standby at step $(first_page $c "$s")"
-    wait_every "$c: step 200 on both" 90 1 bash -c "[[ \$(ranks_at $c $p 200) == $WORLD && \$(ranks_at $c $s 200) == $WORLD ]]"
+    wait_every "$c: step 200 on both" 90 1 both_at $c 200
     judge $c "$p" straggler
     judge $c "$s" straggler
     # the same records give the same reports on both: ids and steps
@@ -244,8 +254,7 @@ straggler_fault() { # CASE kill9|cut
     ((at <= base + 2 * WINDOW)) || fail "$c: standby paged at step $at, over two windows after $base"
     sleep 10 # the primary stays away for about 30 s in all
     restore_primary $c "$how"
-    wait_every "$c: the primary catches up" 90 1 bash -c \
-        "[[ \$(ranks_at $c $p 0) == $WORLD && \$(ranks_at $c $p \$(($(newest_step $c "$s") - 20))) == $WORLD ]]"
+    wait_every "$c: the primary catches up" 90 1 caught_up $c
     wait_every "$c: the primary pages the culprit again" 90 1 paged $c "$p"
     judge $c "$s" straggler
     third_empty $c
@@ -265,7 +274,7 @@ case_healthy() {
     fail_primary $c kill9 50
     sleep 20
     restore_primary $c kill9
-    wait_every "$c: step 300 on both" 120 1 bash -c "[[ \$(ranks_at $c $p 300) == $WORLD && \$(ranks_at $c $s 300) == $WORLD ]]"
+    wait_every "$c: step 300 on both" 120 1 both_at $c 300
     sleep 5 # diagnosis of what arrived
     for i in 0 1 2; do judge $c "$i" none; done
     stop_nodes $c
