@@ -10,6 +10,9 @@
 # (root): 8 real processes of the test workload (tests/bpf/workload train:
 # compute, 6 ncclAllReduce into a stand-in libnccl, a 98 ms fake sync,
 # argus_step) found by discovery and traced by every default eBPF probe.
+# STANDBY=1: a second collector and collector.set of the two, so every batch
+# goes to the job's primary and its standby (issue 28); the bytes the
+# collectors received are printed either way.
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$REPO/build/bin
@@ -19,7 +22,8 @@ TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.js
 T=$(mktemp -d /tmp/argus-bench-agent.XXXXXX)
 port=$((22000 + RANDOM % 9000))
 ranks=()
-trap 'kill -9 $col $agent "${ranks[@]}" 2>/dev/null; rm -rf "$T"' EXIT
+col2=""
+trap 'kill -9 $col $col2 $agent "${ranks[@]}" 2>/dev/null; rm -rf "$T"' EXIT
 DURATION=${DURATION:-30}
 # the ranks' work: the Kineto trace through the summarizer (trace), or step
 # records already summarised, as argus-sim makes them (records)
@@ -44,10 +48,17 @@ elif [[ $MODE == records ]]; then
 else
     src=(--replay.trace "$TRACE" --replay.ranks 8 --replay.rate 10)
 fi
-"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true --http.listen "" --store.dir "$T/store" \
-    >"$T/collector.log" 2>&1 &
+"$BIN/argus-collector" --grpc.listen "127.0.0.1:$port" --grpc.plaintext true \
+    --http.listen "127.0.0.1:$((port + 2))" --store.dir "$T/store" >"$T/collector.log" 2>&1 &
 col=$!
-"${ARGUS_AGENT:-$BIN/argus-agent}" --collector.address "127.0.0.1:$port" --grpc.plaintext true --spool.dir "$T/spool" \
+dest=(--collector.address "127.0.0.1:$port")
+if [[ ${STANDBY:-0} == 1 ]]; then
+    "$BIN/argus-collector" --grpc.listen "127.0.0.1:$((port + 3))" --grpc.plaintext true \
+        --http.listen "127.0.0.1:$((port + 4))" --store.dir "$T/store2" >"$T/collector2.log" 2>&1 &
+    col2=$!
+    dest=(--collector.set "127.0.0.1:$port,127.0.0.1:$((port + 3))")
+fi
+"${ARGUS_AGENT:-$BIN/argus-agent}" "${dest[@]}" --grpc.plaintext true --spool.dir "$T/spool" \
     --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" "${probes[@]}" \
     "${src[@]}" >"$T/agent.log" 2>&1 &
 agent=$!
@@ -64,18 +75,31 @@ m() { curl -s "127.0.0.1:$((port + 1))/metrics" | awk -v k="$1" '$1 == k {print 
 # CPU time of all the agent's threads in ns (schedstat: finer than the
 # 10 ms ticks of /proc/PID/stat, which are 0.05% of a core over 20 s)
 cpu_ns() { cat /proc/$agent/task/*/schedstat | awk '{ s += $1 } END { print s }'; }
-c0=$(cpu_ns); s0=$(m argus_agent_steps_total); b0=$(m argus_agent_frame_bytes_total)
+# frame bytes all collectors received (both of the pair with STANDBY=1)
+wire() {
+    local p n=0
+    for p in $((port + 2)) $((port + 4)); do
+        n=$((n + $(curl -s "127.0.0.1:$p/metrics" 2>/dev/null | awk '$1 == "argus_ingest_bytes_total" {print $2; f=1} END {if (!f) print 0}')))
+    done
+    echo $n
+}
+c0=$(cpu_ns); s0=$(m argus_agent_steps_total); b0=$(m argus_agent_frame_bytes_total); w0=$(wire)
 sleep "$DURATION"
-c1=$(cpu_ns); s1=$(m argus_agent_steps_total); b1=$(m argus_agent_frame_bytes_total)
+c1=$(cpu_ns); s1=$(m argus_agent_steps_total); b1=$(m argus_agent_frame_bytes_total); w1=$(wire)
 rss=$(awk '/VmHWM/ {print $2}' /proc/$agent/status)
-/usr/bin/python3 - "$c0" "$c1" "$s0" "$s1" "$b0" "$b1" "$rss" "$DURATION" "$MODE" <<'PY'
+/usr/bin/python3 - "$c0" "$c1" "$s0" "$s1" "$b0" "$b1" "$rss" "$DURATION" "$MODE" "$w0" "$w1" \
+    "${STANDBY:-0}" <<'PY'
 import sys
 c0, c1, s0, s1, b0, b1, rss, dur = map(float, sys.argv[1:9])
+w0, w1 = float(sys.argv[10]), float(sys.argv[11])
 cpu = (c1 - c0) / 1e9
 steps = s1 - s0
 mb = (b1 - b0) / 1e6
 print("agent, 8 ranks x 10 steps/s for %.0fs (%s): %.0f step records, %.2f MB through the spool" % (dur, sys.argv[9], steps, mb))
 print("agent CPU %.2f%% of one core; %.1f ms per 1,000 step records; %.0f ms per MB of spool; peak RSS %.1f MiB" % (
     100 * cpu / dur, 1000 * cpu / steps * 1000 if steps else 0, 1000 * cpu / mb if mb else 0, rss / 1024))
+print("collectors received %.2f MB (%.0f bytes per step record)%s" % (
+    (w1 - w0) / 1e6, (w1 - w0) / steps if steps else 0,
+    ", standby on: two collectors" if sys.argv[12] == "1" else ""))
 print("target (under 1%% of one core and 64 MiB): %s" % ("met" if 100 * cpu / dur < 1 and rss / 1024 < 64 else "not met"))
 PY
