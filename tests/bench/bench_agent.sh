@@ -58,6 +58,10 @@ if [[ ${STANDBY:-0} == 1 ]]; then
     col2=$!
     dest=(--collector.set "127.0.0.1:$port,127.0.0.1:$((port + 3))")
 fi
+for p in $((port + 2)) $([[ -n $col2 ]] && echo $((port + 4))); do
+    for _ in $(seq 50); do curl -sf "127.0.0.1:$p/metrics" >/dev/null && break; sleep 0.1; done
+    curl -sf "127.0.0.1:$p/metrics" >/dev/null || { echo "error: the collector on :$p did not start"; exit 1; }
+done
 "${ARGUS_AGENT:-$BIN/argus-agent}" "${dest[@]}" --grpc.plaintext true --spool.dir "$T/spool" \
     --http.listen "127.0.0.1:$((port + 1))" --cupti.socket "$T/cupti.sock" "${probes[@]}" \
     "${src[@]}" >"$T/agent.log" 2>&1 &
