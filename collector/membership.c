@@ -127,6 +127,8 @@ struct membership_scan {
     const struct collector_set *set;
     int self;
     struct membership_counts *out;
+    membership_job_fn fn;
+    void *ctx;
 };
 
 static int membership_scan_job(void *ctx, const void *value, size_t len)
@@ -136,15 +138,24 @@ static int membership_scan_job(void *ctx, const void *value, size_t len)
 
     if (!j)
         return 0; /* a record the store could not give back whole: not a job */
-    sc->out->jobs[membership_role_in(sc->set, sc->self, j->job)]++;
+    enum membership_role role = membership_role_in(sc->set, sc->self, j->job);
+    sc->out->jobs[role]++;
+    if (sc->fn)
+        sc->fn(sc->ctx, j->job, role);
     argus__v1__job_info__free_unpacked(j, NULL);
     return 0;
 }
 
 int membership_count(struct membership *m, struct store *store, struct membership_counts *out)
 {
+    return membership_count_each(m, store, out, NULL, NULL);
+}
+
+int membership_count_each(struct membership *m, struct store *store, struct membership_counts *out,
+                          membership_job_fn fn, void *ctx)
+{
     struct collector_set *s = malloc(sizeof(*s));
-    struct membership_scan sc = {s, -1, out};
+    struct membership_scan sc = {s, -1, out, fn, ctx};
     int r;
 
     memset(out, 0, sizeof(*out));

@@ -58,6 +58,14 @@ enum membership_role membership_role(struct membership *m, const char *job);
  * set when this collector is not a member. Returns 0 or the store's error. */
 int membership_count(struct membership *m, struct store *store, struct membership_counts *out);
 
+/* Told of each job the store holds with its role (job valid during the
+ * call). */
+typedef void (*membership_job_fn)(void *ctx, const char *job, enum membership_role role);
+
+/* Like membership_count, also telling fn (may be NULL) of every job. */
+int membership_count_each(struct membership *m, struct store *store, struct membership_counts *out,
+                          membership_job_fn fn, void *ctx);
+
 /* The name of role ("primary", "standby", "other"). */
 const char *membership_role_name(enum membership_role role);
 

@@ -320,13 +320,32 @@ static void collector_metrics_traces(struct trace_capture *t, struct http_buf *b
                     "capture requests waiting for their agent's answer", "", s.pending);
 }
 
+/* Which jobs: one sample per job this collector is primary or standby of
+ * (history placed elsewhere is only counted). */
+static void collector_metrics_job_role(void *ctx, const char *job, enum membership_role role)
+{
+    struct http_buf *b = ctx;
+    char e[300], labels[400];
+
+    if (role == MEMBERSHIP_OTHER)
+        return;
+    snprintf(labels, sizeof(labels), "job=\"%s\",role=\"%s\"", http_label_escape(e, sizeof(e), job),
+             membership_role_name(role));
+    http_buf_sample(b, "argus_collector_job_role", labels, 1);
+}
+
 /* The collector's place in the set: jobs it holds by role, members, self. */
 static void collector_metrics_membership(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct membership_counts mc;
     char labels[32];
 
-    if (!m->membership || membership_count(m->membership, m->store, &mc) < 0)
+    if (!m->membership)
+        return;
+    http_buf_printf(b, "# HELP argus_collector_job_role a job this collector is the primary or "
+                       "the standby of under the current collector set\n"
+                       "# TYPE argus_collector_job_role gauge\n");
+    if (membership_count_each(m->membership, m->store, &mc, collector_metrics_job_role, b) < 0)
         return;
     for (int r = 0; r < MEMBERSHIP_ROLES; r++) {
         snprintf(labels, sizeof(labels), "role=\"%s\"", membership_role_name(r));

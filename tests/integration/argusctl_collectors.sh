@@ -88,6 +88,20 @@ print("\n".join(bad) or f"{n} jobs: one primary and one standby each, as every /
 sys.exit(1 if bad else 0)
 PY
 
+# ... and which jobs: argus_collector_job_role{job,role} lists the same jobs
+for i in 1 2 3; do
+    curl -s "127.0.0.1:${HP[$i]}/metrics" | awk -v m="127.0.0.1:${CP[$i]}" \
+        '$1 ~ /^argus_collector_job_role\{/ {split($1, a, "\""); print m, a[2], a[4]}'
+done >"$T/roles3.txt"
+/usr/bin/python3 - "$T/set3.json" "$T/roles3.txt" <<'PY' || fail "three members: per-job roles, see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+got = {tuple(l.split()) for l in open(sys.argv[2])}
+want = {(m["name"], j, role) for m in s["members"] for role in ("primary", "standby") for j in m[role]}
+print("per-job roles in /metrics: %d, as argusctl places them: %s" % (len(got), got == want))
+sys.exit(0 if got == want else 1)
+PY
+
 # --- a fourth member joins -------------------------------------------------
 for i in 1 2 3; do kill "${CPID[$i]}"; done
 for i in 1 2 3; do wait "${CPID[$i]}" 2>/dev/null; done
