@@ -11,7 +11,7 @@
 # test-cpu: idle: one agent replaying at 10 steps/s into three collectors, a 10 s outage
 source "$(dirname "$0")/lib.sh"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
-JOB=standby
+JOB=standby-$$ # unique: an agent left over from an earlier run cannot add to it
 STEPS=300
 
 declare -a GP HP
@@ -97,6 +97,7 @@ third=$(stored "$X")
 if ((third != 0)); then
     "$BIN/argusctl" --collector "127.0.0.1:${GP[X]}" steps --job $JOB --limit 100000 \
         | awk 'NR > 1 {print $2}' | sort -n | uniq -c | head -40
+    "$BIN/argusctl" --collector "127.0.0.1:${GP[X]}" ranks --job $JOB | head -12
     grep -v " info " "$T/agent.log" | tail -20
     fail "the third collector stored $third rank-steps of the job"
 fi

@@ -26,13 +26,14 @@ source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 CASES=${HA_CASES:-base kill9 cut healthy}
 RATE=10 NODES=8 WORLD=64 WINDOW=40 ONSET=20
+RUN=-$$ # job CASE$RUN: an agent left over from an earlier run cannot add to it
 
 trap 'for p in $(cat "$T"/*/pids 2>/dev/null); do kill -CONT "$p"; kill -9 "$p"; done 2>/dev/null
       cleanup' EXIT
 
 # record CASE SCENARIO STEPS: $T/CASE/rec.node0..7 and the truth line
 record() {
-    "$BIN/argus-sim" --job "$1" --scenario "$2" --ranks $WORLD --ranks_per_node $((WORLD / NODES)) \
+    "$BIN/argus-sim" --job "$1$RUN" --scenario "$2" --ranks $WORLD --ranks_per_node $((WORLD / NODES)) \
         --tp 2 --steps "$3" --seed 11 --onset $ONSET --record "$T/$1/rec" --record_split \
         >"$T/$1/truth.json" || fail "$1: argus-sim --record: $(cat "$T/$1/truth.json")"
 }
@@ -78,7 +79,7 @@ setup() {
     done
     (IFS=,; echo "${members[*]}") >"$T/$c/set"
     for i in 0 1 2; do collector "$c" "$i"; done
-    read -r p s < <(pair_of "$(cat "$T/$c/set")" "$c")
+    read -r p s < <(pair_of "$(cat "$T/$c/set")" "$c$RUN")
     for i in 0 1 2; do
         [[ $(cat "$T/$c/member.$i") == "$p" ]] && echo "$i" >"$T/$c/p"
         [[ $(cat "$T/$c/member.$i") == "$s" ]] && echo "$i" >"$T/$c/s"
@@ -118,7 +119,7 @@ on() { # CASE I CMD...: argusctl against collector I of the case
 }
 
 ranks_at() { # CASE I STEP: ranks whose STEP collector I stores
-    on "$1" "$2" --json steps --job "$1" --from "$3" --to "$3" --limit 1000 2>/dev/null \
+    on "$1" "$2" --json steps --job "$1$RUN" --from "$3" --to "$3" --limit 1000 2>/dev/null \
         | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin).get("steps", [])))' \
             2>/dev/null || echo 0
 }
@@ -137,13 +138,13 @@ caught_up() {
 newest_step() { # CASE I: the job's last step on collector I
     on "$1" "$2" --json jobs | /usr/bin/python3 -c '
 import json, sys
-print(max([int(j.get("last_step", 0)) for j in json.load(sys.stdin)["jobs"] if j["job"] == sys.argv[1]] + [0]))' "$1"
+print(max([int(j.get("last_step", 0)) for j in json.load(sys.stdin)["jobs"] if j["job"] == sys.argv[1]] + [0]))' "$1$RUN"
 }
 
 # first_page CASE I: the to_step of collector I's first report paging the
 # truth's culprit ("" when none)
 first_page() {
-    on "$1" "$2" --json stragglers --job "$1" 2>/dev/null | /usr/bin/python3 -c '
+    on "$1" "$2" --json stragglers --job "$1$RUN" 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
 truth = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 want = {int(r) for r in truth["culprits"]}
@@ -154,7 +155,7 @@ print(min(steps) if steps else "")' "$T/$1/truth.json"
 paged() { [[ -n $(first_page "$@") ]]; }
 
 judge() { # CASE I EXPECT: delivery_check.py on collector I's reports
-    on "$1" "$2" --json stragglers --job "$1" >"$T/$1/reports.$2.json" || fail "$1: stragglers"
+    on "$1" "$2" --json stragglers --job "$1$RUN" >"$T/$1/reports.$2.json" || fail "$1: stragglers"
     /usr/bin/python3 "$HERE/delivery_check.py" "$1" "$T/$1/reports.$2.json" --expect "$3" \
         --truth "$T/$1/truth.json" || fail "$1: collector $2: $3 expected"
 }
@@ -163,7 +164,7 @@ judge() { # CASE I EXPECT: delivery_check.py on collector I's reports
 # (lib.sh check_job)
 holds_all() {
     local c=$1 i=$2 kmin kmax total lo
-    read -r kmin kmax total lo < <(CPORT=$(cat "$T/$c/cport.$i") check_job "$c" $WORLD) \
+    read -r kmin kmax total lo < <(CPORT=$(cat "$T/$c/cport.$i") check_job "$c$RUN" $WORLD) \
         || fail "$c: collector $i: stored records"
     log "$c: collector $i holds per rank $kmin..$kmax steps from step $lo, $total in all"
     [[ $lo == 0 ]] || fail "$c: collector $i misses the first steps (first $lo)"
@@ -199,7 +200,7 @@ stop_nodes() {
 rank_steps() { # CASE I: the job's rank-steps stored on collector I
     on "$1" "$2" --json jobs | /usr/bin/python3 -c '
 import json, sys
-print(sum(int(j.get("rank_steps", 0)) for j in json.load(sys.stdin)["jobs"] if j["job"] == sys.argv[1]))' "$1"
+print(sum(int(j.get("rank_steps", 0)) for j in json.load(sys.stdin)["jobs"] if j["job"] == sys.argv[1]))' "$1$RUN"
 }
 
 case_base() {
@@ -306,7 +307,7 @@ done
 ((${#failed[@]} == 0)) || fail "cases failed: ${failed[*]}"
 sleep 12 # past the second Alertmanager's peer timeout and group_wait
 for c in $CASES; do
-    n=$(am_firing "$c")
+    n=$(am_firing "$c$RUN")
     log "$c: $n firing notification(s)"
     if [[ $c == healthy ]]; then
         ((n == 0)) || fail "healthy: $n notifications"
