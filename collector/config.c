@@ -219,6 +219,14 @@ static const struct config_option collector_options[] = {
         "an alert resolves after the job closed diag.window + this many steps without it"),
     OPT("alerts.rate_limit", CONFIG_UINT, alerts_rate_limit, "20", 0, 1e6,
         "alerts one job may start firing per hour (more stay pending, counted; 0: no limit)"),
+    OPT("fleet.window", CONFIG_DURATION, fleet_window, "7d", 60, 3650 * 86400.0,
+        "fleet memory: a node's score is the distinct jobs whose reports in this window named it "
+        "a hardware-class culprit (argus_node_culprit_jobs; argusctl nodes without --since)"),
+    OPT("fleet.suspect_jobs", CONFIG_UINT, fleet_suspect_jobs, "3", 1, 1e6,
+        "a node with this many culprit jobs in fleet.window is suspect (argusctl nodes "
+        "--suspect, argus_fleet_suspect_nodes)"),
+    OPT("fleet.refresh", CONFIG_DURATION, fleet_refresh, "1m", 1, 86400,
+        "how often the fleet scores in /metrics are computed again from the stored reports"),
     OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
               "push the per-job series to this Prometheus remote write 1.0 endpoint "
               "(http[s]://HOST:PORT/api/v1/write; empty: off)",

@@ -58,6 +58,9 @@ struct collector_config {
     char *alerts_report_url;
     uint64_t alerts_exec_timeout, alerts_http_timeout, alerts_resend, alerts_backoff_max; /* ns */
     uint64_t alerts_resolve_after, alerts_rate_limit;
+    /* Fleet memory (collector/fleet/fleet.h). */
+    uint64_t fleet_window, fleet_refresh; /* ns */
+    uint64_t fleet_suspect_jobs;
 };
 
 extern const struct config_table collector_config_table;

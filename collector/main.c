@@ -23,10 +23,12 @@
 #include "collector/config.h"
 #include "collector/diag/diagnosis.h"
 #include "collector/diag/diagq.h"
+#include "collector/fleet/fleet.h"
 #include "collector/ingest/ingest.h"
 #include "collector/membership.h"
 #include "collector/metrics.h"
 #include "collector/query/query.h"
+#include "collector/query/query_nodes.h"
 #include "collector/series/remote_write.h"
 #include "collector/series/series.h"
 #include "collector/store/store.h"
@@ -53,6 +55,7 @@ struct collector {
     struct http_server *http;
     struct remote_write *remote_write;
     struct membership *membership; /* the collector set (cluster.*) */
+    struct fleet *fleet;           /* fleet memory (fleet.*) */
     struct collector_metrics_ctx metrics;
     int sigfd;
     int port;
@@ -78,6 +81,19 @@ static int collector_open_store(struct collector *c)
     if (r < 0)
         log_error("main", "cannot open the store in %s: %s", c->cfg.store_dir, err);
     return r;
+}
+
+/* Fleet memory (fleet.*): its snapshot is made by the first tick. */
+static int collector_start_fleet(struct collector *c)
+{
+    struct fleet_options o = {
+        .window_ns = c->cfg.fleet_window,
+        .suspect_jobs = (uint32_t)c->cfg.fleet_suspect_jobs,
+        .refresh_ns = c->cfg.fleet_refresh,
+    };
+
+    c->fleet = fleet_new(c->store, &o);
+    return c->fleet ? 0 : -ENOMEM;
 }
 
 /* Alerts and their sinks (alerts.*), the queue of the last run resumed. */
@@ -252,7 +268,8 @@ static int collector_start_grpc(struct collector *c)
         return -ENOMEM;
     if (transport_add_stream(c->transport, RPC_INGEST_PUSH, &ingest_stream_ops, c->ingest) < 0 ||
         query_register(c->transport, c->store) < 0 ||
-        query_register_alerts(c->transport, c->alerts) < 0)
+        query_register_alerts(c->transport, c->alerts) < 0 ||
+        query_register_nodes(c->transport, c->fleet) < 0)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
@@ -330,8 +347,8 @@ static int collector_start_http(struct collector *c)
     if (!*c->cfg.http_listen)
         return 0;
     c->metrics = (struct collector_metrics_ctx){
-        c->ingest, c->store,  c->transport, c->diagnosis,    c->diagq,
-        c->clock,  c->alerts, c->traces,    c->remote_write, c->membership};
+        c->ingest, c->store,  c->transport,    c->diagnosis,  c->diagq, c->clock,
+        c->alerts, c->traces, c->remote_write, c->membership, c->fleet};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -380,6 +397,8 @@ static void collector_run(struct collector *c, int argc, char **argv)
         diagnosis_tick(c->diagnosis, clock_real_ns());
         alerts_tick(c->alerts, clock_real_ns());
         diagq_tick(c->diagq, now);
+        if (fleet_tick(c->fleet, clock_real_ns()) < 0)
+            log_warn("main", "fleet memory: the scores in /metrics could not be renewed");
         if (now >= next_clock) {
             stream_clock_tick(c->clock, clock_real_ns());
             next_clock = now + 60 * NSEC_PER_SEC;
@@ -398,6 +417,7 @@ static void collector_teardown(struct collector *c)
     daemon_notify("STOPPING=1");
     http_stop(c->http);
     membership_free(c->membership);     /* after http, which counts through it */
+    fleet_free(c->fleet);               /* after http, which reads its snapshot */
     remote_write_free(c->remote_write); /* before diagnosis, which it reads */
     transport_free(c->transport);
     ingest_free(c->ingest);
@@ -427,6 +447,8 @@ int main(int argc, char **argv)
     r = c.sigfd < 0 ? c.sigfd : 0;
     if (r == 0)
         r = collector_open_store(&c);
+    if (r == 0)
+        r = collector_start_fleet(&c);
     if (r == 0)
         r = collector_start_alerts(&c);
     if (r == 0)

@@ -9,6 +9,7 @@
 #include "collector/diag/diagq.h"
 #include "collector/ingest/ingest.h"
 #include "collector/ingest/limits.h"
+#include "collector/fleet/fleet.h"
 #include "collector/membership.h"
 #include "collector/series/remote_write.h"
 #include "collector/series/series.h"
@@ -409,6 +410,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     ts.unary_calls);
     collector_metrics_tls(m->transport, b);
     collector_metrics_membership(m, b);
+    fleet_write_metrics(m->fleet, b);
     collector_metrics_limits(ingest_admission(m->ingest), b);
     collector_diag_metrics(m, b);
     if (m->diagq)

@@ -7,6 +7,7 @@
 struct alerts;
 struct diagnosis;
 struct diagq;
+struct fleet;
 struct ingest;
 struct membership;
 struct remote_write;
@@ -25,6 +26,7 @@ struct collector_metrics_ctx {
     struct trace_capture *traces;      /* may be NULL */
     struct remote_write *remote_write; /* NULL: remote write off */
     struct membership *membership;     /* the collector set; NULL: no such series */
+    struct fleet *fleet;               /* fleet memory; NULL: no such series */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

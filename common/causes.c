@@ -30,6 +30,7 @@ static const struct causes_row causes_table[] = {
                     "peers'",
          .levels = L1 | L2 | L3,
          .pages = true,
+         .fleet = true,
          .persists = true,
          .audience = CAUSES_FOR_ON_CALL,
          .grouping = CAUSES_GROUP_NODE,
@@ -45,6 +46,7 @@ static const struct causes_row causes_table[] = {
                     "peer group",
          .levels = L2,
          .pages = true,
+         .fleet = true,
          .persists = true,
          .audience = CAUSES_FOR_ON_CALL,
          .grouping = CAUSES_GROUP_PEERS,
@@ -60,6 +62,7 @@ static const struct causes_row causes_table[] = {
                     "outside them, or its threads wait for a CPU",
          .levels = L1 | L2,
          .pages = true,
+         .fleet = true,
          .persists = true,
          .audience = CAUSES_FOR_ON_CALL,
          .grouping = CAUSES_GROUP_NODE,
@@ -110,6 +113,7 @@ static const struct causes_row causes_table[] = {
          .meaning = "the job waits inside a collective that this rank never entered",
          .levels = LLIVE,
          .pages = true,
+         .fleet = true,
          .audience = CAUSES_FOR_ON_CALL,
          .grouping = CAUSES_GROUP_NODE,
          .evidence = "the collective (group, sequence number, operation), which ranks wait in "
@@ -124,6 +128,7 @@ static const struct causes_row causes_table[] = {
                     "the first of the job to go",
          .levels = LLIVE,
          .pages = true,
+         .fleet = true,
          .audience = CAUSES_FOR_ON_CALL,
          .grouping = CAUSES_GROUP_NODE,
          .evidence = "how it ended (signal, core dump, exit code) and when, its last step, "
@@ -180,6 +185,11 @@ const struct causes_row *causes_by_name(const char *name)
 bool causes_pages(int cause)
 {
     return causes_get(cause)->pages;
+}
+
+bool causes_fleet(int cause)
+{
+    return causes_get(cause)->fleet;
 }
 
 Argus__V1__Cause causes_persisted(int index)

@@ -49,6 +49,8 @@ struct causes_row {
     uint32_t levels;     /* CAUSES_LEVEL bits of the levels that report it */
     bool pages;          /* a persisted rank-level suspect pages (diag_suspect_pages) */
     bool persists;       /* flagged per rank and step, kept as M-of-N histories (diag_persist.h) */
+    bool fleet;          /* a paging suspect of it counts against its node and GPU in fleet memory
+                          * (collector/fleet/): the hardware is suspect, not the job or its code */
     enum causes_audience audience;
     enum causes_grouping grouping;
     const char *evidence; /* what a suspect's evidence text carries */
@@ -72,6 +74,11 @@ const struct causes_row *causes_by_name(const char *name);
 /* Whether a persisted rank-level suspect of cause pages an on-call
  * (causes_get(cause)->pages): COMPUTE, LINK, HOST and SILENT. */
 bool causes_pages(int cause);
+
+/* Whether a paging suspect of cause counts against its node in fleet
+ * memory (causes_get(cause)->fleet): COMPUTE, LINK, HOST, HANG, EXITED;
+ * never IMBALANCE, DATA_SKEW or a job regression. */
+bool causes_fleet(int cause);
 
 /* The cause value of the index-th row with persists set, counted in value
  * order (collector/diag/diag_persist.h enum diag_cause_index); UNKNOWN past

@@ -12,5 +12,6 @@
 #define RPC_QUERY_ALERTS "/argus.v1.Query/Alerts"
 #define RPC_QUERY_HEATMAP "/argus.v1.Query/Heatmap"
 #define RPC_QUERY_TRACE "/argus.v1.Query/Trace"
+#define RPC_QUERY_NODES "/argus.v1.Query/Nodes"
 
 #endif

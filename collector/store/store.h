@@ -157,6 +157,13 @@ int store_scan_ranks(struct store *s, const char *job, store_scan_fn fn, void *c
 int store_scan_reports(struct store *s, const char *job, uint64_t from_ns, uint64_t to_ns,
                        store_scan_fn fn, void *ctx);
 
+/* Reports of every job created at or after from_ns, job by job, oldest
+ * first within a job; jobs whose steps retention already removed included.
+ * It walks every key of the reports family (the time filter is on the key,
+ * values outside it are not read): a fleet-wide question, not one for a
+ * hot path. 0, -EIO or what fn returned when negative. */
+int store_scan_reports_since(struct store *s, uint64_t from_ns, store_scan_fn fn, void *ctx);
+
 /* The report with this id (packed Report) through fn. Returns 0, or -ENOENT. */
 int store_get_report(struct store *s, const char *id, store_scan_fn fn, void *ctx);
 

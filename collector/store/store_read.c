@@ -75,6 +75,36 @@ int store_scan_reports(struct store *s, const char *job, uint64_t from_ns, uint6
     return scan_job(s, CF_REPORTS, job, from_ns, to_ns, value_only, &c);
 }
 
+struct since_ctx {
+    uint64_t from_ns;
+    store_scan_fn fn;
+    void *ctx;
+};
+
+/* store_kv_scan_fn of store_scan_reports_since: the key's created time
+ * (after the job's NUL) decides before the value is read. */
+static int since_filter(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+    struct since_ctx *c = ctx;
+    const uint8_t *nul = memchr(key, 0, klen);
+
+    if (!nul || (size_t)(nul - key) + 9 > klen || store_get_be64(nul + 1) < c->from_ns)
+        return 0;
+    return c->fn(c->ctx, val, vlen);
+}
+
+int store_scan_reports_since(struct store *s, uint64_t from_ns, store_scan_fn fn, void *ctx)
+{
+    struct since_ctx c = {from_ns, fn, ctx};
+    int rc = store_read_begin(s);
+
+    if (rc)
+        return rc;
+    rc = store_scan_range(s, CF_REPORTS, NULL, 0, NULL, 0, since_filter, &c);
+    store_read_end(s);
+    return rc;
+}
+
 /* One rank of a job: seek to (step, rank) for each step instead of walking
  * every rank of every step. */
 static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint64_t from,
