@@ -18,6 +18,7 @@
 #include "tools/argusctl/follow.h"
 #include "tools/argusctl/compare.h"
 #include "tools/argusctl/import.h"
+#include "tools/argusctl/nodes.h"
 #include "tools/argusctl/stragglers.h"
 #include "tools/argusctl/tables.h"
 #include "tools/argusctl/target.h"
@@ -53,6 +54,9 @@ struct ctl_config {
     char *cause;
     char *node;
     char *since;
+    bool suspect;
+    uint64_t min_jobs;
+    char *format;
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
@@ -84,7 +88,15 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("node", CONFIG_STRING, node, "", 0, 0, "stragglers: only suspects on this node"),
     CTL_OPT("since", CONFIG_STRING, since, "", 0, 0,
             "stragglers: only reports created since then: a duration back from now (10m, 2h) "
-            "or an RFC 3339 time (2026-12-03T12:00:00Z)"),
+            "or an RFC 3339 time (2026-12-03T12:00:00Z); nodes: default the collector's "
+            "fleet.window, exclude: default 24h"),
+    CTL_OPT("suspect", CONFIG_BOOL, suspect, "false", 0, 0,
+            "nodes: only nodes at or above the collector's fleet.suspect_jobs"),
+    CTL_OPT("min-jobs", CONFIG_UINT, min_jobs, "0", 0, 1e6,
+            "exclude: nodes that were the culprit of at least this many jobs (0: the "
+            "collector's fleet.suspect_jobs)"),
+    CTL_OPT("format", CONFIG_STRING, format, "slurm", 0, 0,
+            "exclude: slurm (a list for srun --exclude=) or k8s (a nodeAffinity with NotIn)"),
 };
 
 static const struct config_table ctl_table = {
@@ -462,6 +474,50 @@ static int ctl_heatmap(struct ctl *c, const char *arg)
     return r;
 }
 
+/* One Nodes call since since_ns (0: the collector's fleet.window). */
+static int ctl_nodes_get(struct ctl *c, uint64_t since_ns, Argus__V1__NodesResponse **resp)
+{
+    Argus__V1__NodesRequest req = ARGUS__V1__NODES_REQUEST__INIT;
+
+    req.since_unix_ns = since_ns;
+    return ctl_call(c, RPC_QUERY_NODES, &req.base, &argus__v1__nodes_response__descriptor,
+                    (ProtobufCMessage **)resp);
+}
+
+/* Fleet memory: nodes ranked by culprit jobs (nodes.h). */
+static int ctl_nodes(struct ctl *c, const char *arg)
+{
+    struct nodes_options o = {.json = c->cfg.json, .suspect = c->cfg.suspect};
+    Argus__V1__NodesResponse *resp;
+    int r = ctl_nodes_get(c, c->since_ns, &resp);
+
+    if (r)
+        return r;
+    r = nodes_print(stdout, resp, &o) < 0 ? CTL_ERROR : CTL_OK;
+    argus__v1__nodes_response__free_unpacked(resp, NULL);
+    return r;
+}
+
+/* The nodes to keep jobs off, for a scheduler (nodes.h). */
+static int ctl_exclude(struct ctl *c, const char *arg)
+{
+    struct nodes_options o = {.json = c->cfg.json, .min_jobs = (uint32_t)c->cfg.min_jobs};
+    uint64_t now = clock_real_ns(), day = 86400 * NSEC_PER_SEC;
+    Argus__V1__NodesResponse *resp;
+    int r;
+
+    if (nodes_parse_format(c->cfg.format, &o.format) < 0) {
+        fprintf(stderr, "argusctl: --format must be slurm or k8s, not '%s'\n", c->cfg.format);
+        return CTL_USAGE;
+    }
+    r = ctl_nodes_get(c, c->since_ns ? c->since_ns : now - day, &resp);
+    if (r)
+        return r;
+    r = nodes_print_exclude(stdout, resp, &o) < 0 ? CTL_ERROR : CTL_OK;
+    argus__v1__nodes_response__free_unpacked(resp, NULL);
+    return r;
+}
+
 /* The commands: one line each. --help and --man list them from here. */
 static const struct ctl_command {
     struct config_command doc; /* name, arguments, one line of help */
@@ -495,6 +551,16 @@ static const struct ctl_command {
       "the collector set: members up, jobs each owns as primary and standby, jobs that moved "
       "(--job: its primary and standby)"},
      ctl_collectors,
+     false,
+     false},
+    {{"nodes", "[--suspect] [--since 7d]",
+      "nodes ranked by the distinct jobs they were a hardware-class culprit of, with the reports"},
+     ctl_nodes,
+     false,
+     false},
+    {{"exclude", "[--since 24h] [--min-jobs N] [--format slurm|k8s]",
+      "the culprit nodes as a list for srun --exclude= or a Kubernetes nodeAffinity"},
+     ctl_exclude,
      false,
      false},
 };

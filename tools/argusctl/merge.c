@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proto/argus.pb-c.h"
+#include "tools/argusctl/merge_nodes.h"
 
 /* The order of a kind of item (0: same key) and which of two with the same
  * key is kept (true: a is newer than b; NULL: the first member's). */
@@ -432,6 +433,7 @@ static const struct merge_rule {
     {&argus__v1__alerts_response__descriptor, merge_alerts},
     {&argus__v1__heatmap_response__descriptor, merge_heatmap},
     {&argus__v1__trace_response__descriptor, merge_trace},
+    {&argus__v1__nodes_response__descriptor, merge_nodes},
 };
 
 static const struct merge_rule *merge_find(const ProtobufCMessageDescriptor *type)

@@ -16,6 +16,8 @@
  *                       firing or resolved) wins; ordered by created time
  *   HeatmapResponse     union of the cells by (step, rank), cut like steps
  *   TraceResponse       the one with the most windows
+ *   NodesResponse       union of the culprit rows by (node, gpu, job), the
+ *                       newest report kept (merge_nodes.h)
  * Pure: no I/O, no logging. */
 #ifndef ARGUS_ARGUSCTL_MERGE_H
 #define ARGUS_ARGUSCTL_MERGE_H
