@@ -17,6 +17,7 @@
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/follow.h"
 #include "tools/argusctl/compare.h"
+#include "tools/argusctl/cost.h"
 #include "tools/argusctl/import.h"
 #include "tools/argusctl/stragglers.h"
 #include "tools/argusctl/tables.h"
@@ -53,6 +54,7 @@ struct ctl_config {
     char *cause;
     char *node;
     char *since;
+    char *by;
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
@@ -84,7 +86,9 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("node", CONFIG_STRING, node, "", 0, 0, "stragglers: only suspects on this node"),
     CTL_OPT("since", CONFIG_STRING, since, "", 0, 0,
             "stragglers: only reports created since then: a duration back from now (10m, 2h) "
-            "or an RFC 3339 time (2026-12-03T12:00:00Z)"),
+            "or an RFC 3339 time (2026-12-03T12:00:00Z); cost: default 7d"),
+    CTL_OPT("by", CONFIG_STRING, by, "node", 0, 0,
+            "cost: rank the GPU-hours lost by node, cause or job"),
 };
 
 static const struct config_table ctl_table = {
@@ -275,6 +279,62 @@ static int ctl_collectors(struct ctl *c, const char *arg)
     struct collectors_options o = {c->cfg.json, c->cfg.job, c->cfg.timeout / NSEC_PER_MSEC};
 
     return collectors_run(c->target, &o, stdout);
+}
+
+/* Add job's reports since since_ns to t. CTL_OK (a job no member knows
+ * any more adds nothing) or the call's exit code. */
+static int ctl_cost_job(struct ctl *c, const char *job, uint64_t since_ns, struct cost_table *t)
+{
+    Argus__V1__StragglersRequest req = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
+    Argus__V1__StragglersResponse *resp;
+
+    req.job = (char *)job;
+    req.from_unix_ns = since_ns;
+    int r = ctl_call(c, RPC_QUERY_STRAGGLERS, &req.base,
+                     &argus__v1__stragglers_response__descriptor, (ProtobufCMessage **)&resp);
+    if (r)
+        return r == CTL_NOT_FOUND ? CTL_OK : r;
+    for (size_t i = 0; i < resp->n_reports && !r; i++)
+        r = cost_add(t, resp->reports[i]) < 0 ? CTL_ERROR : CTL_OK;
+    argus__v1__stragglers_response__free_unpacked(resp, NULL);
+    return r;
+}
+
+/* Where the GPU-hours went: every job's reports (--job: one) created since
+ * --since (7 days), ranked --by node, cause or job (cost.h). */
+static int ctl_cost(struct ctl *c, const char *arg)
+{
+    Argus__V1__JobsRequest jq = ARGUS__V1__JOBS_REQUEST__INIT;
+    Argus__V1__JobsResponse *jobs;
+    struct cost_table t = {0};
+    uint64_t since = c->since_ns;
+    const char *since_text = *c->cfg.since ? c->cfg.since : "7d";
+
+    if (cost_parse_by(c->cfg.by, &t.by) < 0) {
+        fprintf(stderr, "argusctl: --by: '%s' is not node, cause or job\n", c->cfg.by);
+        return CTL_USAGE;
+    }
+    if (!*c->cfg.since)
+        stragglers_parse_since("7d", clock_real_ns(), &since);
+    jq.limit = (uint32_t)c->cfg.limit;
+    int r = ctl_call(c, RPC_QUERY_JOBS, &jq.base, &argus__v1__jobs_response__descriptor,
+                     (ProtobufCMessage **)&jobs);
+    if (r)
+        return r;
+    for (size_t i = 0; i < jobs->n_jobs && !r; i++)
+        if (!*c->cfg.job || strcmp(c->cfg.job, jobs->jobs[i]->job) == 0)
+            r = ctl_cost_job(c, jobs->jobs[i]->job, since, &t);
+    argus__v1__jobs_response__free_unpacked(jobs, NULL);
+    cost_sort(&t);
+    if (!r && c->cfg.json) {
+        struct json_object *o = cost_json(&t);
+        puts(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY) : "{}");
+        json_object_put(o);
+    } else if (!r) {
+        cost_print(stdout, &t, since_text);
+    }
+    cost_free(&t);
+    return r;
 }
 
 /* The report alone, not its response wrapper, in both forms. */
@@ -478,6 +538,11 @@ static const struct ctl_command {
      true,
      false},
     {{"report", "ID", "one report"}, ctl_report, false, true},
+    {{"cost", "[--since 7d] [--by node|cause|job] [--job J]",
+      "GPU-hours lost to stragglers, ranked by node, cause or job, with the costliest reports"},
+     ctl_cost,
+     false,
+     false},
     {{"heatmap", "--job J [-o FILE.svg] [--from S --to S]",
       "rank x step heatmap of own time vs peers"},
      ctl_heatmap,

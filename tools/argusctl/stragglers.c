@@ -35,7 +35,10 @@ static void print_suspect(FILE *out, const Argus__V1__Suspect *s)
             enum_name(&argus__v1__level__descriptor, s->level, 6),
             causes_known(s->cause) ? causes_get(s->cause)->name : "?", s->group, s->where,
             s->persisted, s->window);
-    fprintf(out, "      %s (score %.2f)\n", s->evidence, s->score);
+    fprintf(out, "      %s (score %.2f", s->evidence, s->score);
+    if (s->gpu_hours_lost > 0)
+        fprintf(out, ", cost %.2f GPU-hours", s->gpu_hours_lost);
+    fprintf(out, ")\n");
 }
 
 void stragglers_print_report(FILE *out, const Argus__V1__Report *rep, bool all)
@@ -46,6 +49,10 @@ void stragglers_print_report(FILE *out, const Argus__V1__Report *rep, bool all)
             rep->job, rep->from_step, rep->to_step,
             rep->created_unix_ns ? clock_format_rfc3339(rep->created_unix_ns, t, sizeof(t)) : "-",
             rep->pages ? "PAGES" : "finding (pages nobody)", rep->summary);
+    /* 0 is printed too: the line says the cost was looked at (a report of
+     * an older collector, a finding that slows nothing, says 0) */
+    fprintf(out, "  GPU-hours lost %.2f (%.1f s of the job's time over these steps)\n",
+            rep->gpu_hours_lost, rep->seconds_lost);
     for (size_t i = 0; i < rep->n_suspects; i++)
         if (all || rep->suspects[i]->pages)
             print_suspect(out, rep->suspects[i]);
