@@ -9,6 +9,12 @@
 
 static const char *const cost_by_names[] = {"node", "cause", "job"};
 
+const char *cost_hours(double hours, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.*f", hours >= 100 ? 0 : hours >= 1 ? 2 : 4, hours);
+    return buf;
+}
+
 int cost_parse_by(const char *text, enum cost_by *by)
 {
     for (int i = 0; i < 3; i++)
@@ -129,14 +135,18 @@ void cost_print(FILE *out, const struct cost_table *t, const char *since)
             : t->by == COST_BY_CAUSE ? "CAUSE"
                                      : "JOB",
             "GPU-HOURS", "REPORTS", "TOP REPORTS");
+    char h[32];
+
     for (size_t i = 0; i < t->n; i++) {
         const struct cost_row *r = &t->rows[i];
-        fprintf(out, "%-24s %12.2f %8u  ", r->key, r->gpu_hours, r->reports);
+        fprintf(out, "%-24s %12s %8u  ", r->key, cost_hours(r->gpu_hours, h, sizeof(h)),
+                r->reports);
         for (uint32_t k = 0; k < r->n_top; k++)
             fprintf(out, "%s%s", k ? ", " : "", r->top[k].id);
         fputc('\n', out);
     }
-    fprintf(out, "%-24s %12.2f %8u  since %s\n", "total", t->gpu_hours, t->reports, since);
+    fprintf(out, "%-24s %12s %8u  since %s\n", "total", cost_hours(t->gpu_hours, h, sizeof(h)),
+            t->reports, since);
 }
 
 static struct json_object *cost_row_json(const struct cost_row *r)

@@ -40,6 +40,10 @@ struct cost_table {
     uint32_t reports; /* reports added that cost something */
 };
 
+/* GPU-hours as people read them, into buf: whole hours from 100, two
+ * decimals from 1, four below (a CPU demo's 0.0023 is not 0.00). */
+const char *cost_hours(double hours, char *buf, size_t len);
+
 /* "node", "cause" or "job" into *by. 0 or -EINVAL. */
 int cost_parse_by(const char *text, enum cost_by *by);
 

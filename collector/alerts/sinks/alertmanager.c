@@ -68,9 +68,10 @@ int alert_sink_alertmanager_append(struct json_object *am, struct json_object *e
     pbjson_put_str(ann, "evidence", pbjson_str(al, "evidence"));
     pbjson_put_str(ann, "report", pbjson_str(event, "report_url"));
     pbjson_put_str(ann, "report_id", pbjson_str(al, "report_id"));
-    snprintf(hours, sizeof(hours), "%.2f",
-             json_object_object_get_ex(al, "gpu_hours_lost", &cost) ? json_object_get_double(cost)
-                                                                    : 0.0);
+    double h =
+        json_object_object_get_ex(al, "gpu_hours_lost", &cost) ? json_object_get_double(cost) : 0;
+    /* whole hours from 100, two decimals from 1, four below (as argusctl) */
+    snprintf(hours, sizeof(hours), "%.*f", h >= 100 ? 0 : h >= 1 ? 2 : 4, h);
     pbjson_put_str(ann, "gpu_hours_lost", hours);
     json_object_object_add(o, "annotations", ann);
     /* startsAt is the finding's onset by the agents' clocks (the same from
