@@ -285,6 +285,29 @@ static void alert_drop_recovered(struct alert *a, uint64_t clear_steps)
     a->n_ranks = kept;
 }
 
+/* Add what suspect s of report r cost to a's GPU-hours lost. */
+static void alert_cost(struct alert *a, const Argus__V1__Report *r, const Argus__V1__Suspect *s)
+{
+    const char *id = r->id ? r->id : "";
+    uint32_t i = 0;
+
+    if (strcmp(a->cost_report, id) != 0) { /* a new report: the last one's shares stand */
+        a->gpu_hours_before = a->gpu_hours_lost;
+        a->n_cost = 0;
+        snprintf(a->cost_report, sizeof(a->cost_report), "%s", id);
+    }
+    while (i < a->n_cost && a->cost_ranks[i] != s->rank)
+        i++;
+    if (i == ALERT_MAX_RANKS)
+        return; /* over the ranks listed: counted in more_ranks, not costed */
+    if (i == a->n_cost)
+        a->cost_ranks[a->n_cost++] = s->rank;
+    a->cost_hours[i] = s->gpu_hours_lost;
+    a->gpu_hours_lost = a->gpu_hours_before;
+    for (i = 0; i < a->n_cost; i++)
+        a->gpu_hours_lost += a->cost_hours[i];
+}
+
 /* Take the suspect's details into a. */
 static void alert_update(struct alert *a, const Argus__V1__Report *r, const Argus__V1__Suspect *s,
                          uint64_t now)
@@ -300,6 +323,7 @@ static void alert_update(struct alert *a, const Argus__V1__Report *r, const Argu
     snprintf(a->evidence, sizeof(a->evidence), "%s", s->evidence ? s->evidence : "");
     snprintf(a->summary, sizeof(a->summary), "%s", r->summary ? r->summary : "");
     snprintf(a->report_id, sizeof(a->report_id), "%s", r->id ? r->id : "");
+    alert_cost(a, r, s);
     if (s->score > a->score || first)
         a->score = s->score;
     a->updated_ns = now;

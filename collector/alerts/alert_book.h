@@ -72,6 +72,14 @@ struct alert {
     uint32_t n_ranks, more_ranks;
     double score;
     char summary[256], evidence[512], report_id[64];
+    /* GPU-hours its suspects cost the job (Suspect.gpu_hours_lost summed
+     * over the reports that named them): what the reports before cost_report
+     * said, plus each of its ranks' share in cost_report (the same report
+     * again, amended, replaces a share rather than adding it). */
+    double gpu_hours_lost, gpu_hours_before;
+    char cost_report[64];
+    uint32_t cost_ranks[ALERT_MAX_RANKS], n_cost;
+    double cost_hours[ALERT_MAX_RANKS];
     uint64_t created_ns, firing_ns, resolved_ns, updated_ns; /* unix ns, 0: not yet */
     char fired_ranks[160]; /* what Alertmanager knows it by, fixed when it */
     int32_t fired_gpu;     /* starts firing: ranks ("3,5"), GPU, level */

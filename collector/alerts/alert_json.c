@@ -61,6 +61,7 @@ struct json_object *alert_to_json(const struct alert *a)
     pbjson_put_str(o, "group", a->group);
     pbjson_put_str(o, "where", a->where);
     json_object_object_add(o, "score", json_object_new_double(a->score));
+    json_object_object_add(o, "gpu_hours_lost", json_object_new_double(a->gpu_hours_lost));
     pbjson_put_str(o, "summary", a->summary);
     pbjson_put_str(o, "evidence", a->evidence);
     pbjson_put_str(o, "report_id", a->report_id);
@@ -127,6 +128,9 @@ int alert_from_json(struct json_object *o, struct alert *a)
     {
         struct json_object *v;
         a->score = json_object_object_get_ex(o, "score", &v) ? json_object_get_double(v) : 0;
+        a->gpu_hours_lost =
+            json_object_object_get_ex(o, "gpu_hours_lost", &v) ? json_object_get_double(v) : 0;
+        a->gpu_hours_before = a->gpu_hours_lost;
     }
     a->created_ns = pbjson_u64(o, "created_unix_ns");
     a->firing_ns = pbjson_u64(o, "firing_unix_ns");

@@ -7,6 +7,7 @@
  *   {"schema": "argus.alert.v1", "status": "firing" | "resolved",
  *    "alert": {id, job, subject, cause, level, status, ranks [numbers],
  *              node, gpu, group, where, score, summary, evidence, report_id,
+ *              gpu_hours_lost (what its suspects cost the job, alert_book.h),
  *              created/firing/resolved_unix_ns (strings: 64-bit),
  *              labels {ranks, gpu, level as Alertmanager knows them}},
  *    "report_url": "..." (alerts.report_url filled in; "" when unset),

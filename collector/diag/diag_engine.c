@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "collector/diag/diag_amend.h"
+#include "collector/diag/diag_cost.h"
 #include "collector/diag/diag_evidence.h"
 #include "collector/diag/diag_persist.h"
 #include "collector/diag/diag_pipeline.h"
@@ -24,6 +24,7 @@
 #include "collector/diag/diag_steps.h"
 #include "collector/diag/diag_watermark.h"
 #include "common/causes.h"
+#include "common/clock.h"
 
 #define SPIKE_RING 8
 
@@ -50,6 +51,7 @@ struct diag_engine {
     struct diag_l3 l3;
     struct diag_persist persist;
     struct diag_rankwin rankwin; /* per-rank evidence over the window */
+    struct diag_cost cost;       /* what the suspects cost, per closed step */
     struct step_note notes[SPIKE_RING];
     uint64_t last_skew_step;
     bool skew_reported;
@@ -109,6 +111,7 @@ struct diag_engine *diag_engine_new(const struct diag_options *o)
     diag_l3_init(&e->l3, &e->o.l3);
     diag_persist_init(&e->persist, e->o.window, e->o.min_hits);
     diag_rankwin_init(&e->rankwin, e->o.window);
+    diag_cost_init(&e->cost);
     return e;
 }
 
@@ -124,6 +127,7 @@ void diag_engine_free(struct diag_engine *e)
     diag_l3_free(&e->l3);
     diag_persist_free(&e->persist);
     diag_rankwin_free(&e->rankwin);
+    diag_cost_free(&e->cost);
     diag_report_queue_free(&e->rq);
     free(e->job);
     free(e);
@@ -182,18 +186,14 @@ int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r
     return err;
 }
 
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* Queue rep when it has suspects (window ending at to_step, the newest
- * closed step: its onset is the id's), else free it. */
+/* Cost rep and queue it when it has suspects (window ending at to_step, the
+ * newest closed step: its onset is the id's), else free it. */
 static int finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t to_step)
 {
+    int err = diag_cost_report(&e->cost, rep, to_step, e->o.window);
+
+    if (err)
+        return diag_report_free(rep), err;
     return diag_report_queue_finish(&e->rq, rep, to_step, e->o.window, e->st.closed_onset_ns);
 }
 
@@ -401,7 +401,8 @@ static int analyse(struct diag_engine *e, struct diag_frame *f, Argus__V1__Repor
     diag_persist_step(&e->persist, e->flags, e->ranks.cap);
     job_series(e, f, &t, &trank);
     diag_l1_step(&e->l1, f->step, t, trank, &ev);
-    err = persisted_suspects(e, rep, true);
+    err = diag_cost_note_step(&e->cost, f, e->l2.cm.wait, e->l2.cm.cap, &e->ranks.groups);
+    err = err ? err : persisted_suspects(e, rep, true);
     err = err ? err : skew_suspect(e, f, rep);
     if (!err && ev.spike)
         err = spike_suspect(e, &ev, rep);
@@ -424,7 +425,7 @@ static int build_groups(struct diag_engine *e)
 static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns,
                        enum diag_close_reason why)
 {
-    uint64_t t0 = cpu_ns();
+    uint64_t t0 = clock_mono_ns();
     int err = build_groups(e);
 
     if (err)
@@ -440,10 +441,9 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
         diag_report_free(rep);
     else
         err = finish_report(e, rep, f->step);
-    uint64_t dt = cpu_ns() - t0;
+    uint64_t dt = clock_mono_ns() - t0;
     e->st.close_ns_total += dt;
-    if (dt > e->st.close_ns_max)
-        e->st.close_ns_max = dt;
+    e->st.close_ns_max = dt > e->st.close_ns_max ? dt : e->st.close_ns_max;
     return err;
 }
 

@@ -131,6 +131,8 @@ struct diagnosis_job_series {
     double top_score;
     double lag_s; /* diagnosis behind receipt: the feed lag of the last batch plus
                    * the wait of the oldest open step */
+    double gpu_hours_lost[CAUSES_MAX]; /* by cause value: the suspects' Suspect.gpu_hours_lost
+                                        * summed over the job's reports (a counter) */
 };
 typedef void (*diagnosis_series_fn)(void *ctx, const char *job,
                                     const struct diagnosis_job_series *s);

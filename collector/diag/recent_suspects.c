@@ -26,8 +26,14 @@ void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *re
 {
     for (size_t i = 0; i < rep->n_suspects; i++) {
         const Argus__V1__Suspect *s = rep->suspects[i];
+        size_t before = r->n;
         struct recent_suspect *slot = recent_suspects_slot(r, s->rank, (int)s->cause);
-        *slot = (struct recent_suspect){s->rank, (int)s->cause, s->score, rep->to_step};
+        bool again = r->n == before && slot->rank == s->rank && slot->cause == (int)s->cause &&
+                     slot->to_step == rep->to_step;
+        if (causes_known((int)s->cause))
+            r->gpu_hours_lost[s->cause] += s->gpu_hours_lost - (again ? slot->gpu_hours : 0);
+        *slot = (struct recent_suspect){s->rank, (int)s->cause, s->score, rep->to_step,
+                                        s->gpu_hours_lost};
     }
 }
 
@@ -36,8 +42,10 @@ void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
 {
     uint64_t horizon = 2 * (uint64_t)window;
 
-    for (int c = 0; c < CAUSES_MAX; c++)
+    for (int c = 0; c < CAUSES_MAX; c++) {
         s->suspects[c] = 0;
+        s->gpu_hours_lost[c] = r->gpu_hours_lost[c];
+    }
     s->has_top = false;
     for (size_t i = 0; i < r->n; i++) {
         const struct recent_suspect *x = &r->v[i];

@@ -24,6 +24,10 @@ static const char *const series_names[SERIES_METRIC_N][2] = {
     [SERIES_DIAGNOSIS_LAG] = {"argus_job_diagnosis_lag_seconds",
                               "per job: how far diagnosis runs behind receipt (feed lag plus "
                               "the wait of the oldest open step)"},
+    [SERIES_GPU_SECONDS_LOST] = {"argus_job_gpu_seconds_lost_total",
+                                 "per job and cause: GPU-seconds the job's suspects cost it "
+                                 "(GPU-hours x 3600: Prometheus's base unit; "
+                                 "collector/diag/diag_cost.h), summed over its reports"},
 };
 
 const char *series_metric_name(enum series_metric m)
@@ -38,7 +42,7 @@ const char *series_metric_help(enum series_metric m)
 
 const char *series_metric_type(enum series_metric m)
 {
-    return "gauge";
+    return m == SERIES_GPU_SECONDS_LOST ? "counter" : "gauge";
 }
 
 int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,
@@ -91,6 +95,10 @@ static void series_job(void *ctx, const char *job, const struct diagnosis_job_se
         err |= series_add(s, SERIES_TOP_STRAGGLER, "job", job, "rank", rank, j->top_score);
     }
     err |= series_add(s, SERIES_DIAGNOSIS_LAG, "job", job, NULL, NULL, j->lag_s);
+    for (int c = 0; c < causes_count(); c++)
+        if (j->gpu_hours_lost[c] > 0)
+            err |= series_add(s, SERIES_GPU_SECONDS_LOST, "cause", causes_get(c)->label, "job", job,
+                              j->gpu_hours_lost[c] * 3600);
     (void)err; /* failures are in s->failed */
 }
 

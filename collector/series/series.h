@@ -19,12 +19,13 @@ struct http_buf;
 #define SERIES_MAX_LABELS 2
 
 enum series_metric {
-    SERIES_LAST_STEP,     /* argus_job_last_step{job} */
-    SERIES_STEP_P50,      /* argus_job_step_seconds_p50{job} */
-    SERIES_STEP_MAX,      /* argus_job_step_seconds_max{job} */
-    SERIES_SUSPECTS,      /* argus_job_suspects{cause,job} */
-    SERIES_TOP_STRAGGLER, /* argus_job_top_straggler_score{job,rank} */
-    SERIES_DIAGNOSIS_LAG, /* argus_job_diagnosis_lag_seconds{job} */
+    SERIES_LAST_STEP,        /* argus_job_last_step{job} */
+    SERIES_STEP_P50,         /* argus_job_step_seconds_p50{job} */
+    SERIES_STEP_MAX,         /* argus_job_step_seconds_max{job} */
+    SERIES_SUSPECTS,         /* argus_job_suspects{cause,job} */
+    SERIES_TOP_STRAGGLER,    /* argus_job_top_straggler_score{job,rank} */
+    SERIES_DIAGNOSIS_LAG,    /* argus_job_diagnosis_lag_seconds{job} */
+    SERIES_GPU_SECONDS_LOST, /* argus_job_gpu_seconds_lost_total{cause,job} (a counter) */
     SERIES_METRIC_N,
 };
 

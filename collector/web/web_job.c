@@ -15,6 +15,9 @@
 #include "common/heatmap_wire.h"
 
 #define WEB_MAX_REPORTS 50 /* newest shown */
+/* GPU-hours for printf's "%.*f": whole from 100, two decimals from 1, four
+ * below (as argusctl prints them) */
+#define WEB_HOURS(h) ((h) >= 100 ? 0 : (h) >= 1 ? 2 : 4), (h)
 
 struct web_find {
     const char *job;
@@ -125,7 +128,7 @@ static void web_suspect_row(const Argus__V1__Suspect *x, const char *suffix, FIL
             "</td><td class=\"num\">%.2f</td><td class=\"num\">%" PRIu32 "/%" PRIu32 "</td><td>",
             x->score, x->persisted, x->window);
     web_html_escape(x->evidence, out);
-    fputs("</td></tr>\n", out);
+    fprintf(out, "</td><td class=\"num\">%.*f</td></tr>\n", WEB_HOURS(x->gpu_hours_lost));
 }
 
 static void web_report(const Argus__V1__Report *r, const char *suffix, FILE *out)
@@ -140,6 +143,8 @@ static void web_report(const Argus__V1__Report *r, const char *suffix, FILE *out
     fprintf(out, "</code> at %s, steps %" PRIu64 "-%" PRIu64 ": ",
             web_time(r->created_unix_ns, t, sizeof(t)), r->from_step, r->to_step);
     web_html_escape(r->summary, out);
+    fprintf(out, " <span class=\"cost\">GPU-hours lost %.*f (%.1f s of the job's time)</span>",
+            WEB_HOURS(r->gpu_hours_lost), r->seconds_lost);
     if (r->pages) {
         /* the drill-down capture stored with a paging report (collector/trace/) */
         fputs(" <a class=\"trace\" href=\"/trace/", out);
@@ -148,7 +153,7 @@ static void web_report(const Argus__V1__Report *r, const char *suffix, FILE *out
     }
     fputs("</p>\n<table><tr><th></th><th>rank</th><th>node</th><th>GPU</th><th>group</th>"
           "<th>level</th><th>cause</th><th>where</th><th>score</th><th>persisted</th>"
-          "<th>evidence</th></tr>\n",
+          "<th>evidence</th><th>GPU-hours lost</th></tr>\n",
           out);
     for (size_t i = 0; i < r->n_suspects; i++)
         web_suspect_row(r->suspects[i], suffix, out);

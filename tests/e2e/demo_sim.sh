@@ -74,4 +74,8 @@ fi
 echo "== argusctl report $id"
 ctl report "$id"
 echo
+echo "== argusctl cost: where the GPU-hours went (reports of the last 7 days, by node;"
+echo "   GPU-hours lost is the step time the suspects cost x ranks, one GPU per rank)"
+ctl cost
+echo
 echo "== done: rank $culprit named in report $id; the heatmap is $out/heatmap.svg"

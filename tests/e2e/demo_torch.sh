@@ -223,5 +223,9 @@ read -r id created <"$work/found"
 echo "== argusctl report $id"
 ctl report "$id"
 echo
+echo "== argusctl cost: where the GPU-hours went (reports of the last 7 days, by node;"
+echo "   GPU-hours lost is the step time the suspects cost x ranks, one GPU per rank)"
+ctl cost
+echo
 echo "== rank $SLOW named in report $id, $(((created - t0) / 1000000000))s after its CPU was capped"
 echo "   heatmap: $out/heatmap.svg; everything started (processes, cgroup) is being stopped"

@@ -283,6 +283,53 @@ static void test_json(void **state)
     alert_book_free(b);
 }
 
+/* An alert's GPU-hours lost: its suspects' costs summed over the reports
+ * that named them, a report seen again (amended) counted once, kept in its
+ * JSON and sent as the Alertmanager annotation gpu_hours_lost. */
+static void test_cost(void **state)
+{
+    struct changes c;
+    struct alert_book *b = book_new(&c, 0);
+    struct fake_report f;
+    const struct alert *a = NULL;
+
+    fake_init(&f, "job1");
+    fake_suspect(&f, 5, "node-1", "", ARGUS__V1__CAUSE__CAUSE_COMPUTE, true);
+    fake_suspect(&f, 6, "node-1", "", ARGUS__V1__CAUSE__CAUSE_COMPUTE, true);
+    f.s[0].gpu_hours_lost = 1.5;
+    f.s[1].gpu_hours_lost = 0.5;
+    observe(b, &f, 10, 1700000000 * SEC);
+    alert_book_foreach(b, take_first, &a);
+    assert_non_null(a);
+    assert_float_equal(a->gpu_hours_lost, 2.0, 1e-9);
+    f.s[0].gpu_hours_lost = 1.75; /* the same report amended: replaces, not adds */
+    observe(b, &f, 11, 1700000001 * SEC);
+    assert_float_equal(a->gpu_hours_lost, 2.25, 1e-9);
+    fake_init(&f, "job1");
+    f.r.id = "rep-2";
+    fake_suspect(&f, 5, "node-1", "", ARGUS__V1__CAUSE__CAUSE_COMPUTE, true);
+    f.s[0].gpu_hours_lost = 1.0;
+    observe(b, &f, 50, 1700000040 * SEC);
+    assert_float_equal(a->gpu_hours_lost, 3.25, 1e-9);
+
+    struct json_object *o = alert_to_json(a);
+    struct alert got;
+    assert_int_equal(alert_from_json(o, &got), 0);
+    assert_float_equal(got.gpu_hours_lost, 3.25, 1e-9);
+    free(got.job);
+    json_object_put(o);
+    char *ev = alert_event_json(a, "");
+    struct json_object *e = json_tokener_parse(ev), *am = json_object_new_array(), *ann;
+    assert_int_equal(alert_sink_alertmanager_append(am, e, 1700000100 * SEC, 240 * SEC), 0);
+    assert_true(json_object_object_get_ex(json_object_array_get_idx(am, 0), "annotations", &ann));
+    assert_string_equal(json_object_get_string(json_object_object_get(ann, "gpu_hours_lost")),
+                        "3.25");
+    json_object_put(e);
+    json_object_put(am);
+    free(ev);
+    alert_book_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_rate_limit_and_job_end),
         cmocka_unit_test(test_diagnosis_restart),
         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,11 +98,41 @@ static void test_full_drops_oldest(void **state)
     assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_COMPUTE], RECENT_SUSPECTS_MAX);
 }
 
+/* GPU-hours lost by cause: summed over reports, the same report again (an
+ * amended window: same to_step) replacing its suspects' share. */
+static void test_gpu_hours(void **state)
+{
+    static struct recent_suspects r;
+    Argus__V1__Suspect s, *sp = &s;
+    Argus__V1__Report rep = ARGUS__V1__REPORT__INIT;
+
+    memset(&r, 0, sizeof(r));
+    argus__v1__suspect__init(&s);
+    s.rank = 4;
+    s.cause = ARGUS__V1__CAUSE__CAUSE_COMPUTE;
+    s.gpu_hours_lost = 2;
+    rep.suspects = &sp;
+    rep.n_suspects = 1;
+    rep.to_step = 40;
+    recent_suspects_note(&r, &rep);
+    s.gpu_hours_lost = 2.5; /* amended */
+    recent_suspects_note(&r, &rep);
+    rep.to_step = 80;
+    s.gpu_hours_lost = 1;
+    recent_suspects_note(&r, &rep);
+    struct diagnosis_job_series js = at_step(&r, 80);
+    assert_float_equal(js.gpu_hours_lost[ARGUS__V1__CAUSE__CAUSE_COMPUTE], 3.5, 1e-9);
+    assert_float_equal(js.gpu_hours_lost[ARGUS__V1__CAUSE__CAUSE_LINK], 0, 1e-9);
+    js = at_step(&r, 1000); /* a counter: it stays after the suspect left the recent ones */
+    assert_float_equal(js.gpu_hours_lost[ARGUS__V1__CAUSE__CAUSE_COMPUTE], 3.5, 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_top),
         cmocka_unit_test(test_full_drops_oldest),
+        cmocka_unit_test(test_gpu_hours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

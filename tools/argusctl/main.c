@@ -17,6 +17,7 @@
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/follow.h"
 #include "tools/argusctl/compare.h"
+#include "tools/argusctl/cost_cmd.h"
 #include "tools/argusctl/import.h"
 #include "tools/argusctl/nodes.h"
 #include "tools/argusctl/stragglers.h"
@@ -57,6 +58,7 @@ struct ctl_config {
     bool suspect;
     uint64_t min_jobs;
     char *format;
+    char *by;
 };
 
 #define CTL_OPT(key, type, field, def, lo, hi, help)                                               \
@@ -89,7 +91,7 @@ static const struct config_option ctl_options[] = {
     CTL_OPT("since", CONFIG_STRING, since, "", 0, 0,
             "stragglers: only reports created since then: a duration back from now (10m, 2h) "
             "or an RFC 3339 time (2026-12-03T12:00:00Z); nodes: default the collector's "
-            "fleet.window, exclude: default 24h"),
+            "fleet.window, exclude: default 24h, cost: default 7d"),
     CTL_OPT("suspect", CONFIG_BOOL, suspect, "false", 0, 0,
             "nodes: only nodes at or above the collector's fleet.suspect_jobs"),
     CTL_OPT("min-jobs", CONFIG_UINT, min_jobs, "0", 0, 1e6,
@@ -97,6 +99,8 @@ static const struct config_option ctl_options[] = {
             "collector's fleet.suspect_jobs)"),
     CTL_OPT("format", CONFIG_STRING, format, "slurm", 0, 0,
             "exclude: slurm (a list for srun --exclude=) or k8s (a nodeAffinity with NotIn)"),
+    CTL_OPT("by", CONFIG_STRING, by, "node", 0, 0,
+            "cost: rank the GPU-hours lost by node, cause or job"),
 };
 
 static const struct config_table ctl_table = {
@@ -287,6 +291,21 @@ static int ctl_collectors(struct ctl *c, const char *arg)
     struct collectors_options o = {c->cfg.json, c->cfg.job, c->cfg.timeout / NSEC_PER_MSEC};
 
     return collectors_run(c->target, &o, stdout);
+}
+
+/* Where the GPU-hours went: every job's reports (--job: one) created since
+ * --since (7 days), ranked --by node, cause or job (cost_cmd.h). */
+static int ctl_cost(struct ctl *c, const char *arg)
+{
+    struct cost_cmd_options o = {.by = c->cfg.by, .job = c->cfg.job, .since_ns = c->since_ns};
+
+    (void)arg;
+    o.since_text = *c->cfg.since ? c->cfg.since : "7d";
+    o.limit = (uint32_t)c->cfg.limit, o.json = c->cfg.json, o.quiet = c->quiet;
+    o.timeout_ms = c->cfg.timeout / NSEC_PER_MSEC;
+    if (!*c->cfg.since)
+        stragglers_parse_since("7d", clock_real_ns(), &o.since_ns);
+    return cost_cmd_run(c->target, &o, stdout);
 }
 
 /* The report alone, not its response wrapper, in both forms. */
@@ -534,6 +553,11 @@ static const struct ctl_command {
      true,
      false},
     {{"report", "ID", "one report"}, ctl_report, false, true},
+    {{"cost", "[--since 7d] [--by node|cause|job] [--job J]",
+      "GPU-hours lost to stragglers, ranked by node, cause or job, with the costliest reports"},
+     ctl_cost,
+     false,
+     false},
     {{"heatmap", "--job J [-o FILE.svg] [--from S --to S]",
       "rank x step heatmap of own time vs peers"},
      ctl_heatmap,

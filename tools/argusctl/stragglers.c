@@ -11,6 +11,7 @@
 #include "common/causes.h"
 #include "common/clock.h"
 #include "common/config_value.h"
+#include "tools/argusctl/cost.h"
 
 /* Enum value name without its prefix ("CAUSE_HOST" -> "HOST"). */
 static const char *enum_name(const ProtobufCEnumDescriptor *d, int v, size_t skip)
@@ -22,7 +23,7 @@ static const char *enum_name(const ProtobufCEnumDescriptor *d, int v, size_t ski
 
 static void print_suspect(FILE *out, const Argus__V1__Suspect *s)
 {
-    char rank[16];
+    char rank[16], hours[32];
 
     if (s->rank == UINT32_MAX)
         snprintf(rank, sizeof(rank), "job");
@@ -35,17 +36,24 @@ static void print_suspect(FILE *out, const Argus__V1__Suspect *s)
             enum_name(&argus__v1__level__descriptor, s->level, 6),
             causes_known(s->cause) ? causes_get(s->cause)->name : "?", s->group, s->where,
             s->persisted, s->window);
-    fprintf(out, "      %s (score %.2f)\n", s->evidence, s->score);
+    fprintf(out, "      %s (score %.2f", s->evidence, s->score);
+    if (s->gpu_hours_lost > 0)
+        fprintf(out, ", cost %s GPU-hours", cost_hours(s->gpu_hours_lost, hours, sizeof(hours)));
+    fprintf(out, ")\n");
 }
 
 void stragglers_print_report(FILE *out, const Argus__V1__Report *rep, bool all)
 {
-    char t[40];
+    char t[40], hours[32];
 
     fprintf(out, "report %s  job %s  steps %" PRIu64 "-%" PRIu64 "  %s  %s\n  %s\n", rep->id,
             rep->job, rep->from_step, rep->to_step,
             rep->created_unix_ns ? clock_format_rfc3339(rep->created_unix_ns, t, sizeof(t)) : "-",
             rep->pages ? "PAGES" : "finding (pages nobody)", rep->summary);
+    /* 0 is printed too: the line says the cost was looked at (a report of
+     * an older collector, a finding that slows nothing, says 0) */
+    fprintf(out, "  GPU-hours lost %s (%.1f s of the job's time over these steps)\n",
+            cost_hours(rep->gpu_hours_lost, hours, sizeof(hours)), rep->seconds_lost);
     for (size_t i = 0; i < rep->n_suspects; i++)
         if (all || rep->suspects[i]->pages)
             print_suspect(out, rep->suspects[i]);

@@ -50,11 +50,11 @@ static struct json_object *am_labels(struct json_object *al)
 int alert_sink_alertmanager_append(struct json_object *am, struct json_object *event,
                                    uint64_t now_ns, uint64_t ends_ahead_ns)
 {
-    struct json_object *al, *o, *ann;
+    struct json_object *al, *o, *ann, *cost;
     const char *schema = pbjson_str(event, "schema"), *status = pbjson_str(event, "status");
     bool resolved = status && strcmp(status, "resolved") == 0;
     uint64_t starts, ends;
-    char t[48];
+    char t[48], hours[32];
 
     if (!schema || strcmp(schema, ALERT_SINK_SCHEMA) != 0 || !status ||
         !json_object_object_get_ex(event, "alert", &al))
@@ -68,6 +68,11 @@ int alert_sink_alertmanager_append(struct json_object *am, struct json_object *e
     pbjson_put_str(ann, "evidence", pbjson_str(al, "evidence"));
     pbjson_put_str(ann, "report", pbjson_str(event, "report_url"));
     pbjson_put_str(ann, "report_id", pbjson_str(al, "report_id"));
+    double h =
+        json_object_object_get_ex(al, "gpu_hours_lost", &cost) ? json_object_get_double(cost) : 0;
+    /* whole hours from 100, two decimals from 1, four below (as argusctl) */
+    snprintf(hours, sizeof(hours), "%.*f", h >= 100 ? 0 : h >= 1 ? 2 : 4, h);
+    pbjson_put_str(ann, "gpu_hours_lost", hours);
     json_object_object_add(o, "annotations", ann);
     /* startsAt is the finding's onset by the agents' clocks (the same from
      * both collectors of a pair); one ahead of endsAt (a clock far off)

@@ -37,10 +37,15 @@ static int exec_check(const char *target, char *err, size_t errlen)
 static char **exec_env(struct json_object *ev, char store[][600], size_t nstore)
 {
     static const char *const keys[][2] = {
-        {"ID", "id"},           {"JOB", "job"},
-        {"CAUSE", "cause"},     {"NODE", "node"},
-        {"LEVEL", "level"},     {"SUBJECT", "subject"},
-        {"SUMMARY", "summary"}, {"REPORT_ID", "report_id"},
+        {"ID", "id"},
+        {"JOB", "job"},
+        {"CAUSE", "cause"},
+        {"NODE", "node"},
+        {"LEVEL", "level"},
+        {"SUBJECT", "subject"},
+        {"SUMMARY", "summary"},
+        {"REPORT_ID", "report_id"},
+        {"GPU_HOURS_LOST", "gpu_hours_lost"},
     };
     struct json_object *al = NULL, *v, *labels = NULL;
     size_t n = 0, k = 0;
@@ -150,8 +155,8 @@ static int exec_one(const char *path, uint64_t timeout_ns, const char *event, ch
                     size_t errlen)
 {
     struct json_object *ev = json_tokener_parse(event);
-    char store[12][600];
-    char **env = ev ? exec_env(ev, store, 12) : NULL;
+    char store[13][600];
+    char **env = ev ? exec_env(ev, store, 13) : NULL;
     uint64_t deadline = clock_mono_ns() + (timeout_ns ? timeout_ns : 10 * NSEC_PER_SEC);
     int fd = -1, status;
     pid_t pid;
