@@ -58,6 +58,11 @@ struct collector_config {
     char *alerts_report_url;
     uint64_t alerts_exec_timeout, alerts_http_timeout, alerts_resend, alerts_backoff_max; /* ns */
     uint64_t alerts_resolve_after, alerts_rate_limit;
+    /* What the collector does to blamed nodes (collector/actions/actions.h). */
+    char *actions_rules;
+    bool actions_dry_run;
+    uint64_t actions_max;
+    uint64_t actions_window, actions_timeout; /* ns */
 };
 
 extern const struct config_table collector_config_table;

@@ -12,5 +12,8 @@
 #define RPC_QUERY_ALERTS "/argus.v1.Query/Alerts"
 #define RPC_QUERY_HEATMAP "/argus.v1.Query/Heatmap"
 #define RPC_QUERY_TRACE "/argus.v1.Query/Trace"
+#define RPC_QUERY_ACTIONS "/argus.v1.Query/Actions"
+#define RPC_QUERY_ACTION_UNDO "/argus.v1.Query/ActionUndo"
+#define RPC_QUERY_ACTIONS_RESET "/argus.v1.Query/ActionsReset"
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/argusctl/actions.h"
 #include "tools/argusctl/alerts.h"
 #include "tools/argusctl/channel.h"
 #include "tools/argusctl/collector_address.h"
@@ -106,6 +107,7 @@ struct ctl {
     struct stragglers_filter filter;
     uint64_t since_ns; /* --since, 0: none */
     bool quiet;        /* ctl_call says nothing (--follow while it waits) */
+    const char *arg2;  /* the second positional of a command with subcommands */
     struct ctl_target *target;
 };
 
@@ -268,6 +270,74 @@ static int ctl_alerts(struct ctl *c, const char *arg)
     req.include_resolved = true;
     return ctl_show(c, RPC_QUERY_ALERTS, &req.base, &argus__v1__alerts_response__descriptor,
                     ctl_alerts_table, NULL);
+}
+
+static void ctl_actions_table(const ProtobufCMessage *m, const char *job)
+{
+    actions_print(stdout, (const Argus__V1__ActionsResponse *)m, clock_real_ns());
+}
+
+/* actions undo ID: the collector runs the drain's hook with ARGUS_ACTION=undo. */
+static int ctl_actions_undo(struct ctl *c, const char *id)
+{
+    Argus__V1__ActionUndoRequest req = ARGUS__V1__ACTION_UNDO_REQUEST__INIT;
+    Argus__V1__ActionUndoResponse *resp;
+    int r;
+
+    req.id = (char *)id;
+    r = ctl_call(c, RPC_QUERY_ACTION_UNDO, &req.base, &argus__v1__action_undo_response__descriptor,
+                 (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json)
+        ctl_print_json(&resp->base, NULL, NULL);
+    else if (resp->action)
+        actions_print_one(stdout, resp->action, clock_real_ns());
+    argus__v1__action_undo_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+/* actions reset [NOTE]: close the breaker. */
+static int ctl_actions_reset(struct ctl *c, const char *note)
+{
+    Argus__V1__ActionsResetRequest req = ARGUS__V1__ACTIONS_RESET_REQUEST__INIT;
+    Argus__V1__ActionsResetResponse *resp;
+    int r;
+
+    req.note = (char *)(note ? note : "");
+    r = ctl_call(c, RPC_QUERY_ACTIONS_RESET, &req.base,
+                 &argus__v1__actions_reset_response__descriptor, (ProtobufCMessage **)&resp);
+    if (r)
+        return r;
+    if (c->cfg.json)
+        ctl_print_json(&resp->base, NULL, NULL);
+    else
+        printf("breaker closed (it was %s)\n", resp->was_open ? "open" : "closed already");
+    argus__v1__actions_reset_response__free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+/* actions [undo ID | reset [NOTE]]: one collector's (actions are per collector). */
+static int ctl_actions(struct ctl *c, const char *sub)
+{
+    Argus__V1__ActionsRequest req = ARGUS__V1__ACTIONS_REQUEST__INIT;
+
+    if (collector_address_is_set(&c->addr)) {
+        fprintf(stderr, "argusctl: actions are each collector's own (the primary of a job acts): "
+                        "name one collector with --collector HOST:PORT\n");
+        return CTL_USAGE;
+    }
+    if (sub && strcmp(sub, "undo") == 0 && c->arg2)
+        return ctl_actions_undo(c, c->arg2);
+    if (sub && strcmp(sub, "reset") == 0)
+        return ctl_actions_reset(c, c->arg2);
+    if (sub) {
+        fprintf(stderr, "argusctl: usage: argusctl actions [undo ID | reset [NOTE]]\n");
+        return CTL_USAGE;
+    }
+    req.limit = (uint32_t)c->cfg.limit;
+    return ctl_show(c, RPC_QUERY_ACTIONS, &req.base, &argus__v1__actions_response__descriptor,
+                    ctl_actions_table, NULL);
 }
 
 static int ctl_collectors(struct ctl *c, const char *arg)
@@ -497,9 +567,22 @@ static const struct ctl_command {
      ctl_collectors,
      false,
      false},
+    {{"actions", "[undo ID | reset [NOTE]] [--limit N]",
+      "what the collector did to nodes and its breaker; undo a drain argus did; close the "
+      "breaker (undo and reset need an OU=admin certificate)"},
+     ctl_actions,
+     false,
+     false},
 };
 
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
+
+/* A command that takes up to two optional positionals, a subcommand and its
+ * argument ("actions undo ID"); its run gets the first, c->arg2 the second. */
+static bool ctl_has_subcommands(const struct ctl_command *cmd)
+{
+    return cmd->run == ctl_actions;
+}
 
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
 {
@@ -507,11 +590,16 @@ static int ctl_dispatch(struct ctl *c, int argc, char **argv)
         const struct ctl_command *cmd = &ctl_commands[i];
         if (strcmp(argv[0], cmd->doc.name) != 0)
             continue;
+        if (ctl_has_subcommands(cmd) && argc > 3) {
+            fprintf(stderr, "argusctl: usage: argusctl %s %s\n", argv[0], cmd->doc.args);
+            return CTL_USAGE;
+        }
+        c->arg2 = ctl_has_subcommands(cmd) && argc > 2 ? argv[2] : NULL;
         if (cmd->takes_arg && argc != 2) {
             fprintf(stderr, "argusctl: usage: argusctl %s %s\n", argv[0], cmd->doc.args);
             return CTL_USAGE;
         }
-        if (!cmd->takes_arg && argc != 1) {
+        if (!cmd->takes_arg && !ctl_has_subcommands(cmd) && argc != 1) {
             fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
             return CTL_USAGE;
         }
