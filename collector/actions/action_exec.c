@@ -106,6 +106,8 @@ static void action_exec_pump(int wfd, const char *input, int rfd, uint64_t deadl
     }
     if (wfd >= 0)
         close(wfd);
+    while (kept && (out->output[kept - 1] == '\n' || out->output[kept - 1] == ' '))
+        kept--; /* the log line and the table end it themselves */
     out->output[kept] = '\0';
 }
 
