@@ -156,5 +156,6 @@ void action_book_set_breaker(struct action_book *b, const Argus__V1__ActionBreak
     snprintf(b->reason, sizeof(b->reason), "%s", in->reason ? in->reason : "");
     b->opened_ns = in->opened_unix_ns;
     b->nruns = in->n_recent_unix_ns - skip;
-    memcpy(b->runs, in->recent_unix_ns + skip, b->nruns * sizeof(b->runs[0]));
+    if (b->nruns) /* recent_unix_ns is NULL when empty */
+        memcpy(b->runs, in->recent_unix_ns + skip, b->nruns * sizeof(b->runs[0]));
 }

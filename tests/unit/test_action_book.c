@@ -125,6 +125,16 @@ static void test_breaker_round_trip(void **state)
     assert_int_equal(c.nruns, 1);
     assert_int_equal(c.runs[0], 10 * S);
     assert_int_equal(action_book_decide(&c, "n", COMPUTE, false, 30 * S), ACTION_BREAKER);
+    /* a closed breaker with no runs (what a reset stores) round-trips too */
+    action_book_reset(&b);
+    action_book_breaker(&b, &m);
+    len = argus__v1__action_breaker__pack(&m, buf);
+    back = argus__v1__action_breaker__unpack(NULL, len, buf);
+    assert_non_null(back);
+    action_book_set_breaker(&c, back);
+    argus__v1__action_breaker__free_unpacked(back, NULL);
+    assert_false(c.open);
+    assert_int_equal(c.nruns, 0);
     action_book_clear(&b);
     action_book_clear(&c);
 }
