@@ -8,7 +8,8 @@
 #   is 1) and scontrol is not called for it;
 # - a restart keeps the breaker open;
 # - undo of a breaker record is refused, undo of a drain calls State=RESUME
-#   once; reset closes the breaker (recorded).
+#   once; reset closes the breaker (recorded);
+# - the Kubernetes example taints and untaints through a fake kubectl.
 # test-cpu: idle: four short sim runs and a few collector restarts
 source "$(dirname "$0")/lib.sh"
 
@@ -112,4 +113,14 @@ ctl actions reset "checked the nodes" | grep -q "it was open" || fail "reset"
 ctl actions | grep -q "breaker: closed" || fail "argusctl actions: $(ctl actions)"
 [[ $(count breaker_reset reset) == 1 ]] || fail "the reset is not recorded"
 [[ $(metric "$HPORT" argus_actions_breaker_open) == 0 ]] || fail "breaker metric after reset"
-echo "actions: dry run, once per node, breaker, restart, undo, reset ok"
+
+log "the Kubernetes example against a fake kubectl"
+printf '#!/bin/sh\necho "$*" >>%s/kubectl.log\n' "$T" >"$T/bin/kubectl"
+chmod +x "$T/bin/kubectl"
+K8S="$REPO/deploy/actions/k8s-taint.sh"
+PATH="$T/bin:$PATH" ARGUS_ACTION=drain ARGUS_NODE=n9 ARGUS_CAUSE=link "$K8S" </dev/null || fail "k8s drain"
+PATH="$T/bin:$PATH" ARGUS_ACTION=undo ARGUS_NODE=n9 ARGUS_CAUSE=link "$K8S" </dev/null || fail "k8s undo"
+PATH="$T/bin:$PATH" ARGUS_ACTION=cordon ARGUS_NODE=n9 "$K8S" </dev/null 2>/dev/null && fail "k8s: a bad action ran"
+diff <(printf 'taint nodes n9 --overwrite argus/straggler=link:NoSchedule\ntaint nodes n9 argus/straggler:NoSchedule-\n') \
+    "$T/kubectl.log" || fail "kubectl calls: $(cat "$T/kubectl.log")"
+echo "actions: dry run, once per node, breaker, restart, undo, reset, k8s example ok"
