@@ -80,7 +80,7 @@ grep -c "State=DRAIN" "$T/scontrol.log" | grep -qx 2 || fail "scontrol calls: $(
 grep -q "update NodeName=node000 State=DRAIN Reason=argus: compute straggler, report" \
     "$T/scontrol.log" || fail "scontrol calls: $(cat "$T/scontrol.log")"
 grep -q "node002" "$T/scontrol.log" && fail "the breaker let node002 through"
-[[ $(count drain done node000) == 1 ]] || fail "node000 drained more than once"
+[[ $(count drain "done" node000) == 1 ]] || fail "node000 drained more than once"
 ctl actions | grep -q "breaker: OPEN" || fail "argusctl actions: $(ctl actions)"
 [[ $(metric "$HPORT" argus_actions_breaker_open) == 1 ]] || fail "breaker metric"
 [[ $(metric "$HPORT" 'argus_actions_total{cause="compute",outcome="done"}') == 2 ]] ||

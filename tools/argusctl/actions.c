@@ -4,7 +4,12 @@
 #include <string.h>
 
 #include "common/causes.h"
+#include "common/clock.h"
+#include "common/pbjson.h"
+#include "common/rpc_paths.h"
 #include "tools/argusctl/alerts.h"
+#include "tools/argusctl/ctl_exit.h"
+#include "tools/argusctl/target.h"
 
 /* The first line of s, at most 60 bytes, into out. */
 static const char *actions_excerpt(const char *s, char *out, size_t len)
@@ -55,4 +60,76 @@ size_t actions_print(FILE *out, const Argus__V1__ActionsResponse *resp, uint64_t
     for (size_t i = 0; i < resp->n_actions; i++)
         actions_print_one(out, resp->actions[i], now_ns);
     return resp->n_actions;
+}
+
+/* Call method with req; on success print the reply (JSON, or print_table). */
+static int actions_call(const struct actions_command *o, const char *method,
+                        const ProtobufCMessage *req, const ProtobufCMessageDescriptor *type,
+                        void (*print_table)(const ProtobufCMessage *m))
+{
+    ProtobufCMessage *resp;
+    struct json_object *j;
+    int r = ctl_target_call(o->target, method, req, type, o->timeout_ms, false, &resp);
+
+    if (r)
+        return r;
+    if (o->json) {
+        j = pbjson_from_message(resp, NULL, NULL);
+        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
+                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(j);
+    } else {
+        print_table(resp);
+    }
+    protobuf_c_message_free_unpacked(resp, NULL);
+    return CTL_OK;
+}
+
+static void actions_table_list(const ProtobufCMessage *m)
+{
+    actions_print(stdout, (const Argus__V1__ActionsResponse *)m, clock_real_ns());
+}
+
+static void actions_table_undo(const ProtobufCMessage *m)
+{
+    const Argus__V1__ActionUndoResponse *r = (const Argus__V1__ActionUndoResponse *)m;
+
+    if (r->action)
+        actions_print_one(stdout, r->action, clock_real_ns());
+}
+
+static void actions_table_reset(const ProtobufCMessage *m)
+{
+    printf("breaker closed (it was %s)\n",
+           ((const Argus__V1__ActionsResetResponse *)m)->was_open ? "open" : "closed already");
+}
+
+int actions_command(const struct actions_command *o, const char *sub, const char *arg)
+{
+    Argus__V1__ActionsRequest list = ARGUS__V1__ACTIONS_REQUEST__INIT;
+    Argus__V1__ActionUndoRequest undo = ARGUS__V1__ACTION_UNDO_REQUEST__INIT;
+    Argus__V1__ActionsResetRequest reset = ARGUS__V1__ACTIONS_RESET_REQUEST__INIT;
+
+    if (o->is_set) {
+        fprintf(stderr, "argusctl: actions are each collector's own (the primary of a job acts): "
+                        "name one collector with --collector HOST:PORT\n");
+        return CTL_USAGE;
+    }
+    if (!sub) {
+        list.limit = o->limit;
+        return actions_call(o, RPC_QUERY_ACTIONS, &list.base,
+                            &argus__v1__actions_response__descriptor, actions_table_list);
+    }
+    if (strcmp(sub, "undo") == 0 && arg) {
+        undo.id = (char *)arg;
+        return actions_call(o, RPC_QUERY_ACTION_UNDO, &undo.base,
+                            &argus__v1__action_undo_response__descriptor, actions_table_undo);
+    }
+    if (strcmp(sub, "reset") == 0) {
+        reset.note = (char *)(arg ? arg : "");
+        return actions_call(o, RPC_QUERY_ACTIONS_RESET, &reset.base,
+                            &argus__v1__actions_reset_response__descriptor, actions_table_reset);
+    }
+    fprintf(stderr, "argusctl: usage: argusctl actions [undo ID | reset [NOTE]]\n");
+    return CTL_USAGE;
 }

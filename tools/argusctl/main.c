@@ -272,72 +272,13 @@ static int ctl_alerts(struct ctl *c, const char *arg)
                     ctl_alerts_table, NULL);
 }
 
-static void ctl_actions_table(const ProtobufCMessage *m, const char *job)
-{
-    actions_print(stdout, (const Argus__V1__ActionsResponse *)m, clock_real_ns());
-}
-
-/* actions undo ID: the collector runs the drain's hook with ARGUS_ACTION=undo. */
-static int ctl_actions_undo(struct ctl *c, const char *id)
-{
-    Argus__V1__ActionUndoRequest req = ARGUS__V1__ACTION_UNDO_REQUEST__INIT;
-    Argus__V1__ActionUndoResponse *resp;
-    int r;
-
-    req.id = (char *)id;
-    r = ctl_call(c, RPC_QUERY_ACTION_UNDO, &req.base, &argus__v1__action_undo_response__descriptor,
-                 (ProtobufCMessage **)&resp);
-    if (r)
-        return r;
-    if (c->cfg.json)
-        ctl_print_json(&resp->base, NULL, NULL);
-    else if (resp->action)
-        actions_print_one(stdout, resp->action, clock_real_ns());
-    argus__v1__action_undo_response__free_unpacked(resp, NULL);
-    return CTL_OK;
-}
-
-/* actions reset [NOTE]: close the breaker. */
-static int ctl_actions_reset(struct ctl *c, const char *note)
-{
-    Argus__V1__ActionsResetRequest req = ARGUS__V1__ACTIONS_RESET_REQUEST__INIT;
-    Argus__V1__ActionsResetResponse *resp;
-    int r;
-
-    req.note = (char *)(note ? note : "");
-    r = ctl_call(c, RPC_QUERY_ACTIONS_RESET, &req.base,
-                 &argus__v1__actions_reset_response__descriptor, (ProtobufCMessage **)&resp);
-    if (r)
-        return r;
-    if (c->cfg.json)
-        ctl_print_json(&resp->base, NULL, NULL);
-    else
-        printf("breaker closed (it was %s)\n", resp->was_open ? "open" : "closed already");
-    argus__v1__actions_reset_response__free_unpacked(resp, NULL);
-    return CTL_OK;
-}
-
-/* actions [undo ID | reset [NOTE]]: one collector's (actions are per collector). */
+/* actions [undo ID | reset [NOTE]]: tools/argusctl/actions.h. */
 static int ctl_actions(struct ctl *c, const char *sub)
 {
-    Argus__V1__ActionsRequest req = ARGUS__V1__ACTIONS_REQUEST__INIT;
+    struct actions_command o = {c->target, c->cfg.timeout / NSEC_PER_MSEC, c->cfg.json,
+                                (uint32_t)c->cfg.limit, collector_address_is_set(&c->addr)};
 
-    if (collector_address_is_set(&c->addr)) {
-        fprintf(stderr, "argusctl: actions are each collector's own (the primary of a job acts): "
-                        "name one collector with --collector HOST:PORT\n");
-        return CTL_USAGE;
-    }
-    if (sub && strcmp(sub, "undo") == 0 && c->arg2)
-        return ctl_actions_undo(c, c->arg2);
-    if (sub && strcmp(sub, "reset") == 0)
-        return ctl_actions_reset(c, c->arg2);
-    if (sub) {
-        fprintf(stderr, "argusctl: usage: argusctl actions [undo ID | reset [NOTE]]\n");
-        return CTL_USAGE;
-    }
-    req.limit = (uint32_t)c->cfg.limit;
-    return ctl_show(c, RPC_QUERY_ACTIONS, &req.base, &argus__v1__actions_response__descriptor,
-                    ctl_actions_table, NULL);
+    return actions_command(&o, sub, c->arg2);
 }
 
 static int ctl_collectors(struct ctl *c, const char *arg)
