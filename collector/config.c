@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/actions/actions.h"
 #include "collector/alerts/alerts.h"
 #include "collector/alerts/sinks/sinks.h"
 #include "common/collector_set.h"
@@ -102,6 +103,16 @@ static int collector_check_alerts_sink(const struct config_option *o, const void
         a.targets[row] = v;
     }
     return alerts_check(&a, err, errlen) < 0 ? -EINVAL : 0;
+}
+
+/* actions.rules: CAUSE:/path entries whose hooks exist
+ * (collector/actions/actions_rules.h). */
+static int collector_check_actions_rules(const struct config_option *o, const void *field,
+                                         char *err, size_t errlen)
+{
+    struct actions_options a = {.rules = *(char *const *)field};
+
+    return actions_check(&a, err, errlen) < 0 ? -EINVAL : 0;
 }
 
 static const struct config_option collector_options[] = {
@@ -227,6 +238,19 @@ static const struct config_option collector_options[] = {
         "--suspect, argus_fleet_suspect_nodes)"),
     OPT("fleet.refresh", CONFIG_DURATION, fleet_refresh, "1m", 1, 86400,
         "how often the fleet scores in /metrics are computed again from the stored reports"),
+    OPT_CHECK("actions.rules", CONFIG_STRING, actions_rules, "",
+              "per paging cause, a hook run once per blamed node: CAUSE:/abs/path,... (compute, "
+              "link, host, silent, hang, exited, or * for all; empty: no actions)",
+              collector_check_actions_rules),
+    OPT("actions.dry_run", CONFIG_BOOL, actions_dry_run, "true", 0, 0,
+        "record what the hooks would do and run none of them"),
+    OPT("actions.max", CONFIG_UINT, actions_max, "3", 1, 1000,
+        "hook runs per actions.window; the next trips the circuit breaker (argusctl actions "
+        "reset closes it)"),
+    OPT("actions.window", CONFIG_DURATION, actions_window, "1h", 1, 30 * 86400,
+        "the circuit breaker's window"),
+    OPT("actions.timeout", CONFIG_DURATION, actions_timeout, "30s", 0.01, 3600,
+        "a hook still running after this is killed (the action failed)"),
     OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
               "push the per-job series to this Prometheus remote write 1.0 endpoint "
               "(http[s]://HOST:PORT/api/v1/write; empty: off)",

@@ -61,6 +61,11 @@ struct collector_config {
     /* Fleet memory (collector/fleet/fleet.h). */
     uint64_t fleet_window, fleet_refresh; /* ns */
     uint64_t fleet_suspect_jobs;
+    /* What the collector does to blamed nodes (collector/actions/actions.h). */
+    char *actions_rules;
+    bool actions_dry_run;
+    uint64_t actions_max;
+    uint64_t actions_window, actions_timeout; /* ns */
 };
 
 extern const struct config_table collector_config_table;

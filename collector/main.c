@@ -11,6 +11,8 @@
  *                remote_write.c also pushes (remote_write.url)
  *   membership.c the collector's place in the collector set (cluster.*): the
  *                jobs it owns as primary and standby, for /metrics
+ *   actions/     the hooks run on the nodes of paging reports (actions.*),
+ *                for the jobs this collector is the primary of
  * main() is a sequence of named setup steps. */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/actions/actions.h"
 #include "collector/alerts/alerts.h"
 #include "collector/alerts/sinks/sinks.h"
 #include "collector/config.h"
@@ -29,6 +32,7 @@
 #include "collector/metrics.h"
 #include "collector/query/query.h"
 #include "collector/query/query_nodes.h"
+#include "collector/query/query_actions.h"
 #include "collector/series/remote_write.h"
 #include "collector/series/series.h"
 #include "collector/store/store.h"
@@ -47,6 +51,7 @@ struct collector {
     struct store *store;
     struct ingest *ingest;
     struct alerts *alerts;
+    struct actions *actions; /* hooks on blamed nodes (actions.*) */
     struct diagnosis *diagnosis;
     struct diagq *diagq;
     struct stream_clock *clock;
@@ -129,6 +134,48 @@ static int collector_start_alerts(struct collector *c)
     return r;
 }
 
+/* actions_options.acts_for: only the job's primary acts (no set: every job). */
+static bool collector_acts_for(void *ctx, const char *job)
+{
+    struct collector *c = ctx;
+
+    return c->membership && membership_role(c->membership, job) == MEMBERSHIP_PRIMARY;
+}
+
+/* The actions (actions.*), their records and breaker of the last run resumed. */
+static int collector_start_actions(struct collector *c)
+{
+    struct actions_options o = {
+        .rules = c->cfg.actions_rules,
+        .dry_run = c->cfg.actions_dry_run,
+        .max = (uint32_t)c->cfg.actions_max,
+        .window_ns = c->cfg.actions_window,
+        .timeout_ns = c->cfg.actions_timeout,
+        .acts_for = collector_acts_for,
+        .acts_for_ctx = c,
+    };
+    char err[512];
+    int r = actions_new(c->store, &o, &c->actions, err, sizeof(err));
+
+    if (r < 0)
+        log_error("main", "actions: %s", err);
+    else if (*o.rules)
+        log_info("main", "actions on (%s): %s, at most %u per %.0f s", o.rules,
+                 o.dry_run ? "dry run: nothing runs" : "hooks run", o.max,
+                 (double)o.window_ns / 1e9);
+    return r;
+}
+
+/* diagnosis_options.on_report: a stored report that pages goes to the
+ * drill-down captures and to the actions. */
+static void collector_on_report(void *ctx, const Argus__V1__Report *r)
+{
+    struct collector *c = ctx;
+
+    trace_capture_report(c->traces, r);
+    actions_observe(c->actions, r);
+}
+
 /* diagq_feed_fn: diagnosis with the batch's receive time (its stream's
  * progress and silence go by the collector's clock). */
 static void collector_feed_diagnosis(void *ctx, const Argus__V1__Batch *b, uint64_t recv_unix_ns)
@@ -196,8 +243,8 @@ static int collector_start_diagnosis(struct collector *c)
     if (r < 0)
         return r;
     c->traces = trace_capture_new(c->store);
-    dopt.on_report = trace_capture_report;
-    dopt.on_report_ctx = c->traces;
+    dopt.on_report = collector_on_report;
+    dopt.on_report_ctx = c;
     c->diagnosis = c->traces ? diagnosis_new(c->store, &dopt) : NULL;
     c->diagq = c->diagnosis ? diagq_new(&qopt, collector_feed_diagnosis, c->diagnosis) : NULL;
     if (c->diagq)
@@ -269,7 +316,8 @@ static int collector_start_grpc(struct collector *c)
     if (transport_add_stream(c->transport, RPC_INGEST_PUSH, &ingest_stream_ops, c->ingest) < 0 ||
         query_register(c->transport, c->store) < 0 ||
         query_register_alerts(c->transport, c->alerts) < 0 ||
-        query_register_nodes(c->transport, c->fleet) < 0)
+        query_register_nodes(c->transport, c->fleet) < 0 ||
+        query_register_actions(c->transport, c->actions) < 0)
         return -EINVAL;
     c->port = transport_start(c->transport);
     if (c->port < 0) {
@@ -348,7 +396,7 @@ static int collector_start_http(struct collector *c)
         return 0;
     c->metrics = (struct collector_metrics_ctx){
         c->ingest, c->store,  c->transport,    c->diagnosis,  c->diagq, c->clock,
-        c->alerts, c->traces, c->remote_write, c->membership, c->fleet};
+        c->alerts, c->traces, c->remote_write, c->membership, c->fleet, c->actions};
     c->http = http_start(c->cfg.http_listen, collector_http_handler, &c->metrics, err, sizeof(err));
     if (!c->http) {
         log_error("main", "http.listen: %s", err);
@@ -423,7 +471,8 @@ static void collector_teardown(struct collector *c)
     ingest_free(c->ingest);
     diagq_free(c->diagq); /* the worker stops before diagnosis goes */
     diagnosis_free(c->diagnosis);
-    alerts_free(c->alerts); /* after diagnosis, which feeds it */
+    alerts_free(c->alerts);   /* after diagnosis, which feeds it */
+    actions_free(c->actions); /* after diagnosis and transport, which use it */
     trace_capture_free(c->traces);
     stream_clock_free(c->clock);
     store_close(c->store);
@@ -452,13 +501,15 @@ int main(int argc, char **argv)
     if (r == 0)
         r = collector_start_alerts(&c);
     if (r == 0)
+        r = collector_start_actions(&c);
+    if (r == 0)
+        r = collector_start_membership(&c); /* before diagnosis: the actions ask it */
+    if (r == 0)
         r = collector_start_diagnosis(&c);
     if (r == 0)
         r = collector_start_remote_write(&c);
     if (r == 0)
         r = collector_start_grpc(&c);
-    if (r == 0)
-        r = collector_start_membership(&c);
     if (r == 0)
         r = collector_start_http(&c);
     if (r == 0) {

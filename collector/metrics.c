@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "collector/actions/actions.h"
 #include "collector/alerts/alerts_metrics.h"
 #include "collector/diag/diagnosis.h"
 #include "collector/diag/diagq.h"
@@ -373,6 +374,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     char labels[64];
 
     alerts_write_metrics(m->alerts, b);
+    actions_write_metrics(m->actions, b);
     ingest_get_stats(m->ingest, &in);
     store_get_stats(m->store, &st);
     transport_get_stats(m->transport, &ts);

@@ -4,6 +4,7 @@
 
 #include "common/http.h"
 
+struct actions;
 struct alerts;
 struct diagnosis;
 struct diagq;
@@ -27,6 +28,7 @@ struct collector_metrics_ctx {
     struct remote_write *remote_write; /* NULL: remote write off */
     struct membership *membership;     /* the collector set; NULL: no such series */
     struct fleet *fleet;               /* fleet memory; NULL: no such series */
+    struct actions *actions;           /* NULL: no action series */
 };
 
 /* http_handler_fn for the collector (ctx = struct collector_metrics_ctx). */

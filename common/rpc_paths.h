@@ -13,5 +13,8 @@
 #define RPC_QUERY_HEATMAP "/argus.v1.Query/Heatmap"
 #define RPC_QUERY_TRACE "/argus.v1.Query/Trace"
 #define RPC_QUERY_NODES "/argus.v1.Query/Nodes"
+#define RPC_QUERY_ACTIONS "/argus.v1.Query/Actions"
+#define RPC_QUERY_ACTION_UNDO "/argus.v1.Query/ActionUndo"
+#define RPC_QUERY_ACTIONS_RESET "/argus.v1.Query/ActionsReset"
 
 #endif

@@ -192,6 +192,8 @@ static unsigned tls_roles(const X509_NAME *subject)
             roles |= TLS_ROLE_AGENT;
         else if (n == 5 && memcmp(d, "query", 5) == 0)
             roles |= TLS_ROLE_QUERY;
+        else if (n == 5 && memcmp(d, "admin", 5) == 0)
+            roles |= TLS_ROLE_ADMIN;
     }
     return roles;
 }
@@ -217,7 +219,8 @@ int tls_cert_identity(const char *pem, char *name, size_t namelen, unsigned *rol
 
 const char *tls_role_name(unsigned roles)
 {
-    static const char *const names[] = {"none", "agent", "query", "agent+query"};
+    static const char *const names[] = {"none",  "agent",       "query",       "agent+query",
+                                        "admin", "agent+admin", "query+admin", "agent+query+admin"};
 
     return names[roles & TLS_ROLE_ALL];
 }

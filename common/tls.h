@@ -7,8 +7,10 @@
  * Identity: the node (or user) name is the certificate's first DNS
  * subjectAltName, else its first URI subjectAltName, else its subject CN.
  * Roles come from the subject's organizationalUnit (OU) values: "agent" may
- * push batches, "query" may call the query methods; a certificate may carry
- * both, one, or none (then it may call nothing). */
+ * push batches, "query" may call the query methods, "admin" may change what
+ * the collector did (undo an action, reset the actions' breaker:
+ * collector/actions/); a certificate may carry several, one, or none (then
+ * it may call nothing). */
 #ifndef ARGUS_COMMON_TLS_H
 #define ARGUS_COMMON_TLS_H
 
@@ -18,7 +20,8 @@
 
 #define TLS_ROLE_AGENT 1u /* OU=agent: Ingest/Push */
 #define TLS_ROLE_QUERY 2u /* OU=query: the Query methods */
-#define TLS_ROLE_ALL (TLS_ROLE_AGENT | TLS_ROLE_QUERY)
+#define TLS_ROLE_ADMIN 4u /* OU=admin: ActionUndo, ActionsReset */
+#define TLS_ROLE_ALL (TLS_ROLE_AGENT | TLS_ROLE_QUERY | TLS_ROLE_ADMIN)
 
 #define TLS_MAX_IDENTITY 128
 

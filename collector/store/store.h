@@ -29,6 +29,8 @@
  *   report_ids  id                            -> the report's key in reports
  *   traces  report id \0 | rank u32         -> packed argus.v1.TraceWindow
  *           (store_traces.c: the drill-down windows)
+ *   actions "a:" id -> packed argus.v1.Action, "b" -> packed
+ *           argus.v1.ActionBreaker (collector/actions/, store_actions.c)
  * LZ4 on hot levels, ZSTD at the bottom. Retention by age per family.
  *
  * Two clocks. `time` is the agents' clock: the second a step started on its
@@ -209,6 +211,18 @@ typedef int (*store_alert_fn)(void *ctx, const void *key, size_t klen, const voi
                               size_t vlen);
 int store_scan_alerts(struct store *s, const void *prefix, size_t plen, store_alert_fn fn,
                       void *ctx);
+
+/* The actions family (store_actions.c): collector/actions/'s records, keys
+ * and values its own bytes, kept until deleted (no retention: actions are
+ * few, the breaker bounds them). Put writes pairs (keys[i], vals[i]) as one
+ * durable write (the WAL); 0 or -EIO with err set. Scan calls fn for every
+ * key that starts with prefix (plen 0: all) in key order, under the read
+ * lock (fn must not write; 0 go on, 1 stop, negative abort); 0, fn's
+ * negative value, -ENOMEM or -EIO. */
+int store_put_actions(struct store *s, size_t n, const char *const *keys, const void *const *vals,
+                      const size_t *vlens, char *err, size_t errlen);
+int store_scan_actions(struct store *s, const void *prefix, size_t plen, store_alert_fn fn,
+                       void *ctx);
 
 /* Numbers for /metrics. */
 struct store_stats {

@@ -17,8 +17,8 @@
 #include "common/clock.h"
 
 static const char *const cf_names[CF_COUNT] = {
-    "default", "steps", "ranks", "jobs",       "time",     "reports",
-    "alerts",  "names", "dedup", "report_ids", "received", "traces",
+    "default", "steps", "ranks",      "jobs",     "time",   "reports", "alerts",
+    "names",   "dedup", "report_ids", "received", "traces", "actions",
 };
 
 #define STORE_REOPEN_INTERVAL_NS NSEC_PER_SEC

@@ -1,6 +1,6 @@
 /* The store's handle, below the files that read and write it
  * (store_write.c, store_read.c, store_retention.c, store_seen.c,
- * store_alerts.c, store_traces.c) and above store_kv.h: struct store, the
+ * store_alerts.c, store_traces.c, store_actions.c) and above store_kv.h: struct store, the
  * column families and their RocksDB options, opening the DB with its job
  * cache (and the received index of an older store), reopening it after a
  * failed write, how writers and readers enter (store_writer_ready,
@@ -42,7 +42,8 @@ enum {
     CF_DEDUP,
     CF_REPORT_IDS,
     CF_RECEIVED,
-    CF_TRACES, /* report id \0 rank (be32) -> packed TraceWindow (store_traces.c) */
+    CF_TRACES,  /* report id \0 rank (be32) -> packed TraceWindow (store_traces.c) */
+    CF_ACTIONS, /* collector/actions/'s records and breaker (store_actions.c) */
     CF_COUNT
 };
 

@@ -8,19 +8,21 @@
 #   agent      OU=agent, CN and DNS subjectAltName = the node name (node.name
 #              of the agent; batches naming another node are refused)
 #   query      OU=query (argusctl: may call the Query methods only)
+#   admin      OU=query and OU=admin (argusctl: also argusctl actions undo
+#              and reset, which change what the collector did)
 #
 # Usage: make-pki.sh DIR [--days N] [--collector NAME] [--agent NODE]... \
-#                        [--query NAME]... [--expired-agent NODE]...
+#                        [--query NAME]... [--admin NAME]... [--expired-agent NODE]...
 # Writes DIR/ca.{crt,key}, DIR/collector.{crt,key}, DIR/agent-NODE.{crt,key},
-# DIR/query-NAME.{crt,key}. An existing CA in DIR is reused, so running it
+# DIR/query-NAME.{crt,key}, DIR/admin-NAME.{crt,key}. An existing CA in DIR is reused, so running it
 # again adds or renews leaf certificates under the same CA (rotation).
 # --expired-agent makes a certificate that expired yesterday (for tests).
 set -euo pipefail
 
 die() { echo "make-pki.sh: $*" >&2; exit 2; }
-[[ $# -ge 1 && $1 != -* ]] || die "usage: make-pki.sh DIR [--days N] [--collector NAME] [--agent NODE]... [--query NAME]... [--expired-agent NODE]..."
+[[ $# -ge 1 && $1 != -* ]] || die "usage: make-pki.sh DIR [--days N] [--collector NAME] [--agent NODE]... [--query NAME]... [--admin NAME]... [--expired-agent NODE]..."
 dir=$1; shift
-days=365 collector="" agents=() queries=() expired=()
+days=365 collector="" agents=() queries=() admins=() expired=()
 while [[ $# -gt 0 ]]; do
     [[ $# -ge 2 ]] || die "$1 needs a value"
     case $1 in
@@ -28,12 +30,13 @@ while [[ $# -gt 0 ]]; do
     --collector) collector=$2 ;;
     --agent) agents+=("$2") ;;
     --query) queries+=("$2") ;;
+    --admin) admins+=("$2") ;;
     --expired-agent) expired+=("$2") ;;
     *) die "unknown option '$1'" ;;
     esac
     shift 2
 done
-for n in "$collector" "${agents[@]}" "${queries[@]}" "${expired[@]}"; do
+for n in "$collector" "${agents[@]}" "${queries[@]}" "${admins[@]}" "${expired[@]}"; do
     [[ -z $n || $n =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "'$n' is not a host name"
 done
 command -v openssl >/dev/null || die "openssl not found (apt-get install openssl)"
@@ -68,5 +71,6 @@ leaf() {
         "DNS:$collector,DNS:localhost,IP:127.0.0.1" serverAuth "$days"
 for n in "${agents[@]}"; do leaf "agent-$n" "/O=argus/OU=agent/CN=$n" "DNS:$n" clientAuth "$days"; done
 for n in "${queries[@]}"; do leaf "query-$n" "/O=argus/OU=query/CN=$n" "DNS:$n" clientAuth "$days"; done
+for n in "${admins[@]}"; do leaf "admin-$n" "/O=argus/OU=query/OU=admin/CN=$n" "DNS:$n" clientAuth "$days"; done
 for n in "${expired[@]}"; do leaf "agent-$n" "/O=argus/OU=agent/CN=$n" "DNS:$n" clientAuth -1; done
 chmod 0644 "$dir"/*.crt

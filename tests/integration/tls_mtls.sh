@@ -5,7 +5,7 @@
 # an expired certificate fail the handshake (argusctl: unreachable, rc 3; the
 # collector logs why); node-a's certificate writing node-b's data, a query
 # certificate pushing and an agent certificate querying are each refused with
-# PERMISSION_DENIED; rotation (files replaced + SIGHUP) takes effect at the
+# PERMISSION_DENIED, and so are actions reset and undo without OU=admin; rotation (files replaced + SIGHUP) takes effect at the
 # next connection without a restart (collector: at the next handshake; agent:
 # it reconnects), and a broken set keeps the previous one.
 source "$(dirname "$0")/lib.sh"
@@ -14,7 +14,7 @@ command -v openssl >/dev/null || skip "no openssl to make the test PKI"
 unset ARGUS_GRPC_PLAINTEXT
 PKI=$REPO/deploy/pki/make-pki.sh
 P=$T/pki L=$T/live
-"$PKI" "$P" --collector collector --agent node-a --query ops --expired-agent node-x >/dev/null
+"$PKI" "$P" --collector collector --agent node-a --query ops --admin boss --expired-agent node-x >/dev/null
 "$PKI" "$T/other" --agent node-a --query ops >/dev/null # a CA the collector does not trust
 mkdir -p "$L" "$T/alive" && cp "$P"/ca.crt "$P"/collector.crt "$P"/collector.key "$L/"
 cp "$P"/ca.crt "$P"/agent-node-a.crt "$P"/agent-node-a.key "$T/alive/"
@@ -57,6 +57,17 @@ log "no certificate, wrong CA, expired: handshake refused"
 # roles: an agent certificate may not query
 expect_ctl 4 "certificate 'node-a' (roles: agent) may not call /argus.v1.Query/Jobs" qctl "$P" agent-node-a jobs
 log "agent certificate querying: PERMISSION_DENIED"
+
+# actions: a query certificate lists them but may not reset or undo (OU=admin)
+qctl "$P" query-ops actions | grep -q "breaker: closed" || fail "actions list: $(qctl "$P" query-ops actions 2>&1)"
+expect_ctl 4 "certificate 'ops' (roles: query) may not call /argus.v1.Query/ActionsReset" \
+    qctl "$P" query-ops actions reset
+expect_ctl 4 "may not call /argus.v1.Query/ActionUndo" qctl "$P" query-ops actions undo 1
+qctl "$P" admin-boss actions reset "tls test" | grep -q "breaker closed" || fail "admin reset"
+qctl "$P" query-ops --json actions | grep -q '"by":"boss"' ||
+    qctl "$P" query-ops --json actions | grep -q '"by": "boss"' || fail "the reset does not name boss"
+expect_ctl 1 "no action '7'" qctl "$P" admin-boss actions undo 7
+log "actions: query lists, only admin resets and undoes"
 
 # agents: node-a as itself is stored; node-a's certificate as node-b, and a
 # query certificate, are refused

@@ -41,6 +41,7 @@ static int setup(void **state)
     make_cert("uri", "/OU=query/CN=cn-name", "URI:spiffe://argus/node-7");
     make_cert("cn", "/OU=agent/OU=query/CN=only-cn", NULL);
     make_cert("none", "/OU=ops/CN=no-role", NULL);
+    make_cert("admin", "/OU=query/OU=admin/CN=an-admin", NULL);
     make_cert("spaces", "/CN=two words", NULL);
     return 0;
 }
@@ -88,8 +89,11 @@ static void test_identity_and_roles(void **state)
     expect_identity("uri", "spiffe://argus/node-7", TLS_ROLE_QUERY);
     expect_identity("cn", "only-cn", TLS_ROLE_AGENT | TLS_ROLE_QUERY);
     expect_identity("none", "no-role", 0);
+    expect_identity("admin", "an-admin", TLS_ROLE_QUERY | TLS_ROLE_ADMIN);
     assert_string_equal(tls_role_name(0), "none");
-    assert_string_equal(tls_role_name(TLS_ROLE_ALL), "agent+query");
+    assert_string_equal(tls_role_name(TLS_ROLE_AGENT | TLS_ROLE_QUERY), "agent+query");
+    assert_string_equal(tls_role_name(TLS_ROLE_QUERY | TLS_ROLE_ADMIN), "query+admin");
+    assert_string_equal(tls_role_name(TLS_ROLE_ALL), "agent+query+admin");
 }
 
 static void test_name_not_an_id_refused(void **state)

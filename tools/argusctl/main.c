@@ -10,16 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/argusctl/actions.h"
 #include "tools/argusctl/alerts.h"
 #include "tools/argusctl/channel.h"
 #include "tools/argusctl/collector_address.h"
 #include "tools/argusctl/collectors.h"
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/follow.h"
+#include "tools/argusctl/heatmap_cmd.h"
 #include "tools/argusctl/compare.h"
 #include "tools/argusctl/cost_cmd.h"
 #include "tools/argusctl/import.h"
-#include "tools/argusctl/nodes.h"
+#include "tools/argusctl/nodes_cmd.h"
 #include "tools/argusctl/stragglers.h"
 #include "tools/argusctl/tables.h"
 #include "tools/argusctl/target.h"
@@ -27,14 +29,10 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/config_man.h"
-#include "common/heatmap.h"
-#include "common/heatmap_svg.h"
 #include "common/pbjson.h"
 #include "common/rpc_paths.h"
 #include "common/tls.h"
 #include "proto/argus.pb-c.h"
-
-#define CTL_HEATMAP_CELLS 1000000u /* cells asked for per Heatmap call */
 
 struct ctl_config {
     char *collector, *collectors, *collectors_dns;
@@ -122,6 +120,7 @@ struct ctl {
     struct stragglers_filter filter;
     uint64_t since_ns; /* --since, 0: none */
     bool quiet;        /* ctl_call says nothing (--follow while it waits) */
+    const char *arg2;  /* the second positional of a command with subcommands */
     struct ctl_target *target;
 };
 
@@ -286,6 +285,15 @@ static int ctl_alerts(struct ctl *c, const char *arg)
                     ctl_alerts_table, NULL);
 }
 
+/* actions [undo ID | reset [NOTE]]: tools/argusctl/actions.h. */
+static int ctl_actions(struct ctl *c, const char *sub)
+{
+    struct actions_command o = {c->target, c->cfg.timeout / NSEC_PER_MSEC, c->cfg.json,
+                                (uint32_t)c->cfg.limit, collector_address_is_set(&c->addr)};
+
+    return actions_command(&o, sub, c->arg2);
+}
+
 static int ctl_collectors(struct ctl *c, const char *arg)
 {
     struct collectors_options o = {c->cfg.json, c->cfg.job, c->cfg.timeout / NSEC_PER_MSEC};
@@ -346,195 +354,33 @@ static int ctl_trace(struct ctl *c, const char *id)
     return r;
 }
 
-/* The job's JobInfo (world size, last step), or an exit code. */
-static int ctl_job_info(struct ctl *c, uint32_t *world, uint64_t *last_step)
-{
-    Argus__V1__JobsRequest req = ARGUS__V1__JOBS_REQUEST__INIT;
-    Argus__V1__JobsResponse *resp;
-    int r = ctl_call(c, RPC_QUERY_JOBS, &req.base, &argus__v1__jobs_response__descriptor,
-                     (ProtobufCMessage **)&resp);
-
-    if (r)
-        return r;
-    r = CTL_NOT_FOUND;
-    for (size_t i = 0; i < resp->n_jobs; i++) {
-        if (strcmp(resp->jobs[i]->job, c->cfg.job) == 0) {
-            *world =
-                resp->jobs[i]->world_size ? resp->jobs[i]->world_size : resp->jobs[i]->ranks_seen;
-            *last_step = resp->jobs[i]->last_step;
-            r = CTL_OK;
-        }
-    }
-    if (r)
-        fprintf(stderr, "argusctl: no job '%s' in this collector\n", c->cfg.job);
-    argus__v1__jobs_response__free_unpacked(resp, NULL);
-    return r;
-}
-
-/* Nodes and peer groups (ranks) and the suspects that page (stragglers). */
-static int ctl_heatmap_context(struct ctl *c, struct heatmap *h)
-{
-    Argus__V1__RanksRequest rq = ARGUS__V1__RANKS_REQUEST__INIT;
-    Argus__V1__StragglersRequest sq = ARGUS__V1__STRAGGLERS_REQUEST__INIT;
-    Argus__V1__RanksResponse *ranks;
-    Argus__V1__StragglersResponse *reps;
-    int r;
-
-    rq.job = sq.job = c->cfg.job;
-    r = ctl_call(c, RPC_QUERY_RANKS, &rq.base, &argus__v1__ranks_response__descriptor,
-                 (ProtobufCMessage **)&ranks);
-    if (r)
-        return r;
-    for (size_t i = 0; i < ranks->n_ranks; i++)
-        heatmap_add_resource(h, ranks->ranks[i]);
-    argus__v1__ranks_response__free_unpacked(ranks, NULL);
-    r = ctl_call(c, RPC_QUERY_STRAGGLERS, &sq.base, &argus__v1__stragglers_response__descriptor,
-                 (ProtobufCMessage **)&reps);
-    if (r)
-        return r;
-    for (size_t i = 0; i < reps->n_reports; i++)
-        heatmap_add_report(h, reps->reports[i]);
-    argus__v1__stragglers_response__free_unpacked(reps, NULL);
-    return CTL_OK;
-}
-
-/* Fill h with the cells of steps [from, to], computed by the collector
- * (Heatmap), about CTL_HEATMAP_CELLS a call. */
-static int ctl_heatmap_fill(struct ctl *c, struct heatmap *h, uint32_t world, uint64_t from,
-                            uint64_t to)
-{
-    uint64_t per = CTL_HEATMAP_CELLS / (world ? world : 1);
-
-    per = per ? per : 1;
-    for (uint64_t lo = from; lo <= to;) {
-        Argus__V1__HeatmapRequest req = ARGUS__V1__HEATMAP_REQUEST__INIT;
-        Argus__V1__HeatmapResponse *resp;
-        req.job = c->cfg.job;
-        req.from_step = lo;
-        req.to_step = to - lo >= per ? lo + per - 1 : to;
-        req.step_time = strcmp(c->cfg.metric, "step") == 0;
-        int r = ctl_call(c, RPC_QUERY_HEATMAP, &req.base, &argus__v1__heatmap_response__descriptor,
-                         (ProtobufCMessage **)&resp);
-        if (r)
-            return r;
-        size_t n = resp->n_ranks < resp->n_steps ? resp->n_ranks : resp->n_steps;
-        n = n < resp->n_values_ns ? n : resp->n_values_ns;
-        for (size_t i = 0; i < n; i++)
-            heatmap_set(h, resp->ranks[i], resp->steps[i], resp->values_ns[i]);
-        /* truncated: again from the last step it reached (cells are set, not added) */
-        uint64_t next =
-            resp->truncated && n && resp->steps[n - 1] > lo ? resp->steps[n - 1] : req.to_step + 1;
-        argus__v1__heatmap_response__free_unpacked(resp, NULL);
-        if (next <= lo)
-            break; /* to_step was UINT64_MAX */
-        lo = next;
-    }
-    return CTL_OK;
-}
-
-/* The SVG into --output. */
-static int ctl_heatmap_write(struct ctl *c, const struct heatmap *h, const char *title)
-{
-    struct heatmap_svg_options so = {.title = title, .max_rows = 256, .max_cols = 400};
-    FILE *f = fopen(c->cfg.output, "we");
-    int w;
-
-    if (!f) {
-        fprintf(stderr, "argusctl: %s: %s\n", c->cfg.output, strerror(errno));
-        return CTL_ERROR;
-    }
-    w = heatmap_write_svg(h, &so, f);
-    if (fclose(f) != 0 || w < 0) {
-        fprintf(stderr, "argusctl: writing %s failed\n", c->cfg.output);
-        return CTL_ERROR;
-    }
-    return CTL_OK;
-}
-
 static int ctl_heatmap(struct ctl *c, const char *arg)
 {
-    uint32_t world = 0;
-    uint64_t last = 0, from, to;
-    char title[256];
-    int r;
+    struct heatmap_cmd_options o = {.target = c->target, .quiet = c->quiet, .job = c->cfg.job};
 
-    if (strcmp(c->cfg.metric, "compute") != 0 && strcmp(c->cfg.metric, "step") != 0) {
-        fprintf(stderr, "argusctl: --metric must be compute or step\n");
-        return CTL_USAGE;
-    }
-    if ((r = ctl_job_info(c, &world, &last)))
-        return r;
-    from = c->cfg.from;
-    to = c->cfg.to && c->cfg.to < last ? c->cfg.to : last;
-    if (from > to || world == 0) {
-        fprintf(stderr, "argusctl: no steps in that range\n");
-        return CTL_NOT_FOUND;
-    }
-    struct heatmap *h = heatmap_new(world, from, to - from + 1);
-    if (!h) {
-        fprintf(stderr, "argusctl: a %u x %llu heatmap is too large; narrow --from/--to\n", world,
-                (unsigned long long)(to - from + 1));
-        return CTL_USAGE;
-    }
-    r = ctl_heatmap_context(c, h);
-    if (!r)
-        r = ctl_heatmap_fill(c, h, world, from, to);
-    if (!r && heatmap_finish(h) < 0)
-        r = CTL_ERROR;
-    snprintf(title, sizeof(title), "job %s: %s time of %u ranks, steps %llu-%llu", c->cfg.job,
-             strcmp(c->cfg.metric, "step") == 0 ? "step" : "own", world, (unsigned long long)from,
-             (unsigned long long)to);
-    if (!r)
-        r = ctl_heatmap_write(c, h, title);
-    if (!r)
-        printf("heatmap of job %s (%u ranks x %llu steps) written to %s\n", c->cfg.job, world,
-               (unsigned long long)(to - from + 1), c->cfg.output);
-    heatmap_free(h);
-    return r;
+    (void)arg;
+    o.timeout_ms = c->cfg.timeout / NSEC_PER_MSEC, o.from = c->cfg.from, o.to = c->cfg.to;
+    o.metric = c->cfg.metric, o.output = c->cfg.output;
+    return heatmap_cmd_run(&o);
 }
 
-/* One Nodes call since since_ns (0: the collector's fleet.window). */
-static int ctl_nodes_get(struct ctl *c, uint64_t since_ns, Argus__V1__NodesResponse **resp)
+/* Fleet memory: nodes ranked by culprit jobs, or those to keep jobs off
+ * (nodes_cmd.h). */
+static int ctl_fleet(struct ctl *c, bool exclude)
 {
-    Argus__V1__NodesRequest req = ARGUS__V1__NODES_REQUEST__INIT;
+    struct nodes_cmd_options o = {.exclude = exclude, .since_ns = c->since_ns};
 
-    req.since_unix_ns = since_ns;
-    return ctl_call(c, RPC_QUERY_NODES, &req.base, &argus__v1__nodes_response__descriptor,
-                    (ProtobufCMessage **)resp);
+    o.json = c->cfg.json, o.suspect = c->cfg.suspect, o.min_jobs = (uint32_t)c->cfg.min_jobs;
+    o.format = c->cfg.format, o.quiet = c->quiet, o.timeout_ms = c->cfg.timeout / NSEC_PER_MSEC;
+    return nodes_cmd_run(c->target, &o, stdout);
 }
-
-/* Fleet memory: nodes ranked by culprit jobs (nodes.h). */
 static int ctl_nodes(struct ctl *c, const char *arg)
 {
-    struct nodes_options o = {.json = c->cfg.json, .suspect = c->cfg.suspect};
-    Argus__V1__NodesResponse *resp;
-    int r = ctl_nodes_get(c, c->since_ns, &resp);
-
-    if (r)
-        return r;
-    r = nodes_print(stdout, resp, &o) < 0 ? CTL_ERROR : CTL_OK;
-    argus__v1__nodes_response__free_unpacked(resp, NULL);
-    return r;
+    return (void)arg, ctl_fleet(c, false);
 }
-
-/* The nodes to keep jobs off, for a scheduler (nodes.h). */
 static int ctl_exclude(struct ctl *c, const char *arg)
 {
-    struct nodes_options o = {.json = c->cfg.json, .min_jobs = (uint32_t)c->cfg.min_jobs};
-    uint64_t now = clock_real_ns(), day = 86400 * NSEC_PER_SEC;
-    Argus__V1__NodesResponse *resp;
-    int r;
-
-    if (nodes_parse_format(c->cfg.format, &o.format) < 0) {
-        fprintf(stderr, "argusctl: --format must be slurm or k8s, not '%s'\n", c->cfg.format);
-        return CTL_USAGE;
-    }
-    r = ctl_nodes_get(c, c->since_ns ? c->since_ns : now - day, &resp);
-    if (r)
-        return r;
-    r = nodes_print_exclude(stdout, resp, &o) < 0 ? CTL_ERROR : CTL_OK;
-    argus__v1__nodes_response__free_unpacked(resp, NULL);
-    return r;
+    return (void)arg, ctl_fleet(c, true);
 }
 
 /* The commands: one line each. --help and --man list them from here. */
@@ -587,9 +433,22 @@ static const struct ctl_command {
      ctl_exclude,
      false,
      false},
+    {{"actions", "[undo ID | reset [NOTE]] [--limit N]",
+      "what the collector did to nodes and its breaker; undo a drain argus did; close the "
+      "breaker (undo and reset need an OU=admin certificate)"},
+     ctl_actions,
+     false,
+     false},
 };
 
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
+
+/* A command that takes up to two optional positionals, a subcommand and its
+ * argument ("actions undo ID"); its run gets the first, c->arg2 the second. */
+static bool ctl_has_subcommands(const struct ctl_command *cmd)
+{
+    return cmd->run == ctl_actions;
+}
 
 static int ctl_dispatch(struct ctl *c, int argc, char **argv)
 {
@@ -597,11 +456,16 @@ static int ctl_dispatch(struct ctl *c, int argc, char **argv)
         const struct ctl_command *cmd = &ctl_commands[i];
         if (strcmp(argv[0], cmd->doc.name) != 0)
             continue;
+        if (ctl_has_subcommands(cmd) && argc > 3) {
+            fprintf(stderr, "argusctl: usage: argusctl %s %s\n", argv[0], cmd->doc.args);
+            return CTL_USAGE;
+        }
+        c->arg2 = ctl_has_subcommands(cmd) && argc > 2 ? argv[2] : NULL;
         if (cmd->takes_arg && argc != 2) {
             fprintf(stderr, "argusctl: usage: argusctl %s %s\n", argv[0], cmd->doc.args);
             return CTL_USAGE;
         }
-        if (!cmd->takes_arg && argc != 1) {
+        if (!cmd->takes_arg && !ctl_has_subcommands(cmd) && argc != 1) {
             fprintf(stderr, "argusctl: unexpected argument '%s' (see --help)\n", argv[1]);
             return CTL_USAGE;
         }
