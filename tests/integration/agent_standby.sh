@@ -42,7 +42,10 @@ PY
 )
 log "job $JOB: primary :${GP[P]}, standby :${GP[S]}, third :${GP[X]}"
 
-start_agent "$T/spool" --collector.set "$LIST" --collector.standby_wait 5s \
+# in a PID namespace of its own: ranks of tests running beside it would be
+# jobs of its too, and their batches (carrying this job's steps as well) go to
+# those jobs' collectors, the third among them
+AGENT_ISOLATE=1 start_agent "$T/spool" --collector.set "$LIST" --collector.standby_wait 5s \
     --replay.trace "$TRACE" --replay.ranks 8 --replay.rate 10 --replay.steps $STEPS \
     --replay.job $JOB --batch.max_age 200ms
 grep -q "collectors $LIST" "$T/agent.log" || fail "the start log line does not name the set"

@@ -98,15 +98,19 @@ print(d["primary"]["name"], d["standby"]["name"])'
 }
 
 start_nodes() { # CASE
-    local c=$1 i port
+    local c=$1 i port upid
     for ((i = 0; i < NODES; i++)); do
         port=$(free_port)
         echo "$port" >"$T/$c/port.$i"
-        bg "$c" "$T/$c/agent.$i.log" "$BIN/argus-agent" --collector.set "$(cat "$T/$c/set")" --grpc.plaintext true \
+        # in a PID namespace of its own (lib.sh isolated): it discovers no
+        # rank of the tests beside it, whose jobs would route its batches
+        upid=$(bg "$c" "$T/$c/agent.$i.log" isolated "$BIN/argus-agent" --collector.set "$(cat "$T/$c/set")" --grpc.plaintext true \
             --spool.dir "$T/$c/spool.$i" --http.listen "127.0.0.1:$port" \
             --node.name "$(printf node%03d "$i")" --node.agent_id "$c-node$i" \
             --collector.backoff_max 1s --cupti.socket "$T/$c/cupti.$i.sock" --probes.enable "" \
-            --replay.records "$T/$c/rec.node$i" --replay.rate $RATE >"$T/$c/pid.$i"
+            --replay.records "$T/$c/rec.node$i" --replay.rate $RATE)
+        isolated_pid "$upid" >"$T/$c/pid.$i"
+        cat "$T/$c/pid.$i" >>"$T/$c/pids" # killed at exit: its namespace ends with it
     done
     for ((i = 0; i < NODES; i++)); do
         wait_every "$c: agent $i" 20 0.5 curl -sf "127.0.0.1:$(cat "$T/$c/port.$i")/healthz"

@@ -150,15 +150,45 @@ HPORT=$(free_port)
 
 TRACE=${ARGUS_TRACE:-$REPO/../shared/data/kineto/trace_filter__sampled_rank-0.json.gz}
 
+# isolated CMD...: CMD in a PID namespace of its own with its own /proc
+# (same network): an agent there discovers no process of the tests running
+# beside it (their ranks would be its jobs too, and a collector set would
+# route its batches by them). A shell is the namespace's init and CMD its
+# child, so CMD gets signals as anywhere (an init ignores those it has no
+# handler for, and the agent takes them by signalfd). Root only; killing the
+# unshare process kills everything in it. Use with &, then isolated_pid.
+isolated() { unshare --pid --fork --mount-proc --kill-child bash -c '"$@" & wait $!' isolated "$@"; }
+
+# isolated_pid PID: the pid of the command under PID (the isolated call
+# started with &): the end of its chain of first children, once that is
+# neither unshare nor the namespace's init shell.
+isolated_pid() {
+    local i p c
+    for ((i = 0; i < 100; i++)); do
+        p=$1
+        while c=$(pgrep -P "$p" | head -1) && [[ -n $c ]]; do p=$c; done
+        case $(ps -o comm= -p "$p" 2>/dev/null) in
+        unshare | bash | "") sleep 0.05 ;;
+        *) echo "$p"; return 0 ;;
+        esac
+    done
+    fail "no process under unshare $1"
+}
+
 # start_agent SPOOLDIR [extra flags...]: an agent on $APORT (HTTP) sending to
-# $CPORT; sets AGENT_PID.
+# $CPORT; sets AGENT_PID. AGENT_ISOLATE=1: in a PID namespace (isolated).
 start_agent() {
-    local dir=$1; shift
-    "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" --grpc.plaintext true \
+    local dir=$1 wrap=(); shift
+    [[ ${AGENT_ISOLATE:-} == 1 ]] && wrap=(isolated)
+    "${wrap[@]}" "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" --grpc.plaintext true \
         --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.backoff_max 1s --cupti.socket "$T/cupti.sock" --probes.enable "" "$@" \
         >>"$T/agent.log" 2>&1 &
     AGENT_PID=$!
     PIDS+=("$AGENT_PID")
+    if [[ ${AGENT_ISOLATE:-} == 1 ]]; then
+        AGENT_PID=$(isolated_pid "$AGENT_PID")
+        PIDS+=("$AGENT_PID") # killed, its namespace ends with it
+    fi
     wait_for "agent on :$APORT" 10 curl -sf "127.0.0.1:$APORT/healthz"
 }
 
