@@ -48,33 +48,6 @@ static int agent_check_comms(const struct config_option *o, const void *field, c
     return -EINVAL;
 }
 
-/* collector.set: a static list of HOST:PORT (common/collector_set.h). */
-static int agent_check_collector_set(const struct config_option *o, const void *field, char *err,
-                                     size_t errlen)
-{
-    const char *list = *(char *const *)field;
-    struct collector_set set;
-    char why[300];
-
-    if (!list || !*list || collector_set_parse(list, &set, why, sizeof(why)) == 0)
-        return 0;
-    snprintf(err, errlen, "%s: %s", o->key, why);
-    return -EINVAL;
-}
-
-/* collector.dns: NAME:PORT, resolved later. */
-static int agent_check_collector_dns(const struct config_option *o, const void *field, char *err,
-                                     size_t errlen)
-{
-    const char *spec = *(char *const *)field;
-    char why[300];
-
-    if (!spec || !*spec || collector_set_check_dns(spec, why, sizeof(why)) == 0)
-        return 0;
-    snprintf(err, errlen, "%s: %s", o->key, why);
-    return -EINVAL;
-}
-
 /* discovery.job_vars: what the environment parser can hold. */
 static int agent_check_job_vars(const struct config_option *o, const void *field, char *err,
                                 size_t errlen)
@@ -119,11 +92,11 @@ static const struct config_option agent_options[] = {
     OPT_CHECK("collector.set", CONFIG_STRING, collector_set, "",
               "collector set HOST:PORT,HOST:PORT,...: each job's batches go to its primary and "
               "standby there (empty: collector.address alone)",
-              agent_check_collector_set),
+              collector_set_check_list_option),
     OPT_CHECK("collector.dns", CONFIG_STRING, collector_dns, "",
               "collector set as a DNS name NAME:PORT (a headless Service), resolved again every "
               "collector.dns_interval (empty: collector.set or collector.address)",
-              agent_check_collector_dns),
+              collector_set_check_dns_option),
     OPT("collector.dns_interval", CONFIG_DURATION, collector_dns_interval, "30s", 1, 86400,
         "how often collector.dns is resolved again"),
     OPT("collector.standby_wait", CONFIG_DURATION, collector_standby_wait, "60s", 0.001, 86400,

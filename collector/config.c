@@ -45,41 +45,6 @@ static int collector_check_remote_write_url(const struct config_option *o, const
     return -EINVAL;
 }
 
-/* cluster.set: empty, or a static list as agents get it. */
-static int collector_check_cluster_set(const struct config_option *o, const void *field, char *err,
-                                       size_t errlen)
-{
-    const char *v = *(char *const *)field;
-    struct collector_set *s;
-    char msg[300];
-    int r = 0;
-
-    if (!v || !*v)
-        return 0;
-    s = malloc(sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    if (collector_set_parse(v, s, msg, sizeof(msg)) < 0) {
-        snprintf(err, errlen, "%s: %s", o->key, msg);
-        r = -EINVAL;
-    }
-    free(s);
-    return r;
-}
-
-/* cluster.dns: empty, or NAME:PORT. */
-static int collector_check_cluster_dns(const struct config_option *o, const void *field, char *err,
-                                       size_t errlen)
-{
-    const char *v = *(char *const *)field;
-    char msg[300];
-
-    if (!v || !*v || collector_set_check_dns(v, msg, sizeof(msg)) == 0)
-        return 0;
-    snprintf(err, errlen, "%s: %s", o->key, msg);
-    return -EINVAL;
-}
-
 /* alerts.NAME (the targets of the sink NAME, collector/alerts/sinks/sinks.h)
  * and alerts.webhook_token_file: what the collector checks at start
  * (collector/alerts/alerts.h, alerts_check). */
@@ -272,11 +237,11 @@ static const struct config_option collector_options[] = {
               "the collector set, HOST:PORT,HOST:PORT,... as the agents get it: jobs placed on "
               "this collector as primary or standby are counted in /metrics (it stores and "
               "diagnoses whatever it receives; empty, and no cluster.dns: a collector on its own)",
-              collector_check_cluster_set),
+              collector_set_check_list_option),
     OPT_CHECK("cluster.dns", CONFIG_STRING, cluster_dns, "",
               "the collector set from DNS NAME:PORT (a headless Service), re-resolved every "
               "cluster.dns_interval (empty: cluster.set)",
-              collector_check_cluster_dns),
+              collector_set_check_dns_option),
     OPT("cluster.dns_interval", CONFIG_DURATION, cluster_dns_interval, "30s", 1, 86400,
         "how often cluster.dns is resolved again"),
     OPT("cluster.self", CONFIG_STRING, cluster_self, "", 0, 0,

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/config.h"
 #include "common/config_value.h"
 #include "common/placement.h"
 
@@ -160,6 +161,39 @@ int collector_set_resolve(const char *spec, struct collector_set *out, char *err
     }
     set_normalize(out);
     return 0;
+}
+
+int collector_set_check_list_option(const struct config_option *o, const void *field, char *err,
+                                    size_t errlen)
+{
+    const char *v = *(char *const *)field;
+    struct collector_set *s;
+    char why[300];
+    int r = 0;
+
+    if (!v || !*v)
+        return 0;
+    s = malloc(sizeof(*s)); /* 32 KiB: not on a caller's stack */
+    if (!s)
+        return -ENOMEM;
+    if (collector_set_parse(v, s, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "%s: %s", o->key, why);
+        r = -EINVAL;
+    }
+    free(s);
+    return r;
+}
+
+int collector_set_check_dns_option(const struct config_option *o, const void *field, char *err,
+                                   size_t errlen)
+{
+    const char *v = *(char *const *)field;
+    char why[300];
+
+    if (!v || !*v || collector_set_check_dns(v, why, sizeof(why)) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: %s", o->key, why);
+    return -EINVAL;
 }
 
 bool collector_set_equal(const struct collector_set *a, const struct collector_set *b)

@@ -56,6 +56,17 @@ int collector_set_check_dns(const char *spec, char *err, size_t errlen);
  * address, -EAGAIN when resolution failed for now (err says why). */
 int collector_set_resolve(const char *spec, struct collector_set *out, char *err, size_t errlen);
 
+struct config_option;
+
+/* Config checks (config_check_fn, common/config.h) of a string option that
+ * holds a static list (collector_set_parse) or a DNS spec
+ * (collector_set_check_dns); "" passes both. 0, or -EINVAL with
+ * "key: why" in err. The agent, the collector and argusctl use them. */
+int collector_set_check_list_option(const struct config_option *o, const void *field, char *err,
+                                    size_t errlen);
+int collector_set_check_dns_option(const struct config_option *o, const void *field, char *err,
+                                   size_t errlen);
+
 /* Same members with the same addresses. */
 bool collector_set_equal(const struct collector_set *a, const struct collector_set *b);
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "common/collector_set.h"
+#include "common/config.h"
 #include "common/placement.h"
 
 static void test_parse(void **state)
@@ -111,6 +112,26 @@ static void test_resolve(void **state)
     assert_int_equal(collector_set_check_dns("argus-collector.ns.svc:7700", err, sizeof(err)), 0);
 }
 
+/* The config checks the three programs share: "" passes, a bad item is
+ * named after the key. */
+static void test_check_options(void **state)
+{
+    struct config_option o = {.key = "collector.set"};
+    const char *ok = "127.0.0.1:7711,127.0.0.1:7712", *bad = "127.0.0.1:7711,nope", *none = "";
+    char err[256];
+
+    (void)state;
+    assert_int_equal(collector_set_check_list_option(&o, &ok, err, sizeof(err)), 0);
+    assert_int_equal(collector_set_check_list_option(&o, &none, err, sizeof(err)), 0);
+    assert_int_equal(collector_set_check_list_option(&o, &bad, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "collector.set: collector 'nope'"));
+    o.key = "collector.dns";
+    const char *dns = "argus.ns.svc:7700", *baddns = "argus.ns.svc";
+    assert_int_equal(collector_set_check_dns_option(&o, &dns, err, sizeof(err)), 0);
+    assert_int_equal(collector_set_check_dns_option(&o, &baddns, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "collector.dns: 'argus.ns.svc'"));
+}
+
 static void test_watch(void **state)
 {
     struct collector_set_watch *w;
@@ -151,8 +172,9 @@ static void test_watch(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),   cmocka_unit_test(test_self),  cmocka_unit_test(test_place),
-        cmocka_unit_test(test_resolve), cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_parse),         cmocka_unit_test(test_self),
+        cmocka_unit_test(test_place),         cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_check_options), cmocka_unit_test(test_watch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

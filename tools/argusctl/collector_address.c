@@ -15,48 +15,14 @@ struct address_file {
     char *collector, *collectors, *collectors_dns;
 };
 
-/* config_check_fn of collectors: a static list as collector_set_parse reads it. */
-static int address_check_list(const struct config_option *o, const void *field, char *err,
-                              size_t errlen)
-{
-    const char *v = *(char *const *)field;
-    struct collector_set *s;
-    char msg[300];
-    int r = 0;
-
-    if (!v || !*v)
-        return 0;
-    s = malloc(sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    if (collector_set_parse(v, s, msg, sizeof(msg)) < 0) {
-        snprintf(err, errlen, "%s: %s", o->key, msg);
-        r = -EINVAL;
-    }
-    free(s);
-    return r;
-}
-
-/* config_check_fn of collectors_dns: NAME:PORT. */
-static int address_check_dns(const struct config_option *o, const void *field, char *err,
-                             size_t errlen)
-{
-    const char *v = *(char *const *)field;
-    char msg[300];
-
-    if (!v || !*v || collector_set_check_dns(v, msg, sizeof(msg)) == 0)
-        return 0;
-    snprintf(err, errlen, "%s: %s", o->key, msg);
-    return -EINVAL;
-}
-
 static const struct config_option address_file_options[] = {
     CONFIG_OPTION(struct address_file, "collector", CONFIG_STRING, collector, "", 0, 0,
                   "collector gRPC address HOST:PORT", NULL, config_check_grpc_target, false),
     CONFIG_OPTION(struct address_file, "collectors", CONFIG_STRING, collectors, "", 0, 0,
-                  "collector set HOST:PORT,HOST:PORT,...", NULL, address_check_list, false),
+                  "collector set HOST:PORT,HOST:PORT,...", NULL, collector_set_check_list_option,
+                  false),
     CONFIG_OPTION(struct address_file, "collectors_dns", CONFIG_STRING, collectors_dns, "", 0, 0,
-                  "collector set from DNS NAME:PORT", NULL, address_check_dns, false),
+                  "collector set from DNS NAME:PORT", NULL, collector_set_check_dns_option, false),
 };
 
 static const struct config_table address_file_table = {
