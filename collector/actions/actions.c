@@ -1,5 +1,5 @@
 /* The actions stage: see actions.h. The book (action_book.h) decides, the
- * store keeps, action_exec.h runs. */
+ * store keeps, common/hook_exec.h runs. */
 #include "collector/actions/actions.h"
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "collector/actions/action_book.h"
-#include "collector/actions/action_exec.h"
+#include "common/hook_exec.h"
 #include "collector/actions/actions_rules.h"
 #include "collector/store/store.h"
 #include "common/causes.h"
@@ -214,7 +214,7 @@ static enum actions_outcome actions_run_drain(struct actions *a, Argus__V1__Acti
 {
     char store[8][700], *input;
     const char *env[9];
-    struct action_exec_result res;
+    struct hook_exec_result res;
     int rc;
 
     actions_env(x, "drain", x->dry_run, r->summary, store, env);
@@ -227,7 +227,7 @@ static enum actions_outcome actions_run_drain(struct actions *a, Argus__V1__Acti
     }
     input = actions_json(&r->base);
     pthread_mutex_lock(&a->run_lock);
-    rc = action_exec_run(x->hook, env, input ? input : "{}", a->o.timeout_ns, &res);
+    rc = hook_exec_run(x->hook, env, input ? input : "{}", a->o.timeout_ns, &res);
     pthread_mutex_unlock(&a->run_lock);
     free(input);
     x->exit_status = res.exit_status;
@@ -493,7 +493,7 @@ int actions_undo(struct actions *a, const char *id, const char *by, Argus__V1__A
                  char *err, size_t errlen)
 {
     Argus__V1__Action *snap = NULL, *x;
-    struct action_exec_result res = {.exit_status = -1};
+    struct hook_exec_result res = {.exit_status = -1};
     char store[8][700], *input = NULL;
     const char *env[9];
     int rc;
@@ -508,7 +508,7 @@ int actions_undo(struct actions *a, const char *id, const char *by, Argus__V1__A
         actions_env(snap, "undo", false, "", store, env);
         input = actions_json(&snap->base);
         pthread_mutex_lock(&a->run_lock);
-        rc = action_exec_run(snap->hook, env, input ? input : "{}", a->o.timeout_ns, &res);
+        rc = hook_exec_run(snap->hook, env, input ? input : "{}", a->o.timeout_ns, &res);
         pthread_mutex_unlock(&a->run_lock);
         free(input);
     } else {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/actions/action_exec.h"
+#include "common/hook_exec.h"
 
 /* One "CAUSE:/path" entry (len bytes of entry) into out; "*" into star. */
 static int actions_rules_entry(const char *entry, size_t len, struct actions_rules *out, char *star,
@@ -34,7 +34,7 @@ static int actions_rules_entry(const char *entry, size_t len, struct actions_rul
     }
     if (strlen(colon + 1) >= ACTIONS_RULES_PATH)
         goto bad_length;
-    if (action_exec_check(colon + 1, why, sizeof(why)) < 0) {
+    if (hook_exec_check(colon + 1, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "%s: %s", cause, why);
         return -EINVAL;
     }

@@ -1,5 +1,5 @@
 /* Running one action hook: see action_exec.h. */
-#include "collector/actions/action_exec.h"
+#include "common/hook_exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 extern char **environ;
 
-int action_exec_check(const char *path, char *err, size_t errlen)
+int hook_exec_check(const char *path, char *err, size_t errlen)
 {
     if (path[0] == '/' && access(path, X_OK) == 0)
         return 0;
@@ -28,7 +28,7 @@ int action_exec_check(const char *path, char *err, size_t errlen)
 
 /* environ followed by extra (both NULL-terminated); the strings stay
  * theirs. NULL on ENOMEM. */
-static char **action_exec_env(const char *const *extra)
+static char **hook_exec_env(const char *const *extra)
 {
     size_t n = 0, k = 0;
     char **env;
@@ -47,7 +47,7 @@ static char **action_exec_env(const char *const *extra)
 
 /* Start path with stdin from in[0] and stdout+stderr to out[1], in its own
  * process group. The pid, or -errno. */
-static pid_t action_exec_spawn(const char *path, char **env, const int in[2], const int out[2])
+static pid_t hook_exec_spawn(const char *path, char **env, const int in[2], const int out[2])
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -70,8 +70,8 @@ static pid_t action_exec_spawn(const char *path, char **env, const int in[2], co
 
 /* Feed input to fd (closed when all is written) and read the output from rfd
  * until it closes or the deadline; the first bytes into out. */
-static void action_exec_pump(int wfd, const char *input, int rfd, uint64_t deadline,
-                             struct action_exec_result *out)
+static void hook_exec_pump(int wfd, const char *input, int rfd, uint64_t deadline,
+                           struct hook_exec_result *out)
 {
     size_t off = 0, len = input ? strlen(input) : 0, kept = 0;
     char buf[4096];
@@ -98,8 +98,8 @@ static void action_exec_pump(int wfd, const char *input, int rfd, uint64_t deadl
             ssize_t r = read(rfd, buf, sizeof(buf));
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
                 break;
-            size_t take = r > 0 && kept < ACTION_EXEC_OUTPUT ? (size_t)r : 0;
-            take = take > ACTION_EXEC_OUTPUT - kept ? ACTION_EXEC_OUTPUT - kept : take;
+            size_t take = r > 0 && kept < HOOK_EXEC_OUTPUT ? (size_t)r : 0;
+            take = take > HOOK_EXEC_OUTPUT - kept ? HOOK_EXEC_OUTPUT - kept : take;
             memcpy(out->output + kept, buf, take);
             kept += take;
         }
@@ -113,7 +113,7 @@ static void action_exec_pump(int wfd, const char *input, int rfd, uint64_t deadl
 
 /* Wait for pid until the deadline, then kill its group. Its wait status,
  * or -ETIMEDOUT (killed). */
-static int action_exec_reap(pid_t pid, uint64_t deadline)
+static int hook_exec_reap(pid_t pid, uint64_t deadline)
 {
     int status;
 
@@ -134,7 +134,7 @@ static int action_exec_reap(pid_t pid, uint64_t deadline)
 }
 
 /* The result of wait status st (or -ETIMEDOUT) into out; 0, -EIO or -ETIMEDOUT. */
-static int action_exec_status(int st, uint64_t timeout_ns, struct action_exec_result *out)
+static int hook_exec_status(int st, uint64_t timeout_ns, struct hook_exec_result *out)
 {
     if (st == -ETIMEDOUT || st < 0) {
         out->exit_status = 128 + SIGKILL;
@@ -146,19 +146,19 @@ static int action_exec_status(int st, uint64_t timeout_ns, struct action_exec_re
     return out->exit_status == 0 ? 0 : -EIO;
 }
 
-int action_exec_run(const char *path, const char *const *env, const char *input,
-                    uint64_t timeout_ns, struct action_exec_result *out)
+int hook_exec_run(const char *path, const char *const *env, const char *input, uint64_t timeout_ns,
+                  struct hook_exec_result *out)
 {
     int in[2] = {-1, -1}, pipe_out[2] = {-1, -1}, r = 0;
-    char **full = action_exec_env(env);
+    char **full = hook_exec_env(env);
     pid_t pid = -ENOMEM;
 
     timeout_ns = timeout_ns ? timeout_ns : 30 * NSEC_PER_SEC;
-    *out = (struct action_exec_result){.exit_status = -1};
+    *out = (struct hook_exec_result){.exit_status = -1};
     if (full && (pipe2(in, O_CLOEXEC) < 0 || pipe2(pipe_out, O_CLOEXEC) < 0))
         pid = -errno;
     else if (full)
-        pid = action_exec_spawn(path, full, in, pipe_out);
+        pid = hook_exec_spawn(path, full, in, pipe_out);
     free(full);
     for (int i = 0; i < 2; i++) /* the child's ends */
         if ((i == 0 ? in[0] : pipe_out[1]) >= 0)
@@ -169,9 +169,9 @@ int action_exec_run(const char *path, const char *const *env, const char *input,
     } else {
         uint64_t deadline = clock_mono_ns() + timeout_ns;
         fcntl(in[1], F_SETFL, O_NONBLOCK);
-        action_exec_pump(in[1], input, pipe_out[0], deadline, out);
+        hook_exec_pump(in[1], input, pipe_out[0], deadline, out);
         in[1] = -1;
-        r = action_exec_status(action_exec_reap(pid, deadline), timeout_ns, out);
+        r = hook_exec_status(hook_exec_reap(pid, deadline), timeout_ns, out);
     }
     if (in[1] >= 0)
         close(in[1]);
