@@ -193,7 +193,9 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
     case AGENT_EVENT_RANK:
         agent_rank(a, ev->rank.resource, "/");
         break;
-    case AGENT_EVENT_RECORD:
+    case AGENT_EVENT_RECORD: /* a replayed step: progress, as an assembled one */
+        liveness_step(a->live, ev->pid, ((const Argus__V1__StepRecord *)ev->record.step)->step,
+                      clock_mono_ns());
         agent_delivery_add_step(a->delivery, ev->record.step);
         break;
     case AGENT_EVENT_PROC_EXEC:

@@ -183,7 +183,8 @@ static const struct config_option agent_options[] = {
     OPT("replay.trace", CONFIG_STRING, replay_trace, "", 0, 0,
         "play this Kineto trace as local ranks (testing without a GPU; empty: off)"),
     OPT("replay.records", CONFIG_STRING, replay_records, "", 0, 0,
-        "play this recorded step-records file (argus-sim --record) at replay.rate (empty: off)"),
+        "play this recorded step-records file (argus-sim --record) at replay.rate, its ranks "
+        "ending cleanly after their last record (empty: off)"),
     OPT("replay.job", CONFIG_STRING, replay_job, "replay", 0, 0, "job id of replayed ranks"),
     OPT("replay.ranks", CONFIG_UINT, replay_ranks, "1", 1, 4096, "replayed ranks"),
     OPT("replay.rank_base", CONFIG_UINT, replay_rank_base, "0", 0, 1e7,
@@ -195,7 +196,7 @@ static const struct config_option agent_options[] = {
     OPT("replay.stretch", CONFIG_DOUBLE, replay_stretch, "1", 0.01, 100,
         "factor on replayed kernel durations and offsets, at the same step rate (a slowed rank)"),
     OPT("replay.steps", CONFIG_UINT, replay_steps, "0", 0, 0,
-        "steps per replayed rank (0: forever)"),
+        "steps per replayed rank, then they end cleanly (0: forever)"),
 };
 
 /* Rules between keys: what the agent would otherwise clamp or ignore. Each

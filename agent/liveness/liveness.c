@@ -215,14 +215,16 @@ static bool liveness_check(struct liveness *lv, struct progress_rank *r, uint64_
     if (due == PROGRESS_DUE_NONE &&
         (!r->tracked || r->world == 1 || now < r->progress_ns + NSEC_PER_SEC))
         return false;
-    err = procstate_read(r->pid, &st);
+    /* a replayed rank has no process: nothing to read, and its exit event
+     * alone says it ended */
+    err = r->pid > LIVENESS_PID_LIMIT ? -ENOENT : procstate_read(r->pid, &st);
     if (err == -ESRCH || (err == 0 && (st.state == 'Z' || st.state == 'X'))) {
         procstate_exit(err == 0 ? st.exit_status : -1, &code, &signal, &core);
         liveness_exit(lv, r->pid, code, signal, core, now);
         return true;
     }
     if (err < 0) {
-        lv->stats.read_errors++;
+        lv->stats.read_errors += err != -ENOENT;
         st = (struct procstate){.state = '?'};
     }
     permille = err < 0 ? 0 : liveness_cpu(lv, r, st.cpu_ticks, now);

@@ -6,7 +6,9 @@
  * Takes in each rank's collective calls and their ends (the collectives
  * probe), its step records, its process's exit (the proc probe's raw exit
  * status, or "unknown" from a /proc scan) and, on a 1 s tick, /proc for the
- * ranks that stopped progressing (procstate.h). Gives out argus.v1.RankStatus
+ * ranks that stopped progressing (procstate.h); a pid beyond the kernel's
+ * range (LIVENESS_PID_LIMIT: a replayed rank) has no /proc, so its statuses
+ * say "state unknown" and only its exit event ends it. Gives out argus.v1.RankStatus
  * messages (proto/argus.proto: when each is due is progress.h's rule) to the
  * agent's emit callback, which puts them into the next batch; and an info
  * log line when a rank first stalls and when one ends abnormally.
@@ -27,7 +29,8 @@
 #include "common/clock.h"
 #include "proto/argus.pb-c.h"
 
-#define LIVENESS_STACK_MAX 32 /* frames of RankStatus.stack */
+#define LIVENESS_STACK_MAX 32         /* frames of RankStatus.stack */
+#define LIVENESS_PID_LIMIT (1u << 22) /* PID_MAX_LIMIT: no pid the kernel gives is larger */
 
 /* argus_agent_rank_exits_total{how} */
 enum liveness_how {

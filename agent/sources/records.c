@@ -35,6 +35,7 @@ struct records {
     Argus__V1__NameEntry **names;
     size_t nnames;
     uint64_t first_step, start_ns;
+    bool ended; /* every rank's end told (after the last record) */
     int tfd;
 };
 
@@ -166,6 +167,19 @@ static int records_fd(void *state)
     return ((struct records *)state)->tfd;
 }
 
+/* Every rank of the file ends, cleanly: a replayed rank has no process
+ * whose end a probe or /proc could tell (its pid is beyond the kernel's). */
+static int records_end(struct records *r)
+{
+    r->ended = true;
+    for (size_t i = 0; i < r->nres; i++) {
+        struct agent_event ev = {.kind = AGENT_EVENT_PROC_EXIT, .ts_ns = clock_mono_ns()};
+        ev.pid = REPLAY_PID_BASE + r->res[i]->rank;
+        r->sink->event(r->sink->ctx, &ev);
+    }
+    return (int)r->nres;
+}
+
 static int records_dispatch(void *state)
 {
     struct records *r = state;
@@ -181,6 +195,8 @@ static int records_dispatch(void *state)
         r->sink->event(r->sink->ctx, &ev);
         n++;
     }
+    if (r->next == r->nsteps && !r->ended) /* the recording ran out: its ranks end */
+        n += records_end(r);
     return n;
 }
 

@@ -31,6 +31,8 @@ struct records_config {
 /* The replay source of a records file: resources become RANK events (pid
  * REPLAY_PID_BASE + rank), names are announced, and every step record is
  * delivered whole (AGENT_EVENT_RECORD) at `rate` steps per second per rank.
+ * After the last record every rank ends cleanly (AGENT_EVENT_PROC_EXIT, code
+ * 0): the recording ran out, and no process can tell it otherwise.
  * A malformed file is refused at create with the offset of the bad entry. */
 extern const struct source_ops source_records_ops;
 

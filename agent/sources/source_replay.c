@@ -20,6 +20,7 @@ struct replay {
     const struct event_sink *sink;
     int tfd;
     uint64_t start_ns;
+    bool ended;          /* every rank's end told (steps replayed) */
     uint64_t *next_step; /* per rank */
     size_t *step_first;  /* spans of trace step s: by_step[step_first[s] .. step_first[s + 1]) */
     uint32_t *by_step;   /* span indices grouped by step, in file order */
@@ -191,6 +192,19 @@ static int replay_step(struct replay *r, uint32_t i, uint64_t n, uint64_t ts)
     return count;
 }
 
+/* The last rank replayed its steps: every rank ends, cleanly (a replayed
+ * rank has no process whose end a probe or /proc could tell). */
+static int replay_end(struct replay *r)
+{
+    r->ended = true;
+    for (uint32_t i = 0; i < r->c.ranks; i++) {
+        struct agent_event ev = {.kind = AGENT_EVENT_PROC_EXIT, .ts_ns = clock_mono_ns()};
+        ev.pid = REPLAY_PID_BASE + i;
+        r->sink->event(r->sink->ctx, &ev);
+    }
+    return (int)r->c.ranks;
+}
+
 static int replay_dispatch(void *state)
 {
     struct replay *r = state;
@@ -208,6 +222,8 @@ static int replay_dispatch(void *state)
             events += replay_step(r, i, r->next_step[i]++, ts);
         }
     }
+    if (r->c.steps && !r->ended && r->next_step[r->c.ranks - 1] == r->c.steps)
+        events += replay_end(r);
     return events;
 }
 

@@ -3,7 +3,9 @@
  * batcher, spool, exporter) runs without probes or a GPU. Every step of the
  * trace becomes a STEP event followed by its real kernel events; the trace
  * repeats until `steps` steps per rank were played. Each replayed rank gets
- * a synthetic pid (REPLAY_PID_BASE + index), announced with a RANK event.
+ * a synthetic pid (REPLAY_PID_BASE + index, beyond any pid the kernel
+ * gives: liveness reads no /proc for it), announced with a RANK event; when
+ * the last rank played its `steps`, every rank ends cleanly (PROC_EXIT).
  * `stretch` slows the replayed ranks' GPU work (kernel durations and their
  * offsets in the step) while steps keep coming at `rate`: a compute straggler
  * that stays in step, as in synchronous training, with real-looking spans. */

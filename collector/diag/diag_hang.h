@@ -56,6 +56,7 @@ struct diag_live_rank {
     uint8_t n_used;
     bool has_record_step; /* newest step record's step */
     uint64_t record_step;
+    uint64_t data_ns;        /* agent clock: its newest record's end or status */
     bool has_status;         /* the fields below are its latest status */
     uint64_t recv_ns, at_ns; /* collector receive time, agent sample time */
     uint32_t pid, cpu_permille;

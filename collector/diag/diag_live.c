@@ -54,6 +54,8 @@ void diag_live_note_step(struct diag_live *l, const Argus__V1__StepRecord *s)
     if (!r->has_record_step || s->step > r->record_step)
         r->record_step = s->step;
     r->has_record_step = true;
+    if (s->start_unix_ns + s->duration_ns > r->data_ns)
+        r->data_ns = s->start_unix_ns + s->duration_ns;
     for (size_t i = 0; i < s->n_collectives; i++) {
         uint64_t id = s->collectives[i]->comm_id;
         bool known = id == 0;
@@ -97,6 +99,8 @@ int diag_live_status(struct diag_live *l, const Argus__V1__RankStatus *s, uint64
     r->seen = r->has_status = true;
     r->recv_ns = recv_ns;
     r->at_ns = s->at_unix_ns;
+    if (s->at_unix_ns > r->data_ns)
+        r->data_ns = s->at_unix_ns;
     r->pid = s->pid;
     r->cpu_permille = s->cpu_permille;
     r->state = s->state;
@@ -315,16 +319,30 @@ static bool any_seen(const struct diag_live *l)
     return false;
 }
 
+/* Some rank still running has data (a step record's end, a status) from
+ * at least wait_ns after rank first ended, by the agents' clocks. */
+static bool went_on(const struct diag_live *l, uint32_t first, uint64_t wait_ns)
+{
+    uint64_t after = l->ranks[first].exit_ns + wait_ns;
+
+    for (uint32_t r = 0; r < l->cap; r++)
+        if (r != first && l->ranks[r].seen && !l->ranks[r].exited && l->ranks[r].data_ns >= after)
+            return true;
+    return false;
+}
+
 static int check_deaths(struct diag_live *l, uint64_t now_ns, const struct diag_live_ctx *c,
                         Argus__V1__Report *rep)
 {
     bool all, known;
     uint32_t first = first_death(l, &all, &known);
-    /* An end of unknown status (seen by a /proc scan, a replay ending) is a
-     * death only when the job goes on without it for the hang bound: ranks
-     * that end normally end within seconds of each other. */
-    uint64_t wait = known ? l->grace_ns : l->hang_after_ns;
-    bool graced = first == UINT32_MAX || now_ns >= l->death_recv_ns + wait;
+    /* An end of unknown status (seen by a /proc scan) is a death only when
+     * the job went on without it for the hang bound: ranks that end
+     * normally end within seconds of each other. Judged on the agents'
+     * clocks, not on arrival: after an outage, spools replay the ends of
+     * one node's ranks long before another's. */
+    bool graced = first == UINT32_MAX || (known ? now_ns >= l->death_recv_ns + l->grace_ns
+                                                : went_on(l, first, l->hang_after_ns));
 
     if (l->failed || l->state == ARGUS__V1__JOB_STATE__JOB_STATE_ENDED)
         return 0;

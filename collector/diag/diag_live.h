@@ -12,9 +12,11 @@
  *     each is doing (process state, syscall, CPU, native stack, last step);
  *     the job is HUNG until the finder no longer sees that hang (the
  *     collective completed, a status says moving, records past it);
- *   - a death: a status with exited and a signal, an exit code other than
- *     0, or an unknown code (-1) while other ranks still run; after grace
- *     of receive time (to hear from the other nodes) one report, cause
+ *   - a death: a status with exited and a signal or an exit code other
+ *     than 0, after grace of receive time (to hear from the other nodes);
+ *     or an unknown code (-1) once another rank's data (a record, a status)
+ *     shows the job went on for hang_after past that end, by the agents'
+ *     clocks (an outage's catch-up delivers ends out of order); one report, cause
  *     EXITED, naming the first rank to end abnormally by exit time, the
  *     others that ended after it in its summary and evidence only. The job
  *     is FAILED and nothing else of this epoch is reported

@@ -198,9 +198,12 @@ metric() { curl -s "127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m {print $2}'; 
 # check_job JOB RANKS: every rank's steps are 0..K-1 with no hole, stored
 # once (job rank_steps == distinct keys). Prints "K_min K_max total".
 check_job() {
-    ctl steps --job "$1" --limit 100000 >"$T/check.txt" || fail "argusctl steps --job $1"
-    ctl --json jobs >"$T/jobs.json"
-    /usr/bin/python3 - "$T/check.txt" "$T/jobs.json" "$1" "$2" <<'PY'
+    # files of this call only: cases running side by side check at once
+    local out
+    out=$(mktemp -d "$T/check.XXXXXX")
+    ctl steps --job "$1" --limit 100000 >"$out/steps.txt" || fail "argusctl steps --job $1"
+    ctl --json jobs >"$out/jobs.json"
+    /usr/bin/python3 - "$out/steps.txt" "$out/jobs.json" "$1" "$2" <<'PY'
 import json, sys
 rows = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:] if l[:1] == " "]
 jobs = {j["job"]: j for j in json.load(open(sys.argv[2]))["jobs"]}

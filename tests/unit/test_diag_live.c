@@ -84,6 +84,18 @@ static void exited(struct diag_live *l, uint32_t rank, uint64_t at, int code, in
     assert_int_equal(diag_live_status(l, &s, recv), 0);
 }
 
+/* A step record of rank, step `step`, ending at end (agent clock). */
+static void step_at(struct diag_live *l, uint32_t rank, uint64_t step, uint64_t end)
+{
+    Argus__V1__StepRecord s = ARGUS__V1__STEP_RECORD__INIT;
+
+    s.rank = rank;
+    s.step = step;
+    s.start_unix_ns = end - S / 10;
+    s.duration_ns = S / 10;
+    diag_live_note_step(l, &s);
+}
+
 static void new_live(struct diag_live *l, uint32_t ranks)
 {
     diag_live_init(l, 30 * S, 2 * S);
@@ -425,11 +437,50 @@ static void test_unknown_ends(void **st)
     new_live(&l, 4);
     exited(&l, 2, T0, -1, 0, T0);
     assert_int_equal(check(&l, T0 + 3 * S, &ctx, sum, ev, &rank, &cause), 0);
-    assert_int_equal(check(&l, T0 + 29 * S, &ctx, sum, ev, &rank, &cause), 0);
-    assert_int_equal(check(&l, T0 + 30 * S, &ctx, sum, ev, &rank, &cause), 1);
+    /* the others' data until 29 s after its end: not yet */
+    for (uint32_t r = 0; r < 4; r += r == 1 ? 2 : 1)
+        step_at(&l, r, 100, T0 + 29 * S);
+    assert_int_equal(check(&l, T0 + 40 * S, &ctx, sum, ev, &rank, &cause), 0);
+    step_at(&l, 3, 101, T0 + 30 * S); /* one rank ran on for the bound */
+    assert_int_equal(check(&l, T0 + 41 * S, &ctx, sum, ev, &rank, &cause), 1);
     assert_int_equal(rank, 2);
     assert_int_equal(cause, ARGUS__V1__CAUSE__CAUSE_EXITED);
     assert_non_null(strstr(sum, "exit status unknown"));
+    diag_live_free(&l);
+    /* a stalled rank's statuses count as its data: a job stuck behind the
+     * rank that vanished has the death named, not a hang */
+    new_live(&l, 2);
+    exited(&l, 1, T0, -1, 0, T0);
+    status(&l, 0, T0 + 10 * S, 5, 4, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING, T0 + 10 * S);
+    assert_int_equal(check(&l, T0 + 11 * S, &ctx, sum, ev, &rank, &cause), 0);
+    status(&l, 0, T0 + 31 * S, 5, 4, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING, T0 + 31 * S);
+    assert_int_equal(check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause), 1);
+    assert_int_equal(rank, 1);
+    diag_live_free(&l);
+}
+
+/* After an outage the spools deliver the ranks' ends out of order: one
+ * node's ends a minute before the others' (by arrival), all at the same
+ * agent time. The job ended; nobody died. */
+static void test_unknown_ends_caught_up(void **st)
+{
+    struct diag_live l;
+    char sum[700], ev[1400];
+    uint32_t rank = 0;
+    int cause = 0;
+
+    (void)st;
+    new_live(&l, 4);
+    for (uint32_t r = 0; r < 4; r++)
+        step_at(&l, r, 399, T0 - S / 10);
+    exited(&l, 0, T0, -1, 0, T0 + 5 * S);
+    exited(&l, 1, T0, -1, 0, T0 + 5 * S);
+    for (uint64_t now = 6; now < 70; now += 4)
+        assert_int_equal(check(&l, T0 + now * S, &ctx, sum, ev, &rank, &cause), 0);
+    exited(&l, 2, T0 + S / 5, -1, 0, T0 + 70 * S);
+    exited(&l, 3, T0 + S / 5, -1, 0, T0 + 70 * S);
+    assert_int_equal(check(&l, T0 + 71 * S, &ctx, sum, ev, &rank, &cause), 0);
+    assert_int_equal(state_of(&l), ARGUS__V1__JOB_STATE__JOB_STATE_ENDED);
     diag_live_free(&l);
 }
 
@@ -446,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_killed_then_others),
         cmocka_unit_test(test_clean_end_and_exit_error),
         cmocka_unit_test(test_unknown_ends),
+        cmocka_unit_test(test_unknown_ends_caught_up),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -220,12 +220,40 @@ static void test_gone(void **state)
     liveness_free(lv);
 }
 
+/* A replayed rank (a pid beyond the kernel's) has no /proc: quiet, it is
+ * not taken for gone; stalled, its status says state unknown; only its
+ * exit event ends it (the replay ran out: cleanly). */
+static void test_replayed_rank(void **state)
+{
+    struct liveness *lv = new_liveness();
+    struct liveness_stats stats;
+    uint32_t pid = LIVENESS_PID_LIMIT + 7;
+
+    assert_int_equal(liveness_track(lv, pid, "job-r", 3, 8, 0), 0);
+    liveness_step(lv, pid, 1, SEC);
+    liveness_tick(lv, 3 * SEC);
+    assert_int_equal(fake.n, 0);
+    liveness_tick(lv, 6 * SEC); /* 5 s without progress */
+    assert_int_equal(fake.n, 1);
+    assert_false(fake.got[0].s.exited);
+    assert_int_equal(fake.got[0].s.state, ARGUS__V1__PROC_STATE__PROC_STATE_UNKNOWN);
+    liveness_exit(lv, pid, 0, 0, false, 7 * SEC);
+    assert_int_equal(fake.n, 2);
+    assert_true(fake.got[1].s.exited);
+    assert_int_equal(fake.got[1].s.exit_code, 0);
+    liveness_get_stats(lv, &stats);
+    assert_int_equal(stats.read_errors, 0);
+    assert_int_equal(stats.exits[LIVENESS_EXIT_CLEAN], 1);
+    liveness_free(lv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stalled_moving_killed),
         cmocka_unit_test(test_exits),
         cmocka_unit_test(test_gone),
+        cmocka_unit_test(test_replayed_rank),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
