@@ -147,6 +147,21 @@ static const struct causes_row causes_table[] = {
          .evidence = "how late it arrives at collectives or how much longer it computes, with "
                      "its host counters at the group's (run queue, off-CPU) and its kernels "
                      "the same shapes"},
+    [ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED,
+         .name = "GPU_THROTTLED",
+         .label = "gpu_throttled",
+         .word = "GPU throttled",
+         .meaning = "a compute straggler whose GPU slowed its clocks (power cap, heat, a HW "
+                    "slowdown) in most of its steps while its peers' GPUs did not",
+         .levels = L1 | L2 | L3,
+         .pages = true,
+         .fleet = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_NODE,
+         .evidence = "the compute finding, and the GPU's throttle reasons in how many of the "
+                     "window's steps, its SM clock and temperature against its peers' medians "
+                     "(NVML, StepRecord.hw)"},
 };
 
 #define CAUSES_ROWS ((int)(sizeof(causes_table) / sizeof(causes_table[0])))

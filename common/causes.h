@@ -72,11 +72,13 @@ const struct causes_row *causes_get(int cause);
 const struct causes_row *causes_by_name(const char *name);
 
 /* Whether a persisted rank-level suspect of cause pages an on-call
- * (causes_get(cause)->pages): COMPUTE, LINK, HOST and SILENT. */
+ * (causes_get(cause)->pages): COMPUTE, LINK, HOST, SILENT, HANG, EXITED and
+ * GPU_THROTTLED. */
 bool causes_pages(int cause);
 
 /* Whether a paging suspect of cause counts against its node in fleet
- * memory (causes_get(cause)->fleet): COMPUTE, LINK, HOST, HANG, EXITED;
+ * memory (causes_get(cause)->fleet): COMPUTE, LINK, HOST, HANG, EXITED,
+ * GPU_THROTTLED;
  * never IMBALANCE, DATA_SKEW or a job regression. */
 bool causes_fleet(int cause);
 

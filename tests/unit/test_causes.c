@@ -94,23 +94,25 @@ static void test_paging_rule(void **state)
             causes_pages(v),
             v == ARGUS__V1__CAUSE__CAUSE_COMPUTE || v == ARGUS__V1__CAUSE__CAUSE_LINK ||
                 v == ARGUS__V1__CAUSE__CAUSE_HOST || v == ARGUS__V1__CAUSE__CAUSE_SILENT ||
-                v == ARGUS__V1__CAUSE__CAUSE_HANG || v == ARGUS__V1__CAUSE__CAUSE_EXITED);
+                v == ARGUS__V1__CAUSE__CAUSE_HANG || v == ARGUS__V1__CAUSE__CAUSE_EXITED ||
+                v == ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED);
 }
 
 /* What users have seen so far: series and alert labels, summary words,
  * alert grouping, the levels that find each cause. */
 static void test_names_as_before(void **state)
 {
-    static const char *const labels[] = {"unknown",   "compute",  "link",           "host",
-                                         "data_skew", "silent",   "job_regression", "hang",
-                                         "exited",    "imbalance"};
+    static const char *const labels[] = {"unknown",   "compute",   "link",           "host",
+                                         "data_skew", "silent",    "job_regression", "hang",
+                                         "exited",    "imbalance", "gpu_throttled"};
     static const char *const words[] = {
-        "unknown", "compute",        "link", "host",      "data skew",
-        "silent",  "job regression", "hang", "rank died", "workload imbalance"};
+        "unknown",      "compute",        "link", "host",      "data skew",
+        "silent",       "job regression", "hang", "rank died", "workload imbalance",
+        "GPU throttled"};
 
     (void)state;
-    assert_int_equal(causes_count(), 10);
-    for (int v = 0; v < 10; v++) {
+    assert_int_equal(causes_count(), 11);
+    for (int v = 0; v < 11; v++) {
         assert_string_equal(causes_get(v)->label, labels[v]);
         assert_string_equal(causes_get(v)->word, words[v]);
         assert_int_equal(causes_get(v)->grouping, v == ARGUS__V1__CAUSE__CAUSE_LINK

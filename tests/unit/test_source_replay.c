@@ -81,13 +81,19 @@ static void play(double stretch, struct got *g)
     assert_non_null(r);
     assert_int_equal(source_replay_ops.start(r, &sink, why, sizeof(why)), 0);
     g->n = 0; /* drop the RANK announcement */
-    /* step 0 is due at the start: the first dispatch plays it */
-    assert_int_equal(source_replay_ops.dispatch(r), 3);
+    /* step 0 is due at the start: the first dispatch plays it, and the
+     * rank, its one step played, ends cleanly */
+    assert_int_equal(source_replay_ops.dispatch(r), 4);
+    assert_int_equal(source_replay_ops.dispatch(r), 0);
     source_replay_ops.destroy(r);
-    assert_int_equal(g->n, 3);
+    assert_int_equal(g->n, 4);
     assert_int_equal(g->ev[0].kind, AGENT_EVENT_STEP);
     assert_int_equal(g->ev[1].kind, AGENT_EVENT_KERNEL);
     assert_int_equal(g->ev[2].kind, AGENT_EVENT_KERNEL);
+    assert_int_equal(g->ev[3].kind, AGENT_EVENT_PROC_EXIT);
+    assert_int_equal(g->ev[3].pid, g->ev[0].pid);
+    assert_int_equal(g->ev[3].exit.code, 0);
+    assert_int_equal(g->ev[3].exit.signal, 0);
 }
 
 static void test_offsets_and_durations(void **state)
