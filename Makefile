@@ -80,7 +80,7 @@ GEN_HEADERS  := $(PROTO_H) $(RW_PROTO_H) $(BUILD_INFO) $(BPF_SKELS)
 
 # One static library per program part; each binary links its own part plus
 # common (a client links no server code, a daemon no other daemon's code).
-AGENT_STAGES  := sources probes symbols steps delivery discovery spans liveness
+AGENT_STAGES  := sources probes symbols steps delivery discovery spans liveness hw
 COMMON_SRC    := $(wildcard common/*.c)
 AGENT_SRC     := $(filter-out agent/main.c,$(wildcard agent/*.c $(AGENT_STAGES:%=agent/%/*.c)))
 COLLECTOR_SRC := $(filter-out collector/main.c,$(wildcard collector/*.c collector/*/*.c collector/*/*/*.c))
