@@ -318,8 +318,8 @@ static int nic_sample_net(struct nic *n, const char *name)
 {
     char dir[PATH_MAX];
     int64_t v[NIC_SLOTS];
-    enum nic_sum sums[NIC_SLOTS] = {[NIC_NET_CARRIER] = NIC_SUM_LINK_DOWNS,
-                                    [NIC_NET_QDISC] = NIC_SUM_DROPS};
+    enum nic_sum sums[NIC_SLOTS] = {
+        [NIC_NET_CARRIER] = NIC_SUM_LINK_DOWNS, [NIC_NET_QDISC] = NIC_SUM_DROPS};
     uint64_t x, ifindex;
     struct nic_port *p;
 
@@ -352,8 +352,8 @@ static int nic_sample_ib(struct nic *n, const char *dev, const char *port)
     int found = 0;
     struct nic_port *p;
 
-    if ((size_t)snprintf(dir, sizeof(dir), "%s/class/infiniband/%s/ports/%s/counters",
-                         n->sysroot, dev, port) >= sizeof(dir) ||
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/class/infiniband/%s/ports/%s/counters", n->sysroot,
+                         dev, port) >= sizeof(dir) ||
         (size_t)snprintf(name, sizeof(name), "%s/%s", dev, port) >= sizeof(name))
         return 0;
     for (size_t i = 0; i < COUNT; i++) {
@@ -489,8 +489,9 @@ static int nic_check_name(const char *s, char *why, size_t whylen)
         return -EINVAL;
     }
     if (slash ? len >= NIC_NAME_MAX || strchr(slash + 1, '/') : len > NIC_IFNAME_MAX) {
-        snprintf(why, whylen, "NIC list: '%s' is too long (interface: at most %d characters, "
-                              "IB port: DEV/PORT)",
+        snprintf(why, whylen,
+                 "NIC list: '%s' is too long (interface: at most %d characters, "
+                 "IB port: DEV/PORT)",
                  s, NIC_IFNAME_MAX);
         return -EINVAL;
     }
@@ -549,8 +550,8 @@ struct nic *nic_new(const char *sysroot, const char *list, char *why, size_t why
     n->sysroot = strdup(sysroot ? sysroot : "/sys");
     if (!n->sysroot || (list && *list && nic_parse_list(n, list, why, whylen) < 0))
         goto fail;
-    if (n->netlink && (!(n->nl_buf = malloc(NIC_NL_BUF)) ||
-                       !(n->qdiscs = calloc(NIC_MAX, sizeof(*n->qdiscs)))))
+    if (n->netlink &&
+        (!(n->nl_buf = malloc(NIC_NL_BUF)) || !(n->qdiscs = calloc(NIC_MAX, sizeof(*n->qdiscs)))))
         goto fail;
     return n;
 fail:

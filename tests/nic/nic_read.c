@@ -68,7 +68,8 @@ int main(int argc, char **argv)
     int err = 0;
 
     if (nic_read_parse(argc, argv, &o) < 0) {
-        fprintf(stderr, "usage: nic-read [--list L] [--sysroot DIR] [--interval-ms N] [--count N]\n");
+        fprintf(stderr,
+                "usage: nic-read [--list L] [--sysroot DIR] [--interval-ms N] [--count N]\n");
         return 1;
     }
     if (!(n = nic_new(o.sysroot, o.list, why, sizeof(why)))) {
