@@ -438,8 +438,8 @@ static void nvml_drain_xids(struct nvml *n)
 static bool nvml_sample_one(struct nvml *n, uint32_t i, struct nvml_gpu *g)
 {
     struct nvml_dev *d = &n->dev[i];
-    struct nvml_gpu cur = d->last;
     bool ok = (d->handle || nvml_attach(n, i) == 0);
+    struct nvml_gpu cur = d->last; /* with the UUID nvml_attach may just have had */
 
     if (ok)
         ok = nvml_read_now(n, d, &cur) == 0 && nvml_read_violation(n, d, &cur) == 0 &&
