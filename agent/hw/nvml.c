@@ -5,7 +5,8 @@
  * What is read, per GPU and sample:
  *   now         nvmlDeviceGetCurrentClocksEventReasons (or the older
  *               ...ThrottleReasons), nvmlDeviceGetClockInfo(NVML_CLOCK_SM),
- *               nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU): "basic reads";
+ *               nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU) (or, where a
+ *               driver lacks it, nvmlDeviceGetTemperatureV): "basic reads";
  *   cumulative  nvmlDeviceGetViolationStatus (power, thermal; ns),
  *               nvmlDeviceGetTotalEccErrors (volatile), nvmlDeviceGetRemappedRows,
  *               nvmlDeviceGetPcieReplayCounter, nvmlDeviceGetNvLinkErrorCounter
@@ -44,6 +45,11 @@ typedef struct {
     unsigned int gpuInstanceId;
     unsigned int computeInstanceId;
 } nvmlEventData_t;
+typedef struct { /* nvmlTemperature_v1_t, for drivers past nvmlDeviceGetTemperature */
+    unsigned int version;
+    int sensorType;
+    int temperature;
+} nvmlTemperature_t;
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_NOT_SUPPORTED 3
@@ -57,6 +63,7 @@ typedef struct {
 #define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
 #define NVML_VOLATILE_ECC 0
 #define NVML_FEATURE_ENABLED 1
+#define NVML_TEMPERATURE_V1 ((unsigned int)sizeof(nvmlTemperature_t) | 1u << 24)
 #define NVML_EVENT_XID_CRITICAL 0x8ull /* nvmlEventTypeXidCriticalError */
 #define NVML_NVLINK_ERROR_DL_REPLAY 0
 #define NVML_NVLINK_ERROR_DL_CRC_DATA 3 /* REPLAY, RECOVERY, CRC_FLIT, CRC_DATA */
@@ -75,6 +82,7 @@ struct nvml_api {
     nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long *);
     nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int *);
     nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
+    nvmlReturn_t (*temperature_v)(nvmlDevice_t, nvmlTemperature_t *);
     nvmlReturn_t (*violation)(nvmlDevice_t, int, nvmlViolationTime_t *);
     nvmlReturn_t (*ecc)(nvmlDevice_t, int, int, unsigned long long *);
     nvmlReturn_t (*remapped)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
@@ -146,6 +154,7 @@ static int nvml_bind(struct nvml *n)
               "nvmlDeviceGetCurrentClocksThrottleReasons");
     NVML_BIND(clock, "nvmlDeviceGetClockInfo", NULL);
     NVML_BIND(temperature, "nvmlDeviceGetTemperature", NULL);
+    NVML_BIND(temperature_v, "nvmlDeviceGetTemperatureV", NULL);
     NVML_BIND(violation, "nvmlDeviceGetViolationStatus", NULL);
     NVML_BIND(ecc, "nvmlDeviceGetTotalEccErrors", NULL);
     NVML_BIND(remapped, "nvmlDeviceGetRemappedRows", NULL);
@@ -158,8 +167,8 @@ static int nvml_bind(struct nvml *n)
     NVML_BIND(set_free, "nvmlEventSetFree", NULL);
     if (!n->f.init || !n->f.count || !n->f.handle)
         return -ENOSYS;
-    if (!n->f.reasons && !n->f.clock && !n->f.temperature && !n->f.violation && !n->f.ecc &&
-        !n->f.remapped && !n->f.pcie_replays && !n->f.link_errors)
+    if (!n->f.reasons && !n->f.clock && !n->f.temperature && !n->f.temperature_v &&
+        !n->f.violation && !n->f.ecc && !n->f.remapped && !n->f.pcie_replays && !n->f.link_errors)
         return -ENOSYS;
     return 0;
 }
@@ -296,6 +305,20 @@ static int nvml_check(struct nvml_dev *d, uint32_t fam, nvmlReturn_t rc, bool ba
 
 #define NVML_ON(d, fam, fn) (!((d)->off & (fam)) && (fn))
 
+/* The GPU temperature: nvmlDeviceGetTemperature (deprecated in CUDA 13), or
+ * its successor where a driver has dropped it. */
+static nvmlReturn_t nvml_temperature(struct nvml *n, nvmlDevice_t h, unsigned int *c)
+{
+    nvmlTemperature_t t = {NVML_TEMPERATURE_V1, NVML_TEMPERATURE_GPU, 0};
+    nvmlReturn_t rc;
+
+    if (n->f.temperature)
+        return n->f.temperature(h, NVML_TEMPERATURE_GPU, c);
+    rc = n->f.temperature_v(h, &t);
+    *c = rc == NVML_SUCCESS && t.temperature > 0 ? (unsigned int)t.temperature : 0;
+    return rc;
+}
+
 /* Reasons, SM clock and temperature into g; 0, or -EIO when the GPU failed. */
 static int nvml_read_now(struct nvml *n, struct nvml_dev *d, struct nvml_gpu *g)
 {
@@ -307,9 +330,8 @@ static int nvml_read_now(struct nvml *n, struct nvml_dev *d, struct nvml_gpu *g)
         bad |= nvml_check(d, NVML_FAM_REASONS, n->f.reasons(d->handle, &reasons), true);
     if (NVML_ON(d, NVML_FAM_CLOCK, n->f.clock))
         bad |= nvml_check(d, NVML_FAM_CLOCK, n->f.clock(d->handle, NVML_CLOCK_SM, &clock), true);
-    if (NVML_ON(d, NVML_FAM_TEMPERATURE, n->f.temperature))
-        bad |= nvml_check(d, NVML_FAM_TEMPERATURE,
-                          n->f.temperature(d->handle, NVML_TEMPERATURE_GPU, &temp), true);
+    if (NVML_ON(d, NVML_FAM_TEMPERATURE, n->f.temperature || n->f.temperature_v))
+        bad |= nvml_check(d, NVML_FAM_TEMPERATURE, nvml_temperature(n, d->handle, &temp), true);
     /* a call that did not answer left its value 0: unknown */
     g->reasons = (uint32_t)reasons;
     g->sm_clock_mhz = clock;

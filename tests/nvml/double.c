@@ -29,6 +29,10 @@
  *   gpu I unsupported ecc|remap|pcie|nvlink|violation|xid
  *                               that family answers NOT_SUPPORTED
  *
+ * Built twice: libnvml-double.so, and libnvml-double-cuda14.so without the
+ * calls CUDA 13 deprecated (nvmlDeviceGetTemperature, whose successor
+ * nvmlDeviceGetTemperatureV both export, and nvmlDeviceGetViolationStatus).
+ *
  * nvml_double_calls(NAME) (exported) counts the calls to the NVML function
  * NAME since the library loaded (NULL: all). Not thread-safe, as nvml.c. */
 #include <stdio.h>
@@ -348,6 +352,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t g, int type, unsigned in
     return rc;
 }
 
+#ifndef NVML_DOUBLE_CUDA14
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t g, int sensor, unsigned int *c)
 {
     nvmlReturn_t rc;
@@ -359,7 +364,22 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t g, int sensor, unsigne
         *c = g->temperature;
     return rc;
 }
+#endif
 
+/* nvmlTemperature_v1_t: version (sizeof | 1 << 24), sensorType, temperature. */
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t g, int *t)
+{
+    nvmlReturn_t rc;
+
+    dbl_call("nvmlDeviceGetTemperatureV");
+    if (!t || (unsigned int)t[0] != (12u | 1u << 24) || t[1] != 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if ((rc = dbl_gate(g, 0)) == NVML_SUCCESS)
+        t[2] = (int)g->temperature;
+    return rc;
+}
+
+#ifndef NVML_DOUBLE_CUDA14
 EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t g, int policy, nvmlViolationTime_t *v)
 {
     struct timespec now, wall;
@@ -379,6 +399,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t g, int policy, nvm
         (unsigned long long)(since_s * (policy ? g->thermal_ms_per_s : g->power_ms_per_s) * 1e6);
     return NVML_SUCCESS;
 }
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t g, int type, int counter,
                                                 unsigned long long *n)

@@ -3,8 +3,9 @@
  * the now values, violation times growing, the cumulative counters, XIDs
  * drained from the event set, a lost GPU (ok = false, counters kept, the
  * others fine, back when it answers again), families that answer
- * NOT_SUPPORTED not asked again, nvml_open's refusals with their reason, and
- * a script changed while open followed. */
+ * NOT_SUPPORTED not asked again, nvml_open's refusals with their reason, a
+ * driver without the calls CUDA 13 deprecated, and a script changed while
+ * open followed. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -269,6 +270,29 @@ static void test_open_refusals(void **state)
     assert_int_equal(nvml_count(NULL), 0);
 }
 
+/* A driver without the calls CUDA 13 deprecated: the temperature through
+ * nvmlDeviceGetTemperatureV, no violation times, the rest as before. */
+static void test_without_deprecated_calls(void **state)
+{
+    char lib14[600], why[256];
+    struct nvml_gpu g;
+    struct nvml *n;
+
+    (void)state;
+    snprintf(lib14, sizeof(lib14), "%.*s-cuda14.so", (int)(strlen(lib) - 3), lib);
+    put_script("gpu 0 temperature 77\ngpu 0 power_violation_ms_per_s 100\ngpu 0 pcie_replays 4\n");
+    n = nvml_open(lib14, why, sizeof(why));
+    if (!n)
+        printf("nvml_open: %s\n", why);
+    assert_non_null(n);
+    assert_int_equal(nvml_sample(n, &g, 1), 1);
+    assert_true(g.ok);
+    assert_int_equal(g.temperature_c, 77);
+    assert_int_equal(g.power_violation_ns, 0);
+    assert_int_equal(g.pcie_replays, 4);
+    nvml_close(n);
+}
+
 static void test_script_followed(void **state)
 {
     struct nvml_gpu g;
@@ -338,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup(test_lost_at_open, need_double),
         cmocka_unit_test_setup(test_unsupported_not_asked_again, need_double),
         cmocka_unit_test_setup(test_open_refusals, need_double),
+        cmocka_unit_test_setup(test_without_deprecated_calls, need_double),
         cmocka_unit_test_setup(test_script_followed, need_double),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
