@@ -4,6 +4,11 @@
 #
 #   tests/gpu/run.sh [STEPS]        (default 300 steps; a few minutes at most)
 #
+# 0. reads NVML (agent/hw/nvml.c) through tests/gpu/nvml_read.c: per GPU
+#    its UUID, clock-event reasons, SM clock, temperature, violation times
+#    over a second, ECC, remapped rows, PCIe replays, NVLink errors and
+#    XIDs (ARGUS_NVML_LIB=... reads another library, e.g. the test double);
+#    fails the check only when NVML is there and the read fails;
 # 1. builds the injection library and the small agent driver (make, or a
 #    direct gcc line when the build dependencies are missing there);
 # 2. runs a small launch-heavy PyTorch training loop on the GPU for STEPS
@@ -20,6 +25,26 @@ CUDA=${CUDA:-/usr/local/cuda}
 OUT=${OUT:-/tmp/argus-gpu-check.$$}
 mkdir -p "$OUT"
 say() { printf 'gpu-check: %s\n' "$*"; }
+
+# --- NVML ------------------------------------------------------------------
+nvml_read() {
+    local bin=$PWD/build/tests/nvml/nvml-read rc
+    if ! make -j"$(nproc)" build/tests/nvml/nvml-read >"$OUT/make-nvml.log" 2>&1; then
+        bin=$OUT/nvml-read
+        gcc -std=gnu11 -O2 -I. tests/gpu/nvml_read.c agent/hw/nvml.c -ldl -o "$bin" \
+            >>"$OUT/make-nvml.log" 2>&1 ||
+            { say "FAIL: cannot build nvml-read (see $OUT/make-nvml.log)"; return 1; }
+    fi
+    "$bin" ${ARGUS_NVML_LIB:+"$ARGUS_NVML_LIB"} >"$OUT/nvml-read.out" 2>&1
+    rc=$?
+    while IFS= read -r line; do say "nvml: $line"; done <"$OUT/nvml-read.out"
+    case $rc in
+    0) say "nvml: read" ;;
+    77) say "nvml: skip (no NVML here)" ;;
+    *) say "FAIL: nvml-read exited $rc with NVML present"; return 1 ;;
+    esac
+}
+nvml_read || exit 1
 
 # --- build ---------------------------------------------------------------
 build() {
