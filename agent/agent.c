@@ -18,6 +18,7 @@
 #include "agent/agent_sources.h"
 #include "agent/delivery/names.h"
 #include "agent/discovery/discovery.h"
+#include "agent/hw/hw.h"
 #include "agent/liveness/liveness.h"
 #include "agent/probes/probe_stacks.h"
 #include "agent/spans/spans.h"
@@ -47,6 +48,7 @@ struct agent {
     struct stepframes *frames; /* steps waiting for their stack samples */
     struct spans *spans;       /* raw spans per rank for drill-down (agent/spans/) */
     struct liveness *live;     /* statuses of ranks that stop or end (agent/liveness/) */
+    struct hw *hw;             /* each step's GPU and NIC counters (agent/hw/) */
     struct agent_sources *sources;
     struct clock_offset clock; /* monotonic to UNIX time, refreshed each tick */
     uint64_t clock_steps;
@@ -74,6 +76,7 @@ static void agent_rank(struct agent *a, const Argus__V1__Resource *r, const char
     spans_track(a->spans, r->pid, r->job, r->rank);
     liveness_track(a->live, r->pid, r->job, r->rank, r->world_size, clock_mono_ns());
     liveness_set_restart(a->live, r->pid, r->restart);
+    hw_track(a->hw, r->job, r->rank, r->gpu, r->gpu_uuid);
     log_info("agent", "rank %u of job %s (pid %u, world %u, node %s)", r->rank, r->job, r->pid,
              r->world_size, r->node);
     agent_sources_track(a->sources, NULL, r->pid, root, true);
@@ -175,6 +178,20 @@ static void agent_on_collective(void *ctx, uint32_t pid, uint64_t enter_ns, uint
         discovery_unidentified_call(a->discovery, pid);
 }
 
+/* A step on to the batcher, with its hardware counters unless it has
+ * some (a replayed record may). */
+static void agent_add_step(struct agent *a, const Argus__V1__StepRecord *s)
+{
+    Argus__V1__HwCounters hw = ARGUS__V1__HW_COUNTERS__INIT;
+    Argus__V1__StepRecord *m = (Argus__V1__StepRecord *)s; /* hw is put back after the call */
+
+    if (!s->hw && hw_step(a->hw, s->job, s->rank, &hw))
+        m->hw = &hw;
+    agent_delivery_add_step(a->delivery, s);
+    if (m->hw == &hw)
+        m->hw = NULL;
+}
+
 static void agent_on_collective_done(void *ctx, uint32_t pid, uint64_t comm, int64_t lib_seq,
                                      uint64_t done_ns)
 {
@@ -196,7 +213,7 @@ static void agent_on_event(void *ctx, const struct agent_event *ev)
     case AGENT_EVENT_RECORD: /* a replayed step: progress, as an assembled one */
         liveness_step(a->live, ev->pid, ((const Argus__V1__StepRecord *)ev->record.step)->step,
                       clock_mono_ns());
-        agent_delivery_add_step(a->delivery, ev->record.step);
+        agent_add_step(a, ev->record.step);
         break;
     case AGENT_EVENT_PROC_EXEC:
         discovery_check_pid(a->discovery, ev->pid, &agent_discovery_cb, a);
@@ -238,7 +255,7 @@ static void agent_on_step(void *ctx, uint32_t pid, const Argus__V1__StepRecord *
 /* A step with its frames, on to the batcher. */
 static void agent_emit_step(void *ctx, const Argus__V1__StepRecord *s)
 {
-    agent_delivery_add_step(((struct agent *)ctx)->delivery, s);
+    agent_add_step(ctx, s);
 }
 
 /* A rank's status (agent/liveness/), on to the batcher. */
@@ -296,6 +313,7 @@ static void agent_on_capture(void *ctx, const Argus__V1__CaptureRequest *req)
 static int agent_build_pipeline(struct agent *a)
 {
     const struct agent_config *c = a->cfg;
+    char why[256];
     struct assembler_options ao = {.clock = &a->clock};
 
     clock_offset_init(&a->clock, clock_mono_to_real_offset());
@@ -323,8 +341,14 @@ static int agent_build_pipeline(struct agent *a)
                                                       .stack = agent_status_stack,
                                                       .name = agent_name,
                                                       .ctx = a});
+    a->hw = hw_new(&(struct hw_options){.gpus = c->hw_nvml,
+                                        .nvml_lib = c->hw_nvml_lib,
+                                        .nics = c->hw_nics,
+                                        .nic_list = c->hw_nic_list,
+                                        .interval_ns = c->hw_interval},
+                   why, sizeof(why));
     if (!a->names || !a->assembler || !a->discovery || !a->stepinfer || !a->frames || !a->spans ||
-        !a->live)
+        !a->live || !a->hw || hw_start(a->hw) < 0)
         return -ENOMEM;
     names_define(a->names, name_id(STEPINFER_PHASE_COMPUTE), STEPINFER_PHASE_COMPUTE);
     names_define(a->names, name_id(STEPINFER_PHASE_COLLECTIVES), STEPINFER_PHASE_COLLECTIVES);
@@ -487,6 +511,7 @@ static void agent_publish(struct agent *a, uint64_t now)
     stepinfer_get_stats(a->stepinfer, &s.stepinfer);
     spans_get_stats(a->spans, &s.spans);
     liveness_get_stats(a->live, &s.liveness);
+    hw_get_stats(a->hw, &s.hw);
     agent_http_publish(&a->http_state, &s, a->sources, a->delivery, now);
 }
 
@@ -663,6 +688,7 @@ void agent_teardown(struct agent *a)
     stepinfer_free(a->stepinfer);
     spans_free(a->spans);
     liveness_free(a->live);
+    hw_free(a->hw);
     names_free(a->names);
     discovery_free(a->discovery);
     if (a->epfd >= 0)

@@ -47,6 +47,21 @@ static double snap_loop_busy_max(const struct agent_snapshot *s)
     return s->loop_busy_max_ns / 1e9;
 }
 
+static double snap_hw_gpus(const struct agent_snapshot *s)
+{
+    return s->hw.gpus;
+}
+
+static double snap_hw_nics(const struct agent_snapshot *s)
+{
+    return s->hw.nics;
+}
+
+static double snap_hw_sample(const struct agent_snapshot *s)
+{
+    return s->hw.sample_ns / 1e9;
+}
+
 static const char *snap_skip_name(int i)
 {
     return discovery_skip_name((enum discovery_skip)i);
@@ -124,6 +139,21 @@ static const struct agent_metric agent_metrics[] = {
      "probe)",
      SNAP(liveness.exits), .count = LIVENESS_EXIT_COUNT, .label_key = "how",
      .label = liveness_how_name},
+    {"argus_agent_hw_gpus", "gauge", "GPUs read through NVML (0: no NVML, hw.nvml)",
+     .value = snap_hw_gpus},
+    {"argus_agent_hw_nics", "gauge", "NICs and InfiniBand ports read (hw.nics)",
+     .value = snap_hw_nics},
+    {"argus_agent_hw_samples_total", "counter", "hardware samples taken (hw.interval)",
+     SNAP(hw.samples)},
+    {"argus_agent_hw_gpu_errors_total", "counter",
+     "GPU samples that did not answer (the GPU kept its last counters)", SNAP(hw.gpu_errors)},
+    {"argus_agent_hw_nic_read_errors_total", "counter", "NIC samples that read nothing",
+     SNAP(hw.nic_errors)},
+    {"argus_agent_hw_unmatched_total", "counter",
+     "step records of a rank whose GPU NVML does not list (no GPU counters on them)",
+     SNAP(hw.unmatched)},
+    {"argus_agent_hw_sample_seconds", "gauge", "how long the last hardware sample took",
+     .value = snap_hw_sample},
     {"argus_agent_loop_wakeups_total", "counter", "turns of the main loop", SNAP(loop_turns)},
     {"argus_agent_span_ring_bytes", "gauge",
      "bytes of raw spans kept for drill-down (spans.ring_bytes)", SNAP(spans.bytes)},

@@ -14,6 +14,7 @@
 #include "agent/agent_delivery.h"
 #include "agent/agent_sources.h"
 #include "agent/discovery/discovery.h"
+#include "agent/hw/hw.h"
 #include "agent/liveness/liveness.h"
 #include "agent/spans/spans.h"
 #include "agent/steps/assembler.h"
@@ -33,6 +34,7 @@ struct agent_snapshot {
     struct stepinfer_stats stepinfer;
     struct spans_stats spans;
     struct liveness_stats liveness;
+    struct hw_stats hw;
     uint64_t loop_turns, loop_busy_max_ns; /* the main loop's wakeups */
     uint64_t clock_steps;                  /* times the realtime clock was seen set */
     /* filled by agent_http_publish */

@@ -180,6 +180,18 @@ static const struct config_option agent_options[] = {
              "k of the duty cycle (at most n; 1 under always)"),
     OPT_LIVE("cupti.sample_n", CONFIG_UINT, cupti_sample_n, "1", 1, 1e9,
              "n of the duty cycle (1 under always)"),
+    OPT("hw.nvml", CONFIG_BOOL, hw_nvml, "true", 0, 0,
+        "read each rank's GPU through NVML (throttle reasons, clocks, XID, ECC, PCIe, NVLink) "
+        "into its step records; no driver: none"),
+    OPT("hw.nvml_lib", CONFIG_STRING, hw_nvml_lib, "libnvidia-ml.so.1", 0, 0,
+        "the NVML library dlopen'ed (a name or a path)"),
+    OPT("hw.nics", CONFIG_BOOL, hw_nics, "true", 0, 0,
+        "read the node's NIC error, drop and carrier counters (sysfs, root qdiscs, InfiniBand "
+        "ports) into its ranks' step records"),
+    OPT("hw.nic_list", CONFIG_STRING, hw_nic_list, "", 0, 0,
+        "NICs read, comma-separated (an InfiniBand port as DEV/PORT; empty: every one but lo)"),
+    OPT("hw.interval", CONFIG_DURATION, hw_interval, "1s", 0.01, 60,
+        "between two hardware samples (a step's clocks and reasons are its samples')"),
     OPT("replay.trace", CONFIG_STRING, replay_trace, "", 0, 0,
         "play this Kineto trace as local ranks (testing without a GPU; empty: off)"),
     OPT("replay.records", CONFIG_STRING, replay_records, "", 0, 0,

@@ -42,6 +42,9 @@ struct agent_config {
     char *cupti_socket_group;
     int cupti_sample_mode; /* enum cupti_sample_mode */
     uint64_t cupti_sample_k, cupti_sample_n;
+    bool hw_nvml, hw_nics; /* agent/hw/ */
+    char *hw_nvml_lib, *hw_nic_list;
+    uint64_t hw_interval;
 };
 
 extern const struct config_table agent_config_table;

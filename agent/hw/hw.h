@@ -20,7 +20,7 @@
  * CUDA_DEVICE_ORDER=FASTEST_FIRST picks otherwise on a mixed node). A rank
  * with no GPU (-1) gets the NIC counters only.
  *
- * Threads: hw_step and hw_forget from one thread (the agent's main loop);
+ * Threads: hw_track and hw_step from one thread (the agent's main loop);
  * the sampler publishes under a mutex held for a copy.
  */
 #ifndef ARGUS_AGENT_HW_HW_H
@@ -31,6 +31,8 @@
 #include <stdint.h>
 
 #include "proto/argus.pb-c.h"
+
+#define HW_RANKS_MAX 1024 /* ranks with a baseline (a node runs a few dozen) */
 
 struct hw_options {
     bool gpus;            /* read NVML (hw.nvml) */
@@ -67,14 +69,18 @@ int hw_start(struct hw *h);
 /* Stop the thread and free. NULL is fine. */
 void hw_free(struct hw *h);
 
-/* The HwCounters of rank pid's step ending now, into *out (initialised by
- * the caller), for its GPU (gpu index, uuid "" when unknown): deltas since
- * pid's previous call, the samples in between. Returns true when out holds
- * something (the rank's first call gives the baseline only: false). */
-bool hw_step(struct hw *h, uint32_t pid, int32_t gpu, const char *uuid, Argus__V1__HwCounters *out);
+/* Rank `rank` of job (copied) runs on GPU gpu (its CUDA index, -1: none;
+ * uuid "" or NULL when unknown): its next hw_step is a baseline. Again for
+ * a known rank (a restart): a new baseline. Ranks are kept up to
+ * HW_RANKS_MAX; the one stepped least recently makes room. */
+void hw_track(struct hw *h, const char *job, uint32_t rank, int32_t gpu, const char *uuid);
 
-/* pid ended: its baseline goes. */
-void hw_forget(struct hw *h, uint32_t pid);
+/* The HwCounters of the rank's step ending now into *out (initialised by
+ * the caller): deltas since its previous hw_step, what the samples in
+ * between saw. Returns true when out holds something; false for the
+ * rank's first step (the baseline), a rank never tracked (tracked now
+ * with no GPU: the NICs only from its next step) or nothing to read. */
+bool hw_step(struct hw *h, const char *job, uint32_t rank, Argus__V1__HwCounters *out);
 
 void hw_get_stats(struct hw *h, struct hw_stats *out);
 
