@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/diag/diag_hw.h"
 #include "proto/argus.pb-c.h"
 
 #define DIAG_MAX_PHASES 8     /* distinct phase names tracked per job */
@@ -80,6 +81,8 @@ struct diag_rank_step {
     uint32_t kernel_count; /* kernels on non-collective streams (launches of more work) */
     uint64_t work_id[DIAG_MAX_KERNELS];    /* KernelGroup.work_id, 0 unknown */
     float q[DIAG_MAX_KERNELS][DIAG_QGRID]; /* quantile functions, ns */
+    struct diag_hw_step hw;                /* StepRecord.hw (diag_hw.h), zero without */
+    uint32_t xid;                          /* its last XID code (0: none) */
 };
 
 struct diag_frame {
