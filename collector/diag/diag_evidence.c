@@ -110,7 +110,7 @@ void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, i
                         const char *group, uint32_t hits, uint32_t window,
                         const struct diag_rank_evidence *re, char *buf, size_t len)
 {
-    char head[320], win[320], hw[360];
+    char head[320], win[320], hw[320]; /* with the rest, under 1,000 bytes */
 
     flag_text(n, f, cause, group, head, sizeof(head));
     diag_evidence_window(re, win, sizeof(win));
