@@ -13,7 +13,7 @@ static const struct {
     uint32_t nvml;
     const char *word;
 } reasons[DIAG_HW_N_REASONS] = {
-    {0x4, "SW power cap"},   {0x8, "HW slowdown"},    {0x20, "SW thermal slowdown"},
+    {0x4, "SW power cap"},         {0x8, "HW slowdown"},     {0x20, "SW thermal slowdown"},
     {0x40, "HW thermal slowdown"}, {0x80, "HW power brake"},
 };
 
@@ -215,13 +215,13 @@ static void nic_clause(const struct diag_hw_evidence *e, char *buf, size_t len)
         return;
     if (zero || n == 1)
         snprintf(buf, len, "node NICs: %s%s%s%s%s over the window vs %s (peers' median)", own[0],
-                 n > 1 ? (n > 2 ? ", " : " and ") : "", n > 1 ? own[1] : "",
-                 n > 2 ? " and " : "", n > 2 ? own[2] : "", peer[0]);
+                 n > 1 ? (n > 2 ? ", " : " and ") : "", n > 1 ? own[1] : "", n > 2 ? " and " : "",
+                 n > 2 ? own[2] : "", peer[0]);
     else
         snprintf(buf, len, "node NICs: %s%s%s%s%s over the window vs %s%s%s%s%s (peers' medians)",
-                 own[0], n > 2 ? ", " : " and ", own[1], n > 2 ? " and " : "",
-                 n > 2 ? own[2] : "", peer[0], n > 2 ? ", " : " and ", peer[1],
-                 n > 2 ? " and " : "", n > 2 ? peer[2] : "");
+                 own[0], n > 2 ? ", " : " and ", own[1], n > 2 ? " and " : "", n > 2 ? own[2] : "",
+                 peer[0], n > 2 ? ", " : " and ", peer[1], n > 2 ? " and " : "",
+                 n > 2 ? peer[2] : "");
 }
 
 /* Append "; " and clause to buf when all of it fits; false when it did not

@@ -72,13 +72,13 @@ struct diag_hw_evidence {
     uint32_t reason_steps; /* throttled steps with that reason */
     double sm_clock;       /* mean SM clock, MHz, over steps that had one (0: unknown) */
     double temperature;    /* mean temperature, C (0: unknown) */
-    uint64_t total[DIAG_HW_N_COUNTERS]; /* the rank's window totals */
-    uint32_t xid;                       /* the last XID code in the window (total[XIDS] > 0) */
-    uint64_t xid_step;                  /* the step it came in */
-    uint32_t peers;                     /* peers with hw steps; 0: the medians are 0 */
-    double peer_throttled;              /* median of the peers' throttled shares of steps */
-    double peer_sm_clock;               /* median of the peers' mean SM clocks (0: unknown) */
-    double peer_temperature;            /* median of the peers' mean temperatures */
+    uint64_t total[DIAG_HW_N_COUNTERS];    /* the rank's window totals */
+    uint32_t xid;                          /* the last XID code in the window (total[XIDS] > 0) */
+    uint64_t xid_step;                     /* the step it came in */
+    uint32_t peers;                        /* peers with hw steps; 0: the medians are 0 */
+    double peer_throttled;                 /* median of the peers' throttled shares of steps */
+    double peer_sm_clock;                  /* median of the peers' mean SM clocks (0: unknown) */
+    double peer_temperature;               /* median of the peers' mean temperatures */
     double peer_total[DIAG_HW_N_COUNTERS]; /* medians of the peers' window totals */
 };
 

@@ -25,12 +25,12 @@ struct diag_hwwin_xid {
 };
 
 struct diag_hwwin {
-    uint32_t window;             /* steps kept, 1..64 */
-    uint32_t cap;                /* ranks */
-    uint32_t head;               /* slot of the newest step */
-    struct diag_hw_step *slots;  /* cap * window */
-    struct diag_hwwin_xid *xid;  /* cap */
-    double *scratch;             /* (3 + DIAG_HW_N_COUNTERS) * scratch_n */
+    uint32_t window;            /* steps kept, 1..64 */
+    uint32_t cap;               /* ranks */
+    uint32_t head;              /* slot of the newest step */
+    struct diag_hw_step *slots; /* cap * window */
+    struct diag_hwwin_xid *xid; /* cap */
+    double *scratch;            /* (3 + DIAG_HW_N_COUNTERS) * scratch_n */
     uint32_t scratch_n;
 };
 

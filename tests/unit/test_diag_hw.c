@@ -264,7 +264,8 @@ static void test_truncates_by_clause(void **state)
     assert_string_equal(diag_hw_sentence(&e, DIAG_CAUSE_COMPUTE, buf, sizeof(buf)),
                         "; PCIe replays 1,204 vs 0; node NICs: 500 drops over the window vs 0 "
                         "(peers' median)");
-    assert_string_equal(diag_hw_sentence(&e, DIAG_CAUSE_COMPUTE, buf, 40), "; PCIe replays 1,204 vs 0");
+    assert_string_equal(diag_hw_sentence(&e, DIAG_CAUSE_COMPUTE, buf, 40),
+                        "; PCIe replays 1,204 vs 0");
     assert_string_equal(diag_hw_sentence(&e, DIAG_CAUSE_LINK, buf, 40), "");
     assert_string_equal(diag_hw_sentence(&e, DIAG_CAUSE_COMPUTE, buf, 10), "");
     e.peer_total[DIAG_HW_PCIE] = 1000; /* not twice its peers' */
