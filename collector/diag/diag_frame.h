@@ -68,7 +68,8 @@ struct diag_coll {
 };
 
 /* What the engine keeps of one rank's step. A phase or kernel that is absent
- * has phase_ns 0 / its bit clear in kernel_mask. */
+ * has phase_ns 0 / its bit clear in kernel_mask. 720 bytes, 24 of them the
+ * hardware counters (hw, xid; 16 + 4 and padding). */
 struct diag_rank_step {
     bool present;
     uint64_t duration_ns;
