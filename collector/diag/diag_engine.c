@@ -215,7 +215,7 @@ static int add_rank_suspect(struct diag_engine *e, Argus__V1__Report *rep, uint3
     diag_evidence_where(&nm, f, where, sizeof(where));
     Argus__V1__Suspect *s =
         diag_suspect_new(r, e->ranks.ri[r].node, e->ranks.ri[r].gpu, group, f->level,
-                         causes_persisted(c), where, f->score, hits, e->o.window, ev);
+                         diag_hw_cause(c, &re.hw), where, f->score, hits, e->o.window, ev);
     return s ? diag_report_add(rep, s) : -ENOMEM;
 }
 

@@ -62,7 +62,7 @@ struct diag_options {
                                * the oldest open step closes (counted) */
     uint32_t late_horizon;    /* closed steps kept for amending with late records (40) */
     uint32_t max_ranks;       /* refuse ranks at or above this (65,536): memory follows the
-                               * highest rank that reported, ~620 B per rank and open
+                               * highest rank that reported, ~720 B per rank and open
                                * step; a declared world size is a hint capped to it */
     uint32_t window;          /* persistence window N, <= 64 (40) */
     uint32_t min_hits;        /* M of N to alert (24) */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "collector/diag/diag_hw.h"
 #include "collector/diag/diag_report.h"
 
 const char *diag_evidence_name(const struct diag_namer *n, uint64_t id, char *buf, size_t len)
@@ -109,12 +110,13 @@ void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, i
                         const char *group, uint32_t hits, uint32_t window,
                         const struct diag_rank_evidence *re, char *buf, size_t len)
 {
-    char head[320], win[320];
+    char head[320], win[320], hw[320]; /* with the rest, under 1,000 bytes */
 
     flag_text(n, f, cause, group, head, sizeof(head));
     diag_evidence_window(re, win, sizeof(win));
-    snprintf(buf, len, "%s, persisted %u/%u steps%s%s", head, hits, window, win[0] ? "; " : "",
-             win);
+    diag_hw_sentence(re ? &re->hw : NULL, cause, hw, sizeof(hw));
+    snprintf(buf, len, "%s, persisted %u/%u steps%s%s%s", head, hits, window, win[0] ? "; " : "",
+             win, hw);
 }
 
 void diag_evidence_skew(char *buf, size_t len, uint32_t ranks, uint32_t steps, uint32_t window)

@@ -26,7 +26,9 @@ const char *diag_evidence_where(const struct diag_namer *n, const struct diag_fl
 
 /* Evidence for a rank flag of cause c that persisted hits/window steps,
  * followed by the rank's arrival order and host counters over the window
- * (re; NULL or empty: left out). */
+ * (re; NULL or empty: left out) and its hardware that stands out against
+ * its peers' (diag_hw_sentence of re->hw, at most 319 bytes; none without
+ * hw). */
 void diag_evidence_flag(const struct diag_namer *n, const struct diag_flag *f, int cause,
                         const char *group, uint32_t hits, uint32_t window,
                         const struct diag_rank_evidence *re, char *buf, size_t len);

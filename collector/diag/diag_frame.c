@@ -226,6 +226,7 @@ int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
         r->sync_wait_ns = s->host->sync_wait_ns;
     }
     add_kernels(r, dict, s);
+    diag_hw_extract(s->hw, &r->hw, &r->xid);
     f->reported++;
     return 0;
 }

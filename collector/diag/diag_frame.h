@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/diag/diag_hw.h"
 #include "proto/argus.pb-c.h"
 
 #define DIAG_MAX_PHASES 8     /* distinct phase names tracked per job */
@@ -67,7 +68,8 @@ struct diag_coll {
 };
 
 /* What the engine keeps of one rank's step. A phase or kernel that is absent
- * has phase_ns 0 / its bit clear in kernel_mask. */
+ * has phase_ns 0 / its bit clear in kernel_mask. 720 bytes, 24 of them the
+ * hardware counters (hw, xid; 16 + 4 and padding). */
 struct diag_rank_step {
     bool present;
     uint64_t duration_ns;
@@ -80,6 +82,8 @@ struct diag_rank_step {
     uint32_t kernel_count; /* kernels on non-collective streams (launches of more work) */
     uint64_t work_id[DIAG_MAX_KERNELS];    /* KernelGroup.work_id, 0 unknown */
     float q[DIAG_MAX_KERNELS][DIAG_QGRID]; /* quantile functions, ns */
+    struct diag_hw_step hw;                /* StepRecord.hw (diag_hw.h), zero without */
+    uint32_t xid;                          /* its last XID code (0: none) */
 };
 
 struct diag_frame {

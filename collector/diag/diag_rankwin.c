@@ -35,6 +35,7 @@ void diag_rankwin_init(struct diag_rankwin *w, uint32_t window)
     memset(w, 0, sizeof(*w));
     w->window = window < 1 ? 1 : window > 64 ? 64 : window;
     rule_defaults(&w->rule);
+    diag_hwwin_init(&w->hw, w->window);
 }
 
 void diag_rankwin_free(struct diag_rankwin *w)
@@ -43,6 +44,7 @@ void diag_rankwin_free(struct diag_rankwin *w)
 
     free(w->slots);
     free(w->scratch);
+    diag_hwwin_free(&w->hw);
     diag_rankwin_init(w, w->window);
     w->rule = rule;
 }
@@ -58,7 +60,9 @@ int diag_rankwin_reserve(struct diag_rankwin *w, uint32_t cap)
 {
     if (cap <= w->cap)
         return 0;
-    int err = array_grow_zeroed((void **)&w->slots, (size_t)w->cap * w->window,
+    int err = diag_hwwin_reserve(&w->hw, cap);
+    if (!err)
+        err = array_grow_zeroed((void **)&w->slots, (size_t)w->cap * w->window,
                                 (size_t)cap * w->window, sizeof(*w->slots));
     if (!err)
         w->cap = cap;
@@ -75,6 +79,7 @@ void diag_rankwin_step(struct diag_rankwin *w, const struct diag_frame *f,
 {
     uint32_t n = f->cap < w->cap ? f->cap : w->cap;
 
+    diag_hwwin_step(&w->hw, f);
     w->head = (w->head + 1) % w->window;
     if (w->steps < w->window)
         w->steps++;
@@ -185,6 +190,8 @@ int diag_rankwin_get(struct diag_rankwin *w, uint32_t rank, const uint32_t *memb
         out->runq_median = diag_stats_median_inplace(w->scratch, k);
         out->off_cpu_median = diag_stats_median_inplace(w->scratch + n, k);
     }
+    if (diag_hwwin_get(&w->hw, rank, members, n, &out->hw))
+        return memset(out, 0, sizeof(*out)), -ENOMEM;
     return 0;
 }
 

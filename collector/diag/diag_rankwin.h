@@ -15,7 +15,11 @@
  * collectives, well after the first, and its threads wait for a CPU far
  * longer than its peers'.
  *
- * Memory: 28 bytes per rank and window step. Amended (late) steps are not
+ * Next to its slots it keeps the ranks' hardware counters (diag_hwwin.h),
+ * stepped, grown and read with them: a report's evidence carries both.
+ *
+ * Memory: 28 bytes per rank and window step, 16 more for the hardware
+ * counters (diag_hwwin.h: 44 in all) and 16 per rank. Amended (late) steps are not
  * recorded: the window holds what each step said when it closed.
  */
 #ifndef ARGUS_COLLECTOR_DIAG_RANKWIN_H
@@ -27,6 +31,7 @@
 #include "collector/diag/diag_colls.h"
 #include "collector/diag/diag_frame.h"
 #include "collector/diag/diag_groups.h"
+#include "collector/diag/diag_hwwin.h"
 #include "collector/diag/diag_persist.h"
 
 struct diag_rankwin_slot;
@@ -53,6 +58,7 @@ struct diag_rankwin {
     struct diag_rankwin_slot *slots; /* cap * window */
     double *scratch;                 /* 2 * window, and per-rank means */
     uint32_t scratch_cap;
+    struct diag_hwwin hw; /* the ranks' hardware counters over the same steps */
 };
 
 /* What a report says about one rank over the window. */
@@ -65,6 +71,7 @@ struct diag_rank_evidence {
     double runq_median;  /* median over the group of the members' means */
     double off_cpu_ns;   /* mean off-CPU time per step */
     double off_cpu_median;
+    struct diag_hw_evidence hw; /* its GPU's and NICs' counters vs its peers' (no hw: zero) */
 };
 
 /* Keep window steps (clamped to 1..64), the rule's defaults. */
@@ -80,8 +87,9 @@ void diag_rankwin_step(struct diag_rankwin *w, const struct diag_frame *f,
                        const struct diag_colls *c);
 
 /* Evidence of rank over the window, host counters compared with the present
- * members (n of them) of its group (NULL: no group median). 0, or -ENOMEM
- * (out is zeroed then). O(window * n). */
+ * members (n of them) of its group (NULL: no group median), hardware
+ * counters with the other members' (diag_hwwin_get). 0, or -ENOMEM (out is
+ * zeroed then). O(window * n). */
 int diag_rankwin_get(struct diag_rankwin *w, uint32_t rank, const uint32_t *members, uint32_t n,
                      struct diag_rank_evidence *out);
 

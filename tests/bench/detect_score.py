@@ -44,7 +44,8 @@ import json
 import sys
 
 NONE = 4294967295
-PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT", "CAUSE_HANG", "CAUSE_EXITED"}
+PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT", "CAUSE_HANG", "CAUSE_EXITED",
+         "CAUSE_GPU_THROTTLED"}
 # The liveness classes' time targets, from the onset (the ranks stop): a
 # hang named within 30 s of its bound passing (HANG_BOUND_S, diag.hang_after
 # at its default), a death within 30 s of the kill.

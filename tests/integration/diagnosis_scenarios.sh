@@ -4,8 +4,9 @@
 # default settings, with realistic delivery (argus-sim --delivery realistic:
 # batches by age like the agent, per-stream delay and jitter; DELIVERY=lockstep
 # for the old lockstep streams): the collector must page exactly the
-# scenario's culprits with the scenario's cause, and nobody for healthy,
-# jit-stalls, data-skew, imbalance (one rank doing more work: a finding
+# scenario's culprits with the scenario's cause (gpu-throttled: GPU_THROTTLED,
+# from its records' hw), and nobody for healthy, power-capped (every GPU at its
+# power cap: no report at all), jit-stalls, data-skew, imbalance (one rank doing more work: a finding
 # naming it, IMBALANCE, for the job's owner) and everyone-slower (which must
 # still show up as a job-level finding). silent-rank runs long enough (36 s, in the background
 # while the others run) for its rank to be silent by wall clock (diag.silence,
@@ -41,7 +42,7 @@ import json, sys
 truth = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 reports = json.load(open(sys.argv[2]))["reports"]
 NONE = 4294967295
-PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT"}
+PAGES = {"CAUSE_COMPUTE", "CAUSE_LINK", "CAUSE_HOST", "CAUSE_SILENT", "CAUSE_GPU_THROTTLED"}
 paged, job_findings, imbalance = set(), set(), set()
 for r in reports:
     for s in r["suspects"]:
@@ -69,14 +70,14 @@ if want_cause == "JOB_REGRESSION" and "CAUSE_JOB_REGRESSION" not in job_findings
 if truth["scenario"] == "imbalance" and imbalance != set(truth["culprits"]):
     print("  imbalance findings name %s, want %s" % (sorted(imbalance), truth["culprits"]))
     sys.exit(1)
-if truth["scenario"] == "healthy" and reports:
+if truth["scenario"] in ("healthy", "power-capped") and reports:
     print("  healthy job got %d reports" % len(reports)); sys.exit(1)
 PY
 }
 run silent-rank 2 --steps 900 & # 36 s at 25 steps/s
 silent_pid=$!
 for s in healthy compute-straggler masked-straggler jit-stalls data-skew everyone-slower \
-    host-straggler imbalance; do
+    host-straggler imbalance gpu-throttled power-capped; do
     run "$s" 2
 done
 run link-degraded-group 4
@@ -85,7 +86,8 @@ wait "$silent_pid" || fail "silent-rank: sim failed: $(cat "$T/silent-rank.json"
 wait_for "silent-rank's silence finding" 60 bash -c \
     "$BIN/argusctl --collector 127.0.0.1:$CPORT --json stragglers --job silent-rank | grep -q CAUSE_SILENT"
 for s in healthy compute-straggler masked-straggler jit-stalls data-skew everyone-slower \
-    silent-rank host-straggler imbalance link-degraded-group pipeline-stage-straggler; do
+    silent-rank host-straggler imbalance link-degraded-group pipeline-stage-straggler \
+    gpu-throttled power-capped; do
     check "$s"
 done
 echo "all scenarios diagnosed ($DELIVERY delivery)"

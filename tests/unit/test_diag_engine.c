@@ -32,7 +32,7 @@ struct outcome {
     uint32_t imbalance;       /* IMBALANCE findings */
     uint32_t imbalance_rank;  /* the rank of the last one */
     uint32_t reports;
-    char first_evidence[512];
+    char first_evidence[1024];
     double close_ns_avg, close_ns_max;
 };
 
@@ -174,6 +174,34 @@ static void test_compute_straggler(void **state)
     run_scenario(&c, STEPS, &o);
     check_pages("compute-straggler", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
     assert_int_equal(o.job_findings[ARGUS__V1__CAUSE__CAUSE_JOB_REGRESSION], 0);
+    assert_null(strstr(o.first_evidence, "GPU:")); /* its GPU is healthy, as its peers' */
+}
+
+/* A compute straggler whose GPU is thermally throttled, its peers' not:
+ * GPU_THROTTLED, with the numbers. */
+static void test_gpu_throttled(void **state)
+{
+    struct diag_scn_config c = {
+        .fault = DIAG_SCN_GPU_THROTTLED, .tp = 2, .seed = 2, .fault_rank = 37, .fault_start = 20};
+    uint32_t want[] = {37};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("gpu-throttled", &o, want, 1, ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED);
+    assert_non_null(strstr(o.first_evidence, "; GPU: throttled in "));
+    assert_non_null(strstr(o.first_evidence, ", HW thermal slowdown in "));
+    assert_non_null(strstr(o.first_evidence, " MHz (peers' median), "));
+}
+
+/* Every GPU at its power cap: nobody stands out, nobody pages. */
+static void test_power_capped_pages_nobody(void **state)
+{
+    struct diag_scn_config c = {.fault = DIAG_SCN_POWER_CAPPED, .tp = 2, .seed = 1};
+    struct outcome o;
+
+    run_scenario(&c, STEPS, &o);
+    check_pages("power-capped", &o, NULL, 0, 0);
+    assert_int_equal(o.reports, 0);
 }
 
 static void test_masked_straggler(void **state)
@@ -628,6 +656,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_healthy_pages_nobody),
         cmocka_unit_test(test_compute_straggler),
+        cmocka_unit_test(test_gpu_throttled),
+        cmocka_unit_test(test_power_capped_pages_nobody),
         cmocka_unit_test(test_masked_straggler),
         cmocka_unit_test(test_pipeline_stage_straggler),
         cmocka_unit_test(test_pipeline_stage_straggler_duty_cycle),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/name_id.h"
+#include "tools/argus-sim/sim_hw.h"
 
 #define MS 1e6
 #define FWD_NS (30 * MS)
@@ -43,6 +44,7 @@ struct rank_pool {
     Argus__V1__Cluster cl[N_CLUSTERS];
     Argus__V1__Cluster *clp[N_CLUSTERS];
     Argus__V1__HostCounters host;
+    Argus__V1__HwCounters hw;
     Argus__V1__Collective co[MAX_COLLS];
     Argus__V1__Collective *cop[MAX_COLLS];
 };
@@ -183,6 +185,8 @@ static void pool_init(struct diag_scn *s, uint32_t r)
     p->rec.n_kernels = s->c.no_kernels ? 0 : N_KERNELS;
     argus__v1__host_counters__init(&p->host);
     p->rec.host = &p->host;
+    argus__v1__hw_counters__init(&p->hw);
+    p->rec.hw = &p->hw;
     for (int i = 0; i < MAX_COLLS; i++) {
         argus__v1__collective__init(&p->co[i]);
         p->co[i].stream = COMM_STREAM;
@@ -393,6 +397,9 @@ static uint32_t apply_faults(struct diag_scn *s, double *stall_ns)
     case DIAG_SCN_IMBALANCE:
         s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = slow_factor(s, 1.6);
         break;
+    case DIAG_SCN_GPU_THROTTLED: /* 1,410 of 1,980 MHz */
+        s->ff[s->c.fault_rank] = s->bf[s->c.fault_rank] = slow_factor(s, 1.4);
+        break;
     case DIAG_SCN_MASKED:
         s->ff[s->c.fault_rank] = slow_factor(s, 1.3);
         break;
@@ -504,6 +511,16 @@ static void run_experts(struct diag_scn *s)
     }
 }
 
+/* What rank r's GPU shows this step. */
+static enum sim_hw_state hw_state(const struct diag_scn *s, uint32_t r)
+{
+    if (s->c.fault == DIAG_SCN_POWER_CAPPED)
+        return SIM_HW_POWER_CAPPED;
+    if (s->c.fault == DIAG_SCN_GPU_THROTTLED && r == s->c.fault_rank && fault_on(s))
+        return SIM_HW_THERMAL;
+    return SIM_HW_HEALTHY;
+}
+
 size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uint64_t *end_ns)
 {
     uint32_t n = s->c.ranks;
@@ -532,6 +549,7 @@ size_t diag_scn_next(struct diag_scn *s, Argus__V1__StepRecord *const **out, uin
         p->rec.duration_ns = (uint64_t)(s->cur[r] - s->t0[r]);
         p->rec.n_collectives = s->ncoll[r];
         fill_kernels(s, r);
+        sim_hw_fill(&p->hw, hw_state(s, r), s->c.seed, s->step, r);
         bool traced = !s->c.no_kernels && (!s->c.sample_every || s->step % s->c.sample_every == 0);
         p->rec.sampled = traced;
         p->rec.kernels = traced ? p->kgp : NULL;

@@ -9,6 +9,8 @@
  * Phases are compute-stream spans (they include waits for TP collectives and
  * pipeline neighbours); kernels are summarised as clusters (count, sum, p50,
  * p99) like the agent's KDE summariser. Each node has its own clock offset.
+ * Every record carries its GPU's hardware counters (sim_hw.h): healthy but
+ * for the GPU a fault throttles.
  */
 #ifndef ARGUS_SIM_DIAG_SCENARIO_H
 #define ARGUS_SIM_DIAG_SCENARIO_H
@@ -35,6 +37,9 @@ enum diag_scn_fault {
     DIAG_SCN_IMBALANCE,         /* fault_rank does 1.6x the work every step (a bigger batch):
                                  * 1.6x the kernels, each as fast as its peers', another
                                  * work id, host counters normal: a finding, not a page */
+    DIAG_SCN_GPU_THROTTLED,     /* fault_rank's forward+backward 1.4x, its GPU at HW thermal
+                                 * slowdown (1,410 MHz, 90 C) in most steps (sim_hw.h) */
+    DIAG_SCN_POWER_CAPPED,      /* every GPU at its SW power cap in every step: no straggler */
 };
 
 struct diag_scn_config {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/name_id.h"
+#include "tools/argus-sim/sim_hw.h"
 
 static const char *const gen_names[GEN_NAMES] = {
     "forward",
@@ -126,6 +127,8 @@ void gen_step(struct gen_step *g, uint64_t seed, const char *job, uint32_t rank,
     g->host.sync_wait_ns = duration / 50;
     g->host.launches = 400 + (uint64_t)(gen_unit(&rng) * 10);
     g->rec.host = &g->host;
+    sim_hw_fill(&g->hw, SIM_HW_HEALTHY, seed, step, rank);
+    g->rec.hw = &g->hw;
     g->rec.kernel_events = 0;
     for (unsigned k = 0; k < GEN_KERNEL_GROUPS; k++)
         for (unsigned c = 0; c < g->group[k].n_clusters; c++)

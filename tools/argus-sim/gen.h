@@ -23,6 +23,7 @@ struct gen_layout {
 struct gen_step {
     Argus__V1__StepRecord rec;
     Argus__V1__HostCounters host;
+    Argus__V1__HwCounters hw; /* a healthy GPU's (sim_hw.h) */
     Argus__V1__Phase phase[GEN_PHASES], *phase_ptr[GEN_PHASES];
     Argus__V1__KernelGroup group[GEN_KERNEL_GROUPS], *group_ptr[GEN_KERNEL_GROUPS];
     Argus__V1__Cluster cluster[GEN_KERNEL_GROUPS][GEN_CLUSTERS];

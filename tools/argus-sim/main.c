@@ -72,7 +72,8 @@ static const struct config_option sim_options[] = {
     OPT("scenario", CONFIG_STRING, scenario, "", 0, 0,
         "fault scenario (empty: plain records): healthy, compute-straggler, link-degraded-group, "
         "masked-straggler, pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, "
-        "silent-rank, host-straggler"),
+        "silent-rank, host-straggler, hang, death, checkpoint, imbalance, gpu-throttled, "
+        "power-capped"),
     OPT("onset", CONFIG_UINT, onset, "20", 0, 0, "first faulty step of the scenario"),
     OPT("fault_end", CONFIG_UINT, fault_end, "0", 0, 0,
         "the culprit recovers at this step (0: the fault lasts to the end)"),

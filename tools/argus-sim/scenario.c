@@ -34,6 +34,9 @@ static const struct {
     {"checkpoint", DIAG_SCN_HEALTHY, "", LIVENESS_CHECKPOINT},
     /* a finding for the job's owner: pages nobody */
     {"imbalance", DIAG_SCN_IMBALANCE, "", LIVENESS_NONE},
+    {"gpu-throttled", DIAG_SCN_GPU_THROTTLED, "GPU_THROTTLED", LIVENESS_NONE},
+    /* every GPU capped alike: nobody stands out */
+    {"power-capped", DIAG_SCN_POWER_CAPPED, "", LIVENESS_NONE},
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -49,7 +52,7 @@ const char *scenario_list(void)
 {
     return "healthy, compute-straggler, link-degraded-group, masked-straggler, "
            "pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, silent-rank, "
-           "host-straggler, hang, death, checkpoint, imbalance";
+           "host-straggler, hang, death, checkpoint, imbalance, gpu-throttled, power-capped";
 }
 
 /* The ranks the scenario makes culprits, from the generated resources. */
@@ -73,6 +76,7 @@ static int scenario_truth_fill(const struct sim_config *c, struct diag_scn *s, s
             hit = r->tp == dc->fault_tp && r->pp == 0;
             break;
         case DIAG_SCN_COMPUTE_STRAGGLER:
+        case DIAG_SCN_GPU_THROTTLED:
         case DIAG_SCN_MASKED:
         case DIAG_SCN_PIPELINE:
         case DIAG_SCN_SILENT:
