@@ -29,6 +29,15 @@ struct why_seen {
     int depth;        /* of the certificate that failed (0: the collector's own) */
     X509 *failed;     /* that certificate (owned) */
     int alert;        /* the collector's fatal alert, -1: none */
+    bool asked;       /* the collector asked for a client certificate */
+};
+
+/* How the handshake and the first read went. */
+enum why_outcome {
+    WHY_ANSWERED, /* the collector sent data: it accepted us */
+    WHY_CLOSED,   /* our handshake done, the collector closed (or alerted) */
+    WHY_SILENT,   /* our handshake done, nothing within the timeout */
+    WHY_FAILED,   /* our side of the handshake failed */
 };
 
 static const char *why_name(const char *file)
@@ -366,22 +375,47 @@ static SSL_CTX *why_ctx(const struct tls_pem *pem)
     return ok ? ctx : NULL;
 }
 
+/* Note a CertificateRequest from the collector. */
+static void why_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len,
+                       SSL *ssl, void *arg)
+{
+    struct why_seen *s = SSL_get_app_data(ssl);
+
+    if (!write_p && content_type == SSL3_RT_HANDSHAKE && len &&
+        ((const unsigned char *)buf)[0] == SSL3_MT_CERTIFICATE_REQUEST)
+        s->asked = true;
+}
+
+/* The first read after the handshake, as an outcome. */
+static enum why_outcome why_first_read(SSL *ssl)
+{
+    char byte;
+    int n = SSL_read(ssl, &byte, 1), err = SSL_get_error(ssl, n);
+
+    if (n == 1)
+        return WHY_ANSWERED;
+    if (err == SSL_ERROR_WANT_READ ||
+        (err == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK)))
+        return WHY_SILENT;
+    return WHY_CLOSED;
+}
+
 /* The handshake on fd, then the HTTP/2 preface and the collector's first
- * bytes (a refusal of our certificate arrives as an alert then, in TLS
- * 1.3). Fills s; returns true when the collector answered with data. */
-static bool why_handshake(int fd, SSL_CTX *ctx, const char *host, struct why_seen *s)
+ * bytes: a refusal of our certificate comes after our side of the
+ * handshake in TLS 1.3 (an alert, or gRPC's server just closes). */
+static enum why_outcome why_handshake(int fd, SSL_CTX *ctx, const char *host, struct why_seen *s)
 {
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
                                   "\0\0\0\4\0\0\0\0\0"; /* an empty SETTINGS frame */
     unsigned char ip[16];
     SSL *ssl = SSL_new(ctx);
-    bool answered = false;
-    char byte;
+    enum why_outcome o = WHY_FAILED;
 
     if (!ssl)
-        return false;
+        return WHY_FAILED;
     SSL_set_app_data(ssl, s);
     SSL_set_info_callback(ssl, why_info_cb);
+    SSL_set_msg_callback(ssl, why_msg_cb);
     SSL_set_fd(ssl, fd);
     if (inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1) {
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
@@ -391,10 +425,35 @@ static bool why_handshake(int fd, SSL_CTX *ctx, const char *host, struct why_see
     }
     if (SSL_connect(ssl) == 1) {
         SSL_write(ssl, preface, sizeof(preface) - 1); /* a refusal may precede it: read anyway */
-        answered = SSL_read(ssl, &byte, 1) == 1;
+        o = why_first_read(ssl);
     }
     SSL_free(ssl);
-    return answered;
+    return o;
+}
+
+/* The collector closed the connection after our certificate, without an
+ * alert (gRPC's server does so): what is wrong with ours, as far as we can
+ * tell (its CA signed the collector's, which we verified). */
+static void why_closed(const struct tls_pem *pem, char *why, size_t whylen)
+{
+    STACK_OF(X509) *chain = why_certs(pem->cert);
+
+    if (!chain)
+        snprintf(why, whylen,
+                 "the collector asked for a client certificate and none is set (tls.cert, "
+                 "tls.key)");
+    else if (why_chain_error(chain, pem->ca) != X509_V_OK)
+        snprintf(why, whylen,
+                 "the collector refused our client certificate (tls.cert %s): it is not signed by "
+                 "the CA in tls.ca %s, which signed the collector's",
+                 why_name(pem->cert_file), why_name(pem->ca_file));
+    else
+        snprintf(why, whylen,
+                 "the collector closed the connection after our client certificate (tls.cert %s) "
+                 "without a reason; its log says why (does its tls.ca hold the CA that signed "
+                 "ours?)",
+                 why_name(pem->cert_file));
+    sk_X509_pop_free(chain, X509_free);
 }
 
 /* Steps 2 and 3 (tls_why.h) on a connected socket. */
@@ -403,6 +462,7 @@ static int why_remote(int fd, const struct tls_pem *pem, const char *host, const
 {
     struct why_seen s = {.alert = -1};
     SSL_CTX *ctx = why_ctx(pem);
+    enum why_outcome o;
     unsigned long err;
     int r = TLS_WHY_FOUND;
 
@@ -412,13 +472,17 @@ static int why_remote(int fd, const struct tls_pem *pem, const char *host, const
         return TLS_WHY_FOUND;
     }
     ERR_clear_error();
-    if (why_handshake(fd, ctx, host, &s) && !s.verify_error)
-        r = TLS_WHY_NOTHING;
-    else if (s.verify_error)
+    o = why_handshake(fd, ctx, host, &s);
+    if (s.verify_error)
         why_server_cert(&s, pem, host, why, whylen);
+    else if (o == WHY_ANSWERED)
+        r = TLS_WHY_NOTHING;
     else if (s.alert >= 0)
         why_client_cert(&s, pem, why, whylen);
-    else if ((err = ERR_peek_error()) && ERR_GET_REASON(err) == SSL_R_WRONG_VERSION_NUMBER)
+    else if (o == WHY_CLOSED && s.asked)
+        why_closed(pem, why, whylen);
+    else if (o == WHY_FAILED && (err = ERR_peek_error()) &&
+             ERR_GET_REASON(err) == SSL_R_WRONG_VERSION_NUMBER)
         snprintf(why, whylen, "%s:%s does not speak TLS (a collector with grpc.plaintext = true?)",
                  host, port);
     else

@@ -134,6 +134,7 @@ static struct tls_pem client(const struct cred *trust, const struct cred *c)
 /* --- a server that verifies client certificates, as the collector -------- */
 
 struct server {
+    bool silent; /* as gRPC's server: close without an alert on a bad client */
     int listen_fd;
     SSL_CTX *ctx;
     pthread_t thread;
@@ -147,7 +148,13 @@ static void *server_run(void *arg)
     SSL *ssl = fd >= 0 ? SSL_new(s->ctx) : NULL;
     char buf[64];
 
-    if (ssl) {
+    if (ssl && s->silent) {
+        SSL_set_fd(ssl, fd);
+        if (SSL_accept(ssl) == 1 && SSL_get_verify_result(ssl) == X509_V_OK &&
+            SSL_get0_peer_certificate(ssl) && SSL_read(ssl, buf, sizeof(buf)) > 0)
+            SSL_write(ssl, "ok", 2);
+        SSL_free(ssl); /* no shutdown, no alert: the socket just closes */
+    } else if (ssl) {
         SSL_set_fd(ssl, fd);
         if (SSL_accept(ssl) == 1 && SSL_read(ssl, buf, sizeof(buf)) > 0)
             SSL_write(ssl, "ok", 2);
@@ -160,6 +167,11 @@ static void *server_run(void *arg)
 }
 
 /* Listen on 127.0.0.1 with c, requiring a client certificate from ca. */
+static int accept_any(int ok, X509_STORE_CTX *ctx)
+{
+    return 1; /* the silent server judges after the handshake */
+}
+
 static void server_start(struct server *s, const struct cred *c)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -169,7 +181,10 @@ static void server_start(struct server *s, const struct cred *c)
     assert_int_equal(SSL_CTX_use_certificate(s->ctx, c->x), 1);
     assert_int_equal(SSL_CTX_use_PrivateKey(s->ctx, c->key), 1);
     X509_STORE_add_cert(SSL_CTX_get_cert_store(s->ctx), ca.x);
-    SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+    if (s->silent)
+        SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER, accept_any);
+    else
+        SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
     assert_int_equal(listen(s->listen_fd, 4), 0);
@@ -187,11 +202,13 @@ static void server_stop(struct server *s)
 
 /* Diagnose target with a client trusting trust and presenting c against a
  * server with server_cert; expect want and needle in the sentence. */
+static bool silent;
+
 static void expect(const struct cred *server_cert, const struct cred *trust, const struct cred *c,
                    int want, const char *needle)
 {
     struct tls_pem p = client(trust, c);
-    struct server s;
+    struct server s = {.silent = silent};
     char why[512] = "";
     int r;
 
@@ -303,6 +320,19 @@ static void no_client_certificate(void **state)
     expect(&collector, &ca, NULL, TLS_WHY_FOUND, "the collector asked for a client certificate");
 }
 
+/* gRPC's server closes without an alert: the same two cases */
+static void refused_silently(void **state)
+{
+    silent = true;
+    expect(&collector, &ca, &good, TLS_WHY_NOTHING, NULL);
+    expect(&collector, &ca, &foreign, TLS_WHY_FOUND,
+           "the collector refused our client certificate (tls.cert /etc/argus/ctl.crt): it is not "
+           "signed by the CA in tls.ca /etc/argus/ca.crt, which signed the collector's");
+    expect(&collector, &ca, NULL, TLS_WHY_FOUND,
+           "the collector asked for a client certificate and none is set");
+    silent = false;
+}
+
 static void nothing_listens(void **state)
 {
     struct tls_pem p = client(&ca, &good);
@@ -332,6 +362,7 @@ int main(void)
         cmocka_unit_test(collector_for_another_host),
         cmocka_unit_test(our_certificate_refused),
         cmocka_unit_test(no_client_certificate),
+        cmocka_unit_test(refused_silently),
         cmocka_unit_test(nothing_listens),
     };
 
