@@ -66,7 +66,7 @@ endif
 # Every binary links our static libraries (only referenced objects are pulled
 # in) and these shared ones (--as-needed drops what a binary does not use).
 SYS_LIBS := -lgrpc -lgpr -lprotobuf-c -llz4 -lrocksdb -lbpf -lelf -lz -lzstd \
-	-lsystemd -lmicrohttpd -ljson-c -lcrypto -lm -ldl -lsnappy -lcurl
+	-lsystemd -lmicrohttpd -ljson-c -lssl -lcrypto -lm -ldl -lsnappy -lcurl
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 

@@ -117,6 +117,11 @@ int tls_pem_load(const struct tls_files *f, struct tls_pem *out, char *err, size
         r = tls_read_file("tls.key", f->key, &p.key, err, errlen);
     if (r == 0)
         r = tls_check_pair(f, &p, err, errlen);
+    if (r == 0) {
+        snprintf(p.ca_file, sizeof(p.ca_file), "%s", f->ca);
+        snprintf(p.cert_file, sizeof(p.cert_file), "%s", f->cert);
+        snprintf(p.key_file, sizeof(p.key_file), "%s", f->key);
+    }
     if (r < 0)
         tls_pem_free(&p);
     *out = r < 0 ? (struct tls_pem){0} : p;

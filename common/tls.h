@@ -24,6 +24,7 @@
 #define TLS_ROLE_ALL (TLS_ROLE_AGENT | TLS_ROLE_QUERY | TLS_ROLE_ADMIN)
 
 #define TLS_MAX_IDENTITY 128
+#define TLS_MAX_PATH 256 /* a file name kept for messages (longer ones are cut) */
 
 /* The three files of one side: CA bundle (to verify the peer), own
  * certificate chain and its private key. */
@@ -31,9 +32,12 @@ struct tls_files {
     const char *ca, *cert, *key;
 };
 
-/* The files' contents, NUL-terminated PEM text (malloc'd; tls_pem_free). */
+/* The files' contents, NUL-terminated PEM text (malloc'd; tls_pem_free),
+ * and the names of the files they came from (for messages; "" when not
+ * known), which a struct copy carries along. */
 struct tls_pem {
     char *ca, *cert, *key;
+    char ca_file[TLS_MAX_PATH], cert_file[TLS_MAX_PATH], key_file[TLS_MAX_PATH];
 };
 
 /* True when any of the three paths is set (non-NULL, non-empty). */

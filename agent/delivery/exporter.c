@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
+#include "common/tls_why.h"
 #include "proto/argus.pb-c.h"
 
 /* How often the stream's completion queue is polled while anything is in
@@ -18,6 +19,10 @@
 /* Records passed over (not meant for it) in one poll at most: the index
  * walk is cheap, but a poll must stay short. */
 #define EXPORTER_PASS_MAX 4096
+/* A stream that ends UNAVAILABLE under TLS is diagnosed (tls_why.h: a
+ * handshake of its own, each step bounded) at most this often. */
+#define EXPORTER_WHY_EVERY_NS (10 * NSEC_PER_SEC)
+#define EXPORTER_WHY_MS 1000
 
 struct exporter {
     struct exporter_options o;
@@ -33,6 +38,8 @@ struct exporter {
     uint64_t rng;
     struct exporter_stats stats;
     struct log_ratelimit rl;
+    char why[256];   /* the last TLS reason logged ("" none) */
+    uint64_t why_ns; /* when the last diagnosis ran (0: never) */
 };
 
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool)
@@ -193,6 +200,8 @@ int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now
         exporter_disconnect(e, now_ns);
     rpc_channel_free(e->ch);
     e->ch = ch;
+    e->o.tls = tls;
+    e->why_ns = 0;            /* new files: a failure is diagnosed again at once */
     e->reconnect_ns = now_ns; /* at once (counted as a reconnect) */
     e->backoff_ns = 0;
     return 0;
@@ -212,10 +221,35 @@ static void exporter_reject_head(struct exporter *e)
     e->acked = seq; /* the records before it are acked: it was the head */
 }
 
+/* A stream that ended UNAVAILABLE under TLS: when the collector is there
+ * and the handshake is what fails, log why (tls_why.h) once per change of
+ * the sentence, not per retry; it becomes the last error too. */
+static void exporter_why(struct exporter *e, const struct rpc_stream_event *ev, uint64_t now)
+{
+    char why[sizeof(e->why)];
+
+    if (!e->o.tls || ev->status != RPC_UNAVAILABLE ||
+        (e->why_ns && now - e->why_ns < EXPORTER_WHY_EVERY_NS))
+        return;
+    e->why_ns = now;
+    if (tls_why_diagnose(e->collector, e->o.tls, EXPORTER_WHY_MS, why, sizeof(why)) !=
+        TLS_WHY_FOUND) {
+        e->why[0] = '\0';
+        return;
+    }
+    if (strcmp(why, e->why) != 0)
+        log_warn("exporter", "collector %s refuses the TLS handshake: %s", e->collector, why);
+    snprintf(e->why, sizeof(e->why), "%s", why);
+}
+
 static void exporter_closed(struct exporter *e, const struct rpc_stream_event *ev, uint64_t now)
 {
-    snprintf(e->stats.last_error, sizeof(e->stats.last_error), "status %d: %s", ev->status,
-             ev->message);
+    exporter_why(e, ev, now);
+    if (ev->status == RPC_UNAVAILABLE && e->o.tls && e->why[0])
+        snprintf(e->stats.last_error, sizeof(e->stats.last_error), "TLS: %s", e->why);
+    else
+        snprintf(e->stats.last_error, sizeof(e->stats.last_error), "status %d: %s", ev->status,
+                 ev->message);
     log_ratelimited(&e->rl, LOG_LEVEL_WARN, "exporter", "stream to %s ended: status %d: %s",
                     e->collector, ev->status, ev->message);
     if (ev->status == RPC_INVALID_ARGUMENT || ev->status == RPC_RESOURCE_EXHAUSTED)
@@ -227,6 +261,7 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
 {
     Argus__V1__Ack *ack = argus__v1__ack__unpack(NULL, len, data);
 
+    e->why[0] = '\0'; /* the handshake went through: a TLS failure again is news */
     if (!ack)
         return;
     if (ack->epoch == spool_epoch(e->spool) && ack->seq > e->acked && ack->seq <= e->cursor) {

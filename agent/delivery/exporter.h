@@ -51,8 +51,12 @@ struct exporter_options {
                  * whether it reaches the collector); else connect when records wait */
     exporter_capture_fn on_capture; /* may be NULL */
     void *on_capture_ctx;
-    const struct tls_pem *tls; /* mTLS credentials (common/tls.h), copied; NULL: plaintext */
-    exporter_wants_fn wants;   /* NULL: every record is meant for it */
+    /* mTLS credentials (common/tls.h), copied into the channel; NULL:
+     * plaintext. Kept (it must outlive the exporter, or the next
+     * exporter_set_tls) to say why a handshake fails (common/tls_why.h):
+     * logged once per change of the reason, and the last error. */
+    const struct tls_pem *tls;
+    exporter_wants_fn wants; /* NULL: every record is meant for it */
     void *wants_ctx;
     exporter_reject_fn on_reject; /* may be NULL */
     void *on_reject_ctx;

@@ -72,6 +72,9 @@ static int fanout_tls_copy(struct tls_pem *to, const struct tls_pem *from)
     memset(to, 0, sizeof(*to));
     if (!from)
         return 0;
+    memcpy(to->ca_file, from->ca_file, sizeof(to->ca_file)); /* the names, for messages */
+    memcpy(to->cert_file, from->cert_file, sizeof(to->cert_file));
+    memcpy(to->key_file, from->key_file, sizeof(to->key_file));
     to->ca = strdup(from->ca ? from->ca : "");
     to->cert = strdup(from->cert ? from->cert : "");
     to->key = strdup(from->key ? from->key : "");

@@ -2,8 +2,8 @@
 # mTLS end to end with a test PKI made now by deploy/pki/make-pki.sh: the
 # collector requires and verifies client certificates. A good agent
 # certificate is accepted (its batches stored); no certificate, a wrong CA and
-# an expired certificate fail the handshake (argusctl: unreachable, rc 3; the
-# collector logs why); node-a's certificate writing node-b's data, a query
+# an expired certificate fail the handshake (argusctl: rc 5 and why, see
+# tls_why.sh; plaintext: unreachable, rc 3; the collector logs why); node-a's certificate writing node-b's data, a query
 # certificate pushing and an agent certificate querying are each refused with
 # PERMISSION_DENIED, and so are actions reset and undo without OU=admin; rotation (files replaced + SIGHUP) takes effect at the
 # next connection without a restart (collector: at the next handshake; agent:
@@ -44,9 +44,9 @@ log "query certificate accepted"
 
 # the handshake refuses a client without a certificate, from another CA, expired
 expect_ctl 3 unreachable "$BIN/argusctl" --collector "127.0.0.1:$CPORT" --timeout 3s --grpc.plaintext true jobs
-expect_ctl 3 unreachable "$BIN/argusctl" --collector "127.0.0.1:$CPORT" --timeout 3s --tls.ca "$P/ca.crt" \
+expect_ctl 5 "not signed by the CA in tls.ca" "$BIN/argusctl" --collector "127.0.0.1:$CPORT" --timeout 3s --tls.ca "$P/ca.crt" \
     --tls.cert "$T/other/query-ops.crt" --tls.key "$T/other/query-ops.key" jobs
-expect_ctl 3 unreachable qctl "$P" agent-node-x --timeout 3s jobs
+expect_ctl 5 "agent-node-x.crt) expired on" qctl "$P" agent-node-x --timeout 3s jobs
 wait_for "the collector to log a plaintext client" 10 log_has "wrong version number"
 # a TLS client without a certificate (argusctl always sends one: openssl here)
 timeout 10 openssl s_client -connect "127.0.0.1:$CPORT" -CAfile "$P/ca.crt" -alpn h2 </dev/null >/dev/null 2>&1
@@ -105,7 +105,8 @@ e=$(expiry server)
 for f in ca.crt collector.crt collector.key; do cp "$T/new/$f" "$L/$f.tmp" && mv "$L/$f.tmp" "$L/$f"; done
 kill -HUP "$COLLECTOR_PID"
 wait_for "the new CA to be trusted" 15 qctl "$T/new" query-ops jobs
-expect_ctl 3 unreachable qctl "$P" query-ops --timeout 3s jobs
+expect_ctl 5 "the collector's certificate (issued by /O=argus/CN=argus test CA) is not signed by the CA in tls.ca $P/ca.crt" \
+    qctl "$P" query-ops --timeout 3s jobs
 kill -0 "$COLLECTOR_PID" || fail "the collector is gone"
 e=$(expiry server)
 ((e > 29 * 86400 && e <= 30 * 86400)) || fail "server expiry after rotation: $e s"

@@ -15,29 +15,34 @@ static const char *or_env(const char *opt, const char *var)
     return opt && *opt ? opt : v ? v : "";
 }
 
-struct rpc_channel *ctl_channel_open(const char *address, const struct ctl_tls *tls)
+int ctl_tls_load(const struct ctl_tls *tls, struct tls_pem *pem)
 {
     const char *env = getenv("ARGUS_GRPC_PLAINTEXT");
     struct tls_files f = {or_env(tls->ca, "ARGUS_TLS_CA"), or_env(tls->cert, "ARGUS_TLS_CERT"),
                           or_env(tls->key, "ARGUS_TLS_KEY")};
-    struct tls_pem pem = {0};
-    struct rpc_channel_options o = {0};
-    struct rpc_channel *ch = NULL;
     bool plaintext = tls->plaintext;
     char err[512];
     int r;
 
+    *pem = (struct tls_pem){0};
     if (!plaintext && !tls_files_set(&f) && env && strcmp(env, "true") == 0)
         plaintext = true;
     r = tls_choose(plaintext, &f, "--grpc.plaintext", "--tls.ca, --tls.cert and --tls.key", err,
                    sizeof(err));
-    if (r == 1 && (r = tls_pem_load(&f, &pem, err, sizeof(err))) == 0)
-        o.tls = &pem;
+    if (r == 1 && tls_pem_load(&f, pem, err, sizeof(err)) < 0)
+        r = -1;
     if (r < 0)
         fprintf(stderr, "argusctl: %s\n", err);
-    else
-        ch = rpc_channel_new(address, &o);
-    tls_pem_free(&pem);
+    return r < 0 ? -1 : r;
+}
+
+struct rpc_channel *ctl_channel_open(const char *address, const struct tls_pem *pem)
+{
+    struct rpc_channel_options o = {.tls = pem};
+    struct rpc_channel *ch = rpc_channel_new(address, &o);
+
+    if (!ch)
+        fprintf(stderr, "argusctl: cannot open a channel to %s (out of memory?)\n", address);
     return ch;
 }
 

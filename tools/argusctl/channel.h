@@ -50,9 +50,15 @@ struct ctl_tls {
     const char *ca, *cert, *key;
 };
 
-/* Open a channel to address. NULL with the reason printed on stderr
- * (prefixed "argusctl: "). */
-struct rpc_channel *ctl_channel_open(const char *address, const struct ctl_tls *tls);
+struct tls_pem;
+
+/* The credentials tls asks for: 1 with *pem loaded (tls_pem_free), 0 for
+ * plaintext, -1 with the reason printed on stderr (prefixed "argusctl: "). */
+int ctl_tls_load(const struct ctl_tls *tls, struct tls_pem *pem);
+
+/* Open a channel to address, over TLS with pem (NULL: plaintext; gRPC
+ * copies it). NULL with the reason printed. */
+struct rpc_channel *ctl_channel_open(const char *address, const struct tls_pem *pem);
 
 /* Resolve the collector address or set from the flags --collector,
  * --collectors and --collectors-dns (NULL/"": not given), the environment

@@ -8,6 +8,7 @@ enum ctl_exit {
     CTL_USAGE = 2,       /* bad flags or arguments */
     CTL_UNREACHABLE = 3, /* the collector did not answer */
     CTL_ERROR = 4,       /* any other error the collector reported */
+    CTL_TLS = 5,         /* the collector is there but the TLS handshake fails (why is printed) */
 };
 
 #endif

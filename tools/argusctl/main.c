@@ -1,6 +1,7 @@
 /* argusctl: query an argus collector. Human tables by default, --json for
  * scripts. Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable,
- * 4 other errors reported by the collector. The collector's address, or a
+ * 4 other errors reported by the collector, 5 TLS handshake refused (the
+ * collector is there; common/tls_why.h says why). The collector's address, or a
  * collector set: tools/argusctl/collector_address.h; every call goes through
  * target.h (a set's members asked together, their answers merged). A command
  * is one line of ctl_commands (its --help and man page lines come from there). */
@@ -109,7 +110,9 @@ static const struct config_table ctl_table = {
              "Also import-kineto FILE... --job J [--rank R] and compare --job A --job B | --job A "
              "--steps X-Y\n"
              "--vs-steps Z-W [--json], each with its own flags (argusctl import-kineto --help).\n"
-             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable, 4 other error\n",
+             "Exit codes: 0 ok, 1 not found, 2 usage, 3 collector unreachable (nothing listens), 4 "
+             "other error, 5 TLS handshake refused (a certificate problem; the message says "
+             "which and why)\n",
     .options = ctl_options,
     .count = sizeof(ctl_options) / sizeof(ctl_options[0]),
     .positional = true,

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/rpc.h"
+#include "common/tls.h"
+#include "common/tls_why.h"
 #include "tools/argusctl/ctl_exit.h"
 #include "tools/argusctl/merge.h"
 
@@ -17,7 +19,12 @@ struct ctl_target {
     bool fallback; /* the default address: a failure gets the hint */
     char source[320];
     struct rpc_channel *ch[COLLECTOR_SET_MAX];
+    struct tls_pem pem; /* our credentials, for tls_why (tls: loaded) */
+    bool tls;
 };
+
+/* The longest a failed call's TLS diagnosis waits on each network step. */
+#define TARGET_WHY_MS 2000u
 
 /* The members of a's set (or its one address) into t->set. */
 static int target_members(const struct collector_address *a, struct ctl_target *t)
@@ -58,9 +65,14 @@ int ctl_target_open(const struct collector_address *a, const struct ctl_tls *tls
     t->fallback = a->fallback;
     snprintf(t->source, sizeof(t->source), "%s", a->source);
     r = target_members(a, t);
+    if (r == CTL_OK) {
+        int load = ctl_tls_load(tls, &t->pem);
+        t->tls = load == 1;
+        r = load < 0 ? CTL_USAGE : CTL_OK;
+    }
     for (size_t i = 0; r == CTL_OK && i < t->set.n; i++)
-        if (!(t->ch[i] = ctl_channel_open(t->set.member[i].address, tls)))
-            r = CTL_USAGE;
+        if (!(t->ch[i] = ctl_channel_open(t->set.member[i].address, t->tls ? &t->pem : NULL)))
+            r = CTL_ERROR;
     if (r != CTL_OK) {
         ctl_target_free(t);
         return r;
@@ -75,6 +87,7 @@ void ctl_target_free(struct ctl_target *t)
         return;
     for (size_t i = 0; i < t->set.n; i++)
         rpc_channel_free(t->ch[i]);
+    tls_pem_free(&t->pem);
     free(t);
 }
 
@@ -96,6 +109,8 @@ struct rpc_channel *ctl_target_channel(const struct ctl_target *t, size_t i)
 /* One member's call, on a thread of its own. */
 struct target_job {
     struct rpc_channel *ch;
+    const char *address;
+    const struct tls_pem *pem; /* NULL: plaintext */
     const char *method;
     const ProtobufCMessage *req;
     const ProtobufCMessageDescriptor *type;
@@ -104,6 +119,31 @@ struct target_job {
     pthread_t thread;
     bool started;
 };
+
+/* A call that failed UNAVAILABLE under TLS: when the collector is there and
+ * the handshake is what fails, CTL_TLS with the reason (tls_why.h) in a. */
+static void target_why(const struct target_job *j, struct ctl_answer *a)
+{
+    uint64_t ms = j->timeout_ms < TARGET_WHY_MS ? j->timeout_ms : TARGET_WHY_MS;
+    char why[sizeof(a->message)];
+
+    if (!j->pem || a->status != RPC_UNAVAILABLE)
+        return;
+    if (tls_why_diagnose(j->address, j->pem, (int)ms, why, sizeof(why)) == TLS_WHY_FOUND) {
+        a->code = CTL_TLS;
+        snprintf(a->message, sizeof(a->message), "%s", why);
+    }
+}
+
+/* A role refused: the collector's message names the certificate's identity,
+ * ours adds the file that holds it. */
+static void target_name_cert(const struct target_job *j, struct ctl_answer *a)
+{
+    size_t n = strlen(a->message);
+
+    if (j->pem && a->status == RPC_PERMISSION_DENIED && j->pem->cert_file[0])
+        snprintf(a->message + n, sizeof(a->message) - n, " (our tls.cert %s)", j->pem->cert_file);
+}
 
 static void *target_call_one(void *arg)
 {
@@ -120,6 +160,10 @@ static void *target_call_one(void *arg)
                                                       : CTL_ERROR;
     else
         a->code = CTL_OK;
+    if (a->code == CTL_UNREACHABLE)
+        target_why(j, a);
+    else
+        target_name_cert(j, a);
     if (a->code == CTL_UNREACHABLE && !a->message[0])
         snprintf(a->message, sizeof(a->message), "timed out");
     if (a->code != CTL_OK)
@@ -136,6 +180,8 @@ void ctl_target_call_all(struct ctl_target *t, const char *method, const Protobu
     for (size_t i = 0; i < t->set.n; i++) {
         memset(&answers[i], 0, sizeof(answers[i]));
         jobs[i] = (struct target_job){.ch = t->ch[i],
+                                      .address = t->set.member[i].address,
+                                      .pem = t->tls ? &t->pem : NULL,
                                       .method = method,
                                       .req = req,
                                       .type = type,
@@ -168,6 +214,9 @@ static void target_say(const struct ctl_target *t, const struct ctl_answer *a)
                 t->set.member[0].address, t->source, a->message);
         if (t->fallback)
             fprintf(stderr, "argusctl: %s\n", collector_address_hint());
+    } else if (a->code == CTL_TLS) {
+        fprintf(stderr, "argusctl: collector %s (from %s): TLS handshake refused: %s\n",
+                t->set.member[0].address, t->source, a->message);
     } else {
         fprintf(stderr, "argusctl: %s\n", a->message[0] ? a->message : "call failed");
     }
@@ -179,7 +228,7 @@ static int target_join(const struct ctl_target *t, struct ctl_answer *answers,
 {
     ProtobufCMessage *ok[COLLECTOR_SET_MAX];
     const struct ctl_answer *worst = NULL;
-    size_t n = 0;
+    size_t n = 0, tls = 0;
 
     for (size_t i = 0; i < t->set.n; i++) {
         const struct ctl_answer *a = &answers[i];
@@ -188,7 +237,11 @@ static int target_join(const struct ctl_target *t, struct ctl_answer *answers,
         else if (a->code == CTL_UNREACHABLE && !quiet)
             fprintf(stderr, "argusctl: collector %s (%s) did not answer: %s\n",
                     t->set.member[i].name, t->set.member[i].address, a->message);
-        else if (a->code != CTL_UNREACHABLE && (!worst || a->code > worst->code))
+        else if (a->code == CTL_TLS && ++tls && !quiet)
+            fprintf(stderr, "argusctl: collector %s (%s): TLS handshake refused: %s\n",
+                    t->set.member[i].name, t->set.member[i].address, a->message);
+        else if (a->code != CTL_UNREACHABLE && a->code != CTL_TLS &&
+                 (!worst || a->code > worst->code))
             worst = a; /* NOT_FOUND below USAGE below ERROR */
     }
     if (n) {
@@ -205,7 +258,7 @@ static int target_join(const struct ctl_target *t, struct ctl_answer *answers,
     }
     if (!quiet)
         fprintf(stderr, "argusctl: no member of the collector set (from %s) answered\n", t->source);
-    return CTL_UNREACHABLE;
+    return tls ? CTL_TLS : CTL_UNREACHABLE;
 }
 
 int ctl_target_call(struct ctl_target *t, const char *method, const ProtobufCMessage *req,
