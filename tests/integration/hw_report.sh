@@ -4,17 +4,17 @@
 # namespaces joined to it by veth pairs, as delivery_netns.sh) reading the
 # NVML test double (build/tests/libnvml-double.so, scripted per node) and
 # their namespace's own NIC counters. Each job is a compute-straggler
-# recorded without hardware counters (argus-sim --hw off), so what the
+# recorded without hardware counters (argus-sim --hw false), so what the
 # report says of the hardware is what the agents read:
 #   throttled  the culprit's GPU (in its node's NVML script) at HW thermal
 #              slowdown, 1,410 MHz, 91 C; the others at 1,980 MHz: the
 #              culprit is paged as GPU_THROTTLED with those numbers, nobody
 #              else is paged
-#   nic        the GPUs healthy; the culprit's node's eth0 drops packets at
-#              its root qdisc (tc netem loss 20%, or a 10 Mbit/s token
-#              bucket where the kernel has no netem) under a ping flood to
-#              the collector: the culprit is paged as COMPUTE and its
-#              evidence cites its node's NIC drops against its peers'
+#   nic        the GPUs healthy; a second NIC of the culprit's node (eth1,
+#              a veth pair to a sink namespace) drops packets at its root qdisc (tc netem loss 20%, or a
+#              64 kbit/s token bucket where the kernel has no netem) under a
+#              UDP flood: the culprit is paged as COMPUTE and its evidence
+#              cites its node's NIC drops against its peers'
 # Every rank's stored records carry hw (SM clock from the double).
 # Skips (with the reason) when not root, without namespaces or tc.
 source "$(dirname "$0")/lib.sh"
@@ -100,12 +100,12 @@ culprit() {
 }
 
 # run_job JOB FAULT: record a compute-straggler, fault its culprit's node
-# (throttled: its GPU in the NVML script; nic: netem loss and a ping flood
+# (throttled: its GPU in the NVML script; nic: drops on a second NIC under a flood
 # on its eth0), one agent per node namespace; waits for step 150
 run_job() {
     local job=$1 fault=$2 i c node gpu
     "$BIN/argus-sim" --job "$job" --scenario compute-straggler --ranks $WORLD --ranks_per_node 8 \
-        --tp 2 --steps 600 --seed 11 --hw off --record "$T/$job.rec" --record_split \
+        --tp 2 --steps 600 --seed 11 --hw false --record "$T/$job.rec" --record_split \
         >"$T/$job.truth" || fail "$job: argus-sim --record: $(cat "$T/$job.truth")"
     c=$(culprit "$job") node=$((c / 8)) gpu=$((c % 8))
     echo "$node" >"$T/$job.node"
@@ -118,22 +118,45 @@ run_job() {
         fi
     done
     if [[ $fault == nic ]]; then
-        # netem where the kernel has it, else a token bucket the flood overfills:
-        # either drops at the root qdisc
-        if in_ns "${P}n$node" tc qdisc add dev eth0 root netem loss 20% 2>/dev/null; then
-            log "$job: node $node drops 20% (netem)"
+        # a second NIC of the node (eth1, a veth to a sink namespace) drops
+        # at its root qdisc under a UDP flood: netem where the kernel has
+        # it, else a token bucket the flood overfills; eth0 (the agent's
+        # link to the collector) stays clean
+        ip netns add "${P}s" || fail "ip netns add ${P}s"
+        NAMESPACES+=("${P}s")
+        ip link add "${P}x" type veth peer name "${P}y" || fail "cannot make the sink veth pair"
+        ip link set "${P}x" netns "${P}n$node"
+        ip link set "${P}y" netns "${P}s"
+        in_ns "${P}n$node" ip link set "${P}x" name eth1
+        in_ns "${P}n$node" ip addr add 10.79.0.1/24 dev eth1
+        in_ns "${P}n$node" ip link set eth1 up
+        ip -n "${P}s" addr add 10.79.0.2/24 dev "${P}y"
+        ip -n "${P}s" link set "${P}y" up
+        if in_ns "${P}n$node" tc qdisc add dev eth1 root netem loss 20% 2>/dev/null; then
+            log "$job: node $node's eth1 drops 20% (netem)"
         else
-            in_ns "${P}n$node" tc qdisc add dev eth0 root tbf rate 10mbit burst 16kb latency 5ms \
+            in_ns "${P}n$node" tc qdisc add dev eth1 root tbf rate 64kbit burst 2kb latency 5ms \
                 || fail "tc: neither netem nor tbf"
-            log "$job: node $node's eth0 at 10 Mbit/s under a ping flood (no netem in this kernel)"
+            log "$job: node $node's eth1 at 64 kbit/s under a UDP flood (no netem in this kernel)"
         fi
-        in_ns "${P}n$node" ping -q -f -s 1000 "$NET.1" >/dev/null 2>&1 &
+        ip netns exec "${P}n$node" /usr/bin/python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+while True:  # about 500 datagrams a second: far past the bucket, light on the CPU
+    for _ in range(10):
+        try:
+            s.sendto(bytes(1000), ("10.79.0.2", 9))
+        except OSError:
+            pass
+    time.sleep(0.02)' >/dev/null 2>&1 &
         PIDS+=($!)
         disown $!
     fi
     JOB_PIDS=()
     for ((i = 0; i < NODES; i++)); do
-        in_ns "${P}n$i" env ARGUS_NVML_DOUBLE="$T/$job.nvml$i" "$BIN/argus-agent" \
+        # ip netns exec itself (not in_ns: a function in the background is a
+        # subshell whose death would leave the agent running)
+        ip netns exec "${P}n$i" env ARGUS_NVML_DOUBLE="$T/$job.nvml$i" "$BIN/argus-agent" \
             --collector.address "$NET.1:7700" --grpc.plaintext true \
             --spool.dir "$T/$job.spool$i" --http.listen 127.0.0.1:7701 \
             --node.name "$(printf node%03d "$i")" --node.agent_id "$job-node$i" \
@@ -160,6 +183,9 @@ check() {
     nsctl --json stragglers --job "$job" >"$T/$job.reports" || fail "$job: argusctl stragglers"
     nsctl --json steps --job "$job" --from 100 --to 100 --limit 1000 >"$T/$job.steps"
     for p in "${JOB_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for p in "${JOB_PIDS[@]}"; do # gone before the next job's agents take their ports
+        wait_every "$job: agent $p to end" 20 0.2 bash -c "! kill -0 $p 2>/dev/null"
+    done
     /usr/bin/python3 - "$job" "$fault" "$(culprit "$job")" "$T/$job.reports" "$T/$job.steps" <<'PY' || fail "$job: see above"
 import json, sys
 job, fault, culprit = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -69,6 +69,9 @@ static const struct config_option sim_options[] = {
         "write the step records to this file (for the agent's replay.records) instead of sending"),
     OPT("record_split", CONFIG_BOOL, record_split, "false", 0, 0,
         "with --record: one file per node of ranks_per_node ranks, FILE.node0, FILE.node1, ..."),
+    OPT("hw", CONFIG_BOOL, hw, "true", 0, 0,
+        "with --record: the records carry hardware counters (false: none, so that an agent "
+        "replaying them reads its own, hw.*)"),
     OPT("scenario", CONFIG_STRING, scenario, "", 0, 0,
         "fault scenario (empty: plain records): healthy, compute-straggler, link-degraded-group, "
         "masked-straggler, pipeline-stage-straggler, jit-stalls, data-skew, everyone-slower, "

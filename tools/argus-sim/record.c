@@ -94,6 +94,20 @@ static int record_name(struct record_file *file, const Argus__V1__NameEntry *e)
     return records_write(file->f, RECORDS_NAME, &e->base);
 }
 
+/* Write step record s into its rank's file; without its hardware counters
+ * under --hw false (an agent replaying the file reads its own). */
+static int record_step(struct record_out *o, const struct sim_config *c, Argus__V1__StepRecord *s)
+{
+    Argus__V1__HwCounters *hw = s->hw;
+    int r;
+
+    if (!c->hw)
+        s->hw = NULL;
+    r = records_write(record_file_of(o, s->rank)->f, RECORDS_STEP, &s->base);
+    s->hw = hw;
+    return r;
+}
+
 /* Write rank's resource into its file, once. */
 static int record_resource(struct record_out *o, const Argus__V1__Resource *res)
 {
@@ -131,7 +145,7 @@ static int record_plain(struct record_out *o)
     for (uint64_t s = 0; s < c->steps && r == 0; s++)
         for (uint32_t k = 0; k < c->ranks && r == 0; k++) {
             gen_step(&g, c->seed, c->job, k, s, sim_base_unix_ns(c), c->step_ns);
-            r = records_write(record_file_of(o, k)->f, RECORDS_STEP, &g.rec.base);
+            r = record_step(o, c, &g.rec);
         }
     return r;
 }
@@ -148,8 +162,7 @@ static int record_batch(struct record_out *o, uint32_t agent, const Argus__V1__B
     for (size_t i = 0; i < b->n_names && r == 0; i++)
         r = record_name(file, b->names[i]);
     for (size_t i = 0; i < b->n_steps && r == 0; i++)
-        r = records_write(record_file_of(o, b->steps[i]->rank)->f, RECORDS_STEP,
-                          &b->steps[i]->base);
+        r = record_step(o, o->c, b->steps[i]);
     return r;
 }
 

@@ -31,6 +31,7 @@ struct sim_config {
     char *agent_prefix;
     char *record;             /* write the records to this file instead of sending (record.h) */
     bool record_split;        /* one record file per node: record.node<i> */
+    bool hw;                  /* records carry hardware counters (sim_hw.h) */
     char *scenario;           /* "" = plain records (gen.h); else a fault scenario (scenario.h) */
     uint64_t onset;           /* first faulty step */
     uint64_t fault_end;       /* first healthy step again, 0 = never */
