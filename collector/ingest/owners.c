@@ -301,8 +301,7 @@ static int owners_refuse(struct owners_pass *p, struct owners_pass_job *pj, uint
     if (e->logged_by != by || p->now - e->logged_ns >= p->ow->o.log_interval_ns) {
         e->logged_by = by;
         e->logged_ns = p->now;
-        log_warn("ingest", "refused a batch of '%s' (agent %s): %s", p->identity, p->b->agent_id,
-                 p->err);
+        log_warn("ingest", "refused a batch of agent %s: %s", p->identity, p->err);
     }
     return TRANSPORT_PERMISSION_DENIED;
 }
