@@ -366,16 +366,18 @@ static int owners_claim(struct owners_pass *p, struct owners_pass_job *pj, uint3
     pj->j->last_seen = p->now;
     if (owners_epoch(pj) > pj->j->restart)
         pj->j->restart = owners_epoch(pj);
-    if (e->owner != pj->ident) {
+    if (e->owner != pj->ident) { /* a claim or a move: in the job's newest attempt */
         if (e->owner) {
             owners_log_move(p, pj, rank, e);
             p->ow->moves++;
         }
         e->owner = pj->ident;
-        store = true;
-    }
-    if (e->restart < pj->j->restart) {
         e->restart = pj->j->restart;
+        store = true;
+    } else if (pj->restart > e->restart) {
+        /* the owner's own attempt is what it declares: its late records of an
+         * older attempt must not keep the rank from the newer one's writer */
+        e->restart = pj->restart;
         store = true;
     }
     e->last_seen = p->now;

@@ -12,13 +12,15 @@
  * intruder) per log_interval_ns), and the whole batch with them: nothing of
  * it is stored, the agent keeps it spooled. A rank moves to another identity,
  * logged at info ("rank 8 of job J moves from node-b to node-a: ..."), when
- *   - the batch starts a new epoch of the rank: the job's attempt
- *     (Resource.restart, RankStatus.restart; the highest seen of the job or
- *     declared by this batch) is above the one the owner wrote it under, or
+ *   - the batch writes it in a newer attempt of the job (Resource.restart,
+ *     RankStatus.restart; the highest seen of the job or declared by this
+ *     batch) than the owner's: the attempt the owner's own records declared,
+ *     or the job's when it claimed the rank (its late records of an older
+ *     attempt keep the rank but not a newer attempt from its next writer), or
  *   - the owner has sent no record of it for idle_ns (diag.job_idle).
  * The owner's own records keep it (last seen = the receive time).
  *
- * Memory: per job, one 40-byte slot per rank up to its highest and the
+ * Memory: per job, one 48-byte slot per rank up to its highest and the
  * identities that own its ranks; jobs silent for OWNERS_FORGET_IDLE x idle_ns
  * are forgotten (with their stored entries), and at most max_jobs are kept
  * (a new one forgets the least recently seen). Ranks per job are bounded by

@@ -248,6 +248,37 @@ static void test_moves_with_new_attempt(void **state)
     owners_free(ow);
 }
 
+/* The old owner's late records of the old attempt, stored between the new
+ * attempt's first resource and the new owner's, do not keep the rank. */
+static void test_late_records_of_old_attempt(void **state)
+{
+    struct owners *ow = table(16);
+    struct tb t;
+    char err[512];
+
+    tb_init(&t, "node-b");
+    tb_resource(&t, "late", 8, 0);
+    assert_int_equal(owners_judge(ow, &t.b, "node-b", T0, err, sizeof(err)), TRANSPORT_OK);
+    tb_init(&t, "node-c");
+    tb_resource(&t, "late", 0, 1); /* the job restarted */
+    assert_int_equal(owners_judge(ow, &t.b, "node-c", T0 + SEC, err, sizeof(err)), TRANSPORT_OK);
+    assert_int_equal(step_from(ow, "node-b", "late", 8, T0 + 2 * SEC, err, sizeof(err)),
+                     TRANSPORT_OK); /* its own, late */
+    tb_init(&t, "node-a");
+    tb_resource(&t, "late", 8, 1);
+    assert_int_equal(owners_judge(ow, &t.b, "node-a", T0 + 3 * SEC, err, sizeof(err)),
+                     TRANSPORT_OK);
+    assert_owner(ow, "late", 8, "node-a");
+    /* an owner that keeps its rank in the new attempt declares it */
+    tb_init(&t, "node-c");
+    tb_resource(&t, "late", 0, 1);
+    assert_int_equal(owners_judge(ow, &t.b, "node-c", T0 + 4 * SEC, err, sizeof(err)),
+                     TRANSPORT_OK);
+    assert_int_equal(step_from(ow, "node-a", "late", 0, T0 + 5 * SEC, err, sizeof(err)),
+                     TRANSPORT_PERMISSION_DENIED);
+    owners_free(ow);
+}
+
 /* A new table over the same store judges as the old one did. */
 static void test_survives_restart(void **state)
 {
@@ -362,10 +393,15 @@ static void test_ten_thousand_ranks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_writer_owns), cmocka_unit_test(test_whole_batch),
-        cmocka_unit_test(test_moves_after_idle),  cmocka_unit_test(test_moves_with_new_attempt),
-        cmocka_unit_test(test_survives_restart),  cmocka_unit_test(test_forgets_silent_jobs),
-        cmocka_unit_test(test_max_jobs),          cmocka_unit_test(test_ten_thousand_ranks),
+        cmocka_unit_test(test_first_writer_owns),
+        cmocka_unit_test(test_whole_batch),
+        cmocka_unit_test(test_moves_after_idle),
+        cmocka_unit_test(test_moves_with_new_attempt),
+        cmocka_unit_test(test_late_records_of_old_attempt),
+        cmocka_unit_test(test_survives_restart),
+        cmocka_unit_test(test_forgets_silent_jobs),
+        cmocka_unit_test(test_max_jobs),
+        cmocka_unit_test(test_ten_thousand_ranks),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
