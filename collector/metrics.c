@@ -10,6 +10,7 @@
 #include "collector/diag/diagq.h"
 #include "collector/ingest/ingest.h"
 #include "collector/ingest/limits.h"
+#include "collector/ingest/owners.h"
 #include "collector/fleet/fleet.h"
 #include "collector/membership.h"
 #include "collector/series/remote_write.h"
@@ -278,6 +279,26 @@ static void collector_metrics_remote_write(struct remote_write *w, struct http_b
                     rs.last_success_unix);
 }
 
+/* Rank ownership (owners.h): refusals, moves, the table's size. */
+static void collector_metrics_owners(struct owners *ow, struct http_buf *b)
+{
+    struct owners_stats os;
+
+    owners_get_stats(ow, &os);
+    http_buf_metric(b, "argus_collector_rank_owner_refused_total", "counter",
+                    "batches refused: a rank they write belongs to another agent identity", "",
+                    os.refused);
+    http_buf_metric(b, "argus_collector_rank_owner_moves_total", "counter",
+                    "ranks that moved to another agent identity (a new attempt of the job, or "
+                    "the owner silent past diag.job_idle)",
+                    "", os.moves);
+    http_buf_metric(b, "argus_collector_rank_owner_store_errors_total", "counter",
+                    "rank owner entries not written to the store (written again later)", "",
+                    os.store_errors);
+    http_buf_metric(b, "argus_collector_rank_owner_jobs", "gauge", "jobs in the rank owner table",
+                    "", os.jobs);
+}
+
 /* The admission limits (limits.*): refusals by limit, the memory budget. */
 static void collector_metrics_limits(struct limits *l, struct http_buf *b)
 {
@@ -414,6 +435,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     collector_metrics_membership(m, b);
     fleet_write_metrics(m->fleet, b);
     collector_metrics_limits(ingest_admission(m->ingest), b);
+    collector_metrics_owners(ingest_owners(m->ingest), b);
     collector_diag_metrics(m, b);
     if (m->diagq)
         collector_metrics_diagq(m->diagq, b);

@@ -11,6 +11,7 @@
 
 #include "collector/diag/diagq.h"
 #include "collector/store/store.h"
+#include "collector/ingest/owners.h"
 #include "collector/ingest/stream_clock.h"
 #include "collector/trace/trace_capture.h"
 #include "common/clock.h"
@@ -35,6 +36,7 @@ struct ingest {
     struct diagq *diagq;
     struct stream_clock *clock;
     struct limits *admission;
+    struct owners *owners;
     struct trace_capture *traces; /* may be NULL */
     atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
     atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
@@ -69,8 +71,9 @@ void ingest_default_limits(struct ingest_limits *l)
 
 const char *ingest_reject_name(enum ingest_reject r)
 {
-    static const char *const names[] = {"frame_size",  "frame_invalid", "batch_invalid", "limits",
-                                        "store_error", "identity",      "seq_jump"};
+    static const char *const names[] = {"frame_size", "frame_invalid", "batch_invalid",
+                                        "limits",     "store_error",   "identity",
+                                        "seq_jump",   "rank_owner"};
     return r < INGEST_REJECT_COUNT ? names[r] : "?";
 }
 
@@ -265,6 +268,29 @@ void ingest_foreach_drop(struct ingest *in, ingest_drop_fn fn, void *ctx)
 
 /* --- the stream handler ------------------------------------------------------- */
 
+/* The rank owners over the store, loaded. A store that cannot be read
+ * leaves the table empty (logged): every rank is claimed anew. */
+static int ingest_owners_open(struct ingest *in)
+{
+    struct owners_options o = {
+        .idle_ns = in->limits.admit.job_idle_ns,
+        .max_jobs = in->limits.admit.max_jobs * 2,
+        .max_ranks = in->limits.admit.max_ranks_per_job,
+        .log_interval_ns = 60 * NSEC_PER_SEC,
+    };
+    char err[160];
+    long n;
+
+    if (!(in->owners = owners_new(&o, in->store)))
+        return -ENOMEM;
+    n = in->store ? owners_load(in->owners, clock_real_ns(), err, sizeof(err)) : 0;
+    if (n < 0)
+        log_warn("ingest", "%s: every rank is claimed anew", err);
+    else if (n > 0)
+        log_info("ingest", "rank owners loaded: %ld rank slots", n);
+    return 0;
+}
+
 struct ingest *ingest_new(struct store *store, const struct ingest_limits *limits,
                           struct diagq *diagq, struct stream_clock *clock)
 {
@@ -277,7 +303,8 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
     in->diagq = diagq;
     in->clock = clock;
     in->admission = limits_new(&limits->admit);
-    if (!in->admission) {
+    if (!in->admission || ingest_owners_open(in) < 0) {
+        limits_free(in->admission);
         free(in);
         return NULL;
     }
@@ -290,6 +317,7 @@ void ingest_free(struct ingest *in)
     if (!in)
         return;
     limits_free(in->admission);
+    owners_free(in->owners);
     for (size_t i = 0; i < in->ndrops; i++) {
         free(in->drops[i].agent);
         free(in->drops[i].reason);
@@ -492,6 +520,21 @@ static int ingest_check_identity(struct ingest_stream *s, const Argus__V1__Batch
     return TRANSPORT_OK;
 }
 
+/* Every rank b writes must be its sender's (owners.h; the sender is the
+ * certificate's identity under mTLS, which ingest_check_identity made the
+ * batch's agent id, and the claimed agent id in plaintext). A batch the store
+ * already holds is not judged: it is acked without writing. */
+static int ingest_check_owners(struct ingest_stream *s, const Argus__V1__Batch *b, uint64_t recv,
+                               char *err, size_t errlen)
+{
+    uint64_t high = 0;
+
+    if (store_high_water(s->in->store, b->agent_id, b->epoch, &high) == 0 && b->seq <= high)
+        return TRANSPORT_OK;
+    return owners_judge(s->in->owners, b, s->authenticated ? s->identity : b->agent_id, recv, err,
+                        errlen);
+}
+
 /* Validate, store and ack b (unpacked into *arena, from raw). A stored batch
  * goes to diagnosis through the queue, which takes the arena: *arena is NULL
  * then. */
@@ -511,6 +554,12 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         r = limits_admit(s->in->admission, b, recv, err, sizeof(err));
     if (r != TRANSPORT_OK) {
         ingest_reject(s, INGEST_REJECT_LIMITS, r, reply, err);
+        return;
+    }
+    if ((r = ingest_check_owners(s, b, recv, err, sizeof(err))) != TRANSPORT_OK) {
+        atomic_fetch_add(&s->in->rejects[INGEST_REJECT_RANK_OWNER], 1);
+        reply->status = r; /* owners.c logged it, once per (job, rank, intruder) */
+        snprintf(reply->message, sizeof(reply->message), "%s", err);
         return;
     }
     struct store_slice *slices = b->n_steps ? malloc(b->n_steps * sizeof(*slices)) : NULL;
@@ -600,6 +649,11 @@ void ingest_set_traces(struct ingest *in, struct trace_capture *traces)
 struct limits *ingest_admission(struct ingest *in)
 {
     return in->admission;
+}
+
+struct owners *ingest_owners(struct ingest *in)
+{
+    return in->owners;
 }
 
 void ingest_get_stats(struct ingest *in, struct ingest_stats *out)

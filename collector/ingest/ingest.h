@@ -22,7 +22,15 @@
  * plaintext anyone may claim any agent id; there a batch whose seq jumps more
  * than max_seq_jump above the stored high-water mark of its (agent, epoch)
  * is refused (FAILED_PRECONDITION, counted as seq_jump), so a spoofed
- * seq = 2^64-1 cannot silence an agent (docs/operations.md: residual risk). */
+ * seq = 2^64-1 cannot silence an agent (docs/operations.md: residual risk).
+ *
+ * Rank ownership (owners.h), in both modes: after admission, every rank a
+ * batch writes (Resource, StepRecord, RankStatus) must belong to its sender
+ * (the certificate's identity, or the claimed agent id in plaintext) or be
+ * free to move to it; else the whole batch is refused with PERMISSION_DENIED
+ * naming the rank, the job, the owner and the sender, counted as rank_owner,
+ * and nothing of it is stored (the agent keeps it spooled and retries with
+ * its backoff). */
 #ifndef ARGUS_COLLECTOR_INGEST_H
 #define ARGUS_COLLECTOR_INGEST_H
 
@@ -78,6 +86,10 @@ extern const struct transport_stream_ops ingest_stream_ops;
 /* The admission limits (for /metrics); valid while in lives. */
 struct limits *ingest_admission(struct ingest *in);
 
+/* The rank owners (owners.h, for /metrics and tests); valid while in lives. */
+struct owners;
+struct owners *ingest_owners(struct ingest *in);
+
 /* Check a decoded batch against the per-batch limits (sizes, strings, name
  * ids; not those of limits.h, which need the collector's state). Returns TRANSPORT_OK, or
  * TRANSPORT_INVALID_ARGUMENT / TRANSPORT_RESOURCE_EXHAUSTED with a sentence in
@@ -92,8 +104,9 @@ enum ingest_reject {
     INGEST_REJECT_BATCH_INVALID,
     INGEST_REJECT_LIMITS,
     INGEST_REJECT_STORE_ERROR,
-    INGEST_REJECT_IDENTITY, /* mTLS: the batch names another node, or no agent role */
-    INGEST_REJECT_SEQ_JUMP, /* plaintext: seq far above the high-water mark */
+    INGEST_REJECT_IDENTITY,   /* mTLS: the batch names another node, or no agent role */
+    INGEST_REJECT_SEQ_JUMP,   /* plaintext: seq far above the high-water mark */
+    INGEST_REJECT_RANK_OWNER, /* a rank another identity owns (owners.h) */
     INGEST_REJECT_COUNT,
 };
 const char *ingest_reject_name(enum ingest_reject r);

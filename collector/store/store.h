@@ -31,6 +31,8 @@
  *           (store_traces.c: the drill-down windows)
  *   actions "a:" id -> packed argus.v1.Action, "b" -> packed
  *           argus.v1.ActionBreaker (collector/actions/, store_actions.c)
+ *   owners  job \0 | rank u32             -> attempt u32 | last seen u64 | owner
+ *           (collector/ingest/owners.h, store_owners.c: who may write a rank)
  * LZ4 on hot levels, ZSTD at the bottom. Retention by age per family.
  *
  * Two clocks. `time` is the agents' clock: the second a step started on its
@@ -223,6 +225,26 @@ int store_put_actions(struct store *s, size_t n, const char *const *keys, const 
                       const size_t *vlens, char *err, size_t errlen);
 int store_scan_actions(struct store *s, const void *prefix, size_t plen, store_alert_fn fn,
                        void *ctx);
+
+/* A key and its value, the caller's bytes. */
+struct store_pair {
+    const void *key;
+    size_t klen;
+    const void *val;
+    size_t vlen;
+};
+
+/* The owners family (store_owners.c): collector/ingest/owners.c's entries,
+ * keys job \0 | rank. Put writes the n pairs as one durable write (the WAL);
+ * delete removes every key of job (a range delete). Both 0, or -EIO/-ENOMEM
+ * with err set. Scan calls fn for every entry in key order under the read
+ * lock (fn must not write; 0 go on, 1 stop, negative abort); 0, fn's
+ * negative value or -EIO. Retention leaves the family alone: owners.c
+ * forgets its jobs itself. */
+int store_put_owners(struct store *s, const struct store_pair *kv, size_t n, char *err,
+                     size_t errlen);
+int store_delete_owners(struct store *s, const char *job, char *err, size_t errlen);
+int store_scan_owners(struct store *s, store_alert_fn fn, void *ctx);
 
 /* Numbers for /metrics. */
 struct store_stats {

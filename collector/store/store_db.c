@@ -18,7 +18,7 @@
 
 static const char *const cf_names[CF_COUNT] = {
     "default", "steps", "ranks",      "jobs",     "time",   "reports", "alerts",
-    "names",   "dedup", "report_ids", "received", "traces", "actions",
+    "names",   "dedup", "report_ids", "received", "traces", "actions", "owners",
 };
 
 #define STORE_REOPEN_INTERVAL_NS NSEC_PER_SEC

@@ -44,6 +44,7 @@ enum {
     CF_RECEIVED,
     CF_TRACES,  /* report id \0 rank (be32) -> packed TraceWindow (store_traces.c) */
     CF_ACTIONS, /* collector/actions/'s records and breaker (store_actions.c) */
+    CF_OWNERS,  /* job \0 | rank (be32) -> its owner (store_owners.c, collector/ingest/owners.h) */
     CF_COUNT
 };
 

@@ -6,7 +6,9 @@
  *   and another node's certificate cannot move a victim's high-water mark:
  *   the victim's later batches are stored;
  * - plaintext: a spoofed seq = 2^64-1 under the victim's id and epoch is
- *   refused (FAILED_PRECONDITION), the victim's later batches are stored. */
+ *   refused (FAILED_PRECONDITION), the victim's later batches are stored;
+ *   another agent id writing the victim's rank is refused (PERMISSION_DENIED,
+ *   rank ownership), its own rank is stored. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +38,7 @@ static char dir[64], pki[96];
 static struct side tls_side, plain_side;
 static char files[3][128];
 static bool have_pki;
+static uint32_t push_rank; /* the rank push() writes */
 
 static void side_start(struct side *sd, const char *name, const struct tls_files *tls)
 {
@@ -138,7 +141,7 @@ static int push(struct rpc_channel *ch, const char *agent, uint64_t seq, const c
     int status = -1;
 
     s.job = "ident";
-    s.rank = 0;
+    s.rank = push_rank;
     s.step = seq % 1000000;
     s.duration_ns = 1000;
     b.agent_id = (char *)agent;
@@ -149,7 +152,8 @@ static int push(struct rpc_channel *ch, const char *agent, uint64_t seq, const c
     if (node) {
         r.job = "ident";
         r.node = (char *)node;
-        r.world_size = 1;
+        r.rank = push_rank;
+        r.world_size = push_rank + 1;
         b.n_resources = 1;
         b.resources = &rp;
     }
@@ -247,8 +251,13 @@ static void test_plaintext_seq_jump_refused(void **state)
                 "above the last stored seq 2 (ingest.max_seq_jump)");
     expect_push(p, "victim", 2 + 1001, NULL, RPC_FAILED_PRECONDITION, "max_seq_jump");
     expect_push(p, "victim", 3, NULL, RPC_OK, NULL);
-    expect_push(p, "victim", 3 + 1000, NULL, RPC_OK, NULL);   /* a gap within the bound */
+    expect_push(p, "victim", 3 + 1000, NULL, RPC_OK, NULL); /* a gap within the bound */
+    /* the victim's rank is the victim's, whatever the seq */
+    expect_push(p, "newcomer", 1u << 30, NULL, RPC_PERMISSION_DENIED,
+                "rank 0 of job ident belongs to 'victim'");
+    push_rank = 1;
     expect_push(p, "newcomer", 1u << 30, NULL, RPC_OK, NULL); /* no mark yet: any seq */
+    push_rank = 0;
     assert_int_equal(stored(&plain_side) - before, 5);
     rpc_channel_free(p);
 }
