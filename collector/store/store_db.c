@@ -422,7 +422,7 @@ static bool lacks_received(struct store *s)
     return names && !found;
 }
 
-static int db_open(struct store *s, char *err, size_t errlen)
+static int db_open_once(struct store *s, char *err, size_t errlen)
 {
     const rocksdb_options_t *copts[CF_COUNT];
     char *rerr = NULL;
@@ -448,6 +448,20 @@ static int db_open(struct store *s, char *err, size_t errlen)
         caches_clear(s);
         db_close(s);
     }
+    return rc;
+}
+
+/* db_open_once, and once more after releasing the reserve when it failed
+ * for space (RocksDB's recovery writes the WAL out as a table). */
+static int db_open(struct store *s, char *err, size_t errlen)
+{
+    char why[256] = "";
+    int rc = db_open_once(s, why, sizeof(why));
+
+    if (rc == -EIO && store_is_nospace(why) &&
+        store_reserve_release(&s->reserve, "opening the store failed for space"))
+        rc = db_open_once(s, why, sizeof(why));
+    store_set_err(err, errlen, "%s", why);
     return rc;
 }
 
@@ -487,6 +501,10 @@ int store_writer_ready(struct store *s, char *err, size_t errlen)
 
 int store_db_open(struct store *s, char *err, size_t errlen)
 {
+    if (store_reserve_init(&s->reserve, s->dir, s->opts.reserve_bytes) < 0) {
+        store_set_err(err, errlen, "store: out of memory");
+        return -ENOMEM;
+    }
     options_create(s);
     return db_open(s, err, errlen);
 }
@@ -504,6 +522,7 @@ void store_db_close(struct store *s)
         rocksdb_writeoptions_destroy(s->wo);
     if (s->ro)
         rocksdb_readoptions_destroy(s->ro);
+    store_reserve_fini(&s->reserve);
 }
 
 /* ---- writers and readers ------------------------------------------------------ */
@@ -520,6 +539,8 @@ int store_commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *e
     if (rerr) {
         s->stats.write_errors += ingest;
         s->broken = true;
+        if (store_is_nospace(rerr))
+            store_reserve_release(&s->reserve, "a write failed for space");
         return store_rocks_fail(rerr, err, errlen, "write");
     }
     s->broken = false; /* RocksDB recovered by itself, or the error was transient */
