@@ -13,7 +13,8 @@
  * families), with store_seen.c (distinct step records) under the writers;
  * store_db.h (the handle: struct store, column families, open and reopen,
  * writer and reader entry, range scans, the index aggregation); and
- * store_kv.h (keyed sets, big-endian keys) at the bottom.
+ * store_kv.h (keyed sets, big-endian keys) and store_reserve.h (the
+ * headroom file for a full disk) at the bottom.
  *
  * Column families, keys big-endian so they sort by (job, step, rank) or time:
  *   steps   job \0 | step u64 | rank u32     -> packed argus.v1.StepRecord

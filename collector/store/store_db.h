@@ -5,7 +5,8 @@
  * cache (and the received index of an older store), reopening it after a
  * failed write, how writers and readers enter (store_writer_ready,
  * store_commit, store_read_begin), range scans and the per-job aggregation
- * of the time and received indexes. It calls none of the files above it;
+ * of the time and received indexes; the reserve (store_reserve.h) released
+ * when a write or the open fails for space. It calls none of the files above it;
  * store.c opens and closes the whole store through it.
  *
  * Locking: s->lock serialises every writer (ingest, put_report, retention)
