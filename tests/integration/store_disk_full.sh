@@ -3,6 +3,7 @@
 # "A full disk"). The store lives on a small loop-mounted ext4 with an 8 MiB
 # reserve and a 2 MiB memtable (the WAL's preallocation, which a full disk
 # spends before a write fails); a real agent replays 64 ranks x 600 steps.
+# store.high_water 90: the restart on the full disk runs retention at once.
 #   1. The disk fills while ingest runs: a write fails, the reserve is
 #      released, /healthz says 503, acks stop (the agent keeps its batches
 #      spooled), queries still work. kill -9 and restart on the full disk:
@@ -29,7 +30,8 @@ mount -o loop "$T/disk.img" "$DISK" || skip "cannot loop-mount an ext4 image (no
     || fail "argus-sim --record: $(cat "$T/rec.json")"
 
 collector() {
-    start_collector "$DISK/store" --store.reserve $RESERVE --store.memtable 2MiB --store.sync true
+    start_collector "$DISK/store" --store.reserve $RESERVE --store.memtable 2MiB --store.sync true \
+        --store.high_water 90
 }
 cmetric() { metric "$HPORT" "$1"; }
 healthz() { curl -s -o "$T/health" -w '%{http_code}' "127.0.0.1:$HPORT/healthz"; }
@@ -84,6 +86,8 @@ log "full while running: released, 503 ($(head -1 "$T/health" 2>/dev/null)), ack
 collector
 log "restarted on the full disk ($(df -h --output=avail "$DISK" | tail -1 | tr -d ' ') free)"
 queries_work "restarted on the full disk"
+grep -q "store disk .* used, above store.high_water 90%: retention runs now" "$T/collector.log" \
+    || fail "store.high_water: no early retention at the start on a full disk"
 wait_every "healthz 503 after the restart" 15 0.5 health_is 503
 healthz >/dev/null
 grep -q "store writes failing: .*disk full" "$T/health" || fail "healthz says: $(cat "$T/health")"
