@@ -270,11 +270,10 @@ static int received_build(struct store *s, char *err, size_t errlen)
 
 /* Options of one family; cache (may be NULL) is shared by all of them.
  * bulky: the steps family, with a big memtable (memtable bytes; the others
- * 4 MiB or less) and 16 KiB blocks. ZSTD at
- * the bottom runs at level 1 without a trained dictionary: with level 3 and a
- * 16 KiB dictionary zstd took 40% of the collector's CPU at 50k rank-steps/s
- * (perf), for ~20% fewer bytes on disk (bench_store: 1266 -> 1035 B per
- * rank-step). */
+ * 4 MiB or less) and 16 KiB blocks. ZSTD at the bottom runs at level 1
+ * without a trained dictionary: with level 3 and a 16 KiB dictionary zstd
+ * took 40% of the collector's CPU at 50k rank-steps/s (perf), for ~20% fewer
+ * bytes on disk (bench_store: 1266 -> 1035 B per rank-step). */
 static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky, uint64_t memtable)
 {
     rocksdb_options_t *co = rocksdb_options_create();
