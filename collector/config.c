@@ -109,6 +109,15 @@ static const struct config_option collector_options[] = {
         "keep reports this long (0: forever)"),
     OPT("store.retention_interval", CONFIG_DURATION, retention_interval, "1h", 1, 86400,
         "how often retention runs"),
+    OPT("store.memtable", CONFIG_SIZE, store_memtable, "32MiB", 1048576, 1024.0 * 1048576,
+        "RocksDB write buffer of the step records (memory per buffer, up to 3); each WAL is "
+        "preallocated to 1.1 x this, which a full disk uses up before writes fail"),
+    OPT("store.reserve", CONFIG_SIZE, store_reserve, "64MiB", 0, 64.0 * 1073741824,
+        "headroom file kept in store.dir (store.dir/reserve), released when the disk fills so "
+        "the store still opens and answers queries, taken back when space returns (0: none)"),
+    OPT("store.high_water", CONFIG_UINT, store_high_water, "0", 0, 99,
+        "percent of the store's disk used above which retention runs at once, not waiting for "
+        "store.retention_interval (0: off)"),
     OPT("ingest.max_frame", CONFIG_SIZE, max_frame, "4MiB", 4096, 256.0 * 1048576,
         "largest frame accepted from an agent"),
     OPT("ingest.max_raw", CONFIG_SIZE, max_raw, "32MiB", 4096, 1024.0 * 1048576,

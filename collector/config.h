@@ -21,7 +21,10 @@ struct collector_config {
     uint64_t steps_retention; /* ns, 0 = forever */
     uint64_t reports_retention;
     uint64_t retention_interval;
-    uint64_t max_frame; /* bytes */
+    uint64_t store_memtable;   /* bytes: the steps family's write buffer */
+    uint64_t store_reserve;    /* bytes of headroom kept in store.dir, 0 = none */
+    uint64_t store_high_water; /* percent of the disk used that runs retention early, 0 = off */
+    uint64_t max_frame;        /* bytes */
     uint64_t max_raw;
     uint64_t max_names_per_batch;
     uint64_t limits_max_jobs, limits_max_ranks_per_job;

@@ -64,6 +64,7 @@ struct collector {
     struct collector_metrics_ctx metrics;
     int sigfd;
     int port;
+    uint64_t next_high_water; /* monotonic ns of the next store.high_water check */
 };
 
 static int collector_open_store(struct collector *c)
@@ -73,6 +74,8 @@ static int collector_open_store(struct collector *c)
         .sync = c->cfg.store_sync,
         .steps_retention_ns = c->cfg.steps_retention,
         .reports_retention_ns = c->cfg.reports_retention,
+        .reserve_bytes = c->cfg.store_reserve,
+        .memtable_bytes = c->cfg.store_memtable,
     };
     char err[512];
     int r = daemon_mkdir_p(c->cfg.store_dir, 0750);
@@ -429,6 +432,27 @@ static void collector_reload(struct collector *c, int argc, char **argv)
     daemon_notify("READY=1");
 }
 
+/* store.high_water: true (and a warning) when the store's disk is used
+ * above it, at most once a minute, so retention runs early. */
+static bool collector_above_high_water(struct collector *c, uint64_t now)
+{
+    struct store_stats st;
+    double used;
+
+    if (!c->cfg.store_high_water || now < c->next_high_water)
+        return false;
+    c->next_high_water = now + 60 * NSEC_PER_SEC;
+    store_get_stats(c->store, &st);
+    if (!st.disk_total_bytes)
+        return false;
+    used = 100.0 * (double)(st.disk_total_bytes - st.disk_free_bytes) / (double)st.disk_total_bytes;
+    if (used < (double)c->cfg.store_high_water)
+        return false;
+    log_warn("main", "store disk %.0f%% used, above store.high_water %llu%%: retention runs now",
+             used, (unsigned long long)c->cfg.store_high_water);
+    return true;
+}
+
 static void collector_run(struct collector *c, int argc, char **argv)
 {
     uint64_t watchdog = daemon_watchdog_ns(), next_retention = 0, next_clock = 0;
@@ -451,7 +475,8 @@ static void collector_run(struct collector *c, int argc, char **argv)
             stream_clock_tick(c->clock, clock_real_ns());
             next_clock = now + 60 * NSEC_PER_SEC;
         }
-        if (now >= next_retention) {
+        store_tick(c->store, now);
+        if (now >= next_retention || collector_above_high_water(c, now)) {
             int64_t n = store_apply_retention(c->store, clock_real_ns());
             if (n > 0)
                 log_info("main", "retention removed %lld keys or ranges", (long long)n);

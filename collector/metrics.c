@@ -387,6 +387,23 @@ static void collector_metrics_membership(struct collector_metrics_ctx *m, struct
                     "", mc.self_found);
 }
 
+/* The store's disk and its reserve (store.reserve). */
+static void collector_metrics_disk(const struct store_stats *st, struct http_buf *b)
+{
+    http_buf_metric(b, "argus_store_reserve_bytes", "gauge",
+                    "bytes the store's reserve file holds (0: released for a full disk)", "",
+                    st->reserve_bytes);
+    http_buf_metric(b, "argus_store_reserve_configured_bytes", "gauge", "store.reserve", "",
+                    st->reserve_want);
+    http_buf_metric(b, "argus_store_reserve_released_total", "counter",
+                    "times the reserve was released because a write or the open failed for space",
+                    "", st->reserve_released);
+    http_buf_metric(b, "argus_store_disk_free_bytes", "gauge", "free bytes of store.dir's disk", "",
+                    st->disk_free_bytes);
+    http_buf_metric(b, "argus_store_disk_size_bytes", "gauge", "size of store.dir's disk", "",
+                    st->disk_total_bytes);
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -429,6 +446,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.live_sst_bytes);
     http_buf_metric(b, "argus_store_failing", "gauge", "1 while the last store write failed", "",
                     st.failing);
+    collector_metrics_disk(&st, b);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
     collector_metrics_tls(m->transport, b);
@@ -468,6 +486,9 @@ void collector_http_handler(void *ctx, const char *path, struct http_response *r
             http_buf_printf(&b, "store writes failing: %s\n", st.last_error);
         else
             http_buf_printf(&b, "ok\n");
+        if (st.reserve_want && !st.reserve_bytes)
+            http_buf_printf(&b, "store reserve not held: %.1f MiB free of %.1f MiB\n",
+                            st.disk_free_bytes / 1048576.0, st.disk_total_bytes / 1048576.0);
         resp->status = st.failing ? 503 : 200;
     } else {
         /* a page of the report (collector/web/), or not found */

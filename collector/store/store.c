@@ -65,12 +65,17 @@ void store_get_stats(struct store *s, struct store_stats *out)
 {
     pthread_mutex_lock(&s->lock);
     *out = s->stats;
+    out->reserve_bytes = s->reserve.held;
+    out->reserve_want = s->reserve.want;
+    out->reserve_released = s->reserve.released;
     if (!s->db) {
         out->failing = true;
         if (!out->last_error[0])
             snprintf(out->last_error, sizeof(out->last_error), "store is closed");
     }
     pthread_mutex_unlock(&s->lock);
+    if (store_disk_usage(s->dir, &out->disk_free_bytes, &out->disk_total_bytes) < 0)
+        out->disk_free_bytes = out->disk_total_bytes = 0;
     out->live_sst_bytes = 0;
     if (store_read_begin(s))
         return;
@@ -82,4 +87,14 @@ void store_get_stats(struct store *s, struct store_stats *out)
         free(v);
     }
     store_read_end(s);
+}
+
+int store_tick(struct store *s, uint64_t now_ns)
+{
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = store_reserve_tick(&s->reserve, now_ns);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }

@@ -13,7 +13,8 @@
  * families), with store_seen.c (distinct step records) under the writers;
  * store_db.h (the handle: struct store, column families, open and reopen,
  * writer and reader entry, range scans, the index aggregation); and
- * store_kv.h (keyed sets, big-endian keys) at the bottom.
+ * store_kv.h (keyed sets, big-endian keys) and store_reserve.h (the
+ * headroom file for a full disk) at the bottom.
  *
  * Column families, keys big-endian so they sort by (job, step, rank) or time:
  *   steps   job \0 | step u64 | rank u32     -> packed argus.v1.StepRecord
@@ -55,7 +56,11 @@
  * dedup and time-index cache misses. After a failed write the next writer
  * call closes and reopens the DB (at most once a second; the 7.8 C API has no
  * rocksdb_resume and a DB that hit ENOSPC refuses writes until then), so
- * ingest resumes by itself once space returns. RocksDB's info LOG is kept
+ * ingest resumes by itself once space returns. A write or an open that fails
+ * for space releases the store's reserve (store_reserve.h: a preallocated
+ * file in dir) so that the reopen, RocksDB's recovery and queries find room;
+ * until it is taken back (store_tick), ingest is refused with -EIO while
+ * less than the reserve's size is free. RocksDB's info LOG is kept
  * silent (HEADER level): Debian's build asserts when it appends to a LOG that
  * already failed with ENOSPC.
  *
@@ -80,11 +85,15 @@ struct store_options {
     uint64_t steps_retention_ns; /* 0 = keep forever; applies to steps, time, ranks */
     uint64_t reports_retention_ns;
     uint64_t block_cache_bytes; /* 0 = RocksDB default */
+    uint64_t reserve_bytes;     /* headroom file in dir (store_reserve.h); 0 = none */
+    uint64_t memtable_bytes;    /* the steps family's write buffer; 0 = 32 MiB */
 };
 
 /* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in
  * err (errlen bytes): -EBUSY when the directory is locked by another
- * collector, -EIO for other RocksDB errors. */
+ * collector, -EIO for other RocksDB errors. The reserve (reserve_bytes) is
+ * taken first when there is room; an open that fails for space releases it
+ * and tries once more. */
 int store_open(const struct store_options *opts, struct store **out, char *err, size_t errlen);
 
 /* Close and free. NULL is fine. */
@@ -257,7 +266,17 @@ struct store_stats {
     uint64_t live_sst_bytes;    /* rocksdb.live-sst-files-size over all families */
     bool failing;               /* the last ingest write failed (or the DB is closed) */
     char last_error[160];       /* the first error of the failing streak */
+    uint64_t reserve_bytes;     /* bytes the reserve holds now (0: released or none) */
+    uint64_t reserve_want;      /* its configured size */
+    uint64_t reserve_released;  /* times it was released for a full disk */
+    uint64_t disk_free_bytes;   /* free bytes of the store's filesystem (statvfs) */
+    uint64_t disk_total_bytes;
 };
 void store_get_stats(struct store *s, struct store_stats *out);
+
+/* Periodic upkeep (the collector's main loop, about once a second, now_ns
+ * monotonic): takes the reserve back once space has returned. Returns 1
+ * when it was taken back now, else 0. */
+int store_tick(struct store *s, uint64_t now_ns);
 
 #endif

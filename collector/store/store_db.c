@@ -22,6 +22,7 @@ static const char *const cf_names[CF_COUNT] = {
 };
 
 #define STORE_REOPEN_INTERVAL_NS NSEC_PER_SEC
+#define STORE_MEMTABLE_DEFAULT (32u << 20)
 /* InfoLogLevel::HEADER_LEVEL: Debian's librocksdb 7.8 keeps assert()s, and a
  * second append to the info LOG after ENOSPC aborts the process; at this level
  * nothing is appended while running. */
@@ -268,12 +269,12 @@ static int received_build(struct store *s, char *err, size_t errlen)
 /* ---- open, close, reopen -------------------------------------------------- */
 
 /* Options of one family; cache (may be NULL) is shared by all of them.
- * bulky: the steps family, with a big memtable and 16 KiB blocks. ZSTD at
- * the bottom runs at level 1 without a trained dictionary: with level 3 and a
- * 16 KiB dictionary zstd took 40% of the collector's CPU at 50k rank-steps/s
- * (perf), for ~20% fewer bytes on disk (bench_store: 1266 -> 1035 B per
- * rank-step). */
-static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky)
+ * bulky: the steps family, with a big memtable (memtable bytes; the others
+ * 4 MiB or less) and 16 KiB blocks. ZSTD at the bottom runs at level 1
+ * without a trained dictionary: with level 3 and a 16 KiB dictionary zstd
+ * took 40% of the collector's CPU at 50k rank-steps/s (perf), for ~20% fewer
+ * bytes on disk (bench_store: 1266 -> 1035 B per rank-step). */
+static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky, uint64_t memtable)
 {
     rocksdb_options_t *co = rocksdb_options_create();
     rocksdb_block_based_table_options_t *bbo = rocksdb_block_based_options_create();
@@ -290,7 +291,8 @@ static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky)
     rocksdb_block_based_options_destroy(bbo);
     rocksdb_options_set_compression(co, rocksdb_lz4_compression);
     rocksdb_options_set_bottommost_compression(co, rocksdb_zstd_compression);
-    rocksdb_options_set_write_buffer_size(co, bulky ? 32u << 20 : 4u << 20);
+    /* RocksDB preallocates each WAL to 1.1 x the largest of these */
+    rocksdb_options_set_write_buffer_size(co, bulky || memtable < (4u << 20) ? memtable : 4u << 20);
     rocksdb_options_set_max_write_buffer_number(co, 3);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(co, 1);
     return co;
@@ -314,7 +316,9 @@ static void options_create(struct store *s)
     if (s->opts.block_cache_bytes)
         cache = rocksdb_cache_create_lru(s->opts.block_cache_bytes);
     for (int i = 0; i < CF_COUNT; i++)
-        s->cf_opts[i] = cf_options_create(cache, i == CF_STEPS);
+        s->cf_opts[i] = cf_options_create(cache, i == CF_STEPS,
+                                          s->opts.memtable_bytes ? s->opts.memtable_bytes
+                                                                 : STORE_MEMTABLE_DEFAULT);
     if (cache)
         rocksdb_cache_destroy(cache); /* the table factories keep it */
     s->wo = rocksdb_writeoptions_create();
@@ -422,7 +426,7 @@ static bool lacks_received(struct store *s)
     return names && !found;
 }
 
-static int db_open(struct store *s, char *err, size_t errlen)
+static int db_open_once(struct store *s, char *err, size_t errlen)
 {
     const rocksdb_options_t *copts[CF_COUNT];
     char *rerr = NULL;
@@ -448,6 +452,20 @@ static int db_open(struct store *s, char *err, size_t errlen)
         caches_clear(s);
         db_close(s);
     }
+    return rc;
+}
+
+/* db_open_once, and once more after releasing the reserve when it failed
+ * for space (RocksDB's recovery writes the WAL out as a table). */
+static int db_open(struct store *s, char *err, size_t errlen)
+{
+    char why[256] = "";
+    int rc = db_open_once(s, why, sizeof(why));
+
+    if (rc == -EIO && store_is_nospace(why) &&
+        store_reserve_release(&s->reserve, "opening the store failed for space"))
+        rc = db_open_once(s, why, sizeof(why));
+    store_set_err(err, errlen, "%s", why);
     return rc;
 }
 
@@ -487,6 +505,10 @@ int store_writer_ready(struct store *s, char *err, size_t errlen)
 
 int store_db_open(struct store *s, char *err, size_t errlen)
 {
+    if (store_reserve_init(&s->reserve, s->dir, s->opts.reserve_bytes) < 0) {
+        store_set_err(err, errlen, "store: out of memory");
+        return -ENOMEM;
+    }
     options_create(s);
     return db_open(s, err, errlen);
 }
@@ -504,6 +526,7 @@ void store_db_close(struct store *s)
         rocksdb_writeoptions_destroy(s->wo);
     if (s->ro)
         rocksdb_readoptions_destroy(s->ro);
+    store_reserve_fini(&s->reserve);
 }
 
 /* ---- writers and readers ------------------------------------------------------ */
@@ -520,6 +543,8 @@ int store_commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *e
     if (rerr) {
         s->stats.write_errors += ingest;
         s->broken = true;
+        if (store_is_nospace(rerr))
+            store_reserve_release(&s->reserve, "a write failed for space");
         return store_rocks_fail(rerr, err, errlen, "write");
     }
     s->broken = false; /* RocksDB recovered by itself, or the error was transient */

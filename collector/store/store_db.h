@@ -5,7 +5,8 @@
  * cache (and the received index of an older store), reopening it after a
  * failed write, how writers and readers enter (store_writer_ready,
  * store_commit, store_read_begin), range scans and the per-job aggregation
- * of the time and received indexes. It calls none of the files above it;
+ * of the time and received indexes; the reserve (store_reserve.h) released
+ * when a write or the open fails for space. It calls none of the files above it;
  * store.c opens and closes the whole store through it.
  *
  * Locking: s->lock serialises every writer (ingest, put_report, retention)
@@ -26,6 +27,7 @@
 
 #include "collector/store/store.h"
 #include "collector/store/store_kv.h"
+#include "collector/store/store_reserve.h"
 #include "collector/store/store_seen.h"
 #include "collector/store/store_write.h"
 
@@ -86,6 +88,7 @@ struct store {
     size_t buf_cap;
     bool broken, jobs_stale;
     uint64_t last_reopen_ns;
+    struct store_reserve reserve;
     struct store_stats stats;
 };
 
@@ -94,6 +97,8 @@ struct store {
 /* Create the RocksDB options from s->opts and open the DB in s->dir: every
  * column family (created when missing), the job cache loaded, and the
  * received index built from the time index when the store predates it.
+ * The reserve is set up first; an open that fails for space releases it
+ * and is tried once more.
  * s is calloc'd with opts, dir and both locks set up. Returns 0, -EBUSY
  * (another process holds the DB), or -EIO/-ENOMEM with err set; on failure
  * the DB is closed (store_db_close still frees the options). */
@@ -134,7 +139,8 @@ int store_jobs_load(struct store *s, char *err, size_t errlen);
 int store_writer_ready(struct store *s, char *err, size_t errlen);
 
 /* Write wb under s->lock. A failure marks the store broken (the next writer
- * reopens it) and counts as a write error when ingest. 0 or -EIO. */
+ * reopens it) and counts as a write error when ingest; one for space
+ * releases the reserve. 0 or -EIO. */
 int store_commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *err, size_t errlen);
 
 /* Take the read lock; -EIO (lock released) when the DB is closed. */

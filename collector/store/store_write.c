@@ -520,6 +520,11 @@ int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struc
     pthread_mutex_lock(&s->lock);
     s->stage.recv_ns = recv_unix_ns ? recv_unix_ns : clock_real_ns();
     rc = store_writer_ready(s, err, errlen);
+    if (rc == 0 && store_reserve_short(&s->reserve)) {
+        store_set_err(err, errlen, "disk full: less than the reserve (%llu bytes) is free in %s",
+                      (unsigned long long)s->reserve.want, s->dir);
+        rc = -EIO;
+    }
     if (rc == 0 && s->jobs_stale) {
         store_kv_clear(&s->jobs, store_job_node_free);
         rc = store_jobs_load(s, err, errlen);
