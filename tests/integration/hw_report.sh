@@ -100,8 +100,8 @@ culprit() {
 }
 
 # run_job JOB FAULT: record a compute-straggler, fault its culprit's node
-# (throttled: its GPU in the NVML script; nic: drops on a second NIC under a flood
-# on its eth0), one agent per node namespace; waits for step 150
+# (throttled: its GPU in the NVML script; nic: drops on a second NIC under a
+# flood), one agent per node namespace; waits for step 150
 run_job() {
     local job=$1 fault=$2 i c node gpu
     "$BIN/argus-sim" --job "$job" --scenario compute-straggler --ranks $WORLD --ranks_per_node 8 \
