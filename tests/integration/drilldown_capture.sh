@@ -21,6 +21,14 @@ APORT=$(free_port)
 start_agent "$T/spool-b" --replay.trace "$TRACE" --replay.job drill --replay.ranks 1 \
     --replay.rank_base 3 --replay.world 4 --replay.rate 1 --replay.stretch 1.5 --node.name testnode-b
 
+on_fail() { # what diagnosis saw, for a failure under load to be explained
+    ctl jobs
+    ctl stragglers --job drill --all | head -n 30
+    curl -s "127.0.0.1:$HPORT/metrics" | grep -E '^argus_diag_(closed|late|dropped|budget)' | head
+    grep -E ' (warn|error) ' "$T/collector.log" | tail -n 10
+    grep -E ' (warn|error) |liveness' "$T/agent.log" | tail -n 15
+}
+
 report_id() {
     ctl --json stragglers --job drill >"$T/reports.json" 2>/dev/null || return 1
     /usr/bin/python3 - "$T/reports.json" <<'PY'

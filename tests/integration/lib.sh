@@ -18,7 +18,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*"; exit 1; }
+# fail WHY: the test fails; a test's on_fail function (when it defines one)
+# prints what would explain it first (once: a failure inside it only exits)
+fail() {
+    echo "FAIL: $*"
+    if declare -F on_fail >/dev/null && [[ -z ${IN_ON_FAIL:-} ]]; then
+        IN_ON_FAIL=1 on_fail 2>&1 | sed 's/^/  | /' | tail -n 80
+    fi
+    exit 1
+}
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "[$(date +%T)] $*"; }
 
