@@ -19,6 +19,7 @@ static const struct {
 
 #define THROTTLED_MIN 0.5   /* the rank: throttled in at least this share of its steps */
 #define PEER_THROTTLED 0.25 /* the median peer: in under this share */
+#define THROTTLED_KEEP 0.25 /* found throttled at its last report: this share keeps it so */
 #define CLOCK_RATIO 0.95    /* the rank's mean SM clock at most this of the peers' median */
 #define HOT_C 10            /* a temperature this far above the peers' stands out alone */
 
@@ -59,10 +60,15 @@ void diag_hw_extract(const Argus__V1__HwCounters *hw, struct diag_hw_step *out, 
     *xid = hw->xid_errors ? hw->xid : 0;
 }
 
-/* Throttled in half its steps or more, the median peer in under a quarter. */
+/* Throttled in half its steps or more (a quarter when it was found so at
+ * its last report: a GPU throttled about half the time keeps one cause, so
+ * its alert does not flip between compute and GPU_THROTTLED), the median
+ * peer in under a quarter. */
 static bool throttle_stands_out(const struct diag_hw_evidence *e)
 {
-    return e->steps && e->peers && e->throttled >= THROTTLED_MIN * e->steps &&
+    double min = e->was_throttled ? THROTTLED_KEEP : THROTTLED_MIN;
+
+    return e->steps && e->peers && e->throttled >= min * e->steps &&
            e->peer_throttled < PEER_THROTTLED;
 }
 

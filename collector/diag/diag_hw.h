@@ -80,6 +80,7 @@ struct diag_hw_evidence {
     double peer_sm_clock;                  /* median of the peers' mean SM clocks (0: unknown) */
     double peer_temperature;               /* median of the peers' mean temperatures */
     double peer_total[DIAG_HW_N_COUNTERS]; /* medians of the peers' window totals */
+    bool was_throttled; /* diag_hw_throttled held at the rank's last evidence (hysteresis) */
 };
 
 /* Summarise hw (NULL: the record had none: *out zeroed, *xid 0) into *out:
@@ -89,9 +90,9 @@ struct diag_hw_evidence {
 void diag_hw_extract(const Argus__V1__HwCounters *hw, struct diag_hw_step *out, uint32_t *xid);
 
 /* The GPU_THROTTLED rule: the rank's GPU was throttled in half or more of
- * its window steps with hw, the median peer's in under a quarter of
- * theirs, and its mean SM clock (when it and the peers' are known) is at
- * most 0.95 of the peers' median. False without peers. */
+ * its window steps with hw (a quarter or more when was_throttled), the
+ * median peer's in under a quarter of theirs, and its mean SM clock (when it and the peers' are
+ * known) is at most 0.95 of the peers' median. False without peers. */
 bool diag_hw_throttled(const struct diag_hw_evidence *e);
 
 /* The argus.v1.Cause a persisted suspect of cause index c (diag_persist.h)

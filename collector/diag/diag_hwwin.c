@@ -172,5 +172,7 @@ int diag_hwwin_get(struct diag_hwwin *w, uint32_t rank, const uint32_t *members,
         k++;
     }
     peer_part(v, n, k, clocks, temps, out);
+    out->was_throttled = w->xid[rank].throttled;
+    w->xid[rank].throttled = diag_hw_throttled(out);
     return 0;
 }

@@ -19,9 +19,11 @@
 #include "collector/diag/diag_frame.h"
 #include "collector/diag/diag_hw.h"
 
+/* Per rank: its last XID, and the last verdict on its GPU. */
 struct diag_hwwin_xid {
-    uint64_t step; /* the step of the rank's last XID */
-    uint32_t code; /* its code (0: none seen) */
+    uint64_t step;      /* the step of the rank's last XID */
+    uint32_t code;      /* its code (0: none seen) */
+    uint32_t throttled; /* diag_hw_throttled at its last diag_hwwin_get */
 };
 
 struct diag_hwwin {
@@ -48,8 +50,10 @@ void diag_hwwin_step(struct diag_hwwin *w, const struct diag_frame *f);
 
 /* Evidence of rank over the window against the members (n of them; rank
  * itself and members without hw steps are left out of the peers; NULL:
- * none). *out is zeroed first: all zero when the rank had no hw. 0, or
- * -ENOMEM. O(window * n). */
+ * none). *out is zeroed first: all zero when the rank had no hw.
+ * out->was_throttled is the verdict of the rank's previous call, and this
+ * call's verdict (diag_hw_throttled) is kept for its next. 0, or -ENOMEM.
+ * O(window * n). */
 int diag_hwwin_get(struct diag_hwwin *w, uint32_t rank, const uint32_t *members, uint32_t n,
                    struct diag_hw_evidence *out);
 

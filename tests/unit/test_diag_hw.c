@@ -159,6 +159,63 @@ static void test_throttled_culprit(void **state)
     done(&x);
 }
 
+/* Rank 3 throttled (slow clock) in a share of its steps: 60% from the
+ * start, or 40% (the half-way rule's grey zone). */
+static double share;
+static void thermal_share(uint32_t rank, uint32_t step, Argus__V1__HwCounters *hw)
+{
+    healthy(rank, step, hw);
+    if (rank == 3 && step % 10 < (uint32_t)(share * 10)) {
+        hw->throttle = 0x40;
+        hw->samples = hw->throttled_samples = 1;
+        hw->sm_clock_mhz = 1410;
+    }
+}
+
+/* Hysteresis: a rank found throttled keeps GPU_THROTTLED while a quarter
+ * of its steps are (its alert does not flip between causes); one never
+ * found so needs half. */
+static void test_throttled_label_sticks(void **state)
+{
+    struct fixture x;
+    struct diag_rank_evidence re;
+
+    (void)state;
+    share = 0.4;
+    run(&x, thermal_share);
+    get(&x, 3, &re);
+    assert_false(re.hw.was_throttled);
+    assert_int_equal(diag_hw_cause(DIAG_CAUSE_COMPUTE, &re.hw), ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    done(&x);
+    share = 0.6;
+    run(&x, thermal_share);
+    get(&x, 3, &re);
+    assert_int_equal(diag_hw_cause(DIAG_CAUSE_COMPUTE, &re.hw),
+                     ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED);
+    share = 0.4; /* the same window now at 40%: kept */
+    for (uint32_t k = 0; k < STEPS; k++) {
+        diag_frame_reset(&x.f, FIRST + STEPS + k, 1);
+        for (uint32_t r = 0; r < RANKS; r++) {
+            Argus__V1__StepRecord s = ARGUS__V1__STEP_RECORD__INIT;
+            Argus__V1__HwCounters hw = ARGUS__V1__HW_COUNTERS__INIT;
+            s.job = "j";
+            s.rank = r;
+            s.step = FIRST + STEPS + k;
+            s.duration_ns = 100000000;
+            thermal_share(r, k, &hw);
+            s.hw = &hw;
+            assert_int_equal(diag_frame_add_record(&x.f, &x.d, &s), 0);
+        }
+        diag_rankwin_step(&x.w, &x.f, &x.c);
+    }
+    get(&x, 3, &re);
+    assert_true(re.hw.was_throttled);
+    assert_int_equal(re.hw.throttled, 16);
+    assert_int_equal(diag_hw_cause(DIAG_CAUSE_COMPUTE, &re.hw),
+                     ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED);
+    done(&x);
+}
+
 static void test_throttled_everywhere_stands_out_nowhere(void **state)
 {
     struct fixture x;
@@ -309,6 +366,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_throttled_culprit),
+        cmocka_unit_test(test_throttled_label_sticks),
         cmocka_unit_test(test_throttled_everywhere_stands_out_nowhere),
         cmocka_unit_test(test_throttled_at_full_clock_stays_compute),
         cmocka_unit_test(test_no_hw_leaves_evidence_alone),
