@@ -14,6 +14,10 @@
 #                            scripts only
 #   # test-cpu: idle: WHY    mostly waits (fixed-rate replays, fixed sleeps):
 #                            may run beside an "all" one
+#   # test-cpu: alone: WHY   measures the machine's steadiness itself (a
+#                            healthy real job must show no finding: a
+#                            neighbour starting makes the whole job slower,
+#                            which is a true finding): nothing beside it
 # and the others take one core. A unit test binary says it the same way in
 # its source's header comment (" * test-cpu: all: WHY" in tests/unit/NAME.c).
 # The "all" scripts start first, then the other integration scripts, then the
@@ -62,7 +66,7 @@ used=0
 
 # weight_of PATH: prints the test's CPU weight from its test-cpu tag (a
 # unit binary's in its source, tests/unit/NAME.c): max_jobs for "all", 0 for
-# "idle", else 1.
+# "idle", "alone" for "alone" (max_jobs, and nothing beside), else 1.
 weight_of() {
     local src=$1 cpu
     [[ $1 == */tests/unit/test_* ]] && src=tests/unit/$(basename "$1").c
@@ -70,6 +74,7 @@ weight_of() {
         cpu=$(sed -n 's/^\(#\| \*\|\/\*\) test-cpu: \([a-z]*\).*/\2/p' "$src" | head -n1)
     case ${cpu:-} in
     all) echo "$max_jobs" ;;
+    alone) echo alone ;;
     idle) echo 0 ;;
     *) echo 1 ;;
     esac
@@ -82,16 +87,23 @@ queue() {
 }
 
 # start_fitting: starts the first queued test that fits beside the running
-# ones (their weights within max_jobs, at most max_jobs tests); returns 1
-# when none does.
+# ones (their weights within max_jobs, at most max_jobs tests; an "alone"
+# test when none runs, and none beside it); returns 1 when none does.
+alone_pid=
 start_fitting() {
-    local i
-    ((${#run_name[@]} < max_jobs)) || return 1
+    local i w
+    ((${#run_name[@]} < max_jobs)) && [[ -z $alone_pid ]] || return 1
     for i in "${!q_name[@]}"; do
-        ((used + q_weight[i] <= max_jobs)) || continue
+        w=${q_weight[i]}
+        if [[ $w == alone ]]; then
+            ((${#run_name[@]} == 0)) || continue
+            w=$max_jobs
+        fi
+        ((used + w <= max_jobs)) || continue
         "${q_path[i]}" >"$logdir/${q_name[i]//\//_}.log" 2>&1 &
-        run_name[$!]=${q_name[i]} run_start[$!]=$SECONDS run_weight[$!]=${q_weight[i]}
-        used=$((used + q_weight[i]))
+        run_name[$!]=${q_name[i]} run_start[$!]=$SECONDS run_weight[$!]=$w
+        [[ ${q_weight[i]} == alone ]] && alone_pid=$!
+        used=$((used + w))
         unset "q_name[i]" "q_path[i]" "q_weight[i]"
         return 0
     done
@@ -109,6 +121,7 @@ reap() {
     fi
     report "${run_name[$pid]}" "$rc" $((SECONDS - run_start[$pid]))
     used=$((used - run_weight[$pid]))
+    [[ $pid == "$alone_pid" ]] && alone_pid=
     unset "run_name[$pid]" "run_start[$pid]" "run_weight[$pid]"
 }
 
@@ -132,7 +145,7 @@ heavy=() rest=()
 for t in tests/integration/*.sh; do
     [[ -x $t ]] || continue
     w=$(weight_of "$t")
-    if ((w == max_jobs)); then heavy+=("$t $w"); else rest+=("$t $w"); fi
+    if [[ $w == alone || $w == "$max_jobs" ]]; then heavy+=("$t $w"); else rest+=("$t $w"); fi
 done
 for tw in "${heavy[@]}" "${rest[@]}"; do
     queue "integration/$(basename "${tw% *}")" "${tw% *}" "${tw##* }"

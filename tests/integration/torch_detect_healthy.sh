@@ -5,7 +5,8 @@
 # settings): nothing pages about a healthy job, nothing SILENT, nothing
 # persisted; its inferred steps are its own. See
 # tests/bpf/torch_detect_case.sh.
-# test-cpu: all: a real PyTorch job, 4 ranks on all cores; a detection deadline
+# test-cpu: alone: a real PyTorch job, 4 ranks on all cores, that must show no finding: a
+# neighbour starting would make the whole job slower (a true job regression)
 source "$(dirname "$0")/lib.sh"
 source "$REPO/tests/bpf/torch_detect_case.sh"
 torch_detect_healthy exec
