@@ -26,23 +26,55 @@
     CONFIG_OPTION(struct collector_config, key, CONFIG_ENUM, field, def, 0, 0, help, names, NULL,  \
                   true)
 
-/* remote_write.url: empty, or http(s):// and a host. */
-static int collector_check_remote_write_url(const struct config_option *o, const void *field,
-                                            char *err, size_t errlen)
+/* Whether url is http(s):// and a host. */
+static bool collector_http_url(const char *url)
 {
-    const char *url = *(char *const *)field;
-    const char *host = !url                               ? NULL
-                       : strncmp(url, "http://", 7) == 0  ? url + 7
+    const char *host = strncmp(url, "http://", 7) == 0    ? url + 7
                        : strncmp(url, "https://", 8) == 0 ? url + 8
                                                           : NULL;
 
-    if (!url || !*url || (host && *host && *host != '/'))
+    return host && *host && *host != '/' && *host != '{';
+}
+
+/* remote_write.url, http.public_url: empty, or http(s):// and a host. */
+static int collector_check_http_url(const struct config_option *o, const void *field, char *err,
+                                    size_t errlen)
+{
+    const char *url = *(char *const *)field;
+    bool rw = strcmp(o->key, "remote_write.url") == 0;
+
+    if (!url || !*url || collector_http_url(url))
         return 0;
     snprintf(err, errlen,
-             "%s: '%s' is not an http:// or https:// URL with a host (e.g. "
-             "http://prometheus:9090/api/v1/write; empty: off)",
-             o->key, url);
+             "%s: '%s' is not an http:// or https:// URL with a host (e.g. %s; empty: off)", o->key,
+             url, rw ? "http://prometheus:9090/api/v1/write" : "http://argus.example:7702");
     return -EINVAL;
+}
+
+/* alerts.report_url: empty, or an http(s) URL whose placeholders are
+ * {id} and {job} only. */
+static int collector_check_report_url(const struct config_option *o, const void *field, char *err,
+                                      size_t errlen)
+{
+    const char *url = *(char *const *)field, *p;
+
+    if (!url || !*url)
+        return 0;
+    if (!collector_http_url(url)) {
+        snprintf(err, errlen,
+                 "%s: '%s' is not an http:// or https:// URL with a host (e.g. "
+                 "http://argus.example:7702/report/{id}; empty: http.public_url/report/{id})",
+                 o->key, url);
+        return -EINVAL;
+    }
+    for (p = strchr(url, '{'); p; p = strchr(p + 1, '{'))
+        if (strncmp(p, "{id}", 4) != 0 && strncmp(p, "{job}", 5) != 0) {
+            const char *end = strchr(p, '}');
+            snprintf(err, errlen, "%s: unknown placeholder '%.*s' in '%s' (only {id} and {job})",
+                     o->key, end ? (int)(end - p + 1) : (int)strlen(p), p, url);
+            return -EINVAL;
+        }
+    return 0;
 }
 
 /* alerts.NAME (the targets of the sink NAME, collector/alerts/sinks/sinks.h)
@@ -99,6 +131,10 @@ static const struct config_option collector_options[] = {
     OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0, "private key (PEM) of tls.cert"),
     OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7702",
               "/metrics and /healthz address HOST:PORT (empty: off)", config_check_http_listen),
+    OPT_CHECK("http.public_url", CONFIG_STRING, http_public_url, "",
+              "this collector's web pages as people reach them (e.g. http://argus.example:7702): "
+              "alerts link to its /report/ID page (empty: no link unless alerts.report_url)",
+              collector_check_http_url),
     OPT("store.dir", CONFIG_STRING, store_dir, "/var/lib/argus/collector", 0, 0,
         "RocksDB data directory (created when missing)"),
     OPT("store.sync", CONFIG_BOOL, store_sync, "false", 0, 0,
@@ -194,8 +230,10 @@ static const struct config_option collector_options[] = {
         "an exec hook still running after this is killed (and retried)"),
     OPT("alerts.http_timeout", CONFIG_DURATION, alerts_http_timeout, "10s", 0.01, 3600,
         "timeout of one POST to an Alertmanager or webhook"),
-    OPT("alerts.report_url", CONFIG_STRING, alerts_report_url, "", 0, 0,
-        "link to a report in alerts, {id} and {job} filled in (empty: none)"),
+    OPT_CHECK("alerts.report_url", CONFIG_STRING, alerts_report_url, "",
+              "link to a report in alerts, {id} and {job} filled in (empty: "
+              "http.public_url/report/{id}, or none without it)",
+              collector_check_report_url),
     OPT("alerts.resend", CONFIG_DURATION, alerts_resend, "1m", 1, 3600,
         "re-send firing alerts to Alertmanager this often (endsAt 4x this ahead)"),
     OPT("alerts.backoff_max", CONFIG_DURATION, alerts_backoff_max, "1m", 0.1, 3600,
@@ -228,7 +266,7 @@ static const struct config_option collector_options[] = {
     OPT_CHECK("remote_write.url", CONFIG_STRING, remote_write_url, "",
               "push the per-job series to this Prometheus remote write 1.0 endpoint "
               "(http[s]://HOST:PORT/api/v1/write; empty: off)",
-              collector_check_remote_write_url),
+              collector_check_http_url),
     OPT("remote_write.interval", CONFIG_DURATION, remote_write_interval, "15s", 0.1, 3600,
         "how often the per-job series are collected and sent"),
     OPT("remote_write.timeout", CONFIG_DURATION, remote_write_timeout, "10s", 0.1, 300,
@@ -331,4 +369,22 @@ const char *collector_config_string(const struct collector_config *c, const char
             return *(char *const *)((const char *)c + o->offset);
     }
     return NULL;
+}
+
+char *collector_report_url(const struct collector_config *c)
+{
+    const char *pub = c->http_public_url ? c->http_public_url : "";
+    size_t n = strlen(pub);
+    char *url;
+
+    if (c->alerts_report_url && *c->alerts_report_url)
+        return strdup(c->alerts_report_url);
+    while (n && pub[n - 1] == '/')
+        n--;
+    if (!n)
+        return strdup("");
+    url = malloc(n + sizeof("/report/{id}"));
+    if (url)
+        snprintf(url, n + sizeof("/report/{id}"), "%.*s/report/{id}", (int)n, pub);
+    return url;
 }

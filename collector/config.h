@@ -16,6 +16,7 @@ struct collector_config {
     char *tls_ca, *tls_cert, *tls_key;
     uint64_t max_seq_jump;
     char *http_listen;
+    char *http_public_url; /* the web pages as people reach them ("": unknown) */
     char *store_dir;
     bool store_sync;
     uint64_t steps_retention; /* ns, 0 = forever */
@@ -76,5 +77,10 @@ extern const struct config_table collector_config_table;
 /* The value of the string key (an option of the table) in c, or NULL when
  * the table has no such string key. Valid while c is. */
 const char *collector_config_string(const struct collector_config *c, const char *key);
+
+/* The alerts' report link template: alerts.report_url, else
+ * http.public_url + "/report/{id}", else "" (malloc'd: the caller frees;
+ * NULL when out of memory). */
+char *collector_report_url(const struct collector_config *c);
 
 #endif

@@ -107,9 +107,10 @@ static int collector_start_fleet(struct collector *c)
 /* Alerts and their sinks (alerts.*), the queue of the last run resumed. */
 static int collector_start_alerts(struct collector *c)
 {
+    char *report_url = collector_report_url(&c->cfg);
     struct alerts_options o = {
         .webhook_token_file = c->cfg.alerts_webhook_token_file,
-        .report_url = c->cfg.alerts_report_url,
+        .report_url = report_url,
         .exec_timeout_ns = c->cfg.alerts_exec_timeout,
         .http_timeout_ns = c->cfg.alerts_http_timeout,
         .resend_ns = c->cfg.alerts_resend,
@@ -128,12 +129,14 @@ static int collector_start_alerts(struct collector *c)
         if (!o.targets[i]) { /* a sink added without its key (test_config_check) */
             log_error("main", "alerts: the sink %s has no config key %s", alert_sinks[i]->name,
                       key);
+            free(report_url);
             return -EINVAL;
         }
     }
-    r = alerts_new(c->store, &o, &c->alerts, err, sizeof(err));
+    r = report_url ? alerts_new(c->store, &o, &c->alerts, err, sizeof(err)) : -ENOMEM;
     if (r < 0)
-        log_error("main", "alerts: %s", err);
+        log_error("main", "alerts: %s", report_url ? err : "out of memory");
+    free(report_url); /* alerts keep their copy */
     return r;
 }
 

@@ -11,6 +11,7 @@
 #include "collector/web/web_html.h"
 #include "collector/web/web_job.h"
 #include "collector/web/web_rank.h"
+#include "collector/web/web_report.h"
 #include "proto/argus.pb-c.h"
 
 struct web_counts {
@@ -81,7 +82,8 @@ static int web_index_page(struct store *s, FILE *out)
     return 200;
 }
 
-/* "/rank/RANK/JOB" -> rank and job; false when it is not that shape. */
+/* "/rank/RANK/JOB" (or "/reports/PAGE/JOB") -> the number and the job;
+ * false when it is not that shape. */
 static bool web_parse_rank(const char *rest, uint32_t *rank, const char **job)
 {
     char *end;
@@ -108,6 +110,16 @@ static int web_route(struct store *s, const char *path, FILE *out)
         return web_index_page(s, out);
     if (strncmp(path, "/job/", 5) == 0 && path[5])
         return web_job_page(s, path + 5, out);
+    if (strncmp(path, "/report/", 8) == 0 && path[8])
+        return web_report_page(s, path + 8, out);
+    if (strncmp(path, "/reports/", 9) == 0) { /* /reports/PAGE/JOB: older reports */
+        if (web_parse_rank(path + 9, &rank, &job))
+            return web_job_reports_page(s, job, rank, out);
+        web_html_begin(out, "not found");
+        fputs("<p>A page of reports is /reports/PAGE/JOB, PAGE a number.</p>\n", out);
+        web_html_end(out);
+        return 404;
+    }
     if (strncmp(path, "/rank/", 6) == 0) {
         if (web_parse_rank(path + 6, &rank, &job))
             return web_rank_page(s, job, rank, out);

@@ -7,10 +7,12 @@
  *                        step heatmap of its last steps (common/heatmap_svg.h)
  *   /rank/RANK/JOB       one rank: where it runs and its steps (own time,
  *                        step time, phases), with a small chart
+ *   /report/ID           one report, however old (alerts link here)
+ *   /reports/PAGE/JOB    the job's older reports, WEB_MAX_REPORTS a page
  * JOB is the job id percent-encoded (libmicrohttpd decodes the path, so a
  * job id with '/' still works: it is the rest of the path). Every string
  * that came from agents is HTML-escaped. Files: web.c (routing, the job
- * list, the HTML frame), web_job.c, web_rank.c. */
+ * list, the HTML frame), web_job.c, web_rank.c, web_report.c. */
 #ifndef ARGUS_COLLECTOR_WEB_H
 #define ARGUS_COLLECTOR_WEB_H
 

@@ -63,27 +63,47 @@ char *web_job_rank_suffix(const char *job)
     return buf;
 }
 
-/* The newest WEB_MAX_REPORTS reports, oldest first (a ring). */
+/* The reports of one page: the newest WEB_MAX_REPORTS after the newest
+ * `skip`, kept oldest first (the store scans them so). */
 struct web_reports {
     Argus__V1__Report *r[WEB_MAX_REPORTS];
-    size_t n, total;
+    size_t n, total;   /* kept; the job's reports in all */
+    size_t lo, hi;     /* the kept ones' positions, oldest first: [lo, hi) */
+    size_t seen, page; /* scanned so far; the page (0: the newest) */
 };
+
+static int web_count_one(void *ctx, const void *value, size_t len)
+{
+    (void)value, (void)len;
+    ((struct web_reports *)ctx)->total++;
+    return 0;
+}
 
 static int web_keep_report(void *ctx, const void *value, size_t len)
 {
     struct web_reports *w = ctx;
-    Argus__V1__Report *r = argus__v1__report__unpack(NULL, len, value);
-    size_t slot = w->total % WEB_MAX_REPORTS;
+    size_t at = w->seen++;
+    Argus__V1__Report *r;
 
-    if (!r)
+    if (at < w->lo || at >= w->hi || w->n == WEB_MAX_REPORTS)
         return 0;
-    if (w->n == WEB_MAX_REPORTS)
-        argus__v1__report__free_unpacked(w->r[slot], NULL);
-    else
-        w->n++;
-    w->r[slot] = r;
-    w->total++;
+    r = argus__v1__report__unpack(NULL, len, value);
+    if (r)
+        w->r[w->n++] = r;
     return 0;
+}
+
+/* Page `page` of job's reports into w (two scans: count, then keep). */
+static void web_load_reports(struct store *s, const char *job, size_t page, struct web_reports *w)
+{
+    size_t newer = page * WEB_MAX_REPORTS;
+
+    memset(w, 0, sizeof(*w));
+    w->page = page;
+    store_scan_reports(s, job, 0, 0, web_count_one, w);
+    w->hi = w->total > newer ? w->total - newer : 0;
+    w->lo = w->hi > WEB_MAX_REPORTS ? w->hi - WEB_MAX_REPORTS : 0;
+    store_scan_reports(s, job, 0, 0, web_keep_report, w);
 }
 
 static void web_reports_free(struct web_reports *w)
@@ -95,7 +115,7 @@ static void web_reports_free(struct web_reports *w)
 /* Report i of the kept ones, newest first. */
 static const Argus__V1__Report *web_report_at(const struct web_reports *w, size_t i)
 {
-    return w->r[(w->total - 1 - i) % WEB_MAX_REPORTS];
+    return w->r[w->n - 1 - i];
 }
 
 static const char *web_enum(const ProtobufCEnumDescriptor *d, int v)
@@ -131,16 +151,18 @@ static void web_suspect_row(const Argus__V1__Suspect *x, const char *suffix, FIL
     fprintf(out, "</td><td class=\"num\">%.*f</td></tr>\n", WEB_HOURS(x->gpu_hours_lost));
 }
 
-static void web_report(const Argus__V1__Report *r, const char *suffix, FILE *out)
+void web_job_report(const Argus__V1__Report *r, const char *suffix, FILE *out)
 {
     char t[40];
 
     fprintf(out, "<div class=\"report\" id=\"report-");
     web_html_escape(r->id, out);
-    fprintf(out, "\"><p><b class=\"%s\">%s</b> report <code>", r->pages ? "pages" : "finding",
-            r->pages ? "PAGES" : "finding");
+    fprintf(out, "\"><p><b class=\"%s\">%s</b> report <a href=\"/report/",
+            r->pages ? "pages" : "finding", r->pages ? "PAGES" : "finding");
+    web_url_encode(r->id, out);
+    fputs("\"><code>", out);
     web_html_escape(r->id, out);
-    fprintf(out, "</code> at %s, steps %" PRIu64 "-%" PRIu64 ": ",
+    fprintf(out, "</code></a> at %s, steps %" PRIu64 "-%" PRIu64 ": ",
             web_time(r->created_unix_ns, t, sizeof(t)), r->from_step, r->to_step);
     web_html_escape(r->summary, out);
     fprintf(out, " <span class=\"cost\">GPU-hours lost %.*f (%.1f s of the job's time)</span>",
@@ -160,6 +182,21 @@ static void web_report(const Argus__V1__Report *r, const char *suffix, FILE *out
     fputs("</table></div>\n", out);
 }
 
+/* Links to the newer and the older page of reports, when there are. */
+static void web_reports_pager(const struct web_reports *w, const char *suffix, FILE *out)
+{
+    if (w->page == 0 && w->lo == 0)
+        return;
+    fputs("<p class=\"pager\">", out);
+    if (w->page == 1)
+        fprintf(out, "<a href=\"/job%s\">newer reports</a> ", suffix);
+    else if (w->page > 1)
+        fprintf(out, "<a href=\"/reports/%zu%s\">newer reports</a> ", w->page - 1, suffix);
+    if (w->lo > 0)
+        fprintf(out, "<a href=\"/reports/%zu%s\">older reports</a>", w->page + 1, suffix);
+    fputs("</p>\n", out);
+}
+
 static void web_reports_section(const struct web_reports *w, const char *suffix, FILE *out)
 {
     size_t paging = 0;
@@ -168,12 +205,15 @@ static void web_reports_section(const struct web_reports *w, const char *suffix,
         paging += web_report_at(w, i)->pages;
     fprintf(out, "<h2>Reports</h2>\n<p>%zu report%s", w->total, w->total == 1 ? "" : "s");
     if (w->total > w->n)
-        fprintf(out, " (the newest %zu shown)", w->n);
+        fprintf(out, " (%zu-%zu of them, newest first)", w->total - w->hi + 1,
+                w->total - w->hi + w->n);
     fprintf(out, ", %zu that page among those shown.</p>\n", paging);
     if (w->total == 0)
         fputs("<p class=\"muted\">No report: diagnosis found nothing in this job.</p>\n", out);
+    web_reports_pager(w, suffix, out);
     for (size_t i = 0; i < w->n; i++)
-        web_report(web_report_at(w, i), suffix, out);
+        web_job_report(web_report_at(w, i), suffix, out);
+    web_reports_pager(w, suffix, out);
 }
 
 struct web_fill {
@@ -299,8 +339,35 @@ int web_job_page(struct store *s, const char *job, FILE *out)
             ", %" PRIu64 " rank-steps stored, last seen %s.</p>\n",
             j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
             web_time(j->last_seen_unix_ns, t, sizeof(t)));
-    store_scan_reports(s, job, 0, 0, web_keep_report, &w);
+    web_load_reports(s, job, 0, &w);
     web_heatmap_section(s, j, &w, suffix, out);
+    web_reports_section(&w, suffix, out);
+    web_html_end(out);
+    web_reports_free(&w);
+    argus__v1__job_info__free_unpacked(j, NULL);
+    free(suffix);
+    return 200;
+}
+
+int web_job_reports_page(struct store *s, const char *job, size_t page, FILE *out)
+{
+    Argus__V1__JobInfo *j = web_job_info(s, job);
+    char *suffix = web_job_rank_suffix(job);
+    struct web_reports w;
+
+    web_html_begin(out, job);
+    if (!j || !suffix) {
+        fputs(j ? "<p>Out of memory.</p>\n" : "<p>No such job in this collector.</p>\n", out);
+        web_html_end(out);
+        if (j)
+            argus__v1__job_info__free_unpacked(j, NULL);
+        free(suffix);
+        return j ? 500 : 404;
+    }
+    fprintf(out, "<h1>Reports of job <a href=\"/job%s\">", suffix);
+    web_html_escape(job, out);
+    fputs("</a></h1>\n", out);
+    web_load_reports(s, job, page, &w);
     web_reports_section(&w, suffix, out);
     web_html_end(out);
     web_reports_free(&w);

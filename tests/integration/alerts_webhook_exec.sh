@@ -29,7 +29,7 @@ chmod +x "$T/hook.sh"
 
 start_collector "$T/store" --alerts.webhook "http://127.0.0.1:$WPORT/hook" \
     --alerts.webhook_token_file "$T/token" --alerts.exec "$T/hook.sh" --alerts.exec_timeout 2s \
-    --alerts.backoff_max 1s --diag.job_idle 8s
+    --alerts.backoff_max 1s --diag.job_idle 8s --http.public_url "http://127.0.0.1:$HPORT/"
 "$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job cs-hook --scenario compute-straggler \
     --ranks 64 --steps 100 --rate 50 --steps_per_batch 2 --tp 2 --seed 7 >"$T/sim.json" ||
     fail "sim failed: $(cat "$T/sim.json")"
@@ -71,6 +71,12 @@ assert hook["schema"] == "argus.alert.v1" and hook["status"] == "firing", hook
 assert hook["alert"]["id"] == ok[0]["body"]["alert"]["id"], "the hook got another alert"
 print("%d posts, %d accepted" % (len(posts), len(ok)))
 PY
+# the alert's report link (http.public_url + /report/ID) opens that report
+url=$(/usr/bin/python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["body"]["report_url"])' "$T/webhook.log")
+[[ $url == "http://127.0.0.1:$HPORT/report/"* ]] || fail "report_url '$url'"
+curl -sf "$url" -o "$T/report.html" || fail "GET $url"
+grep -q "${url##*/}" "$T/report.html" && grep -q 'href="/job/cs-hook"' "$T/report.html" \
+    || fail "the report page at $url: $(head -c 300 "$T/report.html")"
 grep -qx "ARGUS_ALERT_JOB=cs-hook" "$T/hook.env0" || fail "hook env: $(cat "$T/hook.env0")"
 grep -qx "ARGUS_ALERT_RANKS=$culprit" "$T/hook.env0" || fail "hook env: $(cat "$T/hook.env0")"
 grep -qx "ARGUS_ALERT_CAUSE=compute" "$T/hook.env0" || fail "hook env: $(cat "$T/hook.env0")"
