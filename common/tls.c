@@ -234,11 +234,23 @@ int tls_config_check(bool plaintext, const char *ca, const char *cert, const cha
                      struct config_result *res)
 {
     struct tls_files f = {ca, cert, key};
+    struct tls_pem pem;
     char err[512];
+    int chosen;
 
-    if (res->print || tls_choose(plaintext, &f, "grpc.plaintext = true",
-                                 "tls.ca, tls.cert and tls.key", err, sizeof(err)) >= 0)
+    if (res->print)
         return 0;
-    config_error(res, "%s", err);
-    return 1;
+    chosen = tls_choose(plaintext, &f, "grpc.plaintext = true", "tls.ca, tls.cert and tls.key", err,
+                        sizeof(err));
+    /* TLS: the files as a start reads them (one unset, missing, not PEM, a
+     * key that is not the certificate's), not just named */
+    if (chosen == 1 && tls_pem_load(&f, &pem, err, sizeof(err)) == 0)
+        tls_pem_free(&pem);
+    else if (chosen == 0)
+        return 0;
+    else {
+        config_error(res, "%s", err);
+        return 1;
+    }
+    return 0;
 }

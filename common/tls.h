@@ -61,8 +61,11 @@ struct config_result;
 
 /* The same choice as a config table check (common/config.h), so that
  * --check-config, start and SIGHUP refuse a config that sets neither or both
- * with the reason (config_error); --print-config prints it anyway (a default
- * config sets neither). Returns the number of errors added (0 or 1). */
+ * with the reason (config_error), and under TLS the files as a start loads
+ * them (tls_pem_load: one of the three unset, a file missing or unreadable,
+ * no PEM in it, a key that is not the certificate's); --print-config prints
+ * it anyway (a default config sets neither). Returns the number of errors
+ * added (0 or 1). */
 int tls_config_check(bool plaintext, const char *ca, const char *cert, const char *key,
                      struct config_result *res);
 

@@ -151,8 +151,17 @@ static int alerts_add_sinks(struct alerts *a, const struct alert_sink_ops *ops, 
         .report_url = a->report_url,
     };
 
-    for (char *t = copy ? strtok_r(copy, ", \t", &save) : NULL; t && rc == 0;
-         t = strtok_r(NULL, ", \t", &save)) {
+    /* entries between commas, blanks around them trimmed: one with blanks
+     * inside ("not a url") is judged, and quoted, whole */
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && rc == 0;
+         t = strtok_r(NULL, ",", &save)) {
+        char *end = t + strlen(t);
+        while (*t == ' ' || *t == '\t')
+            t++;
+        while (end > t && (end[-1] == ' ' || end[-1] == '\t'))
+            *--end = '\0';
+        if (!*t)
+            continue;
         if (a->n_senders == ALERTS_MAX_TARGETS) {
             snprintf(err, errlen, "alerts.%s: more than %d sinks in all", ops->name,
                      ALERTS_MAX_TARGETS);

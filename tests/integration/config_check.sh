@@ -62,7 +62,24 @@ for d in agent collector; do
         fail "argus-$d --check-config with plaintext and TLS: rc $rc: $out"
     "$BIN/argus-$d" --config "$REPO/deploy/config/$d.conf" --print-config >/dev/null ||
         fail "argus-$d --print-config of the defaults refused"
+    # TLS files are read as a start reads them: a missing one is named
+    out=$("$BIN/argus-$d" --config "$REPO/deploy/config/$d.conf" --check-config \
+        --tls.ca "$T/no-ca.crt" --tls.cert "$T/no.crt" --tls.key "$T/no.key" 2>&1); rc=$?
+    [[ $rc == 2 && $out == *"tls.ca $T/no-ca.crt: No such file or directory"* ]] ||
+        fail "argus-$d --check-config with a missing tls.ca: rc $rc: $out"
 done
+
+# the collector's URLs: not a URL, and a report link with an unknown placeholder
+C=("$BIN/argus-collector" --config /dev/null --grpc.plaintext true --check-config)
+out=$("${C[@]}" --alerts.alertmanager "not a url" 2>&1); rc=$?
+[[ $rc == 2 && $out == *"'not a url'"* ]] || fail "alerts.alertmanager 'not a url': rc $rc: $out"
+out=$("${C[@]}" --http.public_url "argus:7702" 2>&1); rc=$?
+[[ $rc == 2 && $out == *"http.public_url: 'argus:7702' is not an http:// or https:// URL"* ]] ||
+    fail "http.public_url without a scheme: rc $rc: $out"
+out=$("${C[@]}" --alerts.report_url "http://argus/r/{nope}" 2>&1); rc=$?
+[[ $rc == 2 && $out == *"unknown placeholder '{nope}'"* ]] || fail "report_url {nope}: rc $rc: $out"
+out=$("${C[@]}" --alerts.report_url "http://argus/r/{id}?job={job}" --http.public_url "http://argus:7702" 2>&1)
+[[ $? == 0 ]] || fail "a good report_url and public_url refused: $out"
 
 # SIGHUP: each change named, live or restart; a bad file refused, old kept
 printf '[log]\nlevel = info\n[diag]\nmin_hits = 24\n' >"$T/run.conf"

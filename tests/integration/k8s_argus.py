@@ -8,6 +8,9 @@ import k8s_set
 SAMPLE_ENV = {"NODE_NAME": "node-a", "POD_NAME": "pod-a", "POD_NAMESPACE": "argus"}
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def parse_conf(text):
     """key -> value of a daemon config file ([section] / key = value)."""
     out, sec = {}, ""
@@ -50,6 +53,25 @@ def mount_for(path, mounts):
             if best is None or len(mp) > len(best.get("mountPath", "")):
                 best = m
     return best
+
+
+def stand_in_tls(bindir, prog, args, tmp):
+    """Flags that point the daemon's tls.* files at a stand-in PKI (the
+    pod's come from a Secret or CSI volume, absent here, whose mounts are
+    checked below), so that --check-config loads real files."""
+    r = subprocess.run([os.path.join(bindir, prog), "--print-config"] + args,
+                       capture_output=True, text=True)
+    conf = parse_conf(r.stdout)
+    files = {k: conf.get("tls." + k, "") for k in ("ca", "cert", "key")}
+    if not any(files.values()):
+        return []
+    pki = os.path.join(tmp, "pki")
+    if not os.path.isdir(pki):
+        subprocess.run([os.path.join(REPO, "deploy/pki/make-pki.sh"), pki, "--collector",
+                        "collector", "--agent", "node"], capture_output=True, check=True)
+    who = "collector" if prog == "argus-collector" else "agent-node"
+    stand = {"ca": "ca.crt", "cert": who + ".crt", "key": who + ".key"}
+    return sum((["--tls." + k, os.path.join(pki, stand[k])] for k, p in files.items() if p), [])
 
 
 def check(docs, bindir, conf_dir, tmp, err):
@@ -113,7 +135,8 @@ def check(docs, bindir, conf_dir, tmp, err):
             with open(f, "w") as fh:
                 fh.write(data)
             args[i + 1] = f
-            r = subprocess.run([os.path.join(bindir, prog), "--check-config"] + args,
+            stand_in = stand_in_tls(bindir, prog, args, tmp)
+            r = subprocess.run([os.path.join(bindir, prog), "--check-config"] + args + stand_in,
                                capture_output=True, text=True)
             if r.returncode != 0:
                 err(cw, "%s --check-config with the container's args: %s"

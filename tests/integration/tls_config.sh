@@ -19,15 +19,15 @@ AGENT=("$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$T
     --cupti.socket "$T/cupti.sock" --probes.enable "")
 good=(--tls.ca "$P/ca.crt" --tls.cert "$P/collector.crt" --tls.key "$P/collector.key")
 
-# the choice itself is a config error (exit 2, as --check-config says); files at load (1)
+# the choice and the files are config errors (exit 2, as --check-config says them)
 expect_start 2 "no TLS configured: set tls.ca, tls.cert and tls.key" "${COL[@]}"
 expect_start 2 "grpc.plaintext = true and tls.ca, tls.cert and tls.key are both set" "${COL[@]}" --grpc.plaintext true "${good[@]}"
-expect_start 1 "tls.key $T/missing.key: No such file or directory" "${COL[@]}" "${good[@]}" --tls.key "$T/missing.key"
-expect_start 1 "tls.key $P/query-ops.key is not the key of the certificate in tls.cert" "${COL[@]}" "${good[@]}" --tls.key "$P/query-ops.key"
-expect_start 1 "tls.cert is not set" "${COL[@]}" --tls.ca "$P/ca.crt" --tls.key "$P/collector.key"
-expect_start 1 "tls.ca $P/collector.key holds no PEM certificate" "${COL[@]}" "${good[@]}" --tls.ca "$P/collector.key"
+expect_start 2 "tls.key $T/missing.key: No such file or directory" "${COL[@]}" "${good[@]}" --tls.key "$T/missing.key"
+expect_start 2 "tls.key $P/query-ops.key is not the key of the certificate in tls.cert" "${COL[@]}" "${good[@]}" --tls.key "$P/query-ops.key"
+expect_start 2 "tls.cert is not set" "${COL[@]}" --tls.ca "$P/ca.crt" --tls.key "$P/collector.key"
+expect_start 2 "tls.ca $P/collector.key holds no PEM certificate" "${COL[@]}" "${good[@]}" --tls.ca "$P/collector.key"
 expect_start 2 "no TLS configured" "${AGENT[@]}" --node.name node-a
-expect_start 1 "tls.cert $T/nope.crt: No such file" "${AGENT[@]}" --node.name node-a --tls.ca "$P/ca.crt" \
+expect_start 2 "tls.cert $T/nope.crt: No such file" "${AGENT[@]}" --node.name node-a --tls.ca "$P/ca.crt" \
     --tls.cert "$T/nope.crt" --tls.key "$P/agent-node-a.key"
 expect_start 2 "no TLS configured: set --tls.ca" "$BIN/argusctl" --collector "127.0.0.1:$CPORT" jobs
 expect_start 2 "tls.key $P/collector.key is not the key" "$BIN/argusctl" --collector "127.0.0.1:$CPORT" \
