@@ -24,7 +24,7 @@ curl -sf "127.0.0.1:$APORT/healthz" >/dev/null || fail "agent unhealthy after a 
 sleep 1
 t0=$(date +%s.%N)
 kill -TERM "$AGENT_PID"
-wait "$AGENT_PID"; rc=$?
+wait "$AGENT_WAIT_PID"; rc=$?
 took=$(echo "$(date +%s.%N) - $t0" | bc)
 log "agent exited $rc after SIGTERM in ${took}s (collector unreachable)"
 [[ $rc == 0 ]] || fail "agent exit status $rc"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 start_agent "$T/spool" --replay.trace "$TRACE" --replay.ranks 8 --replay.rate 20 \
     --replay.steps 60 --replay.job corrupt --batch.max_age 200ms
 sleep 5
-kill -TERM "$AGENT_PID"; wait "$AGENT_PID"
+kill -TERM "$AGENT_PID"; wait "$AGENT_WAIT_PID"
 seg=$(ls "$T/spool"/seg-* | head -1)
 size=$(stat -c %s "$seg")
 log "segment $(basename "$seg"): $size bytes"

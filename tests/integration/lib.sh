@@ -184,16 +184,22 @@ isolated_pid() {
 }
 
 # start_agent SPOOLDIR [extra flags...]: an agent on $APORT (HTTP) sending to
-# $CPORT; sets AGENT_PID. AGENT_ISOLATE=1: in a PID namespace (isolated).
+# $CPORT; sets AGENT_PID. In a PID namespace of its own (isolated) when
+# AGENT_ISOLATE=1, and by default when it replays (--replay.*: its ranks are
+# the replay's; seeing the real ranks of the tests beside it, a torch job,
+# would put them into its batches, which their own agent's ranks refuse);
+# AGENT_ISOLATE=0: never. AGENT_WAIT_PID: the shell's child to `wait` for
+# the agent's exit status (unshare passes it on).
 start_agent() {
-    local dir=$1 wrap=(); shift
-    [[ ${AGENT_ISOLATE:-} == 1 ]] && wrap=(isolated)
+    local dir=$1 wrap=() iso=${AGENT_ISOLATE:-}; shift
+    [[ -z $iso && " $* " == *" --replay."* ]] && iso=1
+    [[ $iso == 1 ]] && wrap=(isolated)
     "${wrap[@]}" "$BIN/argus-agent" --collector.address "127.0.0.1:$CPORT" --spool.dir "$dir" --grpc.plaintext true \
         --http.listen "127.0.0.1:$APORT" --node.name testnode --collector.backoff_max 1s --cupti.socket "$T/cupti.sock" --probes.enable "" "$@" \
         >>"$T/agent.log" 2>&1 &
-    AGENT_PID=$!
+    AGENT_PID=$! AGENT_WAIT_PID=$!
     PIDS+=("$AGENT_PID")
-    if [[ ${AGENT_ISOLATE:-} == 1 ]]; then
+    if [[ $iso == 1 ]]; then
         AGENT_PID=$(isolated_pid "$AGENT_PID")
         PIDS+=("$AGENT_PID") # killed, its namespace ends with it
     fi
