@@ -86,10 +86,17 @@ static int cmp_double(const void *a, const void *b)
 /* The median of sorted v[0..m) without one element equal to x (m >= 2). */
 static double median_without(const double *v, uint32_t m, double x)
 {
-    uint32_t i = 0, k = m - 1;
+    uint32_t i = 0, hi = m - 1, k = m - 1;
 
-    while (i + 1 < m && v[i] < x)
-        i++;
+    /* i: the first element not below x, at most m - 1 (binary search: the
+     * groups of a 10,240-rank job are thousands of ranks) */
+    while (i < hi) {
+        uint32_t mid = i + (hi - i) / 2;
+        if (v[mid] < x)
+            i = mid + 1;
+        else
+            hi = mid;
+    }
     uint32_t a = k % 2 ? k / 2 : k / 2 - 1, b = k / 2;
     double va = v[a < i ? a : a + 1], vb = v[b < i ? b : b + 1];
     return (va + vb) / 2;
