@@ -158,7 +158,8 @@ static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
             sum += kg->clusters[c]->sum_ns;
             count += kg->clusters[c]->count;
         }
-        if (!diag_dict_is_coll_stream(d, kg->stream)) {
+        bool coll = diag_dict_is_coll_stream(d, kg->stream);
+        if (!coll) {
             r->busy_ns += sum;
             r->kernel_count += count > UINT32_MAX - r->kernel_count ? UINT32_MAX - r->kernel_count
                                                                     : (uint32_t)count;
@@ -167,7 +168,10 @@ static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
         if (ki < 0 || !s->sampled)
             continue;
         r->work_id[ki] = kg->work_id;
-        if (clusters_quantile_grid(kg, r->q[ki], DIAG_QGRID) == 0)
+        /* L3 reads the grids of compute streams only (the set of
+         * collective streams only grows): the grid of a collective stream's
+         * kernel is not computed, its bit set as the grid would be (counts) */
+        if (coll ? count > 0 : clusters_quantile_grid(kg, r->q[ki], DIAG_QGRID) == 0)
             r->kernel_mask |= 1u << ki;
     }
 }
