@@ -73,7 +73,7 @@ double diag_stats_w1(const float *a, const float *b, size_t g);
 double diag_stats_qmean(const float *q, size_t g);
 
 /* Pointwise median of m quantile functions of g points each: qs[j] points
- * to function j. out has g floats; scratch holds m doubles. O(m * g). A
+ * to function j. out has g floats; scratch holds m * g doubles. O(m * g). A
  * pointwise median of monotone functions is monotone. */
 void diag_stats_qmedian(const float *const *qs, size_t m, size_t g, float *out, double *scratch);
 

@@ -170,7 +170,7 @@ static void test_pointwise_median_of_quantiles(void **state)
     float q4[4] = {0, 2.5f, 3.5f, 100};
     const float *qs[] = {q3, q1, q2};
     const float *qx[] = {q1, q2, q4};
-    double scratch[3];
+    double scratch[3 * 4];
 
     diag_stats_qmedian(qs, 3, 4, out, scratch);
     for (int i = 0; i < 4; i++)
