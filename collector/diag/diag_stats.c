@@ -2,6 +2,7 @@
 #include "collector/diag/diag_stats.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -13,30 +14,60 @@ static void swap_d(double *a, double *b)
     *b = t;
 }
 
-/* Wirth's selection: leaves the k-th smallest at v[k], smaller ones before. */
+/* Move the elements of v[lo, hi) below x (le: or equal) to its front, in
+ * one pass without a branch on the data (each element is swapped with the
+ * first one not moved, moved or not); returns where they end. */
+static size_t move_below(double *v, size_t lo, size_t hi, double x, bool le)
+{
+    size_t s = lo;
+
+    if (le)
+        for (size_t i = lo; i < hi; i++) {
+            double t = v[i];
+            v[i] = v[s];
+            v[s] = t;
+            s += t <= x;
+        }
+    else
+        for (size_t i = lo; i < hi; i++) {
+            double t = v[i];
+            v[i] = v[s];
+            v[s] = t;
+            s += t < x;
+        }
+    return s;
+}
+
+/* Index of the median of v[a], v[b], v[c]. */
+static size_t median3(const double *v, size_t a, size_t b, size_t c)
+{
+    if (v[a] < v[b])
+        return v[b] < v[c] ? b : v[a] < v[c] ? c : a;
+    return v[a] < v[c] ? a : v[b] < v[c] ? c : b;
+}
+
+/* Quickselect: leaves the k-th smallest at v[k], none bigger before it and
+ * none smaller after. Partitions without data-dependent branches (a
+ * mispredicted branch per element was most of Wirth's selection's time),
+ * the pivot a median of three, the elements equal to it set apart so that
+ * ties (zeros, equal times) do not make it quadratic. */
 static double select_kth(double *v, size_t n, size_t k)
 {
-    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+    size_t lo = 0, hi = n; /* k in [lo, hi) */
 
-    while (lo < hi) {
-        double x = v[kk];
-        ptrdiff_t i = lo, j = hi;
-
-        do {
-            while (v[i] < x)
-                i++;
-            while (x < v[j])
-                j--;
-            if (i <= j) {
-                swap_d(&v[i], &v[j]);
-                i++;
-                j--;
-            }
-        } while (i <= j);
-        if (j < kk)
-            lo = i;
-        if (kk < i)
-            hi = j;
+    while (hi - lo > 1) {
+        swap_d(&v[median3(v, lo, lo + (hi - lo) / 2, hi - 1)], &v[hi - 1]);
+        double x = v[hi - 1];
+        size_t s = move_below(v, lo, hi - 1, x, false);
+        swap_d(&v[s], &v[hi - 1]); /* [lo, s) < x = v[s] <= (s, hi) */
+        if (k < s) {
+            hi = s;
+            continue;
+        }
+        size_t e = move_below(v, s + 1, hi, x, true); /* (s, e) == x < [e, hi) */
+        if (k < e)
+            return x;
+        lo = e;
     }
     return v[k];
 }
