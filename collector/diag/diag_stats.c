@@ -49,8 +49,9 @@ static size_t median3(const double *v, size_t a, size_t b, size_t c)
 /* Quickselect: leaves the k-th smallest at v[k], none bigger before it and
  * none smaller after. Partitions without data-dependent branches (a
  * mispredicted branch per element was most of Wirth's selection's time),
- * the pivot a median of three, the elements equal to it set apart so that
- * ties (zeros, equal times) do not make it quadratic. */
+ * the pivot a median of three; after a lopsided split the elements equal
+ * to the pivot are set apart, so that ties (zeros, equal times) do not
+ * make it quadratic. */
 static double select_kth(double *v, size_t n, size_t k)
 {
     size_t lo = 0, hi = n; /* k in [lo, hi) */
@@ -64,6 +65,13 @@ static double select_kth(double *v, size_t n, size_t k)
             hi = s;
             continue;
         }
+        if (k == s)
+            return x;
+        if ((s - lo) * 16 >= hi - lo) {
+            lo = s + 1;
+            continue;
+        }
+        /* few below the pivot: perhaps many equal to it */
         size_t e = move_below(v, s + 1, hi, x, true); /* (s, e) == x < [e, hi) */
         if (k < e)
             return x;

@@ -56,8 +56,10 @@ static void test_quantile_every_rank_against_sort(void **state)
     for (int shape = 0; shape < 4; shape++)
         for (size_t n = 1; n < N; n += 37) {
             for (size_t i = 0; i < n; i++)
-                u[i] = s[i] =
-                    shape == 0 ? rand() % 7 : shape == 1 ? 3 : shape == 2 ? (double)i : -(double)i;
+                u[i] = s[i] = shape == 0   ? rand() % 7
+                              : shape == 1 ? 3
+                              : shape == 2 ? (double)i
+                                           : -(double)i;
             for (size_t i = 1; i < n; i++)
                 for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
                     double t = s[j];
