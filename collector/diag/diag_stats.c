@@ -96,6 +96,11 @@ double diag_stats_median_inplace(double *v, size_t n)
     return (lo + hi) / 2;
 }
 
+double diag_stats_select_inplace(double *v, size_t n, size_t k)
+{
+    return select_kth(v, n, k);
+}
+
 double diag_stats_quantile_inplace(double *v, size_t n, double q)
 {
     if (n == 0)

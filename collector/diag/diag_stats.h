@@ -18,6 +18,10 @@
  * even n the mean of the two middle values. */
 double diag_stats_median_inplace(double *v, size_t n);
 
+/* The k-th smallest of v[0..n) (k < n), in place: left at v[k], none
+ * bigger before it, none smaller after. O(n) expected. */
+double diag_stats_select_inplace(double *v, size_t n, size_t k);
+
 /* q-quantile (0..1) of v[0..n) by nearest rank, in place (v reordered);
  * n == 0 returns 0. */
 double diag_stats_quantile_inplace(double *v, size_t n, double q);
