@@ -14,12 +14,28 @@ static uint64_t total_count(const Argus__V1__KernelGroup *kg)
     return total;
 }
 
-/* The value of cluster cl at local level local of its own distribution. */
-static double cluster_value(const Argus__V1__Cluster *cl, double local)
+/* The log-normal of a cluster: its median and sigma. */
+struct cluster_shape {
+    const Argus__V1__Cluster *cl;
+    double p50, sigma;
+};
+
+static void cluster_shape(struct cluster_shape *sh, const Argus__V1__Cluster *cl)
 {
     double p50 = cl->p50_ns ? (double)cl->p50_ns : 1;
     double p99 = cl->p99_ns > cl->p50_ns ? (double)cl->p99_ns : p50;
-    double sigma = log(p99 / p50) / CLUSTERS_Z99;
+
+    sh->cl = cl;
+    sh->p50 = p50;
+    sh->sigma = log(p99 / p50) / CLUSTERS_Z99;
+}
+
+/* The value of the cluster of shape sh at local level local of its own
+ * distribution. */
+static double cluster_value(const struct cluster_shape *sh, double local)
+{
+    const Argus__V1__Cluster *cl = sh->cl;
+    double p50 = sh->p50, sigma = sh->sigma;
     double v;
 
     local = local < 1e-6 ? 1e-6 : local > 1 - 1e-6 ? 1 - 1e-6 : local;
@@ -34,8 +50,10 @@ static double cluster_value(const Argus__V1__Cluster *cl, double local)
 /* The value at position pos in [0, total count] of kg (n_clusters > 0): in
  * the cluster whose cumulative count covers it, searched from cluster *c
  * with *below counts before it (both advanced, so increasing positions cost
- * O(clusters) in all). */
-static double value_at(const Argus__V1__KernelGroup *kg, double pos, size_t *c, uint64_t *below)
+ * O(clusters) in all); sh caches the shape of the last cluster used (sh->cl
+ * NULL: none yet). */
+static double value_at(const Argus__V1__KernelGroup *kg, double pos, size_t *c, uint64_t *below,
+                       struct cluster_shape *sh)
 {
     const Argus__V1__Cluster *cl;
     double count;
@@ -46,17 +64,20 @@ static double value_at(const Argus__V1__KernelGroup *kg, double pos, size_t *c, 
     }
     cl = kg->clusters[*c];
     count = cl->count ? cl->count : 1;
-    return cluster_value(cl, (pos - (double)*below) / count);
+    if (sh->cl != cl)
+        cluster_shape(sh, cl);
+    return cluster_value(sh, (pos - (double)*below) / count);
 }
 
 int clusters_quantile(const Argus__V1__KernelGroup *kg, double p, double *out_ns)
 {
     uint64_t total = total_count(kg), below = 0;
+    struct cluster_shape sh = {0};
     size_t c = 0;
 
     if (!total || !(p >= 0 && p <= 1))
         return -EINVAL;
-    *out_ns = value_at(kg, p * (double)total, &c, &below);
+    *out_ns = value_at(kg, p * (double)total, &c, &below, &sh);
     return 0;
 }
 
@@ -103,6 +124,7 @@ int clusters_quantile_grid(const Argus__V1__KernelGroup *kg, float *out, size_t 
 {
     uint64_t total = total_count(kg), below = 0;
     const Argus__V1__Cluster *only = NULL;
+    struct cluster_shape sh = {0};
     size_t c = 0, counted = 0;
     const double *z;
 
@@ -120,7 +142,8 @@ int clusters_quantile_grid(const Argus__V1__KernelGroup *kg, float *out, size_t 
         return 0;
     }
     for (size_t i = 0; i < g; i++)
-        out[i] = (float)value_at(kg, ((double)i + 0.5) / (double)g * (double)total, &c, &below);
+        out[i] =
+            (float)value_at(kg, ((double)i + 0.5) / (double)g * (double)total, &c, &below, &sh);
     return 0;
 }
 

@@ -43,6 +43,8 @@ static uint32_t table_slot(struct diag_colls *l, uint64_t comm, uint8_t name, ui
                                  l->table[h].name == name && l->table[h].by_order == by_order))
         h = (h + 1) & mask;
     struct diag_colls_entry *e = &l->table[h];
+    if (!e->used)
+        l->used[l->n_used++] = (uint32_t)h;
     e->used = true;
     e->comm = comm;
     e->seq = seq;
@@ -57,7 +59,11 @@ static uint32_t table_slot(struct diag_colls *l, uint64_t comm, uint8_t name, ui
  * match nobody go by (name, ordinal). */
 static void table_build(struct diag_colls *l, const struct diag_frame *f)
 {
-    memset(l->table, 0, l->table_cap * sizeof(*l->table));
+    /* only the slots the last frame used: the table is 2x the calls, 72
+     * bytes a slot (9 MB at 10,240 ranks) */
+    for (size_t i = 0; i < l->n_used; i++)
+        memset(&l->table[l->used[i]], 0, sizeof(*l->table));
+    l->n_used = 0;
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
         l->slot_of[i] = c->local ? table_slot(l, c->comm_id, c->name, c->ord, true)
@@ -104,8 +110,8 @@ static void offsets_by_domain(struct diag_colls *l)
  * has no such freedom. */
 static void offsets_round(struct diag_colls *l, const struct diag_frame *f)
 {
-    for (size_t i = 0; i < l->table_cap; i++)
-        l->table[i].sum_end = 0;
+    for (size_t i = 0; i < l->n_used; i++)
+        l->table[l->used[i]].sum_end = 0;
     memset(l->resid, 0, l->cap * sizeof(double));
     memset(l->resid_w, 0, l->cap * sizeof(double));
     for (size_t i = 0; i < f->n_colls; i++) {
@@ -154,9 +160,9 @@ static void match_colls(struct diag_colls *l, const struct diag_frame *f)
     memset(l->wait, 0, l->cap * sizeof(double));
     memset(l->transfer, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(double));
     memset(l->calls, 0, (size_t)l->cap * DIAG_MAX_COLL_NAMES * sizeof(uint32_t));
-    for (size_t i = 0; i < l->table_cap; i++) {
-        l->table[i].max_start = -INFINITY;
-        l->table[i].min_start = INFINITY;
+    for (size_t i = 0; i < l->n_used; i++) {
+        l->table[l->used[i]].max_start = -INFINITY;
+        l->table[l->used[i]].min_start = INFINITY;
     }
     for (size_t i = 0; i < f->n_colls; i++) {
         const struct diag_coll *c = &f->colls[i];
@@ -224,8 +230,9 @@ static void last_arrivals(struct diag_colls *l, const struct diag_frame *f)
         l->part[f->colls[i].rank]++;
         l->chance[f->colls[i].rank] += 1.0 / e->count;
     }
-    for (size_t i = 0; i < l->table_cap; i++) {
-        const struct diag_colls_entry *e = &l->table[i];
+    /* in use order, not slot order: the sort below orders the gaps */
+    for (size_t i = 0; i < l->n_used; i++) {
+        const struct diag_colls_entry *e = &l->table[l->used[i]];
         if (e->count < 2)
             continue;
         l->last[e->last_rank]++;
@@ -267,6 +274,7 @@ void diag_colls_free(struct diag_colls *l)
     free(l->prev);
     free(l->table);
     free(l->slot_of);
+    free(l->used);
     diag_colls_init(l, l->alpha);
 }
 
@@ -306,9 +314,11 @@ static int reserve_calls(struct diag_colls *l, size_t colls)
     while (tc < colls * 2)
         tc *= 2;
     if (tc > l->table_cap) {
-        if (array_grow_zeroed((void **)&l->table, 0, tc, sizeof(struct diag_colls_entry)))
+        if (array_grow_zeroed((void **)&l->table, 0, tc, sizeof(struct diag_colls_entry)) ||
+            array_grow_zeroed((void **)&l->used, 0, tc, sizeof(uint32_t)))
             return -ENOMEM;
         l->table_cap = tc;
+        l->n_used = 0; /* all zeroed */
     }
     if (colls > l->slot_cap) {
         if (array_grow_zeroed((void **)&l->slot_of, 0, colls, sizeof(uint32_t)) ||

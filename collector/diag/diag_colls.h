@@ -54,7 +54,8 @@ struct diag_colls {
     uint32_t n_domain;
     struct diag_colls_entry *table;
     uint32_t *slot_of;
-    size_t table_cap, slot_cap;
+    uint32_t *used; /* table_cap: the slots in use, n_used of them (cleared slot by slot) */
+    size_t table_cap, slot_cap, n_used;
 };
 
 /* alpha in (0, 1]; anything else means 0.1. */

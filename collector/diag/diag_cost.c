@@ -2,6 +2,7 @@
 #include "collector/diag/diag_cost.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,39 +77,55 @@ static int reserve(struct diag_cost *c, uint32_t cap)
     return err;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The order statistics a median without one element needs: of v[0..m)
+ * (m >= 2, reordered) the a-th smallest and the two after it (mid[2]
+ * unused when a + 2 == m), a the lower middle of m - 1 elements. */
+static uint32_t middles(double *v, uint32_t m, double mid[3])
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    uint32_t k = m - 1, a = k % 2 ? k / 2 : k / 2 - 1;
 
-    return (x > y) - (x < y);
+    mid[0] = diag_stats_select_inplace(v, m, a);
+    mid[1] = mid[2] = INFINITY;
+    for (uint32_t i = a + 1; i < m; i++) { /* the two smallest above a */
+        if (v[i] < mid[1]) {
+            mid[2] = mid[1];
+            mid[1] = v[i];
+        } else if (v[i] < mid[2]) {
+            mid[2] = v[i];
+        }
+    }
+    return a;
 }
 
-/* The median of sorted v[0..m) without one element equal to x (m >= 2). */
-static double median_without(const double *v, uint32_t m, double x)
+/* The median of the m elements whose order statistics from the a-th are
+ * mid[] without one element equal to x: of the sorted s, the middles of
+ * the m - 1 left are s[j] where j is below x's first position (s[j] < x),
+ * s[j + 1] from it. */
+static double median_without(const double mid[3], uint32_t m, uint32_t a, double x)
 {
-    uint32_t i = 0, k = m - 1;
+    uint32_t k = m - 1, b = k / 2 - a; /* b: 0 or 1, relative to a */
+    double va = mid[0] < x ? mid[0] : mid[1], vb = mid[b] < x ? mid[b] : mid[b + 1];
 
-    while (i + 1 < m && v[i] < x)
-        i++;
-    uint32_t a = k % 2 ? k / 2 : k / 2 - 1, b = k / 2;
-    double va = v[a < i ? a : a + 1], vb = v[b < i ? b : b + 1];
     return (va + vb) / 2;
 }
 
-/* References of the present members of group gi; job: the job's median. */
+/* References of the present members of group gi; job: the job's median.
+ * O(members): the middles by selection, not a sort. */
 static void group_refs(struct diag_cost *c, struct diag_cost_step *s, const struct diag_groups *g,
                        uint32_t gi, double job)
 {
-    uint32_t n, m = 0;
+    uint32_t n, m = 0, a = 0;
     const uint32_t *mem = diag_groups_members(g, gi, &n);
+    double mid[3];
 
     for (uint32_t i = 0; i < n; i++)
         if (mem[i] < c->cap && s->own[mem[i]] >= 0)
             c->scratch[m++] = s->own[mem[i]];
-    qsort(c->scratch, m, sizeof(double), cmp_double);
+    if (m >= 2)
+        a = middles(c->scratch, m, mid);
     for (uint32_t i = 0; i < n; i++)
         if (mem[i] < c->cap && s->own[mem[i]] >= 0)
-            s->ref[mem[i]] = (float)(m >= 2 ? median_without(c->scratch, m, s->own[mem[i]]) : job);
+            s->ref[mem[i]] = (float)(m >= 2 ? median_without(mid, m, a, s->own[mem[i]]) : job);
 }
 
 int diag_cost_note_step(struct diag_cost *c, const struct diag_frame *f, const double *wait,

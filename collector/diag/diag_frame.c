@@ -17,6 +17,12 @@ int diag_frame_reserve(struct diag_frame *f, uint32_t cap)
         return -ENOMEM;
     memset(tmp + f->cap, 0, (size_t)(cap - f->cap) * sizeof(*tmp));
     f->ranks = tmp;
+    /* not zeroed: a rank's grid is read only where its kernel_mask says it
+     * was written (5 MB a frame at 10,240 ranks not touched before use) */
+    diag_rank_q *q = realloc(f->q, (size_t)cap * sizeof(*q));
+    if (!q)
+        return -ENOMEM; /* ranks grew, cap did not: both stay valid */
+    f->q = q;
     f->cap = cap;
     return 0;
 }
@@ -38,6 +44,7 @@ void diag_frame_reset(struct diag_frame *f, uint64_t step, uint64_t now_ns)
 void diag_frame_free(struct diag_frame *f)
 {
     free(f->ranks);
+    free(f->q);
     free(f->colls);
     free(f->amend);
     memset(f, 0, sizeof(*f));
@@ -45,7 +52,7 @@ void diag_frame_free(struct diag_frame *f)
 
 size_t diag_frame_bytes(const struct diag_frame *f)
 {
-    return (size_t)f->cap * sizeof(*f->ranks) + f->cap_colls * sizeof(*f->colls) +
+    return (size_t)f->cap * DIAG_FRAME_RANK_BYTES + f->cap_colls * sizeof(*f->colls) +
            (size_t)f->cap_amend * sizeof(*f->amend);
 }
 
@@ -147,7 +154,7 @@ static int add_colls(struct diag_frame *f, struct diag_dict *d, const Argus__V1_
     return 0;
 }
 
-static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
+static void add_kernels(struct diag_rank_step *r, diag_rank_q *q, struct diag_dict *d,
                         const Argus__V1__StepRecord *s)
 {
     for (size_t i = 0; i < s->n_kernels; i++) {
@@ -158,7 +165,8 @@ static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
             sum += kg->clusters[c]->sum_ns;
             count += kg->clusters[c]->count;
         }
-        if (!diag_dict_is_coll_stream(d, kg->stream)) {
+        bool coll = diag_dict_is_coll_stream(d, kg->stream);
+        if (!coll) {
             r->busy_ns += sum;
             r->kernel_count += count > UINT32_MAX - r->kernel_count ? UINT32_MAX - r->kernel_count
                                                                     : (uint32_t)count;
@@ -167,7 +175,10 @@ static void add_kernels(struct diag_rank_step *r, struct diag_dict *d,
         if (ki < 0 || !s->sampled)
             continue;
         r->work_id[ki] = kg->work_id;
-        if (clusters_quantile_grid(kg, r->q[ki], DIAG_QGRID) == 0)
+        /* L3 reads the grids of compute streams only (the set of
+         * collective streams only grows): the grid of a collective stream's
+         * kernel is not computed, its bit set as the grid would be (counts) */
+        if (coll ? count > 0 : clusters_quantile_grid(kg, (*q)[ki], DIAG_QGRID) == 0)
             r->kernel_mask |= 1u << ki;
     }
 }
@@ -225,7 +236,7 @@ int diag_frame_add_record(struct diag_frame *f, struct diag_dict *dict,
         r->runq_ns = s->host->runq_ns;
         r->sync_wait_ns = s->host->sync_wait_ns;
     }
-    add_kernels(r, dict, s);
+    add_kernels(r, &f->q[s->rank], dict, s);
     diag_hw_extract(s->hw, &r->hw, &r->xid);
     f->reported++;
     return 0;

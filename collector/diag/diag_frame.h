@@ -68,8 +68,9 @@ struct diag_coll {
 };
 
 /* What the engine keeps of one rank's step. A phase or kernel that is absent
- * has phase_ns 0 / its bit clear in kernel_mask. 720 bytes, 24 of them the
- * hardware counters (hw, xid; 16 + 4 and padding). */
+ * has phase_ns 0 / its bit clear in kernel_mask. 208 bytes, 24 of them the
+ * hardware counters (hw, xid; 16 + 4 and padding); 720 with its
+ * diag_rank_q. */
 struct diag_rank_step {
     bool present;
     uint64_t duration_ns;
@@ -80,11 +81,19 @@ struct diag_rank_step {
     uint64_t sync_wait_ns;
     uint32_t kernel_mask;
     uint32_t kernel_count; /* kernels on non-collective streams (launches of more work) */
-    uint64_t work_id[DIAG_MAX_KERNELS];    /* KernelGroup.work_id, 0 unknown */
-    float q[DIAG_MAX_KERNELS][DIAG_QGRID]; /* quantile functions, ns */
-    struct diag_hw_step hw;                /* StepRecord.hw (diag_hw.h), zero without */
-    uint32_t xid;                          /* its last XID code (0: none) */
+    uint64_t work_id[DIAG_MAX_KERNELS]; /* KernelGroup.work_id, 0 unknown */
+    struct diag_hw_step hw;             /* StepRecord.hw (diag_hw.h), zero without */
+    uint32_t xid;                       /* its last XID code (0: none) */
 };
+
+/* One rank's quantile functions, ns, one per kernel of the dictionary (a
+ * kernel's is valid where its kernel_mask bit is set); kept apart from
+ * diag_rank_step so that the scans of L2 over the ranks read 208 bytes a
+ * rank, not 720. */
+typedef float diag_rank_q[DIAG_MAX_KERNELS][DIAG_QGRID];
+
+/* Bytes a frame holds per rank. */
+#define DIAG_FRAME_RANK_BYTES (sizeof(struct diag_rank_step) + sizeof(diag_rank_q))
 
 struct diag_frame {
     bool used;
@@ -96,6 +105,7 @@ struct diag_frame {
     uint32_t reported;  /* distinct ranks present */
     uint32_t cap;       /* ranks[] length */
     struct diag_rank_step *ranks;
+    diag_rank_q *q; /* [cap], beside ranks */
     struct diag_coll *colls;
     size_t n_colls, cap_colls;
     uint32_t *amend; /* ranks that arrived after the close, not analysed yet */

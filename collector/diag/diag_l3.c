@@ -56,7 +56,7 @@ static int ensure_cap(struct diag_l3 *l, size_t ranks, size_t groups)
         if (!w)
             return -ENOMEM;
         l->who = w;
-        double *s = realloc(l->scratch, ranks * sizeof(*s));
+        double *s = realloc(l->scratch, ranks * DIAG_QGRID * sizeof(*s)); /* qmedian's */
         if (!s)
             return -ENOMEM;
         l->scratch = s;
@@ -104,7 +104,7 @@ static uint32_t score_group(struct diag_l3 *l, const struct diag_frame *f, int k
     for (uint32_t i = 0; i < n; i++) {
         const struct diag_rank_step *r = &f->ranks[mem[i]];
         if (mem[i] < f->cap && r->present && (r->kernel_mask & (1u << k))) {
-            l->qs[m] = r->q[k];
+            l->qs[m] = f->q[mem[i]][k];
             l->who[m++] = mem[i];
         }
     }

@@ -44,6 +44,7 @@ void diag_rankwin_free(struct diag_rankwin *w)
 
     free(w->slots);
     free(w->scratch);
+    free(w->recent);
     diag_hwwin_free(&w->hw);
     diag_rankwin_init(w, w->window);
     w->rule = rule;
@@ -151,12 +152,19 @@ static double gap_median(const struct diag_rankwin *w, uint32_t rank, uint32_t k
     return gap;
 }
 
-/* Room for 2 * n doubles of scratch. 0 or -ENOMEM. */
+/* What the newest k steps say about one rank. */
+struct diag_rankwin_recent {
+    uint32_t steps, part, last;
+    double chance, runq, off_cpu, step; /* runq, off_cpu, step: means per present step */
+};
+
+/* Room for 2 * n doubles of scratch and n members' sums. 0 or -ENOMEM. */
 static int scratch_reserve(struct diag_rankwin *w, uint32_t n)
 {
     if (n * 2 <= w->scratch_cap)
         return 0;
-    if (array_grow_zeroed((void **)&w->scratch, 0, (size_t)n * 2, sizeof(double)))
+    if (array_grow_zeroed((void **)&w->scratch, 0, (size_t)n * 2, sizeof(double)) ||
+        array_grow_zeroed((void **)&w->recent, 0, n, sizeof(*w->recent)))
         return -ENOMEM;
     w->scratch_cap = n * 2;
     return 0;
@@ -195,13 +203,8 @@ int diag_rankwin_get(struct diag_rankwin *w, uint32_t rank, const uint32_t *memb
     return 0;
 }
 
-/* What the newest k steps say about one rank. */
-struct recent {
-    uint32_t steps, part, last;
-    double chance, runq, off_cpu, step; /* runq, off_cpu, step: means per present step */
-};
-
-static void recent_sums(const struct diag_rankwin *w, uint32_t rank, uint32_t k, struct recent *o)
+static void recent_sums(const struct diag_rankwin *w, uint32_t rank, uint32_t k,
+                        struct diag_rankwin_recent *o)
 {
     memset(o, 0, sizeof(*o));
     for (uint32_t i = 0; rank < w->cap && i < k; i++) {
@@ -225,7 +228,7 @@ static void recent_sums(const struct diag_rankwin *w, uint32_t rank, uint32_t k,
 
 /* Does rank r (sums m) arrive last persistently, well after the first? */
 static bool last_persistently(const struct diag_rankwin *w, uint32_t r, uint32_t k,
-                              const struct recent *m)
+                              const struct diag_rankwin_recent *m)
 {
     const struct diag_rankwin_rule *o = &w->rule;
 
@@ -236,8 +239,9 @@ static bool last_persistently(const struct diag_rankwin *w, uint32_t r, uint32_t
 
 /* Set the HOST flag of rank r (starved, against the group's run-queue
  * median med and MAD mad) and clear a compute flag the starvation explains. */
-static void flag_starved(const struct diag_rankwin *w, uint32_t r, const struct recent *m,
-                         double med, double mad, struct diag_flag *flags)
+static void flag_starved(const struct diag_rankwin *w, uint32_t r,
+                         const struct diag_rankwin_recent *m, double med, double mad,
+                         struct diag_flag *flags)
 {
     struct diag_flag *host = &flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_HOST];
     struct diag_flag *comp = &flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_COMPUTE];
@@ -271,13 +275,13 @@ static void backfill(const struct diag_rankwin *w, uint32_t r, uint32_t k,
 static uint32_t flag_group(struct diag_rankwin *w, const uint32_t *mem, uint32_t nm, uint32_t k,
                            struct diag_flag *flags, uint32_t n, struct diag_persist *p)
 {
-    struct recent m;
+    struct diag_rankwin_recent *ms = w->recent;
     uint32_t present = 0, flagged = 0;
 
     for (uint32_t i = 0; i < nm; i++) {
-        recent_sums(w, mem[i], k, &m);
-        if (m.steps * 2 >= k)
-            w->scratch[present++] = m.runq;
+        recent_sums(w, mem[i], k, &ms[i]);
+        if (ms[i].steps * 2 >= k)
+            w->scratch[present++] = ms[i].runq;
     }
     if (present < 3)
         return 0;
@@ -286,12 +290,12 @@ static uint32_t flag_group(struct diag_rankwin *w, const uint32_t *mem, uint32_t
                                       med, 0.01, 20000);
     for (uint32_t i = 0; i < nm; i++) {
         uint32_t r = mem[i];
-        recent_sums(w, r, k, &m);
-        if (r >= n || m.steps * 2 < k || !last_persistently(w, r, k, &m))
+        const struct diag_rankwin_recent *m = &ms[i]; /* the sums of the first loop */
+        if (r >= n || m->steps * 2 < k || !last_persistently(w, r, k, m))
             continue;
-        if (m.runq < w->rule.runq_ratio * med || m.runq - med < w->rule.gap_frac * m.step)
+        if (m->runq < w->rule.runq_ratio * med || m->runq - med < w->rule.gap_frac * m->step)
             continue;
-        flag_starved(w, r, &m, med, mad, flags);
+        flag_starved(w, r, m, med, mad, flags);
         backfill(w, r, k, &flags[(size_t)r * DIAG_CAUSE_N + DIAG_CAUSE_HOST], p);
         flagged++;
     }

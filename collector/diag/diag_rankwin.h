@@ -49,14 +49,17 @@ struct diag_rankwin_rule {
                            * median is the starvation's, not slow compute (1.05) */
 };
 
+struct diag_rankwin_recent;
+
 struct diag_rankwin {
     struct diag_rankwin_rule rule;
-    uint32_t window;                 /* steps kept, 1..64 */
-    uint32_t cap;                    /* ranks */
-    uint32_t head;                   /* slot of the newest step */
-    uint32_t steps;                  /* steps recorded, saturating at window */
-    struct diag_rankwin_slot *slots; /* cap * window */
-    double *scratch;                 /* 2 * window, and per-rank means */
+    uint32_t window;                    /* steps kept, 1..64 */
+    uint32_t cap;                       /* ranks */
+    uint32_t head;                      /* slot of the newest step */
+    uint32_t steps;                     /* steps recorded, saturating at window */
+    struct diag_rankwin_slot *slots;    /* cap * window */
+    double *scratch;                    /* 2 * window, and per-rank means */
+    struct diag_rankwin_recent *recent; /* scratch_cap / 2: a group's members' sums */
     uint32_t scratch_cap;
     struct diag_hwwin hw; /* the ranks' hardware counters over the same steps */
 };

@@ -2,6 +2,7 @@
 #include "collector/diag/diag_stats.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -13,30 +14,68 @@ static void swap_d(double *a, double *b)
     *b = t;
 }
 
-/* Wirth's selection: leaves the k-th smallest at v[k], smaller ones before. */
+/* Move the elements of v[lo, hi) below x (le: or equal) to its front, in
+ * one pass without a branch on the data (each element is swapped with the
+ * first one not moved, moved or not); returns where they end. */
+static size_t move_below(double *v, size_t lo, size_t hi, double x, bool le)
+{
+    size_t s = lo;
+
+    if (le)
+        for (size_t i = lo; i < hi; i++) {
+            double t = v[i];
+            v[i] = v[s];
+            v[s] = t;
+            s += t <= x;
+        }
+    else
+        for (size_t i = lo; i < hi; i++) {
+            double t = v[i];
+            v[i] = v[s];
+            v[s] = t;
+            s += t < x;
+        }
+    return s;
+}
+
+/* Index of the median of v[a], v[b], v[c]. */
+static size_t median3(const double *v, size_t a, size_t b, size_t c)
+{
+    if (v[a] < v[b])
+        return v[b] < v[c] ? b : v[a] < v[c] ? c : a;
+    return v[a] < v[c] ? a : v[b] < v[c] ? c : b;
+}
+
+/* Quickselect: leaves the k-th smallest at v[k], none bigger before it and
+ * none smaller after. Partitions without data-dependent branches (a
+ * mispredicted branch per element was most of Wirth's selection's time),
+ * the pivot a median of three; after a lopsided split the elements equal
+ * to the pivot are set apart, so that ties (zeros, equal times) do not
+ * make it quadratic. */
 static double select_kth(double *v, size_t n, size_t k)
 {
-    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+    size_t lo = 0, hi = n; /* k in [lo, hi) */
 
-    while (lo < hi) {
-        double x = v[kk];
-        ptrdiff_t i = lo, j = hi;
-
-        do {
-            while (v[i] < x)
-                i++;
-            while (x < v[j])
-                j--;
-            if (i <= j) {
-                swap_d(&v[i], &v[j]);
-                i++;
-                j--;
-            }
-        } while (i <= j);
-        if (j < kk)
-            lo = i;
-        if (kk < i)
-            hi = j;
+    while (hi - lo > 1) {
+        swap_d(&v[median3(v, lo, lo + (hi - lo) / 2, hi - 1)], &v[hi - 1]);
+        double x = v[hi - 1];
+        size_t s = move_below(v, lo, hi - 1, x, false);
+        swap_d(&v[s], &v[hi - 1]); /* [lo, s) < x = v[s] <= (s, hi) */
+        if (k < s) {
+            hi = s;
+            continue;
+        }
+        if (k == s)
+            return x;
+        if ((s - lo) * 16 >= hi - lo) {
+            lo = s + 1;
+            continue;
+        }
+        /* few below the pivot: perhaps many equal to it */
+        size_t e = move_below(v, s + 1, hi, x, true); /* (s, e) == x < [e, hi) */
+        if (k < e)
+            return x;
+        lo = e;
     }
     return v[k];
 }
@@ -55,6 +94,11 @@ double diag_stats_median_inplace(double *v, size_t n)
         if (v[i] > lo)
             lo = v[i];
     return (lo + hi) / 2;
+}
+
+double diag_stats_select_inplace(double *v, size_t n, size_t k)
+{
+    return select_kth(v, n, k);
 }
 
 double diag_stats_quantile_inplace(double *v, size_t n, double q)
@@ -167,9 +211,12 @@ double diag_stats_qmean(const float *q, size_t g)
 
 void diag_stats_qmedian(const float *const *qs, size_t m, size_t g, float *out, double *scratch)
 {
-    for (size_t i = 0; i < g; i++) {
-        for (size_t j = 0; j < m; j++)
-            scratch[j] = qs[j][i];
-        out[i] = (float)diag_stats_median_inplace(scratch, m);
-    }
+    /* Transposed first, one function at a time: each function is read once
+     * (a column at a time read every function g times, a cache miss each
+     * at thousands of functions), the columns in the same order as before. */
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = 0; i < g; i++)
+            scratch[i * m + j] = qs[j][i];
+    for (size_t i = 0; i < g; i++)
+        out[i] = (float)diag_stats_median_inplace(scratch + i * m, m);
 }

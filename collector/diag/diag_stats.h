@@ -18,6 +18,10 @@
  * even n the mean of the two middle values. */
 double diag_stats_median_inplace(double *v, size_t n);
 
+/* The k-th smallest of v[0..n) (k < n), in place: left at v[k], none
+ * bigger before it, none smaller after. O(n) expected. */
+double diag_stats_select_inplace(double *v, size_t n, size_t k);
+
 /* q-quantile (0..1) of v[0..n) by nearest rank, in place (v reordered);
  * n == 0 returns 0. */
 double diag_stats_quantile_inplace(double *v, size_t n, double q);
@@ -73,7 +77,7 @@ double diag_stats_w1(const float *a, const float *b, size_t g);
 double diag_stats_qmean(const float *q, size_t g);
 
 /* Pointwise median of m quantile functions of g points each: qs[j] points
- * to function j. out has g floats; scratch holds m doubles. O(m * g). A
+ * to function j. out has g floats; scratch holds m * g doubles. O(m * g). A
  * pointwise median of monotone functions is monotone. */
 void diag_stats_qmedian(const float *const *qs, size_t m, size_t g, float *out, double *scratch);
 

@@ -103,7 +103,7 @@ static bool release_one(struct diag_steps *w)
  * open: the frame is allowed anyway, one step must fit). */
 static int make_room(struct diag_steps *w, struct diag_frame *f)
 {
-    size_t need = (size_t)w->ranks * sizeof(*f->ranks);
+    size_t need = (size_t)w->ranks * DIAG_FRAME_RANK_BYTES;
     size_t have = diag_frame_bytes(f);
     size_t extra = need > have ? need - have : 0;
 

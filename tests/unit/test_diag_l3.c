@@ -73,7 +73,7 @@ static void fill(struct fixture *x, const double *factor)
         cl[0].p50_ns = (uint64_t)(100000 * factor[r] * (1 + 0.01 * (r % 3)));
         cl[0].p99_ns = cl[0].p50_ns * 13 / 10;
         s->present = true;
-        assert_int_equal(clusters_quantile_grid(&kg, s->q[0], DIAG_QGRID), 0);
+        assert_int_equal(clusters_quantile_grid(&kg, x->f.q[r][0], DIAG_QGRID), 0);
         s->kernel_mask = 1;
     }
     x->f.reported = RANKS;

@@ -45,6 +45,38 @@ static void test_median_random_against_sort(void **state)
     }
 }
 
+/* Every rank of arrays with ties, all equal, sorted and reversed: the
+ * selection leaves the k-th smallest at k, none bigger before it. */
+static void test_quantile_every_rank_against_sort(void **state)
+{
+    enum { N = 300 };
+    double v[N], s[N], u[N];
+
+    srand(11);
+    for (int shape = 0; shape < 4; shape++)
+        for (size_t n = 1; n < N; n += 37) {
+            for (size_t i = 0; i < n; i++)
+                u[i] = s[i] = shape == 0   ? rand() % 7
+                              : shape == 1 ? 3
+                              : shape == 2 ? (double)i
+                                           : -(double)i;
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+                    double t = s[j];
+                    s[j] = s[j - 1];
+                    s[j - 1] = t;
+                }
+            for (size_t k = 0; k < n; k++) {
+                for (size_t i = 0; i < n; i++)
+                    v[i] = u[(i + k) % n]; /* a rotation: the same values */
+                double q = n > 1 ? (double)k / (double)(n - 1) : 0;
+                assert_true(diag_stats_quantile_inplace(v, n, q) == s[k]);
+                for (size_t i = 0; i < k; i++)
+                    assert_true(v[i] <= s[k]);
+            }
+        }
+}
+
 static void test_quantile(void **state)
 {
     double v[101];
@@ -170,7 +202,7 @@ static void test_pointwise_median_of_quantiles(void **state)
     float q4[4] = {0, 2.5f, 3.5f, 100};
     const float *qs[] = {q3, q1, q2};
     const float *qx[] = {q1, q2, q4};
-    double scratch[3];
+    double scratch[3 * 4];
 
     diag_stats_qmedian(qs, 3, 4, out, scratch);
     for (int i = 0; i < 4; i++)
@@ -187,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_median_odd_even_and_order_kept),
         cmocka_unit_test(test_median_random_against_sort),
         cmocka_unit_test(test_quantile),
+        cmocka_unit_test(test_quantile_every_rank_against_sort),
         cmocka_unit_test(test_mad_and_robust_z),
         cmocka_unit_test(test_mad_floor_flat_group),
         cmocka_unit_test(test_rolling_median),

@@ -422,14 +422,14 @@ static void test_budget_forced_close_counted(void **state)
     struct job j = {.c = {.fault = DIAG_SCN_HEALTHY, .seed = 12},
                     .steps = 200,
                     .deliver = stream3_delayed_5s,
-                    .o = {.max_open_bytes = 6 * RANKS * sizeof(struct diag_rank_step)}};
+                    .o = {.max_open_bytes = 6 * RANKS * DIAG_FRAME_RANK_BYTES}};
     struct run r;
 
     run_job(&j, &r);
     assert_int_equal(r.pages, 0);
     assert_true(r.st.steps_closed_by[DIAG_CLOSE_BUDGET] > 0);
     assert_true(r.st.late > 0); /* stream 3's records of the forced steps */
-    assert_true(r.st.open_bytes <= 8 * RANKS * sizeof(struct diag_rank_step) + 65536);
+    assert_true(r.st.open_bytes <= 8 * RANKS * DIAG_FRAME_RANK_BYTES + 65536);
 }
 
 int main(void)
