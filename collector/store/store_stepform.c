@@ -136,9 +136,8 @@ long store_stepform_encode(struct store_stepform *f, const Argus__V1__StepRecord
     bool lossy = false;
     size_t n;
 
-    if (kernels_encode(f, r) ||
-        stepform_reserve((void **)&f->co, (void **)&f->co_p, &f->cap_co, r->n_collectives,
-                         sizeof(*f->co)))
+    if (kernels_encode(f, r) || stepform_reserve((void **)&f->co, (void **)&f->co_p, &f->cap_co,
+                                                 r->n_collectives, sizeof(*f->co)))
         return -ENOMEM;
     for (size_t i = 0; i < r->n_collectives; i++) {
         collective_encode(&f->co[i], r->collectives[i], r->start_unix_ns, &lossy);

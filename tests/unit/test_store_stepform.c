@@ -135,9 +135,9 @@ static void assert_round_trip(const Argus__V1__StepRecord *r, bool smaller)
     assert_int_equal(enc.buf[0], STORE_STEPFORM_COMPACT);
     if (smaller)
         assert_true((size_t)len < n);
-    assert_int_equal(store_stepform_decode(&dec, r->job, r->step, r->rank, enc.buf, (size_t)len,
-                                           &out, &outlen),
-                     0);
+    assert_int_equal(
+        store_stepform_decode(&dec, r->job, r->step, r->rank, enc.buf, (size_t)len, &out, &outlen),
+        0);
     assert_int_equal(outlen, n);
     assert_memory_equal(out, want, n);
     free(want);
