@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/varint.h"
 #include "common/wire_steps.h"
 
 /* Room for n elements of size bytes in *arr and n pointers in *ptrs, both
@@ -157,18 +158,189 @@ long store_stepform_encode(struct store_stepform *f, const Argus__V1__StepRecord
     return (long)(1 + wire_steps_record_pack(&c, f->buf + 1));
 }
 
+/* ---- restoring on the wire, without unpacking ---------------------------- */
+
+/* Step over one field value of wire type wt at *p. false when malformed. */
+static bool field_skip(const uint8_t **p, const uint8_t *end, unsigned wt)
+{
+    uint64_t v;
+
+    if (wt == WIRE_TYPE_VARINT)
+        return varint_get(p, end, &v);
+    if (wt == WIRE_TYPE_FIXED64 || wt == WIRE_TYPE_FIXED32) {
+        v = wt == WIRE_TYPE_FIXED64 ? 8 : 4;
+    } else if (wt != WIRE_TYPE_LEN || !varint_get(p, end, &v)) {
+        return false;
+    }
+    if (v > (uint64_t)(end - *p))
+        return false;
+    *p += v;
+    return true;
+}
+
+static uint8_t *put_scalar(uint8_t *o, unsigned field, uint64_t v)
+{
+    if (!v)
+        return o;
+    *o++ = WIRE_TAG(field, WIRE_TYPE_VARINT);
+    return varint_put(o, v);
+}
+
+/* Write a length-delimited field whose body was written at o + 6 (len
+ * bytes) as tag, length, body at o. Returns its end. */
+static uint8_t *put_nested(uint8_t *o, unsigned field, size_t len)
+{
+    uint8_t *b = varint_put(o + 1, len);
+
+    o[0] = WIRE_TAG(field, WIRE_TYPE_LEN);
+    memmove(b, o + 6, len);
+    return b + len;
+}
+
+/* Restore the compact Cluster [p, end) at o. NULL when it holds a field the
+ * compact form does not write (the caller unpacks instead). */
+static uint8_t *cluster_restore(const uint8_t *p, const uint8_t *end, uint8_t *o)
+{
+    Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT;
+    uint64_t v[7] = {0}, key;
+
+    while (p < end)
+        if (!varint_get(&p, end, &key) || (key & 7) != WIRE_TYPE_VARINT || key >> 3 < 1 ||
+            key >> 3 > 6 || !varint_get(&p, end, &v[key >> 3]))
+            return NULL;
+    c.count = (uint32_t)v[1];
+    c.sum_ns = v[2];
+    c.p50_ns = v[3];
+    c.p99_ns = v[4];
+    c.min_ns = v[5];
+    c.max_ns = v[6];
+    cluster_decode(&c);
+    o = put_scalar(o, 1, c.count);
+    o = put_scalar(o, 2, c.sum_ns);
+    o = put_scalar(o, 3, c.p50_ns);
+    o = put_scalar(o, 4, c.p99_ns);
+    o = put_scalar(o, 5, c.min_ns);
+    return put_scalar(o, 6, c.max_ns);
+}
+
+/* Restore the body of a KernelGroup (k) or a Collective (!k) [p, end) at o:
+ * clusters and the four timestamps decoded, other fields copied. */
+static uint8_t *nested_restore(const uint8_t *p, const uint8_t *end, uint8_t *o, bool k,
+                               uint64_t start)
+{
+    uint64_t key, v, ha = 0, gs = 0;
+
+    while (o && p < end) {
+        const uint8_t *f = p, *body;
+        unsigned n;
+
+        if (!varint_get(&p, end, &key))
+            return NULL;
+        n = (unsigned)(key >> 3);
+        body = p;
+        if (k && n == WIRE_KERNEL_GROUP_CLUSTERS_FIELD && (key & 7) == WIRE_TYPE_LEN) {
+            if (!varint_get(&p, end, &v) || v > (uint64_t)(end - p))
+                return NULL;
+            body = cluster_restore(p, p + v, o + 6);
+            o = body ? put_nested(o, n, (size_t)(body - (o + 6))) : NULL;
+            p += v;
+        } else if (!k && (key & 7) == WIRE_TYPE_VARINT && (n == 4 || n == 5 || n == 6 || n == 9)) {
+            if (!varint_get(&p, end, &v))
+                return NULL;
+            v = ts_decode(v, n == 4 ? start : n == 6 ? gs : ha);
+            ha = n == 4 ? v : ha;
+            gs = n == 5 ? v : gs;
+            o = put_scalar(o, n, v);
+        } else {
+            if (!field_skip(&p, end, key & 7))
+                return NULL;
+            memcpy(o, f, (size_t)(p - f));
+            o += p - f;
+        }
+        (void)body;
+    }
+    return o;
+}
+
+/* The record's start (field 4), 0 when absent. */
+static uint64_t record_start(const uint8_t *p, const uint8_t *end)
+{
+    uint64_t key, v = 0;
+
+    while (p < end && varint_get(&p, end, &key)) {
+        if (key == WIRE_TAG(4, WIRE_TYPE_VARINT))
+            return varint_get(&p, end, &v) ? v : 0;
+        if (!field_skip(&p, end, key & 7))
+            break;
+    }
+    return 0;
+}
+
+/* Restore the compact record [p, end) under job, step, rank into f->buf
+ * without unpacking it. Returns its length, 0 when the slow path must do
+ * it, -ENOMEM. */
+static long wire_restore(struct store_stepform *f, const char *job, uint64_t step, uint32_t rank,
+                         const uint8_t *p, const uint8_t *end)
+{
+    size_t jl = strlen(job);
+    uint64_t start = record_start(p, end), key, v;
+    uint8_t *o;
+
+    /* a cluster grows from 2 bytes to at most 68, a timestamp by 9 */
+    if (stepform_buf(f, 40 * (size_t)(end - p) + jl + 64))
+        return -ENOMEM;
+    o = f->buf;
+    if (jl) {
+        *o++ = WIRE_TAG(1, WIRE_TYPE_LEN);
+        o = varint_put(o, jl);
+        memcpy(o, job, jl);
+        o += jl;
+    }
+    o = put_scalar(put_scalar(o, 2, rank), 3, step);
+    while (o && p < end) {
+        const uint8_t *fs = p;
+        unsigned n;
+
+        if (!varint_get(&p, end, &key))
+            return 0;
+        n = (unsigned)(key >> 3);
+        if ((n == WIRE_STEP_RECORD_KERNELS_FIELD || n == 9) && (key & 7) == WIRE_TYPE_LEN) {
+            uint8_t *b;
+
+            if (!varint_get(&p, end, &v) || v > (uint64_t)(end - p))
+                return 0;
+            b = nested_restore(p, p + v, o + 6, n == WIRE_STEP_RECORD_KERNELS_FIELD, start);
+            o = b ? put_nested(o, n, (size_t)(b - (o + 6))) : NULL;
+            p += v;
+        } else {
+            if (!field_skip(&p, end, key & 7))
+                return 0;
+            memcpy(o, fs, (size_t)(p - fs));
+            o += p - fs;
+        }
+    }
+    return o ? (long)(o - f->buf) : 0;
+}
+
 int store_stepform_decode(struct store_stepform *f, const char *job, uint64_t step, uint32_t rank,
                           const void *v, size_t vlen, const void **out, size_t *outlen)
 {
     Argus__V1__StepRecord *u;
     char *own_job;
     size_t n;
+    long wl;
     int rc = 0;
 
     *out = v;
     *outlen = vlen;
     if (!vlen || *(const uint8_t *)v != STORE_STEPFORM_COMPACT)
         return 0;
+    wl = wire_restore(f, job, step, rank, (const uint8_t *)v + 1, (const uint8_t *)v + vlen);
+    if (wl) {
+        *out = f->buf;
+        *outlen = wl > 0 ? (size_t)wl : 0;
+        return wl > 0 ? 0 : (int)wl;
+    }
     u = argus__v1__step_record__unpack(NULL, vlen - 1, (const uint8_t *)v + 1);
     if (!u)
         return -EBADMSG;
