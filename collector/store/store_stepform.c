@@ -231,18 +231,18 @@ static uint8_t *nested_restore(const uint8_t *p, const uint8_t *end, uint8_t *o,
     uint64_t key, v, ha = 0, gs = 0;
 
     while (o && p < end) {
-        const uint8_t *f = p, *body;
+        const uint8_t *f = p;
+        uint8_t *b;
         unsigned n;
 
         if (!varint_get(&p, end, &key))
             return NULL;
         n = (unsigned)(key >> 3);
-        body = p;
         if (k && n == WIRE_KERNEL_GROUP_CLUSTERS_FIELD && (key & 7) == WIRE_TYPE_LEN) {
             if (!varint_get(&p, end, &v) || v > (uint64_t)(end - p))
                 return NULL;
-            body = cluster_restore(p, p + v, o + 6);
-            o = body ? put_nested(o, n, (size_t)(body - (o + 6))) : NULL;
+            b = cluster_restore(p, p + v, o + 6);
+            o = b ? put_nested(o, n, (size_t)(b - (o + 6))) : NULL;
             p += v;
         } else if (!k && (key & 7) == WIRE_TYPE_VARINT && (n == 4 || n == 5 || n == 6 || n == 9)) {
             if (!varint_get(&p, end, &v))
@@ -257,7 +257,6 @@ static uint8_t *nested_restore(const uint8_t *p, const uint8_t *end, uint8_t *o,
             memcpy(o, f, (size_t)(p - f));
             o += p - f;
         }
-        (void)body;
     }
     return o;
 }

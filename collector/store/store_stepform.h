@@ -18,9 +18,12 @@
  *    numbers take fewer varint bytes, which the block compressor does not
  *    find by itself (arithmetic between fields is not a repeat).
  *
- * Restoring a compact value packs the record again (common/wire_steps.h):
- * the bytes are the canonical encoding of what was received, which is what
- * argus agents send (tests/unit/test_store_stepform.c checks byte for byte).
+ * Restoring a compact value rewrites it on the wire (the job, rank and step
+ * fields put first, clusters and collectives decoded, every other byte
+ * copied), unpacking and packing it again only for what that walk does not
+ * know (a cluster with fields it does not write). The bytes are the
+ * canonical encoding of what was received, which is what argus agents send
+ * (tests/unit/test_store_stepform.c checks byte for byte).
  *
  * A struct store_stepform is scratch owned by one caller (not thread-safe);
  * zero-initialised, freed with store_stepform_free.
