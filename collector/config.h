@@ -19,6 +19,7 @@ struct collector_config {
     char *http_public_url; /* the web pages as people reach them ("": unknown) */
     char *store_dir;
     bool store_sync;
+    bool store_wal_compression;
     uint64_t steps_retention; /* ns, 0 = forever */
     uint64_t reports_retention;
     uint64_t retention_interval;

@@ -57,6 +57,7 @@ void store_close(struct store *s)
     pthread_rwlock_destroy(&s->db_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->buf);
+    store_stepform_free(&s->form);
     free(s->dir);
     free(s);
 }

@@ -87,6 +87,7 @@ struct store_options {
     uint64_t block_cache_bytes; /* 0 = RocksDB default */
     uint64_t reserve_bytes;     /* headroom file in dir (store_reserve.h); 0 = none */
     uint64_t memtable_bytes;    /* the steps family's write buffer; 0 = 32 MiB */
+    bool wal_plain;             /* the WAL uncompressed (else ZSTD, RocksDB's only choice) */
 };
 
 /* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in

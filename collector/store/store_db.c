@@ -23,6 +23,7 @@ static const char *const cf_names[CF_COUNT] = {
 
 #define STORE_REOPEN_INTERVAL_NS NSEC_PER_SEC
 #define STORE_MEMTABLE_DEFAULT (32u << 20)
+#define STORE_LEVELS 7 /* RocksDB's default number of levels */
 /* InfoLogLevel::HEADER_LEVEL: Debian's librocksdb 7.8 keeps assert()s, and a
  * second append to the info LOG after ENOSPC aborts the process; at this level
  * nothing is appended while running. */
@@ -270,26 +271,36 @@ static int received_build(struct store *s, char *err, size_t errlen)
 
 /* Options of one family; cache (may be NULL) is shared by all of them.
  * bulky: the steps family, with a big memtable (memtable bytes; the others
- * 4 MiB or less) and 16 KiB blocks. ZSTD at the bottom runs at level 1
- * without a trained dictionary: with level 3 and a 16 KiB dictionary zstd
- * took 40% of the collector's CPU at 50k rank-steps/s (perf), for ~20% fewer
- * bytes on disk (bench_store: 1266 -> 1035 B per rank-step). */
+ * 4 MiB or less), 64 KiB blocks (consecutive ranks' records of a step
+ * compress against each other) and ZSTD level 1 at every level, without a
+ * trained dictionary; the other families LZ4 above the bottommost level.
+ * tests/bench/bench_ingest.sh (SST + WAL before a full compaction), against
+ * LZ4 above ZSTD and 16 KiB blocks: ZSTD at every level took the SSTs from
+ * 561 to 492 MB, 64 KiB blocks to 460 MB; a 16 KiB dictionary at the
+ * bottommost only to 456 MB, not worth its CPU (with level 3 it took 40% of
+ * the collector's CPU at 50k rank-steps/s). */
 static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky, uint64_t memtable)
 {
     rocksdb_options_t *co = rocksdb_options_create();
     rocksdb_block_based_table_options_t *bbo = rocksdb_block_based_options_create();
+    int levels[STORE_LEVELS];
 
     rocksdb_block_based_options_set_filter_policy(bbo, rocksdb_filterpolicy_create_bloom_full(10));
     if (cache)
         rocksdb_block_based_options_set_block_cache(bbo, cache);
+    rocksdb_options_set_compression(co, rocksdb_lz4_compression);
     if (bulky) {
-        rocksdb_block_based_options_set_block_size(bbo, 16 << 10);
-        /* window_bits, level, strategy, max_dict_bytes, enabled */
+        for (int i = 0; i < STORE_LEVELS; i++)
+            levels[i] = rocksdb_zstd_compression;
+        rocksdb_block_based_options_set_block_size(bbo, 64 << 10);
+        rocksdb_options_set_num_levels(co, STORE_LEVELS);
+        rocksdb_options_set_compression_per_level(co, levels, STORE_LEVELS);
+        /* window_bits, level, strategy, max_dict_bytes (and enabled) */
+        rocksdb_options_set_compression_options(co, -14, 1, 0, 0);
         rocksdb_options_set_bottommost_compression_options(co, -14, 1, 0, 0, 1);
     }
     rocksdb_options_set_block_based_table_factory(co, bbo);
     rocksdb_block_based_options_destroy(bbo);
-    rocksdb_options_set_compression(co, rocksdb_lz4_compression);
     rocksdb_options_set_bottommost_compression(co, rocksdb_zstd_compression);
     /* RocksDB preallocates each WAL to 1.1 x the largest of these */
     rocksdb_options_set_write_buffer_size(co, bulky || memtable < (4u << 20) ? memtable : 4u << 20);
@@ -312,6 +323,10 @@ static void options_create(struct store *s)
     rocksdb_options_set_keep_log_file_num(o, 2);
     rocksdb_options_set_max_total_wal_size(o, 256u << 20);
     rocksdb_options_set_bytes_per_sync(o, 1u << 20);
+    /* the WAL's records compressed with streaming ZSTD (the only kind
+     * RocksDB 7.8 takes): a third of the WAL bytes, read back at recovery */
+    if (!s->opts.wal_plain)
+        rocksdb_options_set_wal_compression(o, rocksdb_zstd_compression);
     s->db_opts = o;
     if (s->opts.block_cache_bytes)
         cache = rocksdb_cache_create_lru(s->opts.block_cache_bytes);

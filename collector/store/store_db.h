@@ -29,6 +29,7 @@
 #include "collector/store/store_kv.h"
 #include "collector/store/store_reserve.h"
 #include "collector/store/store_seen.h"
+#include "collector/store/store_stepform.h"
 #include "collector/store/store_write.h"
 
 /* Column families, in the order of s->cf (names in store_db.c). */
@@ -70,7 +71,7 @@ struct job_entry {
  * struct job_entry; times, received: second | job -> step range; hwm:
  * agent | epoch -> seq), the writers' staging area and seen marks (kept
  * here so the per-record paths reach them without a pointer), the packing
- * buffer and the stats. */
+ * buffers and the stats. */
 struct store {
     struct store_options opts;
     char *dir;
@@ -86,6 +87,7 @@ struct store {
     struct seen seen;
     uint8_t *buf;
     size_t buf_cap;
+    struct store_stepform form; /* the writers' step records in the compact form */
     bool broken, jobs_stale;
     uint64_t last_reopen_ns;
     struct store_reserve reserve;

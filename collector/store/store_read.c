@@ -12,6 +12,7 @@
 #include <rocksdb/c.h>
 
 #include "collector/store/store_db.h"
+#include "collector/store/store_stepform.h"
 #include "common/clock.h"
 
 struct value_ctx {
@@ -24,6 +25,30 @@ static int value_only(void *ctx, const uint8_t *key, size_t klen, const void *va
     struct value_ctx *c = ctx;
 
     return c->fn(c->ctx, val, vlen);
+}
+
+/* A step scan's state: the caller's fn and ctx, and the scratch that
+ * restores compact values (store_stepform.h). */
+struct step_ctx {
+    store_scan_fn fn;
+    void *ctx;
+    struct store_stepform form;
+};
+
+/* Hand the StepRecord stored under key (job\0 | step | rank) to c->fn. */
+static int step_value(void *ctx, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+    struct step_ctx *c = ctx;
+    size_t jl = strnlen((const char *)key, klen);
+    const void *rec;
+    size_t len;
+    int rc;
+
+    if (jl + 13 != klen)
+        return -EIO; /* not a key this store writes */
+    rc = store_stepform_decode(&c->form, (const char *)key, store_get_be64(key + jl + 1),
+                               store_get_be32(key + jl + 9), val, vlen, &rec, &len);
+    return rc ? rc : c->fn(c->ctx, rec, len);
 }
 
 /* Scan [job\0 | lo_a, job\0 | hi_a] (8-byte suffixes; hi_a 0 = the job's end). */
@@ -108,7 +133,7 @@ int store_scan_reports_since(struct store *s, uint64_t from_ns, store_scan_fn fn
 /* One rank of a job: seek to (step, rank) for each step instead of walking
  * every rank of every step. */
 static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint64_t from,
-                           const uint8_t *hi, size_t hl, store_scan_fn fn, void *ctx)
+                           const uint8_t *hi, size_t hl, struct step_ctx *c)
 {
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it;
@@ -137,7 +162,7 @@ static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint
         step = store_get_be64(k + jl + 1);
         if (step == target && store_get_be32(k + jl + 9) == rank) {
             const char *v = rocksdb_iter_value(it, &vl);
-            rc = fn(ctx, v, vl);
+            rc = step_value(c, k, l, v, vl);
         }
         if (step > target)
             target = step;
@@ -160,24 +185,27 @@ static int scan_steps_rank(struct store *s, const char *job, uint32_t rank, uint
 int store_scan_steps(struct store *s, const char *job, int64_t rank, uint64_t from_step,
                      uint64_t to_step, store_scan_fn fn, void *ctx)
 {
-    struct value_ctx c = {fn, ctx};
+    struct step_ctx c = {.fn = fn, .ctx = ctx};
     bool open_end = to_step == 0 || to_step == UINT64_MAX;
     size_t hl;
-    uint8_t *hi;
+    uint8_t *hi = NULL;
     int rc;
 
-    if (rank < 0)
-        return scan_job(s, CF_STEPS, job, from_step, to_step, value_only, &c);
+    if (rank < 0) {
+        rc = scan_job(s, CF_STEPS, job, from_step, to_step, step_value, &c);
+        goto out;
+    }
+    rc = 0;
     if (rank > UINT32_MAX)
-        return 0;
+        goto out;
     hi = store_job_key(job, to_step + 1, open_end ? 0 : 8, 0, 0, open_end, &hl);
-    if (!hi)
-        return -ENOMEM;
-    rc = store_read_begin(s);
+    rc = hi ? store_read_begin(s) : -ENOMEM;
     if (rc == 0) {
-        rc = scan_steps_rank(s, job, (uint32_t)rank, from_step, hi, hl, fn, ctx);
+        rc = scan_steps_rank(s, job, (uint32_t)rank, from_step, hi, hl, &c);
         store_read_end(s);
     }
+out:
+    store_stepform_free(&c.form);
     free(hi);
     return rc;
 }

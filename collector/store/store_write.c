@@ -235,6 +235,7 @@ static int stage_step(struct store *s, rocksdb_writebatch_t *wb, const Argus__V1
     uint8_t *key = store_job_key(job, r->step, 8, r->rank, 4, false, &kl);
     struct job_entry *j = stage_job(s, job);
     int fresh = -ENOMEM;
+    long compact;
 
     if (!key || !j || (!raw && store_buf_reserve(s, n + 1))) {
         store_set_err(err, errlen, "ingest: out of memory");
@@ -245,7 +246,16 @@ static int stage_step(struct store *s, rocksdb_writebatch_t *wb, const Argus__V1
         goto out;
     /* a record already stored is written again under the same key (stored
      * once, the newest copy wins) and not counted again */
-    if (raw) { /* the record's bytes as the agent packed them: no repack */
+    compact = store_stepform_encode(&s->form, r);
+    if (compact < 0) {
+        fresh = -ENOMEM;
+        store_set_err(err, errlen, "ingest: out of memory");
+        goto out;
+    }
+    if (compact) {
+        rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, (char *)s->form.buf,
+                                  (size_t)compact);
+    } else if (raw) { /* the record's bytes as the agent packed them: no repack */
         rocksdb_writebatch_put_cf(wb, s->cf[CF_STEPS], (char *)key, kl, raw->data, n);
     } else {
         argus__v1__step_record__pack(r, s->buf);

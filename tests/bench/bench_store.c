@@ -1,8 +1,9 @@
 /* Benchmark of the RocksDB store: ingest rate in rank-steps/s for batches of
  * 8 ranks x 8 steps of realistic step records (30 kernel groups, 6 phases,
  * 4 collectives, host counters), with sync=false and with sync=true, and the
- * bytes on disk per rank-step after a manual compaction. Only the time in
- * store_ingest counts (building the records does not).
+ * bytes on disk per rank-step after a manual compaction, then the rate of a
+ * scan reading every record back. Only the time in store_ingest counts
+ * (building the records does not).
  *
  *   build/bench/bench_store [batches] [dir]   (default 1500, a temp dir under /tmp)
  */
@@ -146,6 +147,24 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
+static int count_one(void *ctx, const void *v, size_t len)
+{
+    (void)v;
+    *(uint64_t *)ctx += len;
+    return 0;
+}
+
+/* Read back every record of the job (a query's scan), timed. */
+static void read_all(struct store *s, int n)
+{
+    uint64_t bytes = 0, t = clock_mono_ns();
+
+    store_scan_steps(s, "bench-job-0001", -1, 0, 0, count_one, &bytes);
+    printf("store scan: %.0f rank-steps/s read (%.2f s, %.0f B per record handed out)\n",
+           (double)n * RANKS * STEPS / ((double)(clock_mono_ns() - t) / 1e9),
+           (double)(clock_mono_ns() - t) / 1e9, (double)bytes / ((double)n * RANKS * STEPS));
+}
+
 /* Ingest n batches into a fresh store; prints the rate (and bytes on disk). */
 static int run(const char *dir, bool sync, int n, struct bench_batch *bb)
 {
@@ -189,6 +208,7 @@ static int run(const char *dir, bool sync, int n, struct bench_batch *bb)
                "compaction %.2f s)\n",
                (double)st.live_sst_bytes / ((double)n * RANKS * STEPS),
                (double)st.live_sst_bytes / 1e6, (double)(clock_mono_ns() - t) / 1e9);
+        read_all(s, n);
     }
     store_close(s);
     return 0;
