@@ -53,7 +53,7 @@ static int config_parse_scaled(const char *text, const struct config_unit *units
     while (*end == ' ')
         end++;
     if (!*end) {
-        if (!bare_ok && value != 0)
+        if ((!bare_ok && value != 0) || value > 1.8e19) /* beyond uint64_t */
             return -EINVAL;
         *out = (uint64_t)value;
         return 0;

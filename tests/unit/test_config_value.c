@@ -33,6 +33,10 @@ static void test_units(void **state)
     assert_int_equal(v, 2000);
     assert_int_equal(config_parse_size("", &v), -EINVAL);
     assert_int_equal(config_parse_size("1 XB", &v), -EINVAL);
+    /* beyond uint64_t, bare or scaled: refused, never cast (fuzz_config found 1e25) */
+    assert_int_equal(config_parse_size("1e25", &v), -EINVAL);
+    assert_int_equal(config_parse_size("1e25KiB", &v), -EINVAL);
+    assert_int_equal(config_parse_size("18000000000000000000", &v), 0);
 }
 
 static const struct config_name sizes[] = {
