@@ -35,40 +35,7 @@ command -v tc >/dev/null || skip "no tc command (iproute2)"
 ip netns add "$NSC" 2>"$T/netns.err" || skip "ip netns unavailable: $(cat "$T/netns.err")"
 NAMESPACES+=("$NSC")
 
-netns_cleanup() {
-    local p ns
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for ns in "${NAMESPACES[@]}"; do
-        for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-    done
-    wait 2>/dev/null
-    for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null; done
-    cleanup
-}
-trap netns_cleanup EXIT
-
-in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-
-make_network() {
-    local i ns
-    ip -n "$NSC" link set lo up
-    ip -n "$NSC" link add br0 type bridge || fail "cannot make a bridge"
-    ip -n "$NSC" addr add "$NET.1/24" dev br0
-    ip -n "$NSC" link set br0 up
-    for ((i = 0; i < NODES; i++)); do
-        ns=${P}n$i
-        ip netns add "$ns" || fail "ip netns add $ns"
-        NAMESPACES+=("$ns")
-        ip link add "${P}h$i" type veth peer name "${P}p$i" || fail "cannot make veth pair $i"
-        ip link set "${P}h$i" netns "$NSC"
-        ip link set "${P}p$i" netns "$ns"
-        ip -n "$NSC" link set "${P}h$i" master br0 up
-        ip -n "$ns" link set "${P}p$i" name eth0
-        ip -n "$ns" addr add "$NET.$((10 + i))/24" dev eth0
-        ip -n "$ns" link set eth0 up
-        ip -n "$ns" link set lo up
-    done
-}
+source "$(dirname "$0")/netns_bridge.sh"
 
 nsctl() { in_ns "$NSC" "$BIN/argusctl" --collector "$NET.1:7700" --grpc.plaintext "$@"; }
 
