@@ -129,9 +129,9 @@ bool store_reserve_release(struct store_reserve *r, const char *why)
         return false;
     }
     log_warn("store",
-             "disk full: released the reserve %s (%.1f MiB) after %s; ingest is refused while "
-             "less than %.1f MiB is free, queries go on",
-             r->path, MIB(r->held), why, MIB(r->want));
+             "disk full: released the reserve %s (%.1f MiB) after %s; ingest is refused until "
+             "%.1f MiB is free again for %.0f s, queries go on",
+             r->path, MIB(r->held), why, MIB(2 * r->want), (double)STORE_RESERVE_SETTLE_NS / 1e9);
     r->held = 0;
     r->released++;
     r->roomy_since = 0;
@@ -163,5 +163,5 @@ int store_reserve_tick(struct store_reserve *r, uint64_t now_ns)
 
 bool store_reserve_short(const struct store_reserve *r)
 {
-    return r->want && !r->held && free_now(r) < r->want;
+    return r->want && !r->held;
 }

@@ -4,11 +4,13 @@
  * write or an open fails for space: RocksDB's recovery (the WAL written out
  * as a table, a new MANIFEST and WAL) and a reopen then find room, so the
  * collector opens and answers queries on a full disk. While the reserve is
- * not held, ingest is refused whenever the free space is below its size
- * (store_reserve_short), so the headroom stays for recovery instead of
- * being spent on batches that would fail anyway. Once the free space stays
- * above twice the size for STORE_RESERVE_SETTLE_NS, the file is made again
- * (store_reserve_tick). Releases log at warn, taking it back at info.
+ * not held (released, or no room for it at the start: the rule survives a
+ * restart), ingest is refused (store_reserve_short), so the freed headroom
+ * stays for recovery and queries instead of being spent on batches (a
+ * compressed WAL takes minutes of them to fill it). Once the free space
+ * stays above twice the size for STORE_RESERVE_SETTLE_NS, the file is made
+ * again (store_reserve_tick) and ingest resumes.
+ * Releases log at warn, taking it back at info.
  *
  * Not thread-safe: the store calls it under its writer lock (s->lock).
  * It sits below store_db.c and calls nothing of the store.
@@ -51,8 +53,7 @@ bool store_reserve_release(struct store_reserve *r, const char *why);
  * it was taken back now, else 0. */
 int store_reserve_tick(struct store_reserve *r, uint64_t now_ns);
 
-/* True when ingest must be refused: a reserve is configured, not held, and
- * the free space is below its size. */
+/* True when ingest must be refused: a reserve is configured and not held. */
 bool store_reserve_short(const struct store_reserve *r);
 
 /* Free and total bytes of the filesystem holding dir; free as this

@@ -531,7 +531,9 @@ int store_ingest_raw(struct store *s, const Argus__V1__Batch *batch, const struc
     s->stage.recv_ns = recv_unix_ns ? recv_unix_ns : clock_real_ns();
     rc = store_writer_ready(s, err, errlen);
     if (rc == 0 && store_reserve_short(&s->reserve)) {
-        store_set_err(err, errlen, "disk full: less than the reserve (%llu bytes) is free in %s",
+        store_set_err(err, errlen,
+                      "disk full: the reserve (%llu bytes) is not held in %s; ingest waits "
+                      "until twice that is free",
                       (unsigned long long)s->reserve.want, s->dir);
         rc = -EIO;
     }

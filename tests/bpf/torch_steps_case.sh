@@ -68,7 +68,14 @@ torch_steps_case() {
     ((late)) && want=$(((steps - 60) * 8 / 10 * 4))
     wait_for "inferred steps at the collector" 30 bash -c \
         "$BIN/argusctl --collector 127.0.0.1:$CPORT jobs | awk '\$1 == \"stepsjob\" && \$5 >= $want {ok=1} END {exit !ok}'"
-    sleep 2 # the stragglers of the last batch
+    # then until the count stops moving (3 s without a new step, 20 s at most):
+    # on a loaded machine a rank's last batches can trail the others' by seconds
+    local n last=-1 still=0 end=$((SECONDS + 20))
+    while ((still < 3 && SECONDS < end)); do
+        n=$("$BIN/argusctl" --collector 127.0.0.1:$CPORT jobs | awk '$1 == "stepsjob" {print $5}')
+        if [[ $n == "$last" ]]; then still=$((still + 1)); else still=0 last=$n; fi
+        sleep 1
+    done
     ctl --json steps --job stepsjob --limit 100000 >"$T/steps.json" || fail "argusctl steps"
     /usr/bin/python3 "$REPO/tests/bpf/torch_steps_check.py" "$T/log" "$T/steps.json" 4 \
         $( ((late)) && echo --late) || {

@@ -64,6 +64,17 @@ def containing(js, t):
     return None
 
 
+def ranges(xs):
+    """[1, 2, 3, 7] -> '1-3 7'."""
+    out = []
+    for x in xs:
+        if out and out[-1][1] == x - 1:
+            out[-1][1] = x
+        else:
+            out.append([x, x])
+    return " ".join("%d-%d" % (a, b) if a != b else "%d" % a for a, b in out) or "none"
+
+
 def main():
     logdir, steps_json, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
     late = "--late" in sys.argv
@@ -115,6 +126,10 @@ def main():
                   r, len(mine), expect, " (from job step %d)" % first if late else "",
                   len(good), offset, len(wrong), wrong[:5], a / 1e6, b / 1e6,
                   100 * (a - b) / b if b else 0))
+        if len(mine) != expect:
+            seen = {k for _, k, _ in good}
+            print("rank %d: job steps with no inferred step: %s" % (
+                r, ranges(sorted(s for s, _, _ in js if s not in seen and (not late or s >= first)))))
         ok &= count_ok and not wrong and time_ok
     return 0 if ok else 1
 

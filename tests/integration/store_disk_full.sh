@@ -107,10 +107,9 @@ collector || fail "the collector did not open on a full disk: $(tail -5 "$T/coll
 grep -q "released the reserve .* after opening the store failed for space" "$T/collector.log" \
     || fail "the open did not release the reserve: $(tail -5 "$T/collector.log")"
 queries_work "opened on the full disk"
-# the recovery removed the old WAL (and its preallocated blocks): ingest may
-# store a little until less than the reserve's size is free, then stops; with
-# the WAL compressed that little can take the agent minutes, so the space the
-# recovery freed is taken here too
+# the recovery removed the old WAL (and its preallocated blocks): the space
+# it freed is taken too, so the reserve cannot come back while the test
+# checks that ingest stays refused
 fill 3
 wait_every "healthz 503 after the open" 20 0.5 health_is 503
 acks_stay "opened on the full disk"

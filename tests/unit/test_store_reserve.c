@@ -42,13 +42,14 @@ static void test_reserve_cycle(void **state)
     assert_int_equal(r.held, 0);
     assert_int_equal(r.released, 1);
     assert_false(store_reserve_release(&r, "a test")); /* nothing held */
-    assert_false(store_reserve_short(&r));             /* plenty free */
-    assert_int_equal(store_reserve_tick(&r, t), 0);    /* not settled yet */
+    assert_true(store_reserve_short(&r));           /* released: refused although plenty is free */
+    assert_int_equal(store_reserve_tick(&r, t), 0); /* not settled yet */
     assert_int_equal(store_reserve_tick(&r, t + STORE_RESERVE_SETTLE_NS / 2), 0);
     assert_false(file_exists(f->dir));
     assert_int_equal(store_reserve_tick(&r, t + STORE_RESERVE_SETTLE_NS), 1);
     assert_true(file_exists(f->dir));
     assert_int_equal(r.held, MiB);
+    assert_false(store_reserve_short(&r)); /* taken back: ingest again */
     store_reserve_fini(&r);
     /* the next start keeps the file; a reserve of 0 removes it */
     assert_int_equal(store_reserve_init(&r, f->dir, MiB), 0);
@@ -154,21 +155,24 @@ static void test_open_on_full_disk(void **state)
     store_get_stats(f->s, &st);
     assert_true(st.failing);
     assert_int_equal(count_steps(f->s, "job-r"), 50 * 64);
-    /* space returns: the batch goes in, the reserve comes back */
+    /* space returns: still refused until the reserve is back, then the
+     * batch goes in */
     assert_int_equal(unlink(filler), 0);
-    assert_int_equal(ingest_one(f->s, seq, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    assert_int_equal(ingest_one(f->s, seq, err, sizeof(err)), -EIO);
     assert_int_equal(store_tick(f->s, T0), 0);
     assert_int_equal(store_tick(f->s, T0 + STORE_RESERVE_SETTLE_NS), 1);
     store_get_stats(f->s, &st);
     assert_int_equal(st.reserve_bytes, 16 * MiB);
+    assert_int_equal(ingest_one(f->s, seq, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    store_get_stats(f->s, &st);
     assert_false(st.failing);
     assert_int_equal(count_steps(f->s, "job-r"), 51 * 64);
 }
 
 /* A running store whose writes fail for space releases the reserve once;
- * the reopen then finds room, ingest goes on until less than the reserve's
- * size is free and is then refused (the headroom stays), reads go on, and
- * ingest resumes when space returns. */
+ * the reopen then finds room, ingest is refused (the headroom stays the
+ * store's), reads go on, and ingest resumes once space returns and the
+ * reserve is taken back. */
 static void test_write_on_full_disk(void **state)
 {
     struct fix *f = *state;
@@ -208,12 +212,13 @@ static void test_write_on_full_disk(void **state)
     assert_true(st.disk_free_bytes > 8 * MiB);                 /* the headroom stayed */
     assert_int_equal(count_steps(f->s, "job-r"), stored * 64); /* reads work */
     assert_int_equal(unlink(filler), 0);
-    assert_int_equal(ingest_one(f->s, seq, err, sizeof(err)), STORE_INGEST_WRITTEN);
-    assert_int_equal(count_steps(f->s, "job-r"), (stored + 1) * 64);
+    assert_int_equal(ingest_one(f->s, seq, err, sizeof(err)), -EIO);
     assert_int_equal(store_tick(f->s, T0), 0);
     assert_int_equal(store_tick(f->s, T0 + STORE_RESERVE_SETTLE_NS), 1);
     store_get_stats(f->s, &st);
     assert_int_equal(st.reserve_bytes, 16 * MiB);
+    assert_int_equal(ingest_one(f->s, seq, err, sizeof(err)), STORE_INGEST_WRITTEN);
+    assert_int_equal(count_steps(f->s, "job-r"), (stored + 1) * 64);
 }
 
 int main(void)
