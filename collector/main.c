@@ -257,6 +257,8 @@ static int collector_start_diagnosis(struct collector *c)
     if (c->diagq)
         diagnosis_set_clock(c->diagnosis, collector_diagnosis_clock, c->diagq);
     c->clock = stream_clock_new(&copt);
+    if (c->diagnosis && (r = diagnosis_restore(c->diagnosis)) < 0)
+        log_warn("main", "taking running jobs back from the store: %s", strerror(-r));
     return c->diagnosis && c->diagq && c->clock ? 0 : -ENOMEM;
 }
 

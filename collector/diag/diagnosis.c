@@ -10,6 +10,8 @@
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_live.h"
 #include "collector/diag/diag_report.h"
+#include "collector/diag/diag_restore.h"
+#include "collector/diag/diagnosis_counters.h"
 #include "collector/diag/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
@@ -147,6 +149,27 @@ static struct diag_engine *diagnosis_engine_new(struct diagnosis *d, struct diag
     return diag_engine_new(&o);
 }
 
+/* j's placement and suspects from the store when the job ran lately (a
+ * restarted collector, a job fed again after its state was retired):
+ * diag_restore.h. */
+static void diagnosis_bring_back(struct diagnosis *d, struct diagnosis_job *j)
+{
+    struct diag_restored got;
+    int err = diag_restore_job(d->store, j->job, clock_real_ns(), d->o.job_idle_ns, j->engine,
+                               &j->recent, &got);
+
+    if (err)
+        log_warn("diagnosis", "job %s: reading its placement from the store: %s", j->job,
+                 strerror(-err));
+    if (!got.ranks && !got.reports)
+        return;
+    j->restart = got.restart;
+    log_info("diagnosis",
+             "job %s: brought back from the store: placement of %" PRIu32 " ranks (attempt %" PRIu32
+             "), suspects of %" PRIu32 " reports",
+             j->job, got.ranks, got.restart, got.reports);
+}
+
 static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *job)
 {
     struct diagnosis_job *j = calloc(1, sizeof(*j));
@@ -162,6 +185,8 @@ static struct diagnosis_job *diagnosis_job_new(struct diagnosis *d, const char *
         diagnosis_job_free(j);
         return NULL;
     }
+    if (d->store)
+        diagnosis_bring_back(d, j);
     return j;
 }
 
@@ -472,61 +497,6 @@ void diagnosis_progress(void *ctx, const char *job, const char *agent,
     pthread_mutex_unlock(&j->lock);
 }
 
-/* Add the counters of one (not its gauges) to acc. */
-static void diagnosis_add_counters(struct diagnosis_stats *acc, const struct diagnosis_stats *one)
-{
-    acc->records += one->records;
-    acc->steps_closed += one->steps_closed;
-    for (int r = 0; r < 5; r++)
-        acc->closed_by[r] += one->closed_by[r];
-    acc->late += one->late;
-    acc->amended += one->amended;
-    acc->dropped_horizon += one->dropped_horizon;
-    acc->dropped_memory += one->dropped_memory;
-    acc->silent_nodes += one->silent_nodes;
-    acc->silent_ranks += one->silent_ranks;
-    acc->close_ns_total += one->close_ns_total;
-    acc->statuses += one->statuses;
-    acc->hangs += one->hangs;
-    acc->deaths += one->deaths;
-    acc->suppressed += one->suppressed;
-    if (one->close_ns_max > acc->close_ns_max)
-        acc->close_ns_max = one->close_ns_max;
-}
-
-/* One engine's stats in the collector's terms. */
-static struct diagnosis_stats diagnosis_of_engine(const struct diag_engine_stats *es)
-{
-    struct diagnosis_stats one = {
-        .records = es->records,
-        .steps_closed = es->steps_closed,
-        .late = es->late,
-        .amended = es->amended,
-        .dropped_horizon = es->dropped_horizon,
-        .dropped_memory = es->dropped_memory,
-        .silent_nodes = es->silent_nodes,
-        .silent_ranks = es->silent_ranks,
-        .open_steps = es->open_steps,
-        .open_bytes = es->open_bytes,
-        .close_ns_total = es->close_ns_total,
-        .close_ns_max = es->close_ns_max,
-    };
-
-    for (int r = 0; r < DIAG_CLOSE_N && r < 5; r++)
-        one.closed_by[r] = es->steps_closed_by[r];
-    return one;
-}
-
-/* Add one engine's counters and gauges to acc. */
-static void diagnosis_sum(struct diagnosis_stats *acc, const struct diag_engine_stats *es)
-{
-    struct diagnosis_stats one = diagnosis_of_engine(es);
-
-    diagnosis_add_counters(acc, &one);
-    acc->open_steps += one.open_steps;
-    acc->open_bytes += one.open_bytes;
-}
-
 /* Retire job i (d->lock held): close its open steps, store what they
  * report, keep its counters, free its state. A job fed again later starts
  * a new engine (its start-up grace again, its history gone). */
@@ -541,12 +511,12 @@ static void diagnosis_retire(struct diagnosis *d, size_t i, uint64_t now)
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
     pthread_mutex_unlock(&j->lock);
-    one = diagnosis_of_engine(&es);
+    one = diagnosis_counters_of(&es);
     one.statuses = j->live.statuses;
     one.hangs = j->live.hangs;
     one.deaths = j->live.deaths;
     one.suppressed = j->suppressed;
-    diagnosis_add_counters(&d->retired, &one);
+    diagnosis_counters_add(&d->retired, &one);
     d->retired.jobs_retired++;
     diagnosis_job_free(j);
     d->jobs[i] = d->jobs[--d->njobs];
@@ -597,7 +567,7 @@ static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uin
     diagnosis_live_tick(d, j, t, &es);
     es.records += j->past_records;
     es.steps_closed += j->past_closed;
-    diagnosis_sum(acc, &es);
+    diagnosis_counters_sum(acc, &es);
     acc->statuses += j->live.statuses;
     acc->hangs += j->live.hangs;
     acc->deaths += j->live.deaths;
@@ -639,7 +609,7 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
         i++;
     }
     acc.jobs = d->njobs;
-    diagnosis_add_counters(&acc, &d->retired);
+    diagnosis_counters_add(&acc, &d->retired);
     acc.jobs_retired = d->retired.jobs_retired;
     acc.jobs_retired_memory = d->retired.jobs_retired_memory;
     pthread_mutex_unlock(&d->lock);
@@ -649,6 +619,23 @@ void diagnosis_tick(struct diagnosis *d, uint64_t now_unix_ns)
     acc.last_report_ns = d->stats.last_report_ns;
     d->stats = acc;
     pthread_mutex_unlock(&d->stats_lock);
+}
+
+static void diagnosis_take_back(void *ctx, const char *job)
+{
+    struct diagnosis_job *j = diagnosis_job(ctx, job);
+
+    if (!j)
+        return;
+    j->last_fed_ns = clock_real_ns(); /* idle from now: retired if nothing comes */
+    pthread_mutex_unlock(&j->lock);
+}
+
+int diagnosis_restore(struct diagnosis *d)
+{
+    return d->store ? diag_restore_foreach_recent(d->store, clock_real_ns(), d->o.job_idle_ns,
+                                                  diagnosis_take_back, d)
+                    : 0;
 }
 
 void diagnosis_foreach_job(struct diagnosis *d, diagnosis_job_fn fn, void *ctx)

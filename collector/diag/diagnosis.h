@@ -55,6 +55,14 @@ struct diagnosis;
 struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o);
 void diagnosis_free(struct diagnosis *d);
 
+/* At start: take back every job the store saw within job_idle (a restarted
+ * collector under running jobs): each gets its engine now, with its ranks'
+ * placement and its reports' suspects from the store (diag_restore.h), so
+ * its reports, alert identities and per-job series go on as before the
+ * restart. A job created later by a batch is brought back the same way.
+ * 0 or -errno of the store scan. */
+int diagnosis_restore(struct diagnosis *d);
+
 /* Feed a durable batch's resources, names and steps to the jobs' engines,
  * as delivered by agent stream b->agent_id and received by the collector at
  * recv_unix_ns (wall clock). The batch stays the caller's. */

@@ -148,6 +148,10 @@ typedef int (*store_scan_fn)(void *ctx, const void *value, size_t len);
 /* Every job (packed JobInfo), in job id order. */
 int store_scan_jobs(struct store *s, store_scan_fn fn, void *ctx);
 
+/* The JobInfo of job (packed) through fn. 0 (or what fn returned when
+ * negative), -ENOENT when the store has no such job, -EIO. */
+int store_get_job(struct store *s, const char *job, store_scan_fn fn, void *ctx);
+
 /* Step records of job with from_step <= step <= to_step (to_step 0 = no
  * bound), ordered by (step, rank); rank < 0 means all ranks. */
 int store_scan_steps(struct store *s, const char *job, int64_t rank, uint64_t from_step,

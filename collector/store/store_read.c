@@ -85,6 +85,22 @@ int store_scan_jobs(struct store *s, store_scan_fn fn, void *ctx)
     return rc;
 }
 
+int store_get_job(struct store *s, const char *job, store_scan_fn fn, void *ctx)
+{
+    char *rerr = NULL, *val = NULL;
+    size_t vl = 0;
+    int rc = store_read_begin(s);
+
+    if (rc)
+        return rc;
+    val = rocksdb_get_cf(s->db, s->ro, s->cf[CF_JOBS], job, strlen(job), &vl, &rerr);
+    store_read_end(s);
+    rc = rerr ? -EIO : !val ? -ENOENT : fn(ctx, val, vl);
+    free(rerr);
+    free(val);
+    return rc < 0 ? rc : 0;
+}
+
 int store_scan_ranks(struct store *s, const char *job, store_scan_fn fn, void *ctx)
 {
     struct value_ctx c = {fn, ctx};
