@@ -162,6 +162,22 @@ static const struct causes_row causes_table[] = {
          .evidence = "the compute finding, and the GPU's throttle reasons in how many of the "
                      "window's steps, its SM clock and temperature against its peers' medians "
                      "(NVML, StepRecord.hw)"},
+    [ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND] =
+        {.value = ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND,
+         .name = "DIAG_BLIND",
+         .label = "diag_blind",
+         .word = "diagnosis blind",
+         .meaning = "argus itself: diagnosis of the job shed work (steps closed early for its "
+                    "memory budget, late records beyond the horizon, a full queue), so a "
+                    "straggler may go unnamed",
+         .levels = L1 | L2 | L3,
+         .pages = true,
+         .audience = CAUSES_FOR_ON_CALL,
+         .grouping = CAUSES_GROUP_JOB,
+         .evidence = "what was shed, by reason, and the share of the job's records not "
+                     "diagnosed since the episode began; the setting to raise",
+         .alertname = "ArgusBlind",
+         .severity = "warning"},
 };
 
 #define CAUSES_ROWS ((int)(sizeof(causes_table) / sizeof(causes_table[0])))
@@ -200,6 +216,20 @@ const struct causes_row *causes_by_name(const char *name)
 bool causes_pages(int cause)
 {
     return causes_get(cause)->pages;
+}
+
+const char *causes_alertname(int cause)
+{
+    const char *n = causes_get(cause)->alertname;
+
+    return n ? n : "ArgusStraggler";
+}
+
+const char *causes_severity(int cause)
+{
+    const char *n = causes_get(cause)->severity;
+
+    return n ? n : "page";
 }
 
 bool causes_fleet(int cause)

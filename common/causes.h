@@ -38,6 +38,8 @@ enum causes_grouping {
     CAUSES_GROUP_NODE = 0,  /* the suspect's node ("node:N"), else its rank ("rank:R") */
     CAUSES_GROUP_PEERS = 1, /* its peer group ("group:G") unless that is "" or "job",
                              * else as CAUSES_GROUP_NODE: one bad switch is one alert */
+    CAUSES_GROUP_JOB = 2,   /* the job as a whole ("job"): a job-level suspect (no rank)
+                             * that pages: argus's own blindness (DIAG_BLIND) */
 };
 
 struct causes_row {
@@ -53,7 +55,9 @@ struct causes_row {
                           * (collector/fleet/): the hardware is suspect, not the job or its code */
     enum causes_audience audience;
     enum causes_grouping grouping;
-    const char *evidence; /* what a suspect's evidence text carries */
+    const char *evidence;  /* what a suspect's evidence text carries */
+    const char *alertname; /* Alertmanager's alertname (NULL: "ArgusStraggler") */
+    const char *severity;  /* the alert's severity label (NULL: "page") */
 };
 
 /* Number of rows: the values 0 .. causes_count() - 1, at most CAUSES_MAX. */
@@ -75,6 +79,11 @@ const struct causes_row *causes_by_name(const char *name);
  * (causes_get(cause)->pages): COMPUTE, LINK, HOST, SILENT, HANG, EXITED and
  * GPU_THROTTLED. */
 bool causes_pages(int cause);
+
+/* The alertname and severity of an alert of cause: "ArgusStraggler" and
+ * "page" unless its row says otherwise (DIAG_BLIND: "ArgusBlind", "warning"). */
+const char *causes_alertname(int cause);
+const char *causes_severity(int cause);
 
 /* Whether a paging suspect of cause counts against its node in fleet
  * memory (causes_get(cause)->fleet): COMPUTE, LINK, HOST, HANG, EXITED,

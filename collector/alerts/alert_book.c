@@ -132,6 +132,10 @@ static void alert_subject(struct alert_book *b, const char *job, const Argus__V1
 {
     bool has_node = s->node && *s->node;
 
+    if (causes_get(s->cause)->grouping == CAUSES_GROUP_JOB) {
+        snprintf(out, len, "job");
+        return;
+    }
     if (causes_get(s->cause)->grouping == CAUSES_GROUP_PEERS && s->group && *s->group &&
         strcmp(s->group, "job") != 0) {
         snprintf(out, len, "group:%s", s->group);

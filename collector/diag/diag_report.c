@@ -213,6 +213,8 @@ const char *diag_fmt_ns(char *buf, size_t len, double ns)
 
 int diag_suspect_pages(const Argus__V1__Suspect *s)
 {
+    if (causes_get(s->cause)->grouping == CAUSES_GROUP_JOB)
+        return causes_pages(s->cause); /* the job as a whole: argus's own blindness */
     if (s->rank == DIAG_RANK_NONE || s->level == ARGUS__V1__LEVEL__LEVEL_L1_ITERATION)
         return 0;
     return causes_pages(s->cause);

@@ -12,45 +12,12 @@
 #include "collector/diag/diag_report.h"
 #include "collector/diag/diag_restore.h"
 #include "collector/diag/diagnosis_counters.h"
+#include "collector/diag/diagnosis_job.h"
 #include "collector/diag/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strmap.h"
-
-#define DIAGNOSIS_DEFAULT_WINDOW 40 /* diag_engine.h's default persistence window */
-
-struct diagnosis_job {
-    char *job;
-    pthread_mutex_t lock;
-    struct diag_engine *engine;
-    struct diagnosis *d;
-    struct strmap names;                /* the job's dictionary */
-    uint64_t last_fed_ns, feed_lag_ns;  /* when, and wall clock - receive time, of the last batch */
-    uint64_t tick_ns;                   /* the engine's time at the last tick */
-    struct diagnosis_job_lag lag;       /* as of the last tick */
-    struct diagnosis_job_series series; /* steps and lag as of the last tick */
-    struct recent_suspects recent;      /* of its reports */
-    struct diag_live live;              /* statuses: hangs, deaths, its state (diag_live.h) */
-    uint32_t restart;                   /* the epoch: the launcher's attempt */
-    bool restarting;                    /* a new epoch that has closed no step yet */
-    int state_put;                      /* the state last stored and told to alerts */
-    uint64_t past_records, past_closed; /* counters of the epochs before this one */
-    uint64_t suppressed;                /* reports of a failed epoch not published */
-};
-
-struct diagnosis {
-    struct store *store;
-    struct diagnosis_options o;
-    pthread_mutex_t lock; /* the jobs array */
-    struct diagnosis_job **jobs;
-    size_t njobs;
-    pthread_mutex_t stats_lock;
-    struct diagnosis_stats stats;
-    struct diagnosis_stats retired; /* counters of the engines freed (under lock) */
-    diagnosis_clock_fn clock;
-    void *clock_ctx;
-};
 
 struct diagnosis *diagnosis_new(struct store *store, const struct diagnosis_options *o)
 {
@@ -486,6 +453,8 @@ void diagnosis_progress(void *ctx, const char *job, const char *agent,
 
     if (!j)
         return;
+    for (size_t i = 0; i < n; i++)
+        j->queue_shed += p[i].records;
     if (diag_engine_begin_batch(j->engine, agent, recv_unix_ns) == 0) {
         for (size_t i = 0; i < n; i++)
             diag_engine_note_progress(j->engine, p[i].rank, p[i].step, recv_unix_ns);
@@ -565,6 +534,9 @@ static void diagnosis_tick_job(struct diagnosis *d, struct diagnosis_job *j, uin
     diagnosis_drain(d, j);
     diag_engine_get_stats(j->engine, &es);
     diagnosis_live_tick(d, j, t, &es);
+    Argus__V1__Report *blind = diagnosis_blind_tick(d, j, t, &es);
+    if (blind)
+        diagnosis_publish(d, j, &blind, 1);
     es.records += j->past_records;
     es.steps_closed += j->past_closed;
     diagnosis_counters_sum(acc, &es);

@@ -141,6 +141,8 @@ struct diagnosis_job_series {
                    * the wait of the oldest open step */
     double gpu_hours_lost[CAUSES_MAX]; /* by cause value: the suspects' Suspect.gpu_hours_lost
                                         * summed over the job's reports (a counter) */
+    bool blind[3];                     /* shedding now, by enum diag_blind_reason (diag_blind.h) */
+    uint64_t shed[3];                  /* records not diagnosed, by reason (counters) */
 };
 typedef void (*diagnosis_series_fn)(void *ctx, const char *job,
                                     const struct diagnosis_job_series *s);

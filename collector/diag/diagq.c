@@ -168,8 +168,8 @@ static bool entry_to_notes(struct diagq *q, struct diagq_entry *e)
         if (!j)
             continue;
         if (k == n)
-            notes[n++] = (struct diagq_note){j, {s->rank, s->step}};
-        else if (s->step > notes[k].p.step)
+            notes[n++] = (struct diagq_note){j, {s->rank, s->step, 1}};
+        else if (++notes[k].p.records && s->step > notes[k].p.step)
             notes[k].p.step = s->step;
     }
     e->b = NULL;

@@ -41,6 +41,7 @@ typedef void (*diagq_feed_fn)(void *ctx, const Argus__V1__Batch *b, uint64_t rec
 struct diagq_progress {
     uint32_t rank;
     uint64_t step;
+    uint32_t records; /* of the rank in the batch: not diagnosed */
 };
 typedef void (*diagq_progress_fn)(void *ctx, const char *job, const char *agent,
                                   const struct diagq_progress *p, size_t n, uint64_t recv_unix_ns);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/diag/diag_blind.h"
 #include "collector/diag/diagnosis.h"
 #include "common/causes.h"
 #include "common/http.h"
@@ -28,6 +29,12 @@ static const char *const series_names[SERIES_METRIC_N][2] = {
                                  "per job and cause: GPU-seconds the job's suspects cost it "
                                  "(GPU-hours x 3600: Prometheus's base unit; "
                                  "collector/diag/diag_cost.h), summed over its reports"},
+    [SERIES_DIAG_DEGRADED] = {"argus_diag_degraded",
+                              "per job and reason (memory, horizon, queue_full): 1 while its "
+                              "diagnosis sheds work (an ArgusBlind episode), else 0"},
+    [SERIES_DIAG_SHED] = {"argus_job_diag_shed_records_total",
+                          "per job and reason: step records not diagnosed (dropped for memory, "
+                          "beyond the late horizon, kept out by the full queue)"},
 };
 
 const char *series_metric_name(enum series_metric m)
@@ -42,7 +49,7 @@ const char *series_metric_help(enum series_metric m)
 
 const char *series_metric_type(enum series_metric m)
 {
-    return m == SERIES_GPU_SECONDS_LOST ? "counter" : "gauge";
+    return m == SERIES_GPU_SECONDS_LOST || m == SERIES_DIAG_SHED ? "counter" : "gauge";
 }
 
 int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,
@@ -99,6 +106,12 @@ static void series_job(void *ctx, const char *job, const struct diagnosis_job_se
         if (j->gpu_hours_lost[c] > 0)
             err |= series_add(s, SERIES_GPU_SECONDS_LOST, "cause", causes_get(c)->label, "job", job,
                               j->gpu_hours_lost[c] * 3600);
+    for (int r = 0; r < DIAG_BLIND_N; r++) {
+        err |= series_add(s, SERIES_DIAG_DEGRADED, "job", job, "reason", diag_blind_reason_name(r),
+                          j->blind[r]);
+        err |= series_add(s, SERIES_DIAG_SHED, "job", job, "reason", diag_blind_reason_name(r),
+                          (double)j->shed[r]);
+    }
     (void)err; /* failures are in s->failed */
 }
 

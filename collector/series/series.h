@@ -26,6 +26,8 @@ enum series_metric {
     SERIES_TOP_STRAGGLER,    /* argus_job_top_straggler_score{job,rank} */
     SERIES_DIAGNOSIS_LAG,    /* argus_job_diagnosis_lag_seconds{job} */
     SERIES_GPU_SECONDS_LOST, /* argus_job_gpu_seconds_lost_total{cause,job} (a counter) */
+    SERIES_DIAG_DEGRADED,    /* argus_diag_degraded{job,reason}: 1 while shedding */
+    SERIES_DIAG_SHED,        /* argus_job_diag_shed_records_total{job,reason} (a counter) */
     SERIES_METRIC_N,
 };
 

@@ -140,6 +140,11 @@ int store_put_report(struct store *s, const Argus__V1__Report *report, char *err
 int store_put_job_state(struct store *s, const char *job, int state, const char *reason,
                         uint32_t restart, char *err, size_t errlen);
 
+/* Set job's JobInfo.blind (what its diagnosis sheds, "" once it is whole
+ * again). 0 (also for a job the store does not know) or -errno. */
+int store_put_job_blind(struct store *s, const char *job, const char *blind, char *err,
+                        size_t errlen);
+
 /* Callbacks of the scans below get packed protobuf bytes, valid only during
  * the call. Return 0 to go on, 1 to stop, negative to abort the scan with
  * that error. */

@@ -381,6 +381,7 @@ int store_jobs_load(struct store *s, char *err, size_t errlen)
             j->state = ji->state;
             j->restart = ji->restart;
             snprintf(j->reason, sizeof(j->reason), "%s", ji->state_reason ? ji->state_reason : "");
+            snprintf(j->blind, sizeof(j->blind), "%s", ji->blind ? ji->blind : "");
             n->v.job = j;
         } else {
             store_job_entry_free(j);

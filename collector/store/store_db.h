@@ -63,6 +63,7 @@ struct job_entry {
     int state;        /* Argus__V1__JobState, from diagnosis (store_put_job_state) */
     uint32_t restart; /* the launcher's attempt */
     char reason[200];
+    char blind[200]; /* diagnosis sheds work: what (store_put_job_blind), "" when not */
     uint32_t *ranks;
     size_t n_ranks, cap_ranks;
 };

@@ -57,6 +57,7 @@ static size_t job_info_pack(const struct job_entry *j, uint8_t **buf, struct sto
     ji.state = (Argus__V1__JobState)j->state;
     ji.state_reason = (char *)j->reason;
     ji.restart = j->restart;
+    ji.blind = (char *)j->blind;
     n = argus__v1__job_info__get_packed_size(&ji);
     if (store_buf_reserve(s, n ? n : 1))
         return SIZE_MAX;
@@ -636,9 +637,10 @@ int store_put_report(struct store *s, const Argus__V1__Report *report, char *err
     return rc;
 }
 
-/* The cached entry of job gets the state, and its JobInfo is written. */
+/* The cached entry of job gets the state (state < 0: unchanged) and the
+ * blind line (NULL: unchanged), and its JobInfo is written. */
 static int job_state_locked(struct store *s, const char *job, int state, const char *reason,
-                            uint32_t restart, char *err, size_t errlen)
+                            uint32_t restart, const char *blind, char *err, size_t errlen)
 {
     struct kv_node *n = store_kv_find(&s->jobs, job, strlen(job));
     rocksdb_writebatch_t *wb;
@@ -649,9 +651,13 @@ static int job_state_locked(struct store *s, const char *job, int state, const c
     if (!n)
         return 0;
     struct job_entry *j = n->v.job;
-    j->state = state;
-    j->restart = restart;
-    snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
+    if (state >= 0) {
+        j->state = state;
+        j->restart = restart;
+        snprintf(j->reason, sizeof(j->reason), "%s", reason ? reason : "");
+    }
+    if (blind)
+        snprintf(j->blind, sizeof(j->blind), "%s", blind);
     len = job_info_pack(j, &p, s);
     if (len == SIZE_MAX) {
         store_set_err(err, errlen, "job state: out of memory");
@@ -672,7 +678,20 @@ int store_put_job_state(struct store *s, const char *job, int state, const char 
     pthread_mutex_lock(&s->lock);
     rc = store_writer_ready(s, err, errlen);
     if (rc == 0)
-        rc = job_state_locked(s, job, state, reason, restart, err, errlen);
+        rc = job_state_locked(s, job, state, reason, restart, NULL, err, errlen);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int store_put_job_blind(struct store *s, const char *job, const char *blind, char *err,
+                        size_t errlen)
+{
+    int rc;
+
+    pthread_mutex_lock(&s->lock);
+    rc = store_writer_ready(s, err, errlen);
+    if (rc == 0)
+        rc = job_state_locked(s, job, -1, NULL, 0, blind ? blind : "", err, errlen);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

@@ -49,6 +49,8 @@ static int web_index_row(void *ctx, const void *value, size_t len)
     store_scan_reports(w->store, j->job, 0, 0, web_count_report, &c);
     fputs("<tr><td>", w->out);
     web_job_link(j->job, w->out);
+    if (j->blind && *j->blind)
+        fputs(" <b class=\"blind\" title=\"diagnosis sheds work\">blind</b>", w->out);
     fprintf(w->out,
             "</td><td class=\"num\">%" PRIu32 "</td><td class=\"num\">%" PRIu32
             "</td><td class=\"num\">%" PRIu64 "</td><td class=\"num\">%" PRIu64

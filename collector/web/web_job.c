@@ -339,6 +339,11 @@ int web_job_page(struct store *s, const char *job, FILE *out)
             ", %" PRIu64 " rank-steps stored, last seen %s.</p>\n",
             j->ranks_seen, j->world_size, j->last_step, j->rank_steps,
             web_time(j->last_seen_unix_ns, t, sizeof(t)));
+    if (j->blind && *j->blind) { /* diag_blind.h: findings may be missing */
+        fputs("<p class=\"blind\"><b>Diagnosis is blind in part (ArgusBlind)</b>: ", out);
+        web_html_escape(j->blind, out);
+        fputs(". A straggler in these steps may be missing from the reports.</p>\n", out);
+    }
     web_load_reports(s, job, 0, &w);
     web_heatmap_section(s, j, &w, suffix, out);
     web_reports_section(&w, suffix, out);

@@ -95,7 +95,22 @@ static void test_paging_rule(void **state)
             v == ARGUS__V1__CAUSE__CAUSE_COMPUTE || v == ARGUS__V1__CAUSE__CAUSE_LINK ||
                 v == ARGUS__V1__CAUSE__CAUSE_HOST || v == ARGUS__V1__CAUSE__CAUSE_SILENT ||
                 v == ARGUS__V1__CAUSE__CAUSE_HANG || v == ARGUS__V1__CAUSE__CAUSE_EXITED ||
-                v == ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED);
+                v == ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED ||
+                v == ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND);
+}
+
+/* Every cause pages as ArgusStraggler, severity page, but argus's own
+ * blindness: ArgusBlind, a warning, about the job as a whole. */
+static void test_alert_names(void **state)
+{
+    (void)state;
+    for (int v = -1; v < causes_count() + 1; v++) {
+        bool blind = v == ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND;
+        assert_string_equal(causes_alertname(v), blind ? "ArgusBlind" : "ArgusStraggler");
+        assert_string_equal(causes_severity(v), blind ? "warning" : "page");
+    }
+    assert_int_equal(causes_get(ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND)->grouping, CAUSES_GROUP_JOB);
+    assert_false(causes_fleet(ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND));
 }
 
 /* What users have seen so far: series and alert labels, summary words,
@@ -104,20 +119,21 @@ static void test_names_as_before(void **state)
 {
     static const char *const labels[] = {"unknown",   "compute",   "link",           "host",
                                          "data_skew", "silent",    "job_regression", "hang",
-                                         "exited",    "imbalance", "gpu_throttled"};
+                                         "exited",    "imbalance", "gpu_throttled",  "diag_blind"};
     static const char *const words[] = {
-        "unknown",      "compute",        "link", "host",      "data skew",
-        "silent",       "job regression", "hang", "rank died", "workload imbalance",
-        "GPU throttled"};
+        "unknown",       "compute",        "link", "host",      "data skew",
+        "silent",        "job regression", "hang", "rank died", "workload imbalance",
+        "GPU throttled", "diagnosis blind"};
 
     (void)state;
-    assert_int_equal(causes_count(), 11);
-    for (int v = 0; v < 11; v++) {
+    assert_int_equal(causes_count(), 12);
+    for (int v = 0; v < 12; v++) {
         assert_string_equal(causes_get(v)->label, labels[v]);
         assert_string_equal(causes_get(v)->word, words[v]);
-        assert_int_equal(causes_get(v)->grouping, v == ARGUS__V1__CAUSE__CAUSE_LINK
-                                                      ? CAUSES_GROUP_PEERS
-                                                      : CAUSES_GROUP_NODE);
+        assert_int_equal(causes_get(v)->grouping,
+                         v == ARGUS__V1__CAUSE__CAUSE_LINK         ? CAUSES_GROUP_PEERS
+                         : v == ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND ? CAUSES_GROUP_JOB
+                                                                   : CAUSES_GROUP_NODE);
     }
     assert_string_equal(causes_get(99)->label, "unknown");
     assert_string_equal(causes_get(99)->name, "UNKNOWN");
@@ -152,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_names_round_trip),
         cmocka_unit_test(test_by_name_rejects_others),
         cmocka_unit_test(test_paging_rule),
+        cmocka_unit_test(test_alert_names),
         cmocka_unit_test(test_names_as_before),
         cmocka_unit_test(test_persisted_match_diag_persist),
     };

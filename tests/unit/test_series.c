@@ -7,6 +7,7 @@
 #include "tests/unit/store_fixture.h"
 
 #include "collector/diag/diagnosis.h"
+#include "collector/diag/diag_blind.h"
 #include "collector/series/series.h"
 #include "common/causes.h"
 #include "common/http.h"
@@ -41,8 +42,13 @@ static void test_step_times(void **state)
     struct diagnosis *d = fed_job(*state, "job-a", &t);
     struct series_set s = {0};
 
-    /* 3 step series, one per cause, the lag; no suspect: no top straggler */
-    assert_int_equal(series_collect(d, &s), 3 + causes_count() + 1);
+    /* 3 step series, one per cause, the lag, two per shedding reason (not
+     * degraded, nothing shed); no suspect: no top straggler */
+    assert_int_equal(series_collect(d, &s), 3 + causes_count() + 1 + 2 * DIAG_BLIND_N);
+    const struct series_sample *degraded = find(&s, SERIES_DIAG_DEGRADED, NULL);
+    assert_non_null(degraded);
+    assert_string_equal(degraded->label_names[1], "reason");
+    assert_int_equal((int)degraded->value, 0);
     const struct series_sample *last = find(&s, SERIES_LAST_STEP, NULL);
     assert_non_null(last);
     assert_string_equal(last->label_names[0], "job");

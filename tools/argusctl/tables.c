@@ -30,11 +30,13 @@ void tables_jobs(const ProtobufCMessage *m, const char *job)
            "LAST STEP", "RANK-STEPS", "FIRST SEEN", "LAST SEEN", "STATE", "WHY");
     for (size_t i = 0; i < resp->n_jobs; i++) {
         Argus__V1__JobInfo *j = resp->jobs[i];
-        char why[320];
+        char why[600];
         snprintf(why, sizeof(why), "%s", j->state_reason[0] ? j->state_reason : "-");
         if (j->restart)
             snprintf(why + strlen(why), sizeof(why) - strlen(why), " (attempt %" PRIu32 ")",
                      j->restart);
+        if (j->blind && *j->blind) /* diagnosis sheds work: findings may be missing */
+            snprintf(why + strlen(why), sizeof(why) - strlen(why), "; BLIND %s", j->blind);
         printf("%-24s %7" PRIu32 " %7" PRIu32 " %10" PRIu64 " %12" PRIu64
                "  %-24s  %-24s  %-10s  %s\n",
                j->job, j->ranks_seen, j->world_size, j->last_step, j->rank_steps,

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "collector/alerts/sinks/sink.h"
+#include "common/causes.h"
 #include "common/pbjson.h"
 
 /* RFC 3339 UTC with milliseconds, as Alertmanager reads it. */
@@ -26,6 +27,8 @@ static struct json_object *am_labels(struct json_object *al)
 {
     struct json_object *l = json_object_new_object(), *fl = NULL;
     const char *ranks = "";
+    const struct causes_row *c = causes_by_name(pbjson_str(al, "cause"));
+    int cause = c ? (int)c->value : 0;
     char gpu[16] = "";
 
     json_object_object_get_ex(al, "labels", &fl);
@@ -33,7 +36,7 @@ static struct json_object *am_labels(struct json_object *al)
         ranks = pbjson_str(fl, "ranks");
     if (fl && pbjson_int(fl, "gpu", -1) >= 0)
         snprintf(gpu, sizeof(gpu), "%d", pbjson_int(fl, "gpu", -1));
-    pbjson_put_str(l, "alertname", "ArgusStraggler");
+    pbjson_put_str(l, "alertname", causes_alertname(cause));
     pbjson_put_str(l, "job", pbjson_str(al, "job"));
     pbjson_put_str(l, "cause", pbjson_str(al, "cause"));
     pbjson_put_str(l, "subject", pbjson_str(al, "subject"));
@@ -43,7 +46,7 @@ static struct json_object *am_labels(struct json_object *al)
     if (*gpu)
         pbjson_put_str(l, "gpu", gpu);
     pbjson_put_str(l, "level", fl && pbjson_str(fl, "level") ? pbjson_str(fl, "level") : "");
-    pbjson_put_str(l, "severity", "page");
+    pbjson_put_str(l, "severity", causes_severity(cause));
     return l;
 }
 
