@@ -83,10 +83,11 @@ static const struct config_option ctl_options[] = {
             "object per line)"),
     CTL_OPT("poll", CONFIG_DURATION, poll, "1s", 0.01, 3600,
             "stragglers --follow: how often to ask the collector"),
-    CTL_OPT("cause", CONFIG_STRING, cause, "", 0, 0,
-            "stragglers: only suspects of these causes (comma-separated: compute, link, host, "
-            "data_skew, silent, job_regression, hang, exited, imbalance, gpu_throttled, "
-            "unknown)"),
+    CTL_OPT(
+        "cause", CONFIG_STRING, cause, "", 0, 0,
+        "stragglers: only suspects of these causes (comma-separated: compute, link, host, "
+        "data_skew, silent, job_regression, hang, exited, imbalance, gpu_throttled, diag_blind, "
+        "unknown)"),
     CTL_OPT("node", CONFIG_STRING, node, "", 0, 0, "stragglers: only suspects on this node"),
     CTL_OPT("since", CONFIG_STRING, since, "", 0, 0,
             "stragglers: only reports created since then: a duration back from now (10m, 2h) "
