@@ -19,7 +19,7 @@ struct trace_json {
     int64_t rank;
     json_object *events, *windows;
     struct strmap names;
-    struct strmap named; /* (pid << 32 | tid) given a name event; pid << 32 | 1 << 31 a process */
+    struct strmap named; /* pid/tid pairs named already (trace_json_meta) */
     uint32_t nwindows;
     int rc;
 };
@@ -66,7 +66,8 @@ static json_object *trace_json_event(const char *name, const char *ph, uint32_t 
  * once per pid and tid. */
 static void trace_json_meta(struct trace_json *t, uint32_t pid, int64_t tid, const char *name)
 {
-    uint64_t key = (uint64_t)pid << 32 | (tid < 0 ? 1ull << 31 : (uint32_t)tid);
+    /* + 1: the map keeps no id 0 (rank 0's tid 0) */
+    uint64_t key = ((uint64_t)pid << 32 | (tid < 0 ? 1ull << 31 : (uint32_t)tid)) + 1;
     json_object *e, *args;
 
     if (strmap_get(&t->named, key) || strmap_put(&t->named, key, "") < 0)

@@ -73,7 +73,8 @@ static void test_names_and_args(void **state)
         span(ARGUS__V1__SPAN_KIND__SPAN_COLLECTIVE, 7, 0, 4),
         span(ARGUS__V1__SPAN_KIND__SPAN_STEP, 0, 0, 5),
     };
-    Argus__V1__Span b[1] = {span(ARGUS__V1__SPAN_KIND__SPAN_KERNEL, 7, 0, 1)};
+    Argus__V1__Span b[2] = {span(ARGUS__V1__SPAN_KIND__SPAN_KERNEL, 7, 0, 1),
+                            span(ARGUS__V1__SPAN_KIND__SPAN_STEP, 0, 0, 2)}; /* pid 0 tid 0 */
     char *json = NULL, err[256] = "";
     size_t len = 0, kernels = 0, used = 0;
     uint32_t windows = 0;
@@ -82,7 +83,7 @@ static void test_names_and_args(void **state)
     a[3].value = 1 << 20;
     put_report(f->s, "rep-1", "j", T0);
     put_window(f->s, "rep-1", 3, a, 5);
-    put_window(f->s, "rep-1", 5, b, 1);
+    put_window(f->s, "rep-1", 0, b, 2); /* rank 0, stream 7: pid 0 */
     assert_int_equal(trace_json_export(f->s, "rep-1", -1, &json, &len, &windows, err, sizeof(err)),
                      0);
     assert_int_equal(windows, 2);
@@ -112,7 +113,7 @@ static void test_names_and_args(void **state)
         }
     }
     assert_int_equal(kernels, 3);
-    assert_int_equal(used, 6);
+    assert_int_equal(used, 7);
     json_object *m = find_meta(ev, "thread_name", 3, 9);
     assert_string_equal(
         json_object_get_string(json_object_object_get(json_object_object_get(m, "args"), "name")),
