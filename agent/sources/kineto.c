@@ -370,6 +370,76 @@ static void assign_steps(struct parse *p)
     mark_top(t);
 }
 
+/* Where step index s (not a or b) moves when steps a and b (-1 = none) go. */
+static int32_t step_moved(int32_t s, int32_t a, int32_t b)
+{
+    return s - (a >= 0 && s > a) - (b >= 0 && s > b);
+}
+
+/* Drop steps a and b (indices, -1 = none) with their kernels and
+ * annotations; the steps after them move down. */
+static void drop_steps(struct kineto_trace *t, int32_t a, int32_t b)
+{
+    size_t n = 0;
+
+    for (int32_t i = 0; i < (int32_t)t->n_steps; i++) {
+        if (i != a && i != b) {
+            t->steps[n++] = t->steps[i];
+            continue;
+        }
+        if (!t->dropped_steps++ || t->steps[i].number < t->dropped_first)
+            t->dropped_first = t->steps[i].number;
+        t->dropped_last =
+            t->steps[i].number > t->dropped_last ? t->steps[i].number : t->dropped_last;
+    }
+    t->n_steps = n;
+    n = 0;
+    for (size_t i = 0; i < t->n_spans; i++)
+        if (t->spans[i].step < 0 || (t->spans[i].step != a && t->spans[i].step != b)) {
+            t->spans[n] = t->spans[i];
+            t->spans[n++].step = t->spans[i].step < 0 ? -1 : step_moved(t->spans[i].step, a, b);
+        }
+    t->dropped_spans = t->n_spans - n;
+    t->n_spans = n;
+    n = 0;
+    for (size_t i = 0; i < t->n_annotations; i++)
+        if (t->annotations[i].step < 0 ||
+            (t->annotations[i].step != a && t->annotations[i].step != b)) {
+            t->annotations[n] = t->annotations[i];
+            t->annotations[n++].step =
+                t->annotations[i].step < 0 ? -1 : step_moved(t->annotations[i].step, a, b);
+        }
+    t->dropped_annotations = t->n_annotations - n;
+    t->n_annotations = n;
+}
+
+/* A trace read only in part (see kineto_read): the last step, and the step
+ * of the last kernel read (the cut fell inside its run of kernels), go;
+ * p->err says what went, after the reading error. */
+static void drop_partial(struct parse *p)
+{
+    struct kineto_trace *t = p->t;
+    int32_t last = (int32_t)t->n_steps - 1, cut = t->n_spans ? t->spans[t->n_spans - 1].step : -1;
+    size_t used;
+    char range[64];
+
+    if (last < 0)
+        return;
+    drop_steps(t, last, cut == last ? -1 : cut);
+    used = p->errlen ? strnlen(p->err, p->errlen) : 0;
+    if (t->dropped_first == t->dropped_last)
+        snprintf(range, sizeof(range), "step %" PRIu64, t->dropped_first);
+    else
+        snprintf(range, sizeof(range), "steps %" PRIu64 " and %" PRIu64, t->dropped_first,
+                 t->dropped_last);
+    if (used + 1 < p->errlen)
+        snprintf(p->err + used, p->errlen - used,
+                 "; dropped the partial %s (%zu kernels, %zu annotations)%s", range,
+                 t->dropped_spans, t->dropped_annotations,
+                 t->n_steps ? "; the steps kept may still miss kernels the file held after the cut"
+                            : "");
+}
+
 /* One traceEvents entry. */
 static int add_event(struct parse *p, const struct kineto_event *ev)
 {
@@ -508,6 +578,8 @@ static int parse_stream(struct kjson *j, const struct kineto_limits *limits, boo
         p.t->error_offset = kjson_offset(j);
     }
     assign_steps(&p);
+    if (!p.t->complete)
+        drop_partial(&p);
 out:
     if (p.t) { /* the tables move into the trace (freed with it) */
         p.t->names = p.kernels.names;

@@ -86,6 +86,11 @@ struct kineto_trace {
     uint64_t base_ns;      /* baseTimeNanoseconds, 0 when absent */
     bool complete;         /* false: kineto_read stopped at an error */
     uint64_t error_offset; /* !complete: byte of the JSON text where it stopped */
+    /* !complete: the partial steps dropped (see kineto_read), the first and
+     * last of their numbers, and the kernels and annotations that went with
+     * them */
+    size_t dropped_steps, dropped_spans, dropped_annotations;
+    uint64_t dropped_first, dropped_last;
 };
 
 /* The default limits above. */
@@ -109,9 +114,16 @@ int kineto_parse(const char *buf, size_t len, const struct kineto_limits *limits
 /* kineto_load that keeps what it read before an error: when the text is
  * malformed or truncated (-EBADMSG), over max_bytes (-EFBIG) or unreadable
  * midway (-EIO) after the traceEvents array began, returns that error with
- * *out holding the events read before it (steps assigned as usual,
- * complete false, error_offset the byte where reading stopped) and err naming
- * the offset. Other failures leave *out NULL as kineto_load does. */
+ * *out holding the steps read before it (steps assigned as usual, complete
+ * false, error_offset the byte where reading stopped) less the partial ones,
+ * and err naming the offset and what was dropped. Partial: the last step
+ * (its events are the last written) and the step of the last kernel read
+ * (the cut fell inside its run of kernels), with their kernels and
+ * annotations (dropped_*). Kineto writes kernels in runs that need not
+ * follow the steps (a real trace: 448 kernels of step 551, 577 of 552, 129
+ * of 551), so a step kept may still miss kernels the file held after the
+ * cut; err says so. Other failures leave *out NULL as
+ * kineto_load does. */
 int kineto_read(const char *path, const struct kineto_limits *limits, struct kineto_trace **out,
                 char *err, size_t errlen);
 

@@ -31,11 +31,11 @@ struct spanring_span {
     uint64_t start_ns;
     uint64_t duration_ns;
     uint64_t name_id;
-    uint64_t value; /* Span.value: step number, counter increment, bytes */
+    uint64_t value; /* Span.value: step number, counter increment, bytes, launch shape */
     uint32_t kind;  /* argus.v1.SpanKind */
     uint32_t stream;
     uint32_t tid;
-    uint32_t pad;
+    uint32_t correlation; /* kernels: the correlation id, 0 = unknown */
 };
 
 struct spanring_options {

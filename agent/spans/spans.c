@@ -166,6 +166,8 @@ static bool spans_from_event(const struct agent_event *ev, struct spanring_span 
         sp->name_id = ev->kernel.name_id;
         sp->duration_ns = ev->kernel.duration_ns;
         sp->stream = ev->kernel.stream;
+        sp->correlation = ev->kernel.correlation;
+        sp->value = ev->kernel.shape;
         return true;
     case AGENT_EVENT_PHASE:
     case AGENT_EVENT_PHASE_BEGIN:
@@ -259,6 +261,7 @@ static int spans_collect_one(void *ctx, const struct spanring_span *sp)
     o->stream = sp->stream;
     o->tid = sp->tid;
     o->value = sp->value;
+    o->correlation = sp->correlation;
     c->ptrs[c->n++] = o;
     return 0;
 }

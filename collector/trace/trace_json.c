@@ -19,6 +19,7 @@ struct trace_json {
     int64_t rank;
     json_object *events, *windows;
     struct strmap names;
+    struct strmap named; /* pid/tid pairs named already (trace_json_meta) */
     uint32_t nwindows;
     int rc;
 };
@@ -61,6 +62,67 @@ static json_object *trace_json_event(const char *name, const char *ph, uint32_t 
     return e;
 }
 
+/* A metadata event (ph "M") naming process pid (tid < 0) or its thread tid,
+ * once per pid and tid. */
+static void trace_json_meta(struct trace_json *t, uint32_t pid, int64_t tid, const char *name)
+{
+    /* + 1: the map keeps no id 0 (rank 0's tid 0) */
+    uint64_t key = ((uint64_t)pid << 32 | (tid < 0 ? 1ull << 31 : (uint32_t)tid)) + 1;
+    json_object *e, *args;
+
+    if (strmap_get(&t->named, key) || strmap_put(&t->named, key, "") < 0)
+        return; /* named already (or no memory to remember it: left unnamed) */
+    e = json_object_new_object();
+    args = json_object_new_object();
+    json_object_object_add(args, "name", json_object_new_string(name));
+    json_object_object_add(e, "name",
+                           json_object_new_string(tid < 0 ? "process_name" : "thread_name"));
+    json_object_object_add(e, "ph", json_object_new_string("M"));
+    json_object_object_add(e, "pid", json_object_new_int64(pid));
+    if (tid >= 0)
+        json_object_object_add(e, "tid", json_object_new_int64(tid));
+    json_object_object_add(e, "args", args);
+    json_object_array_add(t->events, e);
+}
+
+/* The name of the track a span goes on: its stream, else its host thread. */
+static void trace_json_track(struct trace_json *t, uint32_t rank, const Argus__V1__Span *s)
+{
+    char name[48];
+
+    if (s->stream)
+        snprintf(name, sizeof(name), "stream %u", s->stream);
+    else if (s->tid)
+        snprintf(name, sizeof(name), "thread %u", s->tid);
+    else
+        snprintf(name, sizeof(name), "steps"); /* tid 0, with the ProfilerStep spans */
+    trace_json_meta(t, rank, s->stream ? s->stream : s->tid, name);
+}
+
+/* The args of a span: its stream; a kernel's correlation id and launch
+ * shape; a collective's bytes; a counter's increment. */
+static json_object *trace_json_args(const Argus__V1__Span *s, uint32_t kind)
+{
+    json_object *args = json_object_new_object();
+    char shape[16];
+
+    if (s->stream)
+        json_object_object_add(args, "stream", json_object_new_int64(s->stream));
+    if (s->tid)
+        json_object_object_add(args, "tid", json_object_new_int64(s->tid));
+    if (kind == ARGUS__V1__SPAN_KIND__SPAN_KERNEL && s->correlation)
+        json_object_object_add(args, "correlation", json_object_new_int64(s->correlation));
+    if (kind == ARGUS__V1__SPAN_KIND__SPAN_KERNEL && s->value) {
+        snprintf(shape, sizeof(shape), "0x%08" PRIx32, (uint32_t)s->value);
+        json_object_object_add(args, "shape", json_object_new_string(shape));
+    }
+    if (kind == ARGUS__V1__SPAN_KIND__SPAN_COUNTER)
+        json_object_object_add(args, "value", json_object_new_int64((int64_t)s->value));
+    if (kind == ARGUS__V1__SPAN_KIND__SPAN_COLLECTIVE)
+        json_object_object_add(args, "bytes", json_object_new_int64((int64_t)s->value));
+    return args;
+}
+
 static const char *const trace_json_cat[] = {
     "unknown", "kernel", "phase", "phase", "phase", "collective", "counter", "step",
 };
@@ -81,15 +143,10 @@ static void trace_json_span(struct trace_json *t, uint32_t rank, const Argus__V1
         snprintf(label, sizeof(label), "host counter %" PRIu64, s->name_id);
         name = label;
     }
+    trace_json_track(t, rank, s);
     e = trace_json_event(name, ph[kind], rank, tid, s->start_unix_ns, s->duration_ns);
     json_object_object_add(e, "cat", json_object_new_string(trace_json_cat[kind]));
-    if (kind == ARGUS__V1__SPAN_KIND__SPAN_COUNTER ||
-        kind == ARGUS__V1__SPAN_KIND__SPAN_COLLECTIVE) {
-        json_object *args = json_object_new_object();
-        json_object_object_add(args, kind == ARGUS__V1__SPAN_KIND__SPAN_COUNTER ? "value" : "bytes",
-                               json_object_new_int64((int64_t)s->value));
-        json_object_object_add(e, "args", args);
-    }
+    json_object_object_add(e, "args", trace_json_args(s, kind));
     json_object_array_add(t->events, e);
 }
 
@@ -110,26 +167,13 @@ static int trace_json_step(void *ctx, const void *value, size_t len)
     if (s->start_unix_ns <= c->w->to_unix_ns &&
         s->start_unix_ns + s->duration_ns >= c->w->from_unix_ns) {
         snprintf(name, sizeof(name), "ProfilerStep#%" PRIu64, s->step);
+        trace_json_meta(c->t, s->rank, 0, "steps");
         json_object *e = trace_json_event(name, "X", s->rank, 0, s->start_unix_ns, s->duration_ns);
         json_object_object_add(e, "cat", json_object_new_string("step"));
         json_object_array_add(c->t->events, e);
     }
     argus__v1__step_record__free_unpacked(s, NULL);
     return 0;
-}
-
-static void trace_json_meta(struct trace_json *t, uint32_t rank)
-{
-    char name[64];
-    json_object *e = json_object_new_object(), *args = json_object_new_object();
-
-    snprintf(name, sizeof(name), "rank %u", rank);
-    json_object_object_add(args, "name", json_object_new_string(name));
-    json_object_object_add(e, "name", json_object_new_string("process_name"));
-    json_object_object_add(e, "ph", json_object_new_string("M"));
-    json_object_object_add(e, "pid", json_object_new_int64(rank));
-    json_object_object_add(e, "args", args);
-    json_object_array_add(t->events, e);
 }
 
 static void trace_json_summary(struct trace_json *t, const Argus__V1__TraceWindow *w)
@@ -151,11 +195,13 @@ static int trace_json_window(void *ctx, const void *value, size_t len)
     struct trace_json *t = ctx;
     Argus__V1__TraceWindow *w = argus__v1__trace_window__unpack(NULL, len, value);
     struct trace_json_steps steps = {t, w};
+    char name[32];
 
     if (!w)
         return 0; /* an unreadable window is left out */
     t->nwindows++;
-    trace_json_meta(t, w->rank);
+    snprintf(name, sizeof(name), "rank %u", w->rank);
+    trace_json_meta(t, w->rank, -1, name);
     trace_json_summary(t, w);
     store_scan_steps(t->store, t->job, w->rank, t->from_step, t->to_step, trace_json_step, &steps);
     for (size_t i = 0; i < w->n_spans; i++)
@@ -221,6 +267,7 @@ int trace_json_export(struct store *store, const char *report_id, int64_t rank, 
     }
     *windows = t.nwindows;
     strmap_clear(&t.names);
+    strmap_clear(&t.named);
     free((char *)t.job);
     return rc;
 }

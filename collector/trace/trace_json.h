@@ -4,8 +4,13 @@
  * epoch, pid = rank, tid = the CUDA stream, or the host thread for host
  * spans), names from the job's dictionary (an unknown id as its hex), the
  * rank's step records of the window as "ProfilerStep#N" spans (tid 0),
- * phase begin/end as ph "B"/"E", steps and counters as instants, and
- * process/thread names as metadata. "otherData" says per window its rank,
+ * phase begin/end as ph "B"/"E", steps and counters as instants. Every pid
+ * has a process_name ("rank R") and every pid/tid used a thread_name
+ * ("stream S", "thread T", "steps" for tid 0) metadata event (ph "M").
+ * Each span's args carry its stream and host thread when known; a kernel's
+ * also its correlation id and launch shape id (common/work_id.h: the agent
+ * keeps grid and block only as that id), a collective's its bytes, a
+ * counter's its increment. "otherData" says per window its rank,
  * range, span counts and the agent's error, if any. Reads the store only. */
 #ifndef ARGUS_COLLECTOR_TRACE_JSON_H
 #define ARGUS_COLLECTOR_TRACE_JSON_H

@@ -78,6 +78,13 @@ for rank, w in wins.items():
         "rank %d: steps %s, none of the flagged %d-%d" % (rank, sorted(steps), flag_from, flag_to)
     far = [n for n in steps if n + 2 < flag_from or n > flag_to + 2]
     assert not far, "rank %d: steps %s far from the flagged %d-%d" % (rank, far, flag_from, flag_to)
+    # Perfetto names every track; replayed kernels keep their correlation ids
+    tracks = {(e["pid"], e["tid"]) for e in ev if e.get("pid") == rank and e["ph"] != "M"}
+    named_tracks = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert tracks <= named_tracks, "rank %d: tracks without thread_name: %s" % (rank, tracks - named_tracks)
+    assert any(e["ph"] == "M" and e["name"] == "process_name" and e["pid"] == rank for e in ev)
+    assert all(e["args"].get("correlation", 0) > 0 and e["args"]["stream"] == e["tid"] for e in k), \
+        "rank %d: kernels without stream or correlation args" % rank
     named = [e for e in k if not e["name"].startswith("0x")]
     assert named, "rank %d: no kernel name resolved" % rank
     for e in named:

@@ -4,8 +4,9 @@
 # from the trace's top-level "## NAME ##" / forward / backward / optimizer
 # annotations and summarized kernels, under the trace's rank and world size
 # (both computed here independently with python's gzip + json). Then a trace
-# cut mid-JSON: an error naming the byte offset, the steps before it stored;
-# and a cut gzip stream: an error naming the truncation and the offset.
+# cut mid-JSON: an error naming the byte offset and the partial step dropped,
+# nothing stored as if whole; and a cut gzip stream: an error naming the
+# truncation and the offset.
 source "$(dirname "$0")/lib.sh"
 
 DATA=${ARGUS_KINETO_DIR:-$REPO/../shared/data/kineto}
@@ -37,17 +38,20 @@ jobs = {j["job"]: j for j in json.load(sys.stdin)["jobs"]}
 assert jobs["real"]["world_size"] == 128 and jobs["real"]["ranks_seen"] == 2, jobs["real"]
 assert jobs["nccl"]["world_size"] == 2, jobs["nccl"]' || fail "world size / ranks not from distributedInfo"
 
-# The JSON cut half-way between ProfilerStep#551's event and #552's: step 551
-# is kept, with the phase annotations read before the cut.
+# The JSON cut half-way between ProfilerStep#551's event and #552's: step 551,
+# the last read (its kernels come later in the file), is partial and dropped,
+# with a warning that says so; nothing is imported as if whole.
 at=$($PY cut "$R0" "$T/cut.json" 551) || fail "could not cut the trace"
 ctl import-kineto --job cut "$T/cut.json" >"$T/cut.out" 2>&1; rc=$?
 [[ $rc == 4 ]] || fail "a truncated trace: exit $rc, want 4 (partly imported): $(cat "$T/cut.out")"
 cat "$T/cut.out"
 grep -q "unexpected end of input at byte $at" "$T/cut.out" || fail "no offset $at: $(cat "$T/cut.out")"
-grep -q "importing the 1 steps read before byte $at" "$T/cut.out" || fail "$(cat "$T/cut.out")"
+grep -q "dropped the partial step 551 (0 kernels, [0-9]* annotations)" "$T/cut.out" ||
+    fail "no word of the partial step: $(cat "$T/cut.out")"
+grep -q "importing the 0 whole steps read before byte $at" "$T/cut.out" || fail "$(cat "$T/cut.out")"
 ctl --json steps --job cut >"$T/cut-steps.json" || fail "steps --job cut"
-$PY expect "$R0" "$at" >"$T/cut.exp" || fail "python expect with cut"
-$PY check "$T/cut.exp" "$T/cut-steps.json" 0 any || fail "the steps before the cut were not kept"
+/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])).get("steps", []); sys.exit(1 if s else 0)' \
+    "$T/cut-steps.json" || fail "a partial step was imported: $(cat "$T/cut-steps.json")"
 
 # The gzip stream cut: the error says so and names the offset.
 head -c 60000 "$R0" >"$T/cut.json.gz"

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,12 +261,154 @@ static void test_per_rank_svg(void **state)
     assert_null(heatmap_new(1u << 20, 0, 1u << 20));
 }
 
+/* The text elements of an SVG, read back: position, font size, anchor,
+ * class and the characters shown (an entity counts as one). */
+struct svg_text {
+    double x, y, fs;
+    char anchor, cls[32], text[128];
+    size_t chars;
+};
+
+static double attr_num(const char *tag, const char *name, double dflt)
+{
+    char key[32];
+    snprintf(key, sizeof(key), " %s=\"", name);
+    const char *p = strstr(tag, key);
+    return p ? strtod(p + strlen(key), NULL) : dflt;
+}
+
+static void attr_str(const char *tag, const char *name, char *out, size_t cap)
+{
+    char key[32];
+    snprintf(key, sizeof(key), " %s=\"", name);
+    const char *p = strstr(tag, key);
+    size_t n = 0;
+    if (p)
+        for (p += strlen(key); *p && *p != '"' && n + 1 < cap; p++)
+            out[n++] = *p;
+    out[n] = 0;
+}
+
+/* Every <text> that is not rotated; *n of them (caller frees). */
+static struct svg_text *svg_texts(const char *svg, size_t *n)
+{
+    struct svg_text *t = calloc(4096, sizeof(*t));
+    *n = 0;
+    for (const char *p = svg; (p = strstr(p, "<text")) && *n < 4096; p++) {
+        const char *gt = strchr(p, '>'), *end = strstr(p, "</text>");
+        char tag[512], anchor[16];
+        assert_non_null(gt);
+        assert_non_null(end);
+        snprintf(tag, sizeof(tag), "%.*s", (int)(gt - p), p);
+        if (strstr(tag, "transform="))
+            continue;
+        struct svg_text *e = &t[(*n)++];
+        e->x = attr_num(tag, "x", 0);
+        e->y = attr_num(tag, "y", 0);
+        e->fs = attr_num(tag, "font-size", 11);
+        attr_str(tag, "text-anchor", anchor, sizeof(anchor));
+        e->anchor = anchor[0] ? anchor[0] : 's';
+        attr_str(tag, "class", e->cls, sizeof(e->cls));
+        snprintf(e->text, sizeof(e->text), "%.*s", (int)(end - gt - 1), gt + 1);
+        for (const char *c = gt + 1; c < end; c++, e->chars++)
+            if (*c == '&')
+                c = strchr(c, ';');
+    }
+    return t;
+}
+
+/* The box of a text: 0.6 font size a character, one font size high. */
+static void text_box(const struct svg_text *e, double b[4])
+{
+    double w = (double)e->chars * e->fs * 0.6;
+    b[0] = e->anchor == 'e' ? e->x - w : e->anchor == 'm' ? e->x - w / 2 : e->x;
+    b[1] = b[0] + w;
+    b[2] = e->y - 0.8 * e->fs;
+    b[3] = e->y + 0.2 * e->fs;
+}
+
+/* The tick labels of class cls are multiples of one 1-2-5 x 10^k spacing. */
+static void assert_round_ticks(const struct svg_text *t, size_t n, const char *cls)
+{
+    unsigned long long v[256], d = 0;
+    size_t k = 0;
+
+    for (size_t i = 0; i < n && k < 256; i++)
+        if (strcmp(t[i].cls, cls) == 0)
+            v[k++] = strtoull(t[i].text, NULL, 10);
+    assert_true(k >= 4);
+    for (size_t i = 1; i < k; i++) {
+        unsigned long long diff = v[i] > v[i - 1] ? v[i] - v[i - 1] : 0;
+        assert_true(diff > 0); /* ascending */
+        d = !d || diff < d ? diff : d;
+    }
+    unsigned long long m = d;
+    while (m % 10 == 0)
+        m /= 10;
+    assert_true(m == 1 || m == 2 || m == 5);
+    for (size_t i = 0; i < k; i++)
+        assert_int_equal(v[i] % d, 0);
+}
+
+/* At 4,096 and 10,240 ranks (8 a node) with the culprit on a known node:
+ * the node label beside the culprit's strip names its own node, tick labels
+ * are round, and no two labels cover each other. */
+static void check_big(uint32_t nranks, uint32_t culprit)
+{
+    struct heatmap *h = coupled(nranks, 8, culprit, false);
+    char label[32], node[32];
+    size_t n;
+
+    snprintf(label, sizeof(label), "rank %u COMPUTE", culprit);
+    snprintf(node, sizeof(node), "node%03u", culprit / 8);
+    assert_int_equal(heatmap_add_suspect(h, culprit, label), 0);
+    assert_int_equal(heatmap_finish(h), 0);
+    char *svg = render(h, 256, 400);
+    const char *strip = strstr(svg, "<rect class=\"suspect\"");
+    assert_non_null(strip);
+    double cy = attr_num(strip, "y", 0) + attr_num(strip, "height", 0) / 2;
+    struct svg_text *t = svg_texts(svg, &n), *beside = NULL, *sus = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(t[i].cls, "node", 4) == 0 &&
+            (!beside || fabs(t[i].y - 4 - cy) < fabs(beside->y - 4 - cy)))
+            beside = &t[i];
+        if (strcmp(t[i].cls, "suspect") == 0)
+            sus = &t[i];
+    }
+    assert_non_null(beside);
+    assert_string_equal(beside->text, node);
+    assert_non_null(sus);
+    assert_string_equal(sus->text, label);
+    assert_true(fabs(sus->y - 4 - cy) < 3);
+    assert_round_ticks(t, n, "rank");
+    assert_round_ticks(t, n, "step");
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = i + 1; k < n; k++) {
+            double a[4], b[4];
+            text_box(&t[i], a);
+            text_box(&t[k], b);
+            if (a[0] < b[1] && b[0] < a[1] && a[2] < b[3] && b[2] < a[3])
+                fail_msg("\"%s\" (%.1f,%.1f) covers \"%s\" (%.1f,%.1f)", t[i].text, t[i].x, t[i].y,
+                         t[k].text, t[k].x, t[k].y);
+        }
+    free(t);
+    free(svg);
+    heatmap_free(h);
+}
+
+static void test_big_labels(void **state)
+{
+    check_big(4096, 256 * 8 + 3);  /* node256 */
+    check_big(10240, 777 * 8 + 5); /* node777 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_own_time),          cmocka_unit_test(test_wire),
         cmocka_unit_test(test_culprit_not_peers), cmocka_unit_test(test_groups),
         cmocka_unit_test(test_aggregate),         cmocka_unit_test(test_per_rank_svg),
+        cmocka_unit_test(test_big_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

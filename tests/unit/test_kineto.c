@@ -276,6 +276,100 @@ static void test_real_truncated(void **state)
     kineto_free(t);
 }
 
+/* kineto_read of buf cut at byte at (through a file, as argusctl reads). */
+static int read_cut(const char *buf, size_t at, struct kineto_trace **t, char *err, size_t errlen)
+{
+    char path[] = "/tmp/argus-kineto-cut-XXXXXX";
+    int fd = mkstemp(path), rc;
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, at), (ssize_t)at);
+    close(fd);
+    rc = kineto_read(path, NULL, t, err, errlen);
+    unlink(path);
+    return rc;
+}
+
+/* The byte where the n-th (0-based) kernel event of text begins to be cut. */
+static size_t kernel_at(const char *text, size_t n)
+{
+    const char *p = text;
+
+    for (size_t i = 0; (p = strstr(p + 1, "\"cat\": \"kernel\"")); i++)
+        if (i == n)
+            return (size_t)(p - text);
+    fail_msg("fewer than %zu kernels", n + 1);
+    return 0;
+}
+
+/* A real trace cut mid-way (JSON not closed): its last step, and the step
+ * the cut fell in, go with their kernels, and err says what went. The file
+ * holds 551's kernels in two runs around 552's. */
+static void test_real_truncated_partial_step(void **state)
+{
+    char path[PATH_MAX + 64], err[512];
+    static char buf[4 << 20];
+    struct kineto_trace *full, *t;
+    size_t run0 = 0;
+    gzFile f;
+    int len;
+
+    if (!data_dir[0])
+        skip();
+    snprintf(path, sizeof(path), "%s/trace_filter__sampled_rank-0.json.gz", data_dir);
+    f = gzopen(path, "rb");
+    assert_non_null(f);
+    len = gzread(f, buf, sizeof(buf) - 1);
+    gzclose(f);
+    assert_true(len > 1000000);
+    buf[len] = 0;
+    assert_int_equal(kineto_parse(buf, (size_t)len, NULL, &full, err, sizeof(err)), 0);
+    assert_int_equal(full->n_steps, 2); /* 551 and 552 */
+    while (full->spans[run0].step == 0)
+        run0++;
+    assert_int_equal(run0, 448);
+    /* cut just after 552's first kernel: 552 goes, 551 stays with its first run */
+    assert_int_equal(read_cut(buf, kernel_at(buf, run0 + 1), &t, err, sizeof(err)), -EBADMSG);
+    assert_non_null(t);
+    assert_false(t->complete);
+    assert_int_equal(t->n_steps, 1);
+    assert_int_equal(t->steps[0].number, 551);
+    assert_int_equal(t->n_spans, run0);
+    for (size_t i = 0; i < t->n_spans; i++)
+        assert_int_equal(t->spans[i].step, 0);
+    assert_int_equal(t->dropped_steps, 1);
+    assert_int_equal(t->dropped_spans, 1);
+    assert_non_null(strstr(err, "unexpected end of input"));
+    size_t ann1 = 0;
+    for (size_t i = 0; i < full->n_annotations; i++)
+        ann1 += full->annotations[i].step == 1;
+    assert_true(ann1 > 0);
+    assert_int_equal(t->dropped_annotations, ann1);
+    for (size_t i = 0; i < t->n_annotations; i++)
+        assert_true(t->annotations[i].step <= 0);
+    char want[160];
+    snprintf(want, sizeof(want),
+             "; dropped the partial step 552 (1 kernels, %zu annotations); the steps kept may "
+             "still miss kernels the file held after the cut",
+             ann1);
+    assert_non_null(strstr(err, want));
+    kineto_free(t);
+    /* cut inside either run of 551: 551 (where it was cut) and 552 (last) go */
+    size_t cuts[2] = {run0 / 2, full->n_spans - 60};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(read_cut(buf, kernel_at(buf, cuts[k]), &t, err, sizeof(err)), -EBADMSG);
+        assert_non_null(t);
+        assert_int_equal(full->spans[cuts[k] - 1].step, 0);
+        assert_int_equal(t->n_steps, 0);
+        assert_int_equal(t->n_spans, 0);
+        assert_int_equal(t->dropped_steps, 2);
+        assert_int_equal(t->dropped_spans, cuts[k]);
+        assert_non_null(strstr(err, "dropped the partial steps 551 and 552"));
+        kineto_free(t);
+    }
+    kineto_free(full);
+}
+
 static int parse_str(const char *json, const struct kineto_limits *l, struct kineto_trace **t,
                      char *err, size_t errlen)
 {
@@ -412,10 +506,15 @@ static void test_load_files(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_real_rank0),      cmocka_unit_test(test_real_rank1),
-        cmocka_unit_test(test_real_nccl),       cmocka_unit_test(test_real_summarized),
-        cmocka_unit_test(test_real_work_ids),   cmocka_unit_test(test_real_truncated),
-        cmocka_unit_test(test_synthetic_steps), cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_real_rank0),
+        cmocka_unit_test(test_real_rank1),
+        cmocka_unit_test(test_real_nccl),
+        cmocka_unit_test(test_real_summarized),
+        cmocka_unit_test(test_real_work_ids),
+        cmocka_unit_test(test_real_truncated),
+        cmocka_unit_test(test_real_truncated_partial_step),
+        cmocka_unit_test(test_synthetic_steps),
+        cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_load_files),
     };
 

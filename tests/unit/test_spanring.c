@@ -158,6 +158,8 @@ static void kernel_event(struct spans *s, uint32_t pid, uint64_t ts, uint64_t na
     ev.kernel.name_id = name;
     ev.kernel.duration_ns = MS / 2;
     ev.kernel.stream = 3;
+    ev.kernel.correlation = (uint32_t)name * 2;
+    ev.kernel.shape = 0xbeef;
     spans_event(s, &ev);
 }
 
@@ -206,6 +208,8 @@ static void test_spans_cap_and_capture(void **state)
         assert_true(w->spans[i]->start_unix_ns <= req.to_unix_ns);
         assert_int_equal(w->spans[i]->name_id & 1, 1); /* odd i: rank 1 (pid 12) */
         assert_int_equal(w->spans[i]->stream, 3);
+        assert_int_equal(w->spans[i]->correlation, w->spans[i]->name_id * 2);
+        assert_int_equal(w->spans[i]->value, 0xbeef); /* a kernel's launch shape */
     }
     argus__v1__trace_window__free_unpacked(w, NULL);
     free(buf);

@@ -479,7 +479,8 @@ static int import_one(const struct import_config *cfg, const struct import_dest 
         return IMPORT_ERROR;
     }
     if (rc < 0) {
-        fprintf(stderr, "argusctl: %s: %s; importing the %zu steps read before byte %" PRIu64 "\n",
+        fprintf(stderr,
+                "argusctl: %s: %s; importing the %zu whole steps read before byte %" PRIu64 "\n",
                 path, err, f.t->n_steps, f.t->error_offset);
         code = IMPORT_ERROR;
     }
