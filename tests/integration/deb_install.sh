@@ -6,8 +6,9 @@
 # its README names, the units pass systemd-analyze verify, the version is
 # the Makefile's and the k8s manifests' image tag; the collector and the
 # agent start from the installed units (systemctl, when systemd is PID 1) or
-# binaries with the installed configs (elsewhere), answer /healthz, and the
-# installed argusctl finds the collector through /etc/argus/argusctl.conf.
+# binaries with the installed configs (elsewhere), answer /healthz, the
+# installed argusctl finds the collector through /etc/argus/argusctl.conf,
+# and installing the packages again keeps the edited conffiles.
 # Then dpkg --purge leaves nothing: no file the packages listed, no
 # /etc/argus, /var/lib/argus or /usr/share/argus. The purge runs on failure
 # too. Skips when an argus package or path is already there (never touch
@@ -143,6 +144,11 @@ wait_for "the agent connected" 30 bash -c "curl -sf http://127.0.0.1:$APORT/metr
 sed -i "s|^#collector = .*|collector = 127.0.0.1:$CPORT|" /etc/argus/argusctl.conf
 /usr/bin/argusctl --timeout 5s jobs >"$T/jobs.out" 2>&1 || fail "argusctl with /etc/argus/argusctl.conf: $(cat "$T/jobs.out")"
 log "installed daemons answer /healthz; argusctl found the collector by /etc/argus/argusctl.conf"
+# an upgrade (the same packages again) keeps the edited conffiles
+dpkg -i "${debs[@]}" >>"$T/install.log" 2>&1 || fail "dpkg -i over the installed packages failed: $(tail -20 "$T/install.log")"
+grep -q "^listen = \"127.0.0.1:$CPORT\"" /etc/argus/collector.conf || fail "the upgrade replaced the edited collector.conf"
+grep -q "^collector = 127.0.0.1:$CPORT" /etc/argus/argusctl.conf || fail "the upgrade replaced the edited argusctl.conf"
+wait_for "collector /healthz after the upgrade" 30 curl -sf "http://127.0.0.1:$HPORT/healthz"
 
 # --- purge: nothing left -----------------------------------------------------
 if ((SYSTEMD)); then systemctl stop argus-agent argus-collector; else
