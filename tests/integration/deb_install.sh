@@ -34,12 +34,14 @@ VERSION=$(sed -n 's/^ARGUS_VERSION ?= //p' "$REPO/Makefile")
 DEB=$REPO/build/deb
 
 # --- build (or take fresh packages) and lintian -------------------------------
-# fresh: no file git knows (tracked or new; tests/ aside) is newer than the .changes
+# fresh: every package is there, and no file git knows (tracked or new; tests/
+# aside) is newer than the .changes (make deb DEB_BUILD_OPTIONS=nostrip: not fresh)
 changes=$(ls "$DEB"/argus_*.changes 2>/dev/null | head -1)
 newer=yes
 if [[ -n $changes ]] && files=$(cd "$REPO" && git ls-files -co --exclude-standard 2>/dev/null); then
     newer=
     while read -r f; do [[ $f != tests/* && $REPO/$f -nt $changes ]] && { newer=$f; break; }; done <<<"$files"
+    for p in "${PKGS[@]}"; do ls "$DEB/${p}_${VERSION}_"*.deb >/dev/null 2>&1 || newer="no $p"; done
 fi
 if [[ -n $newer ]]; then
     log "make deb"
