@@ -6,6 +6,7 @@
 #   make bench      benchmarks          make fuzz      fuzz targets (FUZZ_SECONDS each)
 #   make fuzz-build the fuzz targets (clang libFuzzer, ASan+UBSan) without running them
 #   make deps       install the Debian packages below (idempotent)
+#   make install    install into DESTDIR/PREFIX    make deb   Debian packages in build/deb
 #   make format-check / format / clean
 #
 # V=1 shows full command lines. SAN=address,undefined B=build/asan builds a
@@ -43,7 +44,7 @@ DEB_PACKAGES := gcc make clang llvm libclang-rt-14-dev clang-format pkg-config \
 	libzstd-dev zlib1g-dev libbpf-dev libelf-dev bpftool libcmocka-dev \
 	libsystemd-dev libmicrohttpd-dev libjson-c-dev libssl-dev openssl python3-torch iproute2 procps curl bc \
 	prometheus prometheus-alertmanager victoria-metrics chromium groff-base man-db libsnappy-dev libcurl4-openssl-dev \
-	python3-kubernetes
+	python3-kubernetes debhelper dpkg-dev lintian fakeroot
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -Wformat=2 -Wno-format-truncation -Wvla -Wimplicit-fallthrough
@@ -51,7 +52,7 @@ ifneq ($(findstring clang,$(CC)),)
 WARN += -Wno-unknown-warning-option
 endif
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -pthread \
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -pthread \
 	-MMD -MP -I. -I$(GEN)
 ALL_LDFLAGS := $(LDFLAGS) -pthread -Wl,--as-needed
 # CI builds treat every warning as an error (CI=true there).
@@ -110,8 +111,10 @@ ifneq ($(wildcard $(CUDA)/include/cupti.h),)
 CUPTI_LIB := $(B)/lib/libargus-cupti.so
 endif
 
-.PHONY: FORCE all deps test check unit-tests demo bench bench-detect fuzz format format-check clean install
-all: $(BINS) $(CUPTI_LIB) $(B)/tests/.built
+.PHONY: FORCE all programs deps test check unit-tests demo bench bench-detect fuzz format format-check clean install deb
+all: programs $(B)/tests/.built
+# what make install and the packages install: all without the tests
+programs: $(BINS) $(CUPTI_LIB)
 
 # --- generated code ---------------------------------------------------------
 
@@ -291,7 +294,7 @@ $(MARKER_LIB): $(wildcard agent/marker/*.c)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D) && $(CC) -std=gnu11 -O0 -g -fPIC -shared -fvisibility=hidden \
 		-Wl,-soname,libargus-marker.so $^ -o $@
-all: $(MARKER_LIB)
+programs: $(MARKER_LIB)
 # --- end libargus-marker.so ---------------------------------------------------
 
 # --- manual pages -------------------------------------------------------------
@@ -306,7 +309,7 @@ $(B)/man/%.1: $(B)/bin/%
 	$(call msg,MAN,$@)
 	$(Q)mkdir -p $(@D) && $< --man > $@
 man: $(MAN_PAGES)
-all: $(MAN_PAGES)
+programs: $(MAN_PAGES)
 .PHONY: man
 
 # --- install (packaging) ------------------------------------------------------
@@ -314,14 +317,19 @@ all: $(MAN_PAGES)
 # and document $(PREFIX)/share/doc/argus (README.md, docs/*.md beside it so its
 # links hold, deploy/README.md as deploy.md); argus.py goes where /usr/bin/python3
 # imports it from (PYTHONDIR) and loads the marker library from
-# $(PREFIX)/lib/argus. Config files under /etc/argus are never overwritten.
+# $(PREFIX)/lib/argus. deploy/ (rules, dashboard, manifests, make-pki.sh, its
+# README) goes to $(PREFIX)/share/argus/deploy as it is in the tree. Config
+# files under /etc/argus are never overwritten. Binaries keep their symbols:
+# make deb strips them into -dbgsym packages.
 PREFIX    ?= /usr
 DESTDIR   ?=
 SYSCONFDIR ?= /etc
 UNITDIR   ?= /lib/systemd/system
 PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python3/dist-packages)
 DOCDIR    := $(PREFIX)/share/doc/argus
-install: all
+DATADIR   := $(PREFIX)/share/argus
+DEPLOY_FILES = $(shell find deploy -type f ! -name '*~' | LC_ALL=C sort)
+install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/argus \
 		$(DESTDIR)$(SYSCONFDIR)/argus $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
@@ -336,11 +344,33 @@ install: all
 			-e 's|/etc/argus/|$(SYSCONFDIR)/argus/|g' deploy/systemd/$$u.service \
 			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service; \
 	done
-	for f in agent collector; do [ -e $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf ] || \
+	for f in agent collector argusctl; do [ -e $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf ] || \
 		install -m 0644 deploy/config/$$f.conf $(DESTDIR)$(SYSCONFDIR)/argus/$$f.conf; done
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -d $(DESTDIR)$(DOCDIR)/docs
 	install -m 0644 $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 deploy/README.md $(DESTDIR)$(DOCDIR)/deploy.md
+	for f in $(DEPLOY_FILES); do m=0644; [ -x $$f ] && m=0755; \
+		install -D -m $$m $$f $(DESTDIR)$(DATADIR)/$$f || exit 1; done
 	install -m 0644 $(filter %.1,$(MAN_PAGES)) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(PREFIX)/share/man/man8/
+
+# --- Debian packages ------------------------------------------------------------
+# make deb: argus-agent, argus-collector, argusctl, argus-common (docs and
+# deploy/) and their -dbgsym packages into build/deb (debian/rules builds
+# into build/pkg; dpkg-buildpackage's .buildinfo and .changes go there too).
+# debian/changelog's version must be ARGUS_VERSION. DEB_BUILD_OPTIONS
+# (default parallel=the CPUs) is dpkg-buildpackage's.
+DEB_DIR := build/deb
+deb:
+	$(Q)v=$$(dpkg-parsechangelog -S Version) && [ "$$v" = "$(ARGUS_VERSION)" ] || \
+		{ echo "deb: debian/changelog is $$v, ARGUS_VERSION is $(ARGUS_VERSION)"; exit 1; }
+	$(Q)rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	$(Q)a=$$(dpkg-architecture -qDEB_HOST_ARCH) && \
+		ARGUS_DEB_DIR=$(CURDIR)/$(DEB_DIR) \
+		DEB_BUILD_OPTIONS="$${DEB_BUILD_OPTIONS:-parallel=$$(nproc)}" \
+		dpkg-buildpackage -b -us -uc \
+		--buildinfo-option=-u$(CURDIR)/$(DEB_DIR) --changes-option=-u$(CURDIR)/$(DEB_DIR) \
+		--buildinfo-file=$(CURDIR)/$(DEB_DIR)/argus_$(ARGUS_VERSION)_$$a.buildinfo \
+		--changes-file=$(CURDIR)/$(DEB_DIR)/argus_$(ARGUS_VERSION)_$$a.changes
+	$(Q)ls $(DEB_DIR)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The example configs in deploy/ are what the daemons print, they load back
-# without error, and the systemd units have the keys a production unit needs.
+# without error, argusctl reads its example, and the systemd units have the keys a production unit needs.
 source "$(dirname "$0")/lib.sh"
 for d in agent collector; do
     "$BIN/argus-$d" --print-config >"$T/$d.conf"
@@ -13,6 +13,13 @@ for d in agent collector; do
         grep -q "^$key" "$u" || fail "$u lacks $key"
     done
 done
+# argusctl's example (/etc/argus/argusctl.conf): as shipped it sets nothing;
+# each of its keys, uncommented, is what argusctl takes
+mkdir -p "$T/xdg/argus"
+sed 's/^#collectors = /collectors = /' "$REPO/deploy/config/argusctl.conf" >"$T/xdg/argus/argusctl.conf"
+out=$(XDG_CONFIG_HOME=$T/xdg "$BIN/argusctl" collectors --job j1 2>&1) &&
+    [[ $out == *"primary collector0"*"standby collector0"* ]] || fail "argusctl.conf example, collectors set: $out"
+grep -q '^[a-z]' "$REPO/deploy/config/argusctl.conf" && fail "deploy/config/argusctl.conf sets a key: it ships commented"
 # a bad file is refused with its line
 printf '[spool]\ncap = lots\n' >"$T/bad.conf"
 out=$("$BIN/argus-agent" --config "$T/bad.conf" 2>&1); rc=$?

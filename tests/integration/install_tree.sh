@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make install like a package: into DESTDIR, the binaries, libraries, units,
-# example configs (never overwritten), the README and docs/ under share/doc/argus
+# example configs (never overwritten; argusctl's too), deploy/ under
+# share/argus/deploy, the README and docs/ under share/doc/argus
 # where the units' Documentation= points, a man page per binary that man
 # renders (generated from the config and command tables), and argus.py in a
 # directory on /usr/bin/python3's sys.path, loading the installed marker
@@ -17,10 +18,14 @@ for f in usr/bin/argus-agent usr/bin/argus-collector usr/bin/argusctl usr/bin/ar
     lib/systemd/system/argus-collector.service etc/argus/agent.conf etc/argus/collector.conf \
     usr/share/doc/argus/README.md usr/share/man/man8/argus-agent.8 \
     usr/share/man/man8/argus-collector.8 usr/share/man/man1/argusctl.1 \
-    usr/share/man/man1/argus-sim.1 usr/lib/python3/dist-packages/argus.py; do
+    usr/share/man/man1/argus-sim.1 usr/lib/python3/dist-packages/argus.py etc/argus/argusctl.conf \
+    usr/share/argus/deploy/README.md usr/share/argus/deploy/prometheus/argus-rules.yml \
+    usr/share/argus/deploy/grafana/argus-dashboard.json usr/share/argus/deploy/k8s/agent-daemonset.yaml \
+    usr/share/argus/deploy/docker/Dockerfile; do
     [[ -f $D/$f ]] || fail "make install did not install /$f"
 done
 [[ -x $D/usr/bin/argusctl ]] || fail "argusctl not executable"
+[[ -x $D/usr/share/argus/deploy/pki/make-pki.sh ]] || fail "make-pki.sh not installed executable"
 cmp -s "$REPO/README.md" "$D/usr/share/doc/argus/README.md" || fail "README differs"
 for f in "$REPO"/docs/*.md; do # the README links to them: docs/ beside it
     cmp -s "$f" "$D/usr/share/doc/argus/docs/${f##*/}" || fail "docs/${f##*/} not installed beside the README"
