@@ -10,6 +10,7 @@
 #include "collector/diag/diag_engine.h"
 #include "collector/diag/diag_live.h"
 #include "collector/diag/diag_report.h"
+#include "collector/diag/diagnosis_recover.h"
 #include "collector/diag/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
@@ -250,6 +251,7 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     }
     diagnosis_publish(d, j, reps, n);
     free(reps);
+    diagnosis_recover(d->o.alerts, j->job, j->engine); /* after the reports that name them */
 }
 
 /* Room for rank in j's liveness state (doubling, within max_ranks). */
