@@ -513,7 +513,8 @@ int alert_book_resolve(struct alert_book *b, const char *job, int cause, int kee
     return n;
 }
 
-/* Take rank out of a's list; false when it is not there. */
+/* Take rank out of a's list, unless it is the last one (a resolved alert
+ * keeps what it was about); false when it is not there. */
 static bool alert_remove_rank(struct alert *a, uint32_t rank)
 {
     uint32_t i = 0;
@@ -522,6 +523,8 @@ static bool alert_remove_rank(struct alert *a, uint32_t rank)
         i++;
     if (i == a->n_ranks)
         return false;
+    if (a->n_ranks == 1)
+        return true;
     for (a->n_ranks--; i < a->n_ranks; i++) {
         a->ranks[i] = a->ranks[i + 1];
         a->rank_clean[i] = a->rank_clean[i + 1];
@@ -539,7 +542,8 @@ int alert_book_recovered(struct alert_book *b, const char *job, uint32_t rank, u
         if (a->status == ALERT_RESOLVED || a->cause < 0 || a->cause >= 32 ||
             !(causes & (1u << a->cause)) || strcmp(a->job, job) != 0)
             continue;
-        if (alert_remove_rank(a, rank) && a->n_ranks == 0 && a->more_ranks == 0) {
+        bool last = a->n_ranks == 1 && a->more_ranks == 0;
+        if (alert_remove_rank(a, rank) && last) {
             alert_resolve(b, a, now_ns);
             n++;
         }

@@ -125,9 +125,10 @@ int alert_book_resolve(struct alert_book *b, const char *job, int cause, int kee
 /* Diagnosis says rank of job recovered from the causes in the bit set
  * causes (1u << Argus__V1__Cause): it was not flagged for one persistence
  * window (diag.window closed steps, collector/diag/diagnosis_recover.h).
- * The rank leaves the job's open alerts of those causes; an alert left
- * without ranks (and none beyond ALERT_MAX_RANKS) resolves at now_ns, not
- * waiting for clear_steps. Returns the number resolved. */
+ * The rank leaves the job's open alerts of those causes; an alert whose
+ * last rank it was (none beyond ALERT_MAX_RANKS) resolves at now_ns, not
+ * waiting for clear_steps, and keeps that rank in its list. Returns the
+ * number resolved. */
 int alert_book_recovered(struct alert_book *b, const char *job, uint32_t rank, uint32_t causes,
                          uint64_t now_ns);
 

@@ -104,6 +104,8 @@ static void test_rank_alert_resolves_on_recovery(void **state)
     assert_int_equal(alert_book_recovered(b, "job1", 5, compute, 52 * SEC), 1);
     assert_int_equal(a->status, ALERT_RESOLVED);
     assert_int_equal(a->resolved_ns, 52 * SEC);
+    assert_int_equal(a->n_ranks, 1); /* it still says whom it was about */
+    assert_int_equal(a->ranks[0], 5);
     assert_int_equal(s.resolved, 1);
     alert_book_free(b);
 }
@@ -126,8 +128,10 @@ static void test_node_alert_waits_for_every_rank(void **state)
     assert_int_equal(alert_book_recovered(b, "job1", 5, compute, 50 * SEC), 0);
     assert_int_equal(a->status, ALERT_FIRING);
     assert_int_equal(a->n_ranks, 1);
+    assert_int_equal(a->ranks[0], 6);
     assert_int_equal(alert_book_recovered(b, "job1", 6, compute, 51 * SEC), 1);
     assert_int_equal(a->status, ALERT_RESOLVED);
+    assert_int_equal(a->n_ranks, 1);
     alert_book_free(b);
 }
 
