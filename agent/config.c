@@ -142,8 +142,10 @@ static const struct config_option agent_options[] = {
         "(state, syscall, CPU, where it stands in each communicator) sent to the collector"),
     OPT("status.interval", CONFIG_DURATION, status_interval, "5s", 1, 3600,
         "then one every this long while it makes no progress"),
-    OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7701",
-              "/metrics and /healthz address HOST:PORT (empty: off)", config_check_http_listen),
+    OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "0.0.0.0:7701",
+              "/metrics and /healthz address HOST:PORT: every interface, for Prometheus on "
+              "another host to scrape (127.0.0.1:7701: this host only; empty: off)",
+              config_check_http_listen),
     OPT_CHECK("discovery.job_vars", CONFIG_STRING, discovery_job_vars, DISCOVERY_DEFAULT_JOB_VARS,
               "environment variables naming the job; the first one set wins", agent_check_job_vars),
     OPT_CHECK("discovery.deny", CONFIG_STRING, discovery_deny, DISCOVERY_DEFAULT_DENY,

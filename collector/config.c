@@ -129,8 +129,11 @@ static const struct config_option collector_options[] = {
     OPT("tls.cert", CONFIG_STRING, tls_cert, "", 0, 0,
         "the collector's certificate chain (PEM); reloaded on SIGHUP or when the file changes"),
     OPT("tls.key", CONFIG_STRING, tls_key, "", 0, 0, "private key (PEM) of tls.cert"),
-    OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "127.0.0.1:7702",
-              "/metrics and /healthz address HOST:PORT (empty: off)", config_check_http_listen),
+    OPT_CHECK("http.listen", CONFIG_STRING, http_listen, "0.0.0.0:7702",
+              "/metrics, /healthz and the report pages (plain HTTP, no login) address HOST:PORT: "
+              "every interface, for Prometheus on another host to scrape (127.0.0.1:7702: this "
+              "host only; empty: off)",
+              config_check_http_listen),
     OPT_CHECK("http.public_url", CONFIG_STRING, http_public_url, "",
               "this collector's web pages as people reach them (e.g. http://argus.example:7702): "
               "alerts link to its /report/ID page (empty: no link unless alerts.report_url)",
@@ -242,7 +245,9 @@ static const struct config_option collector_options[] = {
     OPT("alerts.backoff_max", CONFIG_DURATION, alerts_backoff_max, "1m", 0.1, 3600,
         "longest wait between retries of a sink that fails (from 1 s, doubling, jittered)"),
     OPT("alerts.resolve_after", CONFIG_UINT, alerts_resolve_after, "20", 1, 1e6,
-        "an alert resolves after the job closed diag.window + this many steps without it"),
+        "an alert resolves when its suspects were healthy for diag.window steps; one the "
+        "engine cannot say that of (taken back after a restart) after the job closed "
+        "diag.window + this many steps without it"),
     OPT("alerts.rate_limit", CONFIG_UINT, alerts_rate_limit, "20", 0, 1e6,
         "alerts one job may start firing per hour (more stay pending, counted; 0: no limit)"),
     OPT("fleet.window", CONFIG_DURATION, fleet_window, "7d", 60, 3650 * 86400.0,

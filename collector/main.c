@@ -349,7 +349,11 @@ static int collector_collect_series(void *ctx, struct series_set *out)
 
 static int collector_start_remote_write(struct collector *c)
 {
+    char host[256] = "";
+    if (!*c->cfg.cluster_self && gethostname(host, sizeof(host) - 1) < 0)
+        host[0] = '\0';
     struct remote_write_options o = {
+        .collector = *c->cfg.cluster_self ? c->cfg.cluster_self : host,
         .url = c->cfg.remote_write_url,
         .interval_ns = c->cfg.remote_write_interval,
         .timeout_ns = c->cfg.remote_write_timeout,

@@ -244,3 +244,28 @@ Argus__V1__Cause causes_persisted(int index)
             return causes_table[c].value;
     return ARGUS__V1__CAUSE__CAUSE_UNKNOWN;
 }
+
+static const char *const causes_level_labels[] = {
+    [ARGUS__V1__LEVEL__LEVEL_UNKNOWN] = "unknown", [ARGUS__V1__LEVEL__LEVEL_L1_ITERATION] = "L1",
+    [ARGUS__V1__LEVEL__LEVEL_L2_PHASE] = "L2",     [ARGUS__V1__LEVEL__LEVEL_L3_KERNEL] = "L3",
+    [ARGUS__V1__LEVEL__LEVEL_SILENT] = "silent",   [ARGUS__V1__LEVEL__LEVEL_LIVENESS] = "liveness",
+};
+#define CAUSES_LEVELS ((int)(sizeof(causes_level_labels) / sizeof(causes_level_labels[0])))
+
+const char *causes_level_label(int level)
+{
+    return level > 0 && level < CAUSES_LEVELS ? causes_level_labels[level] : "unknown";
+}
+
+int causes_level_by_label(const char *label)
+{
+    const ProtobufCEnumValue *v;
+
+    if (!label)
+        return 0;
+    for (int l = 1; l < CAUSES_LEVELS; l++)
+        if (strcasecmp(causes_level_labels[l], label) == 0)
+            return l;
+    v = protobuf_c_enum_descriptor_get_value_by_name(&argus__v1__level__descriptor, label);
+    return v ? v->value : 0;
+}

@@ -96,4 +96,14 @@ bool causes_fleet(int cause);
  * the last. */
 Argus__V1__Cause causes_persisted(int index);
 
+/* The short name of an argus.v1.Level as alert labels and Prometheus series
+ * carry it: "L1", "L2", "L3", "silent", "liveness"; "unknown" for
+ * LEVEL_UNKNOWN and values without a name. Static storage. */
+const char *causes_level_label(int level);
+
+/* The Level value of a causes_level_label() name or of the proto name
+ * ("L2" or "LEVEL_L2_PHASE": alert states stored before the short names),
+ * any case; LEVEL_UNKNOWN (0) for anything else or NULL. */
+int causes_level_by_label(const char *label);
+
 #endif

@@ -517,6 +517,44 @@ int alert_book_resolve(struct alert_book *b, const char *job, int cause, int kee
     return n;
 }
 
+/* Take rank out of a's list, unless it is the last one (a resolved alert
+ * keeps what it was about); false when it is not there. */
+static bool alert_remove_rank(struct alert *a, uint32_t rank)
+{
+    uint32_t i = 0;
+
+    while (i < a->n_ranks && a->ranks[i] != rank)
+        i++;
+    if (i == a->n_ranks)
+        return false;
+    if (a->n_ranks == 1)
+        return true;
+    for (a->n_ranks--; i < a->n_ranks; i++) {
+        a->ranks[i] = a->ranks[i + 1];
+        a->rank_clean[i] = a->rank_clean[i + 1];
+    }
+    return true;
+}
+
+int alert_book_recovered(struct alert_book *b, const char *job, uint32_t rank, uint32_t causes,
+                         uint64_t now_ns)
+{
+    int n = 0;
+
+    for (size_t k = 0; k < b->n; k++) {
+        struct alert *a = b->alerts[k];
+        if (a->status == ALERT_RESOLVED || a->cause < 0 || a->cause >= 32 ||
+            !(causes & (1u << a->cause)) || strcmp(a->job, job) != 0)
+            continue;
+        bool last = a->n_ranks == 1 && a->more_ranks == 0;
+        if (alert_remove_rank(a, rank) && last) {
+            alert_resolve(b, a, now_ns);
+            n++;
+        }
+    }
+    return n;
+}
+
 /* Resolve every open alert of job i and drop the job's entry. */
 static void alert_book_end_job(struct alert_book *b, size_t i, uint64_t now)
 {

@@ -122,6 +122,16 @@ int alert_book_observe(struct alert_book *b, const char *job, Argus__V1__Report 
  * restarted or its hang is over. Returns the number resolved. */
 int alert_book_resolve(struct alert_book *b, const char *job, int cause, int keep, uint64_t now_ns);
 
+/* Diagnosis says rank of job recovered from the causes in the bit set
+ * causes (1u << Argus__V1__Cause): it was not flagged for one persistence
+ * window (diag.window closed steps, collector/diag/diagnosis_recover.h).
+ * The rank leaves the job's open alerts of those causes; an alert whose
+ * last rank it was (none beyond ALERT_MAX_RANKS) resolves at now_ns, not
+ * waiting for clear_steps, and keeps that rank in its list. Returns the
+ * number resolved. */
+int alert_book_recovered(struct alert_book *b, const char *job, uint32_t rank, uint32_t causes,
+                         uint64_t now_ns);
+
 /* Resolve the alerts of jobs idle past job_idle; forget resolved alerts
  * past keep_resolved. */
 void alert_book_sweep(struct alert_book *b, uint64_t now_ns);

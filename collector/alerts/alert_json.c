@@ -10,20 +10,16 @@
 #include "common/causes.h"
 #include "common/pbjson.h"
 
+/* The level as labels carry it ("L2"); read back, the proto name of
+ * states stored before the short names is accepted too. */
 static const char *alert_level_name(int level)
 {
-    const ProtobufCEnumValue *v =
-        protobuf_c_enum_descriptor_get_value(&argus__v1__level__descriptor, level);
-
-    return v ? v->name : "LEVEL_UNKNOWN";
+    return causes_level_label(level);
 }
 
 static int alert_level_value(const char *name)
 {
-    const ProtobufCEnumValue *v =
-        protobuf_c_enum_descriptor_get_value_by_name(&argus__v1__level__descriptor, name);
-
-    return v ? v->value : 0;
+    return causes_level_by_label(name);
 }
 
 static struct json_object *alert_labels_json(const struct alert *a)

@@ -123,6 +123,15 @@ void alerts_resolve(struct alerts *a, const char *job, int cause, int keep)
     pthread_mutex_unlock(&a->lock);
 }
 
+void alerts_recovered(struct alerts *a, const char *job, uint32_t rank, uint32_t causes)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    alert_book_recovered(a->book, job, rank, causes, clock_real_ns());
+    pthread_mutex_unlock(&a->lock);
+}
+
 void alerts_tick(struct alerts *a, uint64_t now_unix_ns)
 {
     if (!a)

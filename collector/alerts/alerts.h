@@ -72,6 +72,10 @@ void alerts_observe(struct alerts *a, const char *job, Argus__V1__Report *const 
  * cause keep (-1: none): alert_book_resolve. NULL a is fine. */
 void alerts_resolve(struct alerts *a, const char *job, int cause, int keep);
 
+/* Diagnosis says rank of job recovered from the causes of the bit set
+ * causes (1u << Argus__V1__Cause): alert_book_recovered. NULL a is fine. */
+void alerts_recovered(struct alerts *a, const char *job, uint32_t rank, uint32_t causes);
+
 /* Once a second: resolve the alerts of jobs that ended, forget old ones. */
 void alerts_tick(struct alerts *a, uint64_t now_unix_ns);
 

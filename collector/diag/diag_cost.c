@@ -185,6 +185,22 @@ static uint64_t suspects_from(struct diag_cost *c, const Argus__V1__Report *rep,
     return low;
 }
 
+double diag_cost_slowdown(const struct diag_cost *c, uint32_t rank, uint64_t to_step,
+                          uint32_t window)
+{
+    uint64_t from = to_step + 1 > window ? to_step + 1 - window : 0;
+    double own = 0, ref = 0;
+
+    for (uint64_t k = from; k <= to_step && rank < c->cap; k++) {
+        const struct diag_cost_step *s = &c->ring[k % DIAG_COST_STEPS];
+        if (s->step != k || s->own[rank] < 0)
+            continue;
+        own += s->own[rank];
+        ref += s->ref[rank];
+    }
+    return ref > 0 ? own / ref : 0;
+}
+
 int diag_cost_report(struct diag_cost *c, Argus__V1__Report *rep, uint64_t to_step, uint32_t window)
 {
     uint64_t from = to_step + 1 > window ? to_step + 1 - window : 0;
@@ -218,8 +234,12 @@ int diag_cost_report(struct diag_cost *c, Argus__V1__Report *rep, uint64_t to_st
         lost_ns += all;
         gpu_ns += all * s->n;
     }
-    for (size_t i = 0; i < rep->n_suspects; i++)
-        rep->suspects[i]->gpu_hours_lost = hours[i] / 3.6e12;
+    for (size_t i = 0; i < rep->n_suspects; i++) {
+        Argus__V1__Suspect *x = rep->suspects[i];
+        x->gpu_hours_lost = hours[i] / 3.6e12;
+        if (x->rank != DIAG_RANK_NONE)
+            x->slowdown = diag_cost_slowdown(c, x->rank, to_step, window);
+    }
     rep->seconds_lost = lost_ns / 1e9;
     rep->gpu_hours_lost = gpu_ns / 3.6e12;
     free(first);

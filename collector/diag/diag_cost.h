@@ -69,7 +69,14 @@ void diag_cost_free(struct diag_cost *c);
 int diag_cost_note_step(struct diag_cost *c, const struct diag_frame *f, const double *wait,
                         uint32_t wait_n, const struct diag_groups *g);
 
-/* Fill rep's Report.seconds_lost, gpu_hours_lost and each rank suspect's
+/* Rank's slowdown over the kept steps of the window steps up to to_step:
+ * the sum of its own times over the sum of its references (1.0: as fast as
+ * its peers); 0 when it has no record there. O(window). */
+double diag_cost_slowdown(const struct diag_cost *c, uint32_t rank, uint64_t to_step,
+                          uint32_t window);
+
+/* Fill rep's Report.seconds_lost, gpu_hours_lost, each rank suspect's
+ * slowdown (diag_cost_slowdown over the whole window) and
  * gpu_hours_lost over the steps window steps up to to_step that are kept
  * (see above for steps already costed). Job-level suspects and ranks
  * without records stay 0. Returns 0 or -ENOMEM. O(window * (ranks +

@@ -16,7 +16,6 @@
 #include "collector/diag/diag_amend.h"
 #include "collector/diag/diag_cost.h"
 #include "collector/diag/diag_evidence.h"
-#include "collector/diag/diag_persist.h"
 #include "collector/diag/diag_pipeline.h"
 #include "collector/diag/diag_rankwin.h"
 #include "collector/diag/diag_ranks.h"
@@ -238,12 +237,7 @@ static int persisted_suspects(struct diag_engine *e, Argus__V1__Report *rep, boo
     for (uint32_t r = 0; r < e->ranks.cap && !err; r++) {
         for (int c = 0; c < DIAG_CAUSE_N && !err; c++) {
             size_t i = (size_t)r * DIAG_CAUSE_N + c;
-            uint32_t hits = diag_persist_hits(&e->persist, r, c);
-            bool was = e->persist.firing[i];
-            if (hits >= e->o.min_hits)
-                e->persist.firing[i] = true;
-            else if (hits == 0)
-                e->persist.firing[i] = false;
+            bool was = diag_persist_settle(&e->persist, r, c); /* a recovery is queued */
             if (e->persist.firing[i] && (!was || periodic))
                 err = add_rank_suspect(e, rep, r, c);
         }
@@ -604,6 +598,12 @@ int diag_engine_note_progress(struct diag_engine *e, uint32_t rank, uint64_t ste
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)
 {
     return diag_report_queue_take(&e->rq, out);
+}
+
+size_t diag_engine_take_recovered(struct diag_engine *e, struct diag_persist_recovery *out,
+                                  size_t max)
+{
+    return diag_persist_take_recovered(&e->persist, out, max);
 }
 
 double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank)

@@ -42,6 +42,7 @@
 #include "collector/diag/diag_l1.h"
 #include "collector/diag/diag_l2.h"
 #include "collector/diag/diag_l3.h"
+#include "collector/diag/diag_persist.h"
 #include "collector/diag/diag_report.h"
 #include "collector/diag/diag_silence.h"
 #include "collector/diag/diag_steps.h"
@@ -160,6 +161,12 @@ int diag_engine_flush(struct diag_engine *e, uint64_t now_ns);
  * reports (free each with diag_report_free, then the array with free()).
  * Returns their number (0: *out = NULL). */
 size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out);
+
+/* Hand over up to max of the (rank, cause) suspects that stopped firing,
+ * not flagged for a whole window since (diag_persist_settle), oldest
+ * first, into out. Returns their number. */
+size_t diag_engine_take_recovered(struct diag_engine *e, struct diag_persist_recovery *out,
+                                  size_t max);
 
 /* Steps closed so far (what diag_engine_get_stats says, without the walk
  * over the open steps that their bytes take: diagnosis asks per batch). */

@@ -94,6 +94,15 @@ Argus__V1__Cause diag_hw_cause(int c, const struct diag_hw_evidence *e)
     return causes_persisted(c);
 }
 
+uint32_t diag_hw_causes(int c)
+{
+    uint32_t set = 1u << causes_persisted(c);
+
+    if (c == DIAG_CAUSE_COMPUTE)
+        set |= 1u << ARGUS__V1__CAUSE__CAUSE_GPU_THROTTLED;
+    return set;
+}
+
 /* v with thousands separators ("1,204"). */
 static const char *fmt_count(char *buf, size_t len, uint64_t v)
 {

@@ -100,6 +100,10 @@ bool diag_hw_throttled(const struct diag_hw_evidence *e);
  * says was throttled, else causes_persisted(c). e NULL: causes_persisted(c). */
 Argus__V1__Cause diag_hw_cause(int c, const struct diag_hw_evidence *e);
 
+/* Every cause diag_hw_cause may report for cause index c, as a bit set
+ * (1u << Argus__V1__Cause): what a recovery of (rank, c) ends. */
+uint32_t diag_hw_causes(int c);
+
 /* The hardware sentence of a suspect of cause index c into buf: the
  * clauses that stand out against the peers, each "; " first ("; GPU: HW
  * thermal slowdown in 38 of 40 steps, SM clock 1,410 vs 1,980 MHz (peers'

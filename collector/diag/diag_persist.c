@@ -107,3 +107,32 @@ void diag_persist_rotation(const struct diag_persist *p, int cause, uint32_t n, 
     *ranks = count;
     *steps = (uint32_t)__builtin_popcountll(p->step_mask[cause]);
 }
+
+bool diag_persist_settle(struct diag_persist *p, uint32_t rank, int cause)
+{
+    size_t i = (size_t)rank * DIAG_CAUSE_N + (size_t)cause;
+    uint32_t hits = diag_persist_hits(p, rank, cause);
+    bool was = p->firing[i];
+
+    if (hits >= p->min_hits)
+        p->firing[i] = true;
+    else if (hits == 0 && was) {
+        p->firing[i] = false;
+        if (p->n_recovered < DIAG_PERSIST_RECOVERED_MAX)
+            p->recovered[p->n_recovered++] = (struct diag_persist_recovery){rank, cause};
+        else
+            p->recovered_dropped++;
+    }
+    return was;
+}
+
+size_t diag_persist_take_recovered(struct diag_persist *p, struct diag_persist_recovery *out,
+                                   size_t max)
+{
+    size_t n = p->n_recovered < max ? p->n_recovered : max;
+
+    memcpy(out, p->recovered, n * sizeof(*out));
+    memmove(p->recovered, p->recovered + n, (p->n_recovered - n) * sizeof(*out));
+    p->n_recovered -= (uint32_t)n;
+    return n;
+}

@@ -46,6 +46,15 @@ struct diag_flag {
                     * imbalance at arrival: off-CPU ns outside collectives; else 0 */
 };
 
+#define DIAG_PERSIST_RECOVERED_MAX 256 /* recoveries kept until taken; more are counted */
+
+/* A (rank, cause) that was firing and has not been flagged for a whole
+ * window: it recovered (diag_persist_settle). */
+struct diag_persist_recovery {
+    uint32_t rank;
+    int cause; /* enum diag_cause_index */
+};
+
 struct diag_persist {
     uint32_t cap;                     /* ranks */
     uint32_t window;                  /* N, 1..64 */
@@ -54,6 +63,9 @@ struct diag_persist {
     struct diag_flag *last;           /* newest flag per (rank, cause) */
     bool *firing;                     /* alert state per (rank, cause) */
     uint64_t step_mask[DIAG_CAUSE_N]; /* steps with any flag of that cause */
+    struct diag_persist_recovery recovered[DIAG_PERSIST_RECOVERED_MAX]; /* not yet taken */
+    uint32_t n_recovered;
+    uint64_t recovered_dropped; /* over DIAG_PERSIST_RECOVERED_MAX before they were taken */
 };
 
 /* Set window and threshold (M clamped to 1..N, N to 1..64). */
@@ -76,6 +88,17 @@ void diag_persist_amend(struct diag_persist *p, uint32_t rank, int cause, uint32
 
 /* Steps of the window in which (rank, cause) was flagged. */
 uint32_t diag_persist_hits(const struct diag_persist *p, uint32_t rank, int cause);
+
+/* Update (rank, cause)'s firing state from its hits: it fires from M hits
+ * on and stops at none, once it was not flagged in any step of the window
+ * (healthy for one window: the recovery is queued for
+ * diag_persist_take_recovered). Returns whether it was firing before. */
+bool diag_persist_settle(struct diag_persist *p, uint32_t rank, int cause);
+
+/* Move up to max queued recoveries, oldest first, into out. Returns their
+ * number. */
+size_t diag_persist_take_recovered(struct diag_persist *p, struct diag_persist_recovery *out,
+                                   size_t max);
 
 /* Rotation over the window for one cause: *ranks = ranks flagged at least
  * once but in fewer than M/2 steps (transient), *steps = steps with at least

@@ -13,6 +13,7 @@
 #include "collector/diag/diag_restore.h"
 #include "collector/diag/diagnosis_counters.h"
 #include "collector/diag/diagnosis_job.h"
+#include "collector/diag/diagnosis_recover.h"
 #include "collector/diag/recent_suspects.h"
 #include "collector/store/store.h"
 #include "common/clock.h"
@@ -242,6 +243,7 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     }
     diagnosis_publish(d, j, reps, n);
     free(reps);
+    diagnosis_recover(d->o.alerts, j->job, j->engine); /* after the reports that name them */
 }
 
 /* Room for rank in j's liveness state (doubling, within max_ranks). */

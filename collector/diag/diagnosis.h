@@ -134,11 +134,16 @@ struct diagnosis_job_series {
     double step_max_s;             /* and max over ranks */
     uint32_t suspects[CAUSES_MAX]; /* recent suspects (a rank, or a node) by cause
                                     * value, causes_count() of them (common/causes.h) */
-    bool has_top;                  /* a recent rank suspect of a cause that pages exists */
-    uint32_t top_rank;             /* the one with the highest score (a cause that pages) */
-    double top_score;
-    double lag_s; /* diagnosis behind receipt: the feed lag of the last batch plus
-                   * the wait of the oldest open step */
+    bool has_top;      /* a recent rank suspect of a cause that pages, its slowdown measured */
+    uint32_t top_rank; /* the one with the highest slowdown (recent_suspects.h) */
+    int top_cause;     /* its Argus__V1__Cause */
+    int top_level;     /* its Argus__V1__Level */
+    int32_t top_gpu;   /* its GPU (-1: unknown) */
+    char top_node[128];
+    double top_slowdown; /* Suspect.slowdown: 1.0 = as fast as its peers */
+    double top_score;    /* Suspect.score: the level's statistic (robust z, W1 ratio) */
+    double lag_s;        /* diagnosis behind receipt: the feed lag of the last batch plus
+                          * the wait of the oldest open step */
     double gpu_hours_lost[CAUSES_MAX]; /* by cause value: the suspects' Suspect.gpu_hours_lost
                                         * summed over the job's reports (a counter) */
     bool blind[3];                     /* shedding now, by enum diag_blind_reason (diag_blind.h) */

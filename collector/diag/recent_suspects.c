@@ -1,6 +1,7 @@
 #include "collector/diag/recent_suspects.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "collector/diag/diag_report.h"
 #include "common/causes.h"
@@ -32,9 +33,29 @@ void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *re
                      slot->to_step == rep->to_step;
         if (causes_known((int)s->cause))
             r->gpu_hours_lost[s->cause] += s->gpu_hours_lost - (again ? slot->gpu_hours : 0);
-        *slot = (struct recent_suspect){s->rank, (int)s->cause, s->score, rep->to_step,
-                                        s->gpu_hours_lost};
+        *slot = (struct recent_suspect){.rank = s->rank,
+                                        .cause = (int)s->cause,
+                                        .level = (int)s->level,
+                                        .gpu = s->gpu,
+                                        .score = s->score,
+                                        .slowdown = s->slowdown,
+                                        .to_step = rep->to_step,
+                                        .gpu_hours = s->gpu_hours_lost};
+        snprintf(slot->node, sizeof(slot->node), "%s", s->node ? s->node : "");
     }
+}
+
+/* x is the top straggler of s. */
+static void recent_suspects_top(const struct recent_suspect *x, struct diagnosis_job_series *s)
+{
+    s->has_top = true;
+    s->top_rank = x->rank;
+    s->top_cause = x->cause;
+    s->top_level = x->level;
+    s->top_gpu = x->gpu;
+    snprintf(s->top_node, sizeof(s->top_node), "%s", x->node);
+    s->top_slowdown = x->slowdown;
+    s->top_score = x->score;
 }
 
 void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
@@ -53,12 +74,9 @@ void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
             continue; /* not named for two windows: recovered */
         if (causes_known(x->cause))
             s->suspects[x->cause]++;
-        if (x->rank == DIAG_RANK_NONE || !causes_pages(x->cause))
+        if (x->rank == DIAG_RANK_NONE || !causes_pages(x->cause) || !(x->slowdown > 0))
             continue;
-        if (!s->has_top || x->score > s->top_score) {
-            s->has_top = true;
-            s->top_rank = x->rank;
-            s->top_score = x->score;
-        }
+        if (!s->has_top || x->slowdown > s->top_slowdown)
+            recent_suspects_top(x, s);
     }
 }

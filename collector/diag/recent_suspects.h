@@ -21,7 +21,11 @@
 struct recent_suspect {
     uint32_t rank; /* DIAG_RANK_NONE: a node or the job as a whole */
     int cause;     /* Argus__V1__Cause */
-    double score;
+    int level;     /* Argus__V1__Level */
+    int32_t gpu;
+    char node[128];   /* truncated past 127 bytes */
+    double score;     /* the level's statistic (Suspect.score) */
+    double slowdown;  /* Suspect.slowdown: 1.0 = as its peers, 0 = not measured */
     uint64_t to_step; /* end of the window of the report that named it last */
     double gpu_hours; /* what that report said it cost */
 };
@@ -35,11 +39,12 @@ struct recent_suspects {
 /* Remember the suspects of report rep (which stays the caller's). */
 void recent_suspects_note(struct recent_suspects *r, const Argus__V1__Report *rep);
 
-/* Fill s->gpu_hours_lost, s->suspects, s->has_top, s->top_rank and s->top_score from the
+/* Fill s->gpu_hours_lost, s->suspects and s->has_top with the top_* fields from the
  * suspects named by a report whose window ended at most 2 * window steps
  * before s->step (all of them while !s->has_step). The top is the highest
- * score among rank suspects (not a node) of a cause that pages
- * (common/causes.h: compute, link, host, silent). */
+ * slowdown among rank suspects (not a node) of a cause that pages
+ * (common/causes.h: compute, link, host, silent) whose slowdown was
+ * measured: one scale whatever level found them. */
 void recent_suspects_summarize(const struct recent_suspects *r, uint32_t window,
                                struct diagnosis_job_series *s);
 

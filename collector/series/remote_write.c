@@ -28,8 +28,9 @@ struct remote_write_request { /* one collection, encoded */
 struct remote_write {
     struct remote_write_options o;
     char *url;
-    char *replica; /* NULL: no replica label */
-    char *auth;    /* "Authorization: Bearer ..." or NULL */
+    char *replica;   /* NULL: no replica label */
+    char *collector; /* NULL: no collector label */
+    char *auth;      /* "Authorization: Bearer ..." or NULL */
     char agent[96];
     remote_write_collect_fn collect;
     void *ctx;
@@ -53,11 +54,11 @@ static int remote_write_label_cmp(const void *a, const void *b)
 }
 
 /* Fill ts (with its label and sample storage) for sample x, replica=R
- * added when replica is set. */
-static void remote_write_series(const struct series_sample *x, const char *replica, int64_t ts_ms,
-                                Prometheus__TimeSeries *ts, Prometheus__Label *lab,
-                                Prometheus__Label **labp, Prometheus__Sample *smp,
-                                Prometheus__Sample **smpp)
+ * added when replica is set, else collector=C when collector is. */
+static void remote_write_series(const struct series_sample *x, const char *collector,
+                                const char *replica, int64_t ts_ms, Prometheus__TimeSeries *ts,
+                                Prometheus__Label *lab, Prometheus__Label **labp,
+                                Prometheus__Sample *smp, Prometheus__Sample **smpp)
 {
     size_t n = (size_t)x->n_labels + 1;
 
@@ -68,10 +69,11 @@ static void remote_write_series(const struct series_sample *x, const char *repli
         lab[l].value = l ? x->label_values[l - 1] : (char *)series_metric_name(x->metric);
         labp[l] = &lab[l];
     }
-    if (replica && *replica) {
+    bool rep = replica && *replica;
+    if (rep || (collector && *collector)) {
         prometheus__label__init(&lab[n]);
-        lab[n].name = "replica";
-        lab[n].value = (char *)replica;
+        lab[n].name = rep ? "replica" : "collector";
+        lab[n].value = (char *)(rep ? replica : collector);
         labp[n] = &lab[n];
         n++;
     }
@@ -109,8 +111,8 @@ static int remote_write_compress(const Prometheus__WriteRequest *req, void **out
     return 0;
 }
 
-int remote_write_encode(const struct series_set *s, const char *replica, int64_t timestamp_ms,
-                        void **out, size_t *len)
+int remote_write_encode(const struct series_set *s, const char *collector, const char *replica,
+                        int64_t timestamp_ms, void **out, size_t *len)
 {
     const size_t nl = SERIES_MAX_LABELS + 2, n = s->n ? s->n : 1;
     Prometheus__WriteRequest req = PROMETHEUS__WRITE_REQUEST__INIT;
@@ -123,8 +125,8 @@ int remote_write_encode(const struct series_set *s, const char *replica, int64_t
     int err = ts && tsp && lab && labp && smp && smpp ? 0 : -ENOMEM;
 
     for (size_t i = 0; !err && i < s->n; i++) {
-        remote_write_series(&s->v[i], replica, timestamp_ms, &ts[i], &lab[i * nl], &labp[i * nl],
-                            &smp[i], &smpp[i]);
+        remote_write_series(&s->v[i], collector, replica, timestamp_ms, &ts[i], &lab[i * nl],
+                            &labp[i * nl], &smp[i], &smpp[i]);
         tsp[i] = &ts[i];
     }
     req.timeseries = tsp;
@@ -208,9 +210,10 @@ static void remote_write_collect(struct remote_write *w)
         free(r);
         return;
     }
-    err = err < 0 ? err
-                  : remote_write_encode(&s, w->replica, (int64_t)(clock_real_ns() / NSEC_PER_MSEC),
-                                        &r->data, &r->len);
+    err = err < 0
+              ? err
+              : remote_write_encode(&s, w->collector, w->replica,
+                                    (int64_t)(clock_real_ns() / NSEC_PER_MSEC), &r->data, &r->len);
     if (err < 0) {
         log_warn("remote_write", "cannot build a request: %s", strerror(-err));
         free(r);
@@ -347,6 +350,7 @@ struct remote_write *remote_write_new(const struct remote_write_options *o,
     w->ctx = ctx;
     w->url = strdup(o->url);
     w->replica = o->replica && *o->replica ? strdup(o->replica) : NULL;
+    w->collector = o->collector && *o->collector ? strdup(o->collector) : NULL;
     snprintf(w->agent, sizeof(w->agent), "User-Agent: argus-collector/%s", procstat_version());
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
@@ -356,7 +360,8 @@ struct remote_write *remote_write_new(const struct remote_write_options *o,
     }
     if (!r && o->bearer_token_file && *o->bearer_token_file)
         r = remote_write_token(o->bearer_token_file, &w->auth, err, errlen);
-    if (!r && (!w->url || (o->replica && *o->replica && !w->replica))) {
+    if (!r && (!w->url || (o->replica && *o->replica && !w->replica) ||
+               (o->collector && *o->collector && !w->collector))) {
         snprintf(err, errlen, "out of memory");
         r = -ENOMEM;
     }
@@ -388,6 +393,7 @@ void remote_write_free(struct remote_write *w)
     free(w->auth);
     free(w->url);
     free(w->replica);
+    free(w->collector);
     free(w);
 }
 

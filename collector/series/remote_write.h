@@ -30,6 +30,8 @@ struct remote_write_options {
     uint64_t queue_bytes;          /* compressed requests waiting, at most */
     const char *bearer_token_file; /* NULL or "": no Authorization header */
     const char *replica;           /* NULL or "": no replica label (copied) */
+    const char *collector;         /* this collector's name (cluster.self, else the host
+                                    * name): label collector, unless replica is set (copied) */
 };
 
 /* Append the series to send to out (zeroed); 0 or -errno (nothing sent
@@ -66,13 +68,16 @@ void remote_write_get_stats(struct remote_write *w, struct remote_write_stats *o
 /* --- the pure parts, for tests ---------------------------------------------- */
 
 /* Encode the set as a snappy-compressed WriteRequest, every sample at
- * timestamp_ms, each series' labels __name__ first then sorted by name,
- * with replica="REPLICA" added when replica is neither NULL nor "" (the
+ * timestamp_ms, each series' labels sorted by name (__name__ first), with
+ * replica="REPLICA" added when replica is neither NULL nor "" (the
  * collector's name in an HA pair: the TSDB drops the label and keeps one of
- * the pair's identical series). *out is malloc'd (the caller frees).
- * Returns 0 or -ENOMEM. */
-int remote_write_encode(const struct series_set *s, const char *replica, int64_t timestamp_ms,
-                        void **out, size_t *len);
+ * the pair's identical series), else collector="COLLECTOR" when collector
+ * is neither (which collector sent it, as a scrape's instance label says:
+ * with replica set that label is the replica's, and a collector label
+ * would keep the pair's series apart). *out is malloc'd (the caller
+ * frees). Returns 0 or -ENOMEM. */
+int remote_write_encode(const struct series_set *s, const char *collector, const char *replica,
+                        int64_t timestamp_ms, void **out, size_t *len);
 
 enum remote_write_verdict {
     REMOTE_WRITE_SENT,   /* 2xx: done */

@@ -19,9 +19,15 @@ static const char *const series_names[SERIES_METRIC_N][2] = {
     [SERIES_SUSPECTS] = {"argus_job_suspects",
                          "per job and cause: suspects (ranks, or nodes) in reports of the last "
                          "two persistence windows"},
-    [SERIES_TOP_STRAGGLER] = {"argus_job_top_straggler_score",
-                              "per job: score of the recent rank suspect with the highest "
-                              "score (compute, link, host, silent); label rank is that rank"},
+    [SERIES_TOP_STRAGGLER] = {"argus_job_top_straggler_slowdown",
+                              "per job: slowdown of the recent paging rank suspect (compute, "
+                              "link, host, silent) that runs slowest against its peers: its own "
+                              "step time over its peers' median, 1.0 = healthy, the same scale "
+                              "at every level; labels rank, node, gpu and cause are that rank's"},
+    [SERIES_TOP_LEVEL_SCORE] = {"argus_job_top_straggler_level_score",
+                                "per job: the same rank's score as the level that found it "
+                                "measures it (label statistic: robust_z at L2, w1_ratio at L3); "
+                                "not comparable across levels"},
     [SERIES_DIAGNOSIS_LAG] = {"argus_job_diagnosis_lag_seconds",
                               "per job: how far diagnosis runs behind receipt (feed lag plus "
                               "the wait of the oldest open step)"},
@@ -55,7 +61,18 @@ const char *series_metric_type(enum series_metric m)
 int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,
                const char *name1, const char *value1, double value)
 {
+    const char *names[] = {name0, name1}, *values[] = {value0, value1};
+
+    return series_add_labels(s, m, names, values, !name0 ? 0 : !name1 ? 1 : 2, value);
+}
+
+int series_add_labels(struct series_set *s, enum series_metric m, const char *const *names,
+                      const char *const *values, int n, double value)
+{
     struct series_sample x = {.metric = m, .value = value};
+
+    if (n > SERIES_MAX_LABELS)
+        return -EINVAL;
 
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 32;
@@ -65,8 +82,7 @@ int series_add(struct series_set *s, enum series_metric m, const char *name0, co
         s->v = grown;
         s->cap = cap;
     }
-    const char *names[] = {name0, name1}, *values[] = {value0, value1};
-    for (int i = 0; i < SERIES_MAX_LABELS && names[i]; i++) {
+    for (int i = 0; i < n; i++) {
         x.label_names[i] = names[i];
         x.label_values[i] = strdup(values[i]);
         x.n_labels++;
@@ -82,11 +98,41 @@ nomem:
     return -ENOMEM;
 }
 
+/* The statistic a level's Suspect.score is. */
+static const char *series_statistic(int level)
+{
+    switch (level) {
+    case ARGUS__V1__LEVEL__LEVEL_L1_ITERATION:
+        return "step_ratio";
+    case ARGUS__V1__LEVEL__LEVEL_L2_PHASE:
+        return "robust_z";
+    case ARGUS__V1__LEVEL__LEVEL_L3_KERNEL:
+        return "w1_ratio";
+    default:
+        return "score";
+    }
+}
+
+/* The job's top straggler: its slowdown, and its level's own score. */
+static int series_top(struct series_set *s, const char *job, const struct diagnosis_job_series *j)
+{
+    char rank[16], gpu[16];
+
+    snprintf(rank, sizeof(rank), "%u", j->top_rank);
+    snprintf(gpu, sizeof(gpu), "%d", j->top_gpu);
+    const char *n1[] = {"cause", "gpu", "job", "node", "rank"};
+    const char *v1[] = {causes_get(j->top_cause)->label, gpu, job, j->top_node, rank};
+    const char *n2[] = {"gpu", "job", "level", "node", "rank", "statistic"};
+    const char *v2[] = {gpu,         job,  causes_level_label(j->top_level),
+                        j->top_node, rank, series_statistic(j->top_level)};
+    int err = series_add_labels(s, SERIES_TOP_STRAGGLER, n1, v1, 5, j->top_slowdown);
+    return err | series_add_labels(s, SERIES_TOP_LEVEL_SCORE, n2, v2, 6, j->top_score);
+}
+
 /* diagnosis_series_fn: one job's samples. */
 static void series_job(void *ctx, const char *job, const struct diagnosis_job_series *j)
 {
     struct series_set *s = ctx;
-    char rank[16];
     int err = 0;
 
     if (j->has_step) {
@@ -97,10 +143,8 @@ static void series_job(void *ctx, const char *job, const struct diagnosis_job_se
     for (int c = 0; c < causes_count(); c++)
         err |= series_add(s, SERIES_SUSPECTS, "cause", causes_get(c)->label, "job", job,
                           j->suspects[c]);
-    if (j->has_top) {
-        snprintf(rank, sizeof(rank), "%u", j->top_rank);
-        err |= series_add(s, SERIES_TOP_STRAGGLER, "job", job, "rank", rank, j->top_score);
-    }
+    if (j->has_top)
+        err |= series_top(s, job, j);
     err |= series_add(s, SERIES_DIAGNOSIS_LAG, "job", job, NULL, NULL, j->lag_s);
     for (int c = 0; c < causes_count(); c++)
         if (j->gpu_hours_lost[c] > 0)
@@ -134,7 +178,7 @@ void series_set_clear(struct series_set *s)
 
 void series_write_text(const struct series_set *s, struct http_buf *b)
 {
-    char labels[600], e[2][256];
+    char labels[SERIES_MAX_LABELS * 300], e[SERIES_MAX_LABELS][256];
 
     for (int m = 0; m < SERIES_METRIC_N; m++) {
         int first = 1;

@@ -3,8 +3,9 @@
  * remote write sender (remote_write.h).
  *
  * The per-job series for Prometheus: what collector/diag/diagnosis.h summarises
- * of each job, as samples with low-cardinality labels (job, cause, the top
- * straggler's rank; never phase or kernel names). One collection is a
+ * of each job, as samples with low-cardinality labels (job, cause; the top
+ * straggler's rank, node, GPU and level: one top straggler per job, never a
+ * series per rank; never phase or kernel names). One collection is a
  * series_set, written as text exposition by /metrics (collector/metrics.c)
  * and sent by remote write (collector/series/remote_write.c), so both carry the
  * same series. A retired job has no samples: its series disappear. */
@@ -16,14 +17,16 @@
 struct diagnosis;
 struct http_buf;
 
-#define SERIES_MAX_LABELS 2
+#define SERIES_MAX_LABELS 6
 
 enum series_metric {
     SERIES_LAST_STEP,        /* argus_job_last_step{job} */
     SERIES_STEP_P50,         /* argus_job_step_seconds_p50{job} */
     SERIES_STEP_MAX,         /* argus_job_step_seconds_max{job} */
     SERIES_SUSPECTS,         /* argus_job_suspects{cause,job} */
-    SERIES_TOP_STRAGGLER,    /* argus_job_top_straggler_score{job,rank} */
+    SERIES_TOP_STRAGGLER,    /* argus_job_top_straggler_slowdown{cause,gpu,job,node,rank} */
+    SERIES_TOP_LEVEL_SCORE,  /* argus_job_top_straggler_level_score{gpu,job,level,node,rank,
+                              * statistic} */
     SERIES_DIAGNOSIS_LAG,    /* argus_job_diagnosis_lag_seconds{job} */
     SERIES_GPU_SECONDS_LOST, /* argus_job_gpu_seconds_lost_total{cause,job} (a counter) */
     SERIES_DIAG_DEGRADED,    /* argus_diag_degraded{job,reason}: 1 while shedding */
@@ -59,6 +62,11 @@ int series_collect(struct diagnosis *d, struct series_set *out);
  * series_collect. */
 int series_add(struct series_set *s, enum series_metric m, const char *name0, const char *value0,
                const char *name1, const char *value1, double value);
+
+/* Append one sample with n labels (at most SERIES_MAX_LABELS; names
+ * static and sorted, values copied). 0, -EINVAL (too many) or -ENOMEM. */
+int series_add_labels(struct series_set *s, enum series_metric m, const char *const *names,
+                      const char *const *values, int n, double value);
 
 /* Free the samples; the set can be reused. */
 void series_set_clear(struct series_set *s);

@@ -46,8 +46,8 @@ wait_every "the straggler's alert in Alertmanager" 240 1 am_alert
 before=$(am_alert)
 log "alert: $before"
 grep -q '"node": "testnode-b"' <<<"$before" || fail "the alert does not name testnode-b: $before"
-series() { curl -s "127.0.0.1:$HPORT/metrics" | grep -E "^argus_job_top_straggler_score\{[^}]*job=\"rs\""; }
-series >/dev/null || fail "no argus_job_top_straggler_score for job rs before the restart"
+series() { curl -s "127.0.0.1:$HPORT/metrics" | grep -E "^argus_job_top_straggler_slowdown\{[^}]*job=\"rs\""; }
+series >/dev/null || fail "no argus_job_top_straggler_slowdown for job rs before the restart"
 
 # a report created after $1 (ns) naming rank 3, and where it says rank 3 runs
 new_report_node() {

@@ -103,6 +103,21 @@ expect_error collector-configmap.yaml 's/,http:\/\/argus-alertmanager-1[^"]*"/"/
 command -v amtool >/dev/null &&
     expect_error alertmanager-configmap.yaml 's/receiver: ml-infra-oncall/receiver: nobody/' \
         'amtool check-config'
+# the prometheus-operator monitors: their schema, and they scrape what exists
+expect_error servicemonitor.yaml 's/^\( *\)honorLabels: true/\1honorLabel: true/' \
+    "unknown field 'honorLabel'"
+expect_error podmonitor.yaml 's/interval: 15s/interval: 15 seconds/' \
+    "'15 seconds' is not a Prometheus duration"
+expect_error servicemonitor.yaml 's/honorLabels: true/honorLabels: false/' \
+    "the collector's endpoints need honorLabels: true"
+expect_error servicemonitor.yaml 's/- port: http/- port: metrics/' \
+    "endpoint port 'metrics' is not a port of Service argus-collector-headless"
+expect_error podmonitor.yaml 's/- port: http/- port: web/' \
+    "endpoint port 'web' is not a container port of DaemonSet argus-agent"
+expect_error podmonitor.yaml 's/app.kubernetes.io\/name: argus-agent$/app.kubernetes.io\/name: agent/' \
+    'PodMonitor selects no pods'
+expect_error servicemonitor.yaml '/argus\/metrics: "true"/d' \
+    'ServiceMonitor selects Services argus-collector-headless and argus-collector of the same pods'
 # a document that is not YAML at all
 rm -rf "$T/bad" && mkdir "$T/bad" && printf 'kind: [\n' >"$T/bad/x.yaml"
 o=$("${CHECK[@]}" "$T/bad" 2>&1) && fail "broken YAML accepted: $o"

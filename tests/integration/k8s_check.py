@@ -155,6 +155,7 @@ def load(dirs):
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import k8s_argus  # noqa: E402  the argus cross-checks
+    import k8s_monitors  # noqa: E402  ServiceMonitor, PodMonitor (no client models)
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -165,14 +166,17 @@ if __name__ == "__main__":
     if not docs and not ERRORS:
         err(",".join(a.dirs), "no YAML documents")
     for where, doc in docs:
-        cls = model_class(doc, where)
-        if cls:
+        cls = None if k8s_monitors.is_monitor(doc) else model_class(doc, where)
+        if k8s_monitors.is_monitor(doc):
+            k8s_monitors.walk_doc(where, doc, err)
+        elif cls:
             walk_model(doc, cls, "%s %s/%s" % (where, doc.get("kind"),
                                                 (doc.get("metadata") or {}).get("name")))
         if not (doc.get("metadata") or {}).get("name"):
             err(where, "metadata.name is missing")
     with tempfile.TemporaryDirectory() as tmp:
         k8s_argus.check(docs, a.bin, a.conf_dir, tmp, err)
+    k8s_monitors.check(docs, err)
     for e in ERRORS:
         print("error: " + e)
     if ERRORS:

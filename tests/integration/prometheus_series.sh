@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The per-job series in a real Prometheus (Debian's), both ways:
 #  - scraped (honor_labels, as deploy/prometheus/prometheus.yml does): a
-#    PromQL query over argus_job_top_straggler_score and argus_job_suspects
-#    finds the straggling job and the culprit's rank, and nothing for a
-#    healthy job run next to it;
+#    PromQL query over argus_job_top_straggler_slowdown and argus_job_suspects
+#    finds the straggling job and the culprit's rank (with its node and GPU,
+#    well above 1.0 = healthy), and nothing for a healthy job run next to it;
 #  - remote write (remote_write.url) into a second Prometheus started with
-#    --web.enable-remote-write-receiver: the same series arrive there.
+#    --web.enable-remote-write-receiver: the same series arrive there, each
+#    with label collector (the collector's host name: no cluster.self).
 # And every series that deploy/prometheus/argus-rules.yml and
 # deploy/grafana/argus-dashboard.json name is in the collector's or an
 # agent's /metrics.
@@ -67,7 +68,7 @@ promtool check metrics <"$T/collector.prom" >"$T/lint" 2>&1 ||
 # the PromQL an on-call would write: which job straggles, and which rank
 want="job=compute-straggler,rank=$culprit"
 straggler() { # PORT: the top straggler of a job with a rank-level suspect is $want
-    query "$1" 'topk(1, argus_job_top_straggler_score and on (job) (sum by (job) (argus_job_suspects{cause=~"compute|link|host|silent"}) > 0))' \
+    query "$1" 'max by (job, rank) (topk(1, argus_job_top_straggler_slowdown and on (job) (sum by (job) (argus_job_suspects{cause=~"compute|link|host|silent"}) > 0)))' \
         >"$T/straggler.$1"
     grep -q "^$want " "$T/straggler.$1"
 }
@@ -77,8 +78,18 @@ wait_for "scraped PromQL finds $want" 60 bash -c "straggler $SCRAPER"
 query "$SCRAPER" 'argus_job_suspects{cause="compute"} > 0' >"$T/compute.txt"
 [[ $(cat "$T/compute.txt") == "cause=compute,job=compute-straggler "* ]] ||
     fail "compute suspects by job: $(cat "$T/compute.txt")"
-[[ -z $(query "$SCRAPER" 'argus_job_top_straggler_score{job="healthy"}') ]] ||
+[[ -z $(query "$SCRAPER" 'argus_job_top_straggler_slowdown{job="healthy"}') ]] ||
     fail "the healthy job has a top straggler"
+# one top straggler per job, with its node and GPU, on the slowdown scale
+# (the sim's straggler runs its forward and backward 1.6x)
+top=$(query "$SCRAPER" 'argus_job_top_straggler_slowdown{job="compute-straggler"}')
+[[ $(wc -l <<<"$top") == 1 && $top == cause=compute,gpu=[0-9]*,job=compute-straggler,node=?*,rank=$culprit\ * ]] ||
+    fail "top straggler series: $top"
+/usr/bin/python3 -c "import sys; sys.exit(not 1.2 < float('${top##* }') < 3)" ||
+    fail "top straggler slowdown ${top##* }: want well above 1.0"
+lvl=$(query "$SCRAPER" 'argus_job_top_straggler_level_score{job="compute-straggler"}')
+[[ $lvl == gpu=*,job=compute-straggler,level=L[23],node=*,rank=$culprit,statistic=*\ * ]] ||
+    fail "top straggler level score: $lvl"
 [[ -z $(query "$SCRAPER" 'argus_job_suspects{job="healthy"} > 0') ]] ||
     fail "the healthy job has suspects: $(query "$SCRAPER" 'argus_job_suspects{job="healthy"} > 0')"
 p50=$(query "$SCRAPER" 'argus_job_step_seconds_p50{job="healthy"}' | awk '{print $2}')
@@ -95,6 +106,8 @@ log "scraped: $want, healthy job quiet, p50 $p50 s, max $max s"
 
 # remote write: the same answer from the receiving Prometheus
 wait_for "remote-written PromQL finds $want" 60 bash -c "straggler $RECEIVER"
+coll=$(query "$RECEIVER" 'count by (collector) (argus_job_last_step)')
+[[ $coll == "collector=$(hostname) 2" ]] || fail "remote-written series by collector: $coll"
 wait_for "remote write counted" 20 bash -c \
     "(( \$(curl -s 127.0.0.1:$HPORT/metrics | awk '\$1==\"argus_remote_write_samples_sent_total\"{print \$2}') > 0 ))"
 curl -s "127.0.0.1:$HPORT/metrics" >"$T/collector.prom"

@@ -95,6 +95,12 @@ static void test_steps_costed_once(void **state)
     assert_float_equal(rep->gpu_hours_lost, 10 * 0.049 * 4 / 3600, 1e-7);
     assert_float_equal(rep->suspects[0]->gpu_hours_lost, rep->gpu_hours_lost, 1e-9);
     assert_true(rep->suspects[1]->gpu_hours_lost == 0); /* a job finding: not estimated */
+    /* slowdown: own 152 ms over the peers' median 101 ms; none for a job finding */
+    assert_float_equal(rep->suspects[0]->slowdown, 152.0 / 101.0, 1e-4);
+    assert_true(rep->suspects[1]->slowdown == 0);
+    assert_float_equal(diag_cost_slowdown(&c, 2, 7, 5), (2 * 102.0 + 3 * 152.0) / (5 * 101.0),
+                       1e-4);                            /* steps 3-7: healthy until 5 */
+    assert_true(diag_cost_slowdown(&c, 9, 19, 10) == 0); /* no such rank */
     double again = rep->seconds_lost;
     assert_int_equal(diag_cost_report(&c, rep, 19, 10), 0); /* the same report (amended) */
     assert_float_equal(rep->seconds_lost, again, 1e-9);
@@ -105,6 +111,7 @@ static void test_steps_costed_once(void **state)
     Argus__V1__Report *other = report_of(1); /* a healthy rank costs nothing */
     assert_int_equal(diag_cost_report(&c, other, 29, 10), 0);
     assert_float_equal(other->seconds_lost, 0, 1e-9);
+    assert_float_equal(other->suspects[0]->slowdown, 101.0 / 103.0, 1e-4); /* 1.0: healthy */
     diag_report_free(rep);
     diag_report_free(other);
     diag_cost_free(&c);

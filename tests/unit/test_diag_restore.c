@@ -24,6 +24,7 @@ static void put_suspect_report(struct store *s, const char *id, const char *job,
     sus.cause = ARGUS__V1__CAUSE__CAUSE_COMPUTE;
     sus.pages = true;
     sus.score = score;
+    sus.slowdown = 1.0 + score / 10; /* the series rank by slowdown */
     r.id = (char *)id;
     r.job = (char *)job;
     r.created_unix_ns = clock_real_ns();

@@ -1,8 +1,10 @@
 /* collector/diag/recent_suspects: suspects count by cause while reports name
  * them and leave two windows after the last one; the top straggler is the
- * highest-scoring rank suspect of a rank-level cause (never a node, data
- * skew or a job regression); a (rank, cause) is one entry however often it
- * is reported; full, the oldest entry goes. */
+ * rank suspect of a rank-level cause (never a node, data skew or a job
+ * regression) with the highest slowdown, whatever level's statistic its
+ * score is (a z of 41 at L2 is not "more" than a W1 ratio of 0.9 at L3); a
+ * (rank, cause) is one entry however often it is reported; full, the oldest
+ * entry goes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +29,10 @@ static void report(struct recent_suspects *r, uint64_t to_step, size_t n, const 
         s[i].rank = ranks[i];
         s[i].cause = causes[i];
         s[i].score = scores[i];
+        s[i].slowdown = 1 + scores[i] / 100;
+        s[i].level = ARGUS__V1__LEVEL__LEVEL_L2_PHASE;
+        s[i].node = "node-x";
+        s[i].gpu = (int32_t)(ranks[i] % 8);
         sp[i] = &s[i];
     }
     rep.to_step = to_step;
@@ -68,6 +74,11 @@ static void test_counts_and_top(void **state)
     assert_true(s.has_top);
     assert_int_equal(s.top_rank, 11);
     assert_true(s.top_score == 39);
+    assert_float_equal(s.top_slowdown, 1.39, 1e-12);
+    assert_string_equal(s.top_node, "node-x");
+    assert_int_equal(s.top_gpu, 3);
+    assert_int_equal(s.top_cause, ARGUS__V1__CAUSE__CAUSE_COMPUTE);
+    assert_int_equal(s.top_level, ARGUS__V1__LEVEL__LEVEL_L2_PHASE);
 
     /* step 140 = 60 + 2 * 40: the report of step 60 still counts */
     assert_int_equal(at_step(&r, 140).suspects[ARGUS__V1__CAUSE__CAUSE_LINK], 1);
@@ -79,6 +90,44 @@ static void test_counts_and_top(void **state)
     s = at_step(&r, 181);
     assert_int_equal(s.suspects[ARGUS__V1__CAUSE__CAUSE_COMPUTE], 0);
     assert_false(s.has_top);
+}
+
+/* One scale: an L3 suspect 1.8x slower than its peers outranks an L2 one
+ * 1.1x slower with a larger z; a slowdown not measured (0) is never top. */
+static void test_top_by_slowdown(void **state)
+{
+    static struct recent_suspects r;
+    Argus__V1__Suspect s[3], *sp[3];
+    Argus__V1__Report rep = ARGUS__V1__REPORT__INIT;
+    const uint32_t ranks[] = {3, 7, 9};
+    const int levels[] = {ARGUS__V1__LEVEL__LEVEL_L2_PHASE, ARGUS__V1__LEVEL__LEVEL_L3_KERNEL,
+                          ARGUS__V1__LEVEL__LEVEL_SILENT};
+    const double scores[] = {41, 0.9, 1000}, slowdowns[] = {1.1, 1.8, 0};
+
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 3; i++) {
+        argus__v1__suspect__init(&s[i]);
+        s[i].rank = ranks[i];
+        s[i].cause = i < 2 ? ARGUS__V1__CAUSE__CAUSE_COMPUTE : ARGUS__V1__CAUSE__CAUSE_SILENT;
+        s[i].level = levels[i];
+        s[i].score = scores[i];
+        s[i].slowdown = slowdowns[i];
+        s[i].node = i ? "node-b" : "node-a";
+        s[i].gpu = (int32_t)i;
+        sp[i] = &s[i];
+    }
+    rep.to_step = 50;
+    rep.suspects = sp;
+    rep.n_suspects = 3;
+    recent_suspects_note(&r, &rep);
+    struct diagnosis_job_series x = at_step(&r, 60);
+    assert_true(x.has_top);
+    assert_int_equal(x.top_rank, 7);
+    assert_true(x.top_slowdown == 1.8);
+    assert_true(x.top_score == 0.9);
+    assert_int_equal(x.top_level, ARGUS__V1__LEVEL__LEVEL_L3_KERNEL);
+    assert_string_equal(x.top_node, "node-b");
+    assert_int_equal(x.top_gpu, 1);
 }
 
 static void test_full_drops_oldest(void **state)
@@ -131,6 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_top),
+        cmocka_unit_test(test_top_by_slowdown),
         cmocka_unit_test(test_full_drops_oldest),
         cmocka_unit_test(test_gpu_hours),
     };

@@ -42,11 +42,11 @@ static void test_encode(void **state)
     assert_int_equal(series_add(&s, SERIES_TOP_STRAGGLER, "job", "train", "rank", "11", 39.5), 0);
     assert_int_equal(series_add(&s, SERIES_SUSPECTS, "cause", "compute", "job", "train", 1), 0);
     assert_int_equal(series_add(&s, SERIES_LAST_STEP, "job", "train", NULL, NULL, 119), 0);
-    assert_int_equal(remote_write_encode(&s, NULL, 1796000000123, &z, &len), 0);
+    assert_int_equal(remote_write_encode(&s, NULL, NULL, 1796000000123, &z, &len), 0);
     Prometheus__WriteRequest *req = decode(z, len);
     assert_int_equal(req->n_timeseries, 3);
     const char *want[3][3][2] = {
-        {{"__name__", "argus_job_top_straggler_score"}, {"job", "train"}, {"rank", "11"}},
+        {{"__name__", "argus_job_top_straggler_slowdown"}, {"job", "train"}, {"rank", "11"}},
         {{"__name__", "argus_job_suspects"}, {"cause", "compute"}, {"job", "train"}},
         {{"__name__", "argus_job_last_step"}, {"job", "train"}, {NULL, NULL}},
     };
@@ -65,8 +65,20 @@ static void test_encode(void **state)
     prometheus__write_request__free_unpacked(req, NULL);
     free(z);
 
-    /* an HA pair's member: replica="c1" in its place among the sorted labels */
-    assert_int_equal(remote_write_encode(&s, "c1", 7, &z, &len), 0);
+    /* the collector's name as label collector, in its place among the sorted labels */
+    assert_int_equal(remote_write_encode(&s, "col-a", NULL, 7, &z, &len), 0);
+    req = decode(z, len);
+    assert_int_equal(req->timeseries[1]->n_labels, 4);
+    assert_string_equal(req->timeseries[1]->labels[2]->name, "collector");
+    assert_string_equal(req->timeseries[1]->labels[2]->value, "col-a");
+    assert_int_equal(req->timeseries[2]->n_labels, 3);
+    assert_string_equal(req->timeseries[2]->labels[1]->name, "collector");
+    prometheus__write_request__free_unpacked(req, NULL);
+    free(z);
+
+    /* an HA pair's member: replica="c1" in its place among the sorted labels,
+     * and no collector label (it would keep the pair's series apart) */
+    assert_int_equal(remote_write_encode(&s, "col-a", "c1", 7, &z, &len), 0);
     req = decode(z, len);
     assert_int_equal(req->n_timeseries, 3);
     Prometheus__TimeSeries *top = req->timeseries[0];
@@ -79,7 +91,7 @@ static void test_encode(void **state)
     assert_int_equal(req->timeseries[2]->n_labels, 3);
     prometheus__write_request__free_unpacked(req, NULL);
     free(z);
-    assert_int_equal(remote_write_encode(&s, "", 7, &z, &len), 0); /* "": no label */
+    assert_int_equal(remote_write_encode(&s, "", "", 7, &z, &len), 0); /* "": no label */
     req = decode(z, len);
     assert_int_equal(req->timeseries[0]->n_labels, 3);
     prometheus__write_request__free_unpacked(req, NULL);
@@ -87,7 +99,7 @@ static void test_encode(void **state)
 
     /* nothing to send is still a valid (empty) request */
     series_set_clear(&s);
-    assert_int_equal(remote_write_encode(&s, NULL, 1, &z, &len), 0);
+    assert_int_equal(remote_write_encode(&s, NULL, NULL, 1, &z, &len), 0);
     req = decode(z, len);
     assert_int_equal(req->n_timeseries, 0);
     prometheus__write_request__free_unpacked(req, NULL);
