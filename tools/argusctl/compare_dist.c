@@ -1,0 +1,420 @@
+/* The distributions of argusctl compare: see compare_dist.h. */
+#include "tools/argusctl/compare_dist.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "common/clusters.h"
+
+#define Q COMPARE_DIST_ROUNDING
+
+static int dist_reserve(struct compare_dist *d, size_t more)
+{
+    size_t cap = d->cap ? d->cap : 64;
+    struct compare_piece *p;
+
+    if (d->n + more <= d->cap)
+        return 0;
+    while (cap < d->n + more)
+        cap *= 2;
+    p = realloc(d->p, cap * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    d->p = p;
+    d->cap = cap;
+    return 0;
+}
+
+static void dist_push(struct compare_dist *d, const struct compare_piece *pc)
+{
+    d->p[d->n++] = *pc;
+    d->count += pc->w;
+    d->env_width += pc->w * (pc->env_hi - pc->env_lo);
+}
+
+int compare_dist_add_sample(struct compare_dist *d, double v)
+{
+    if (dist_reserve(d, 1) < 0)
+        return -ENOMEM;
+    dist_push(d, &(struct compare_piece){v, v, 1, v, v});
+    d->sum += v;
+    return 0;
+}
+
+void compare_dist_free(struct compare_dist *d)
+{
+    free(d->p);
+    *d = (struct compare_dist){0};
+}
+
+/* --- the model of one cluster ------------------------------------------- */
+
+/* A known or bounded rank of a cluster; base is the log-normal's value
+ * there before the shift. */
+struct anchor {
+    double rank, val, lo, hi, base;
+    bool known;
+};
+
+/* The unknown ranks between two anchors: points, or segments over
+ * COMPARE_DIST_RUN equal parts of them (bases at both ends). */
+struct run {
+    uint32_t n;
+    double base_lo[COMPARE_DIST_RUN], base_hi[COMPARE_DIST_RUN], w[COMPARE_DIST_RUN];
+};
+
+struct cmodel {
+    double n, p50, sigma;
+    struct anchor a[4];
+    struct run r[3];
+    int na;
+    bool unknown; /* some rank is not known */
+};
+
+static double clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The log-normal through p50 and p99 at continuous rank u of n. */
+static double model_base(const struct cmodel *m, double u)
+{
+    double level = clampd((u - 0.5) / m->n, 1e-6, 1 - 1e-6);
+
+    return m->sigma == 0 ? m->p50 : m->p50 * exp(m->sigma * clusters_norm_ppf(level));
+}
+
+static void model_anchor(struct cmodel *m, double rank, double val, double lo, double hi,
+                         bool known)
+{
+    struct anchor *a = &m->a[m->na++];
+
+    *a = (struct anchor){rank, val, lo, known ? hi : fmax(hi, lo), 0, known};
+    if (known) {
+        a->lo = val * (1 - Q);
+        a->hi = val * (1 + Q);
+    } else {
+        a->base = model_base(m, rank);
+        m->unknown = true;
+    }
+}
+
+static void model_run(struct cmodel *m, struct run *r, double from, double to)
+{
+    double k = to - from - 1; /* unknown ranks from + 1 .. to - 1 */
+
+    r->n = 0;
+    if (k <= 0)
+        return;
+    m->unknown = true;
+    if (k <= COMPARE_DIST_RUN) {
+        for (double u = from + 1; u < to; u++, r->n++) {
+            r->base_lo[r->n] = r->base_hi[r->n] = model_base(m, u);
+            r->w[r->n] = 1;
+        }
+        return;
+    }
+    for (uint32_t j = 0; j < COMPARE_DIST_RUN; j++, r->n++) {
+        double s = from + 1 + floor(j * k / COMPARE_DIST_RUN);
+        double e = from + floor((j + 1) * k / COMPARE_DIST_RUN);
+        r->base_lo[j] = model_base(m, s - 0.5);
+        r->base_hi[j] = model_base(m, e + 0.5);
+        r->w[j] = e - s + 1;
+    }
+}
+
+/* The model of cluster c of kg: its anchors (rank 1, ceil(n/2), ceil(0.99
+ * n), n as known) and the runs between them. */
+static void model_build(struct cmodel *m, const Argus__V1__KernelGroup *kg, size_t c)
+{
+    const Argus__V1__Cluster *cl = kg->clusters[c], *prev = NULL, *next = NULL;
+    uint64_t n = cl->count, r50 = (50 * n + 99) / 100, r99 = (99 * n + 99) / 100;
+    double p50 = cl->p50_ns ? (double)cl->p50_ns : 1, p99 = fmax((double)cl->p99_ns, p50);
+    double lo1 = 0, hin = INFINITY, low1;
+
+    for (size_t i = c; i-- > 0 && !prev;)
+        prev = kg->clusters[i]->count ? kg->clusters[i] : NULL;
+    for (size_t i = c + 1; i < kg->n_clusters && !next; i++)
+        next = kg->clusters[i]->count ? kg->clusters[i] : NULL;
+    if (prev) /* clusters do not overlap: this one starts at or above prev's longest */
+        lo1 = (double)(prev->max_ns ? prev->max_ns : prev->p99_ns) * (1 - Q);
+    if (next)
+        hin = (double)(next->min_ns ? next->min_ns : next->p50_ns) * (1 + Q);
+    *m = (struct cmodel){.n = (double)n, .p50 = p50};
+    m->sigma = p99 > p50 ? log(p99 / p50) / CLUSTERS_Z99 : 0;
+    if (cl->min_ns)
+        model_anchor(m, 1, (double)cl->min_ns, 0, 0, true);
+    else if (r50 > 1)
+        model_anchor(m, 1, 0, lo1, p50 * (1 + Q), false);
+    low1 = cl->min_ns ? (double)cl->min_ns * (1 - Q) : lo1;
+    model_anchor(m, (double)r50, p50, 0, 0, true);
+    if (r99 > r50)
+        model_anchor(m, (double)r99, p99, 0, 0, true);
+    if (cl->max_ns && n > r99) {
+        model_anchor(m, (double)n, (double)cl->max_ns, 0, 0, true);
+    } else if (n > r99) {
+        /* what the sum leaves when every other rank is at its lowest */
+        if (cl->sum_ns)
+            hin = fmin(hin, (double)cl->sum_ns * (1 + Q) - (double)(r50 - 1) * low1 -
+                                (double)(r99 - r50) * p50 * (1 - Q) -
+                                (double)(n - r99) * p99 * (1 - Q));
+        model_anchor(m, (double)n, 0, p99 * (1 - Q), hin, false);
+    }
+    for (int i = 0; i + 1 < m->na; i++)
+        model_run(m, &m->r[i], m->a[i].rank, m->a[i + 1].rank);
+}
+
+/* The pieces of m with the unknown ranks shifted by factor e into out
+ * (COMPARE_DIST_PIECES room); returns how many. *sum gets their sum. */
+static size_t model_emit(const struct cmodel *m, double e, struct compare_piece *out, double *sum)
+{
+    double est[4];
+    size_t k = 0;
+
+    *sum = 0;
+    for (int i = 0; i < m->na; i++) {
+        const struct anchor *a = &m->a[i];
+        est[i] = a->known ? a->val : clampd(a->base * e, a->lo, a->hi);
+        out[k++] = (struct compare_piece){est[i], est[i], 1, a->lo, a->hi};
+        *sum += est[i];
+    }
+    for (int i = 0; i + 1 < m->na; i++) {
+        const struct run *r = &m->r[i];
+        for (uint32_t j = 0; j < r->n; j++) {
+            double lo = clampd(r->base_lo[j] * e, est[i], est[i + 1]);
+            double hi = clampd(r->base_hi[j] * e, est[i], est[i + 1]);
+            out[k++] = (struct compare_piece){lo, hi, r->w[j], m->a[i].lo, m->a[i + 1].hi};
+            *sum += r->w[j] * (lo + hi) / 2;
+        }
+    }
+    return k;
+}
+
+/* The shift of the unknown ranks that meets the cluster's sum (1: no sum,
+ * or nothing unknown); bisection in log, the model's sum grows with it. */
+static double model_fit(const struct cmodel *m, double target)
+{
+    struct compare_piece tmp[COMPARE_DIST_PIECES];
+    double lo = -16, hi = 16, sum;
+
+    if (!m->unknown || !(target > 0))
+        return 1;
+    for (int i = 0; i < 40; i++) {
+        double mid = (lo + hi) / 2;
+        model_emit(m, exp(mid), tmp, &sum);
+        if (sum < target)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return exp((lo + hi) / 2);
+}
+
+int compare_dist_add_group(struct compare_dist *d, const Argus__V1__KernelGroup *kg)
+{
+    for (size_t c = 0; c < kg->n_clusters; c++) {
+        const Argus__V1__Cluster *cl = kg->clusters[c];
+        struct cmodel m;
+        double sum;
+        size_t k;
+
+        if (!cl->count)
+            continue;
+        if (dist_reserve(d, COMPARE_DIST_PIECES) < 0)
+            return -ENOMEM;
+        model_build(&m, kg, c);
+        k = model_emit(&m, model_fit(&m, (double)cl->sum_ns), d->p + d->n, &sum);
+        for (size_t i = 0; i < k; i++) {
+            struct compare_piece pc = d->p[d->n];
+            dist_push(d, &pc);
+        }
+        d->sum += cl->sum_ns ? (double)cl->sum_ns : sum;
+    }
+    return 0;
+}
+
+/* --- the CDF of a distribution ------------------------------------------ */
+
+enum cdf_view { VIEW_EST, VIEW_LOW, VIEW_HIGH };
+
+/* F is piecewise linear: F(x) = f[k] + s[k] * (x - x[k]) on [x[k], x[k+1]),
+ * f[k] counting the values at x[k]. */
+struct cdf {
+    double *x, *f, *s;
+    size_t n;
+    double total;
+};
+
+struct event {
+    double x, jump, slope;
+};
+
+static int event_cmp(const void *a, const void *b)
+{
+    const struct event *p = a, *q = b;
+
+    return p->x < q->x ? -1 : p->x > q->x;
+}
+
+/* The events of d's pieces as view v sees them into ev; returns how many. */
+static size_t cdf_events(const struct compare_dist *d, enum cdf_view v, struct event *ev)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < d->n; i++) {
+        const struct compare_piece *p = &d->p[i];
+        double lo = v == VIEW_EST ? p->lo : v == VIEW_LOW ? p->env_lo : p->env_hi;
+        double hi = v == VIEW_EST ? p->hi : lo;
+
+        if (hi - lo <= 1e-9 * fabs(hi)) {
+            ev[k++] = (struct event){lo, p->w, 0};
+        } else {
+            ev[k++] = (struct event){lo, 0, p->w / (hi - lo)};
+            ev[k++] = (struct event){hi, 0, -p->w / (hi - lo)};
+        }
+    }
+    return k;
+}
+
+static void cdf_free(struct cdf *c)
+{
+    free(c->x);
+    free(c->f);
+    free(c->s);
+}
+
+static int cdf_build(struct cdf *c, const struct compare_dist *d, enum cdf_view v)
+{
+    struct event *ev = malloc(2 * (d->n ? d->n : 1) * sizeof(*ev));
+    size_t m = ev ? cdf_events(d, v, ev) : 0;
+    long double f = 0, s = 0, at = 0;
+
+    *c = (struct cdf){.x = malloc((m + 1) * sizeof(double)),
+                      .f = malloc((m + 1) * sizeof(double)),
+                      .s = malloc((m + 1) * sizeof(double)),
+                      .total = d->count};
+    if (!ev || !c->x || !c->f || !c->s) {
+        free(ev);
+        cdf_free(c);
+        return -ENOMEM;
+    }
+    qsort(ev, m, sizeof(*ev), event_cmp);
+    for (size_t i = 0; i < m;) {
+        double x = ev[i].x;
+        if (s != 0)
+            f += s * (x - at);
+        for (at = x; i < m && ev[i].x == x; i++) {
+            f += ev[i].jump;
+            s += ev[i].slope;
+        }
+        if (s < 0 || i == m)
+            s = 0;
+        c->x[c->n] = x;
+        c->f[c->n] = (double)f;
+        c->s[c->n++] = (double)s;
+    }
+    free(ev);
+    return 0;
+}
+
+/* The smallest x with F(x) >= p * total. */
+static double cdf_quantile(const struct cdf *c, double p)
+{
+    double t = p * c->total * (1 - 1e-12);
+
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->f[k] >= t)
+            return c->x[k];
+        if (k + 1 < c->n && c->s[k] > 0 && c->f[k] + c->s[k] * (c->x[k + 1] - c->x[k]) >= t)
+            return fmin(c->x[k] + (t - c->f[k]) / c->s[k], c->x[k + 1]);
+    }
+    return c->n ? c->x[c->n - 1] : 0;
+}
+
+int compare_dist_quantile(const struct compare_dist *d, double p, struct compare_quantile *q)
+{
+    struct cdf c;
+    double *out[] = {&q->v, &q->lo, &q->hi};
+
+    *q = (struct compare_quantile){0};
+    if (!d->n || !(d->count > 0))
+        return -ENODATA;
+    for (enum cdf_view v = VIEW_EST; v <= VIEW_HIGH; v++) {
+        if (cdf_build(&c, d, v) < 0)
+            return -ENOMEM;
+        *out[v] = cdf_quantile(&c, p);
+        cdf_free(&c);
+    }
+    /* an estimate outside its bounds only by the rounding of the sweep */
+    q->v = clampd(q->v, q->lo, q->hi);
+    return 0;
+}
+
+/* F / total of c at x (right-continuous), walking *k forward: x must not
+ * decrease between calls; *slope gets the slope / total after x. */
+static double cdf_at(const struct cdf *c, double x, size_t *k, double *slope)
+{
+    while (*k < c->n && c->x[*k] <= x)
+        (*k)++;
+    if (*k == 0) {
+        *slope = 0;
+        return 0;
+    }
+    *slope = c->s[*k - 1] / c->total;
+    return (c->f[*k - 1] + c->s[*k - 1] * (x - c->x[*k - 1])) / c->total;
+}
+
+/* The integral of |d0 + (d1 - d0) t / len| over [0, len]. */
+static double abs_linear(double d0, double d1, double len)
+{
+    if ((d0 >= 0) == (d1 >= 0))
+        return fabs(d0 + d1) / 2 * len;
+    return (d0 * d0 + d1 * d1) / (2 * (fabs(d0) + fabs(d1))) * len;
+}
+
+static double cdf_w1(const struct cdf *a, const struct cdf *b)
+{
+    size_t i = 0, k = 0, ka = 0, kb = 0;
+    double x = 0, sum = 0;
+    bool started = false;
+
+    while (i < a->n || k < b->n) {
+        double next = k >= b->n || (i < a->n && a->x[i] <= b->x[k]) ? a->x[i] : b->x[k];
+        double sa, sb;
+        if (started) {
+            double d0 = cdf_at(a, x, &ka, &sa) - cdf_at(b, x, &kb, &sb);
+            double len = next - x;
+            sum += abs_linear(d0, d0 + (sa - sb) * len, len);
+        }
+        x = next;
+        started = true;
+        while (i < a->n && a->x[i] == next)
+            i++;
+        while (k < b->n && b->x[k] == next)
+            k++;
+    }
+    return sum;
+}
+
+int compare_dist_w1(const struct compare_dist *a, const struct compare_dist *b, double *w1,
+                    double *err)
+{
+    struct cdf ca, cb;
+
+    *w1 = *err = 0;
+    if (!a->n || !b->n || !(a->count > 0) || !(b->count > 0))
+        return -ENODATA;
+    if (cdf_build(&ca, a, VIEW_EST) < 0)
+        return -ENOMEM;
+    if (cdf_build(&cb, b, VIEW_EST) < 0) {
+        cdf_free(&ca);
+        return -ENOMEM;
+    }
+    *w1 = cdf_w1(&ca, &cb);
+    *err = a->env_width / a->count + b->env_width / b->count;
+    cdf_free(&ca);
+    cdf_free(&cb);
+    return 0;
+}
