@@ -9,6 +9,9 @@
 #include "common/clusters.h"
 
 #define Q COMPARE_DIST_ROUNDING
+#ifndef COMPARE_LOWER_SPREAD
+#define COMPARE_LOWER_SPREAD 0.75
+#endif
 
 static int dist_reserve(struct compare_dist *d, size_t more)
 {
@@ -31,7 +34,6 @@ static void dist_push(struct compare_dist *d, const struct compare_piece *pc)
 {
     d->p[d->n++] = *pc;
     d->count += pc->w;
-    d->env_width += pc->w * (pc->env_hi - pc->env_lo);
 }
 
 int compare_dist_add_sample(struct compare_dist *d, double v)
@@ -54,7 +56,9 @@ void compare_dist_free(struct compare_dist *d)
 /* A known or bounded rank of a cluster; base is the log-normal's value
  * there before the shift. */
 struct anchor {
-    double rank, val, lo, hi, base;
+    double rank, val, lo, hi; /* val when known; true value in [lo, hi] */
+    double elo, ehi;          /* unknown: the estimate kept in [elo, ehi] */
+    double z;                 /* unknown: the normal quantile of its level */
     bool known;
 };
 
@@ -62,11 +66,12 @@ struct anchor {
  * COMPARE_DIST_RUN equal parts of them (bases at both ends). */
 struct run {
     uint32_t n;
-    double base_lo[COMPARE_DIST_RUN], base_hi[COMPARE_DIST_RUN], w[COMPARE_DIST_RUN];
+    double z_lo[COMPARE_DIST_RUN], z_hi[COMPARE_DIST_RUN], w[COMPARE_DIST_RUN];
 };
 
 struct cmodel {
     double n, p50, sigma;
+    double top; /* ranks above this (beyond p99, up to an unknown max) form the tail */
     struct anchor a[4];
     struct run r[3];
     int na;
@@ -78,27 +83,37 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The log-normal through p50 and p99 at continuous rank u of n. */
-static double model_base(const struct cmodel *m, double u)
+/* The normal quantile of continuous rank u of n. */
+static double model_z(const struct cmodel *m, double u)
 {
-    double level = clampd((u - 0.5) / m->n, 1e-6, 1 - 1e-6);
-
-    return m->sigma == 0 ? m->p50 : m->p50 * exp(m->sigma * clusters_norm_ppf(level));
+    return clusters_norm_ppf(clampd((u - 0.5) / m->n, 1e-6, 1 - 1e-6));
 }
 
-static void model_anchor(struct cmodel *m, double rank, double val, double lo, double hi,
-                         bool known)
+/* The model's value at normal quantile z with the fit's parameter e (> 0):
+ * above p50 the log-normal through p50 and p99 times e; below p50 the same
+ * with its spread times COMPARE_LOWER_SPREAD / e (kernel durations have a
+ * floor: they spread less below their median than above it). Both halves
+ * grow with e. */
+static double model_value(const struct cmodel *m, double z, double e)
 {
-    struct anchor *a = &m->a[m->na++];
+    if (z >= 0)
+        return m->p50 * exp(m->sigma * z) * e;
+    return m->p50 * exp(m->sigma * z * COMPARE_LOWER_SPREAD / e);
+}
 
-    *a = (struct anchor){rank, val, lo, known ? hi : fmax(hi, lo), 0, known};
-    if (known) {
-        a->lo = val * (1 - Q);
-        a->hi = val * (1 + Q);
-    } else {
-        a->base = model_base(m, rank);
-        m->unknown = true;
-    }
+static void model_known(struct cmodel *m, double rank, double val)
+{
+    m->a[m->na++] = (struct anchor){rank, val, val * (1 - Q), val * (1 + Q), val, val, 0, true};
+}
+
+/* An unknown first or last rank, kept in [elo, ehi] (its true value in
+ * those widened by the rounding). */
+static void model_unknown(struct cmodel *m, double rank, double elo, double ehi)
+{
+    ehi = fmax(ehi, elo);
+    m->a[m->na++] =
+        (struct anchor){rank, 0, elo * (1 - Q), ehi * (1 + Q), elo, ehi, model_z(m, rank), false};
+    m->unknown = true;
 }
 
 static void model_run(struct cmodel *m, struct run *r, double from, double to)
@@ -111,7 +126,7 @@ static void model_run(struct cmodel *m, struct run *r, double from, double to)
     m->unknown = true;
     if (k <= COMPARE_DIST_RUN) {
         for (double u = from + 1; u < to; u++, r->n++) {
-            r->base_lo[r->n] = r->base_hi[r->n] = model_base(m, u);
+            r->z_lo[r->n] = r->z_hi[r->n] = model_z(m, u);
             r->w[r->n] = 1;
         }
         return;
@@ -119,8 +134,8 @@ static void model_run(struct cmodel *m, struct run *r, double from, double to)
     for (uint32_t j = 0; j < COMPARE_DIST_RUN; j++, r->n++) {
         double s = from + 1 + floor(j * k / COMPARE_DIST_RUN);
         double e = from + floor((j + 1) * k / COMPARE_DIST_RUN);
-        r->base_lo[j] = model_base(m, s - 0.5);
-        r->base_hi[j] = model_base(m, e + 0.5);
+        r->z_lo[j] = model_z(m, s - 0.5);
+        r->z_hi[j] = model_z(m, e + 0.5);
         r->w[j] = e - s + 1;
     }
 }
@@ -132,43 +147,49 @@ static void model_build(struct cmodel *m, const Argus__V1__KernelGroup *kg, size
     const Argus__V1__Cluster *cl = kg->clusters[c], *prev = NULL, *next = NULL;
     uint64_t n = cl->count, r50 = (50 * n + 99) / 100, r99 = (99 * n + 99) / 100;
     double p50 = cl->p50_ns ? (double)cl->p50_ns : 1, p99 = fmax((double)cl->p99_ns, p50);
-    double lo1 = 0, hin = INFINITY, low1;
+    double lo1 = 0, hin = INFINITY;
 
     for (size_t i = c; i-- > 0 && !prev;)
         prev = kg->clusters[i]->count ? kg->clusters[i] : NULL;
     for (size_t i = c + 1; i < kg->n_clusters && !next; i++)
         next = kg->clusters[i]->count ? kg->clusters[i] : NULL;
     if (prev) /* clusters do not overlap: this one starts at or above prev's longest */
-        lo1 = (double)(prev->max_ns ? prev->max_ns : prev->p99_ns) * (1 - Q);
+        lo1 = (double)(prev->max_ns ? prev->max_ns : prev->p99_ns);
     if (next)
-        hin = (double)(next->min_ns ? next->min_ns : next->p50_ns) * (1 + Q);
-    *m = (struct cmodel){.n = (double)n, .p50 = p50};
-    m->sigma = p99 > p50 ? log(p99 / p50) / CLUSTERS_Z99 : 0;
-    if (cl->min_ns)
-        model_anchor(m, 1, (double)cl->min_ns, 0, 0, true);
-    else if (r50 > 1)
-        model_anchor(m, 1, 0, lo1, p50 * (1 + Q), false);
-    low1 = cl->min_ns ? (double)cl->min_ns * (1 - Q) : lo1;
-    model_anchor(m, (double)r50, p50, 0, 0, true);
+        hin = (double)(next->min_ns ? next->min_ns : next->p50_ns);
+    *m = (struct cmodel){.n = (double)n, .p50 = p50, .top = (double)n};
+    /* no spread between p50 and p99: a small one the sum can still widen */
+    m->sigma = p99 > p50 ? log(p99 / p50) / CLUSTERS_Z99 : 0.01;
+    if (cl->min_ns) {
+        model_known(m, 1, (double)cl->min_ns);
+        lo1 = (double)cl->min_ns;
+    } else if (r50 > 1) {
+        model_unknown(m, 1, fmin(lo1, p50), p50);
+    }
+    model_known(m, (double)r50, p50);
     if (r99 > r50)
-        model_anchor(m, (double)r99, p99, 0, 0, true);
+        model_known(m, (double)r99, p99);
     if (cl->max_ns && n > r99) {
-        model_anchor(m, (double)n, (double)cl->max_ns, 0, 0, true);
+        model_known(m, (double)n, (double)cl->max_ns);
     } else if (n > r99) {
         /* what the sum leaves when every other rank is at its lowest */
         if (cl->sum_ns)
-            hin = fmin(hin, (double)cl->sum_ns * (1 + Q) - (double)(r50 - 1) * low1 -
-                                (double)(r99 - r50) * p50 * (1 - Q) -
-                                (double)(n - r99) * p99 * (1 - Q));
-        model_anchor(m, (double)n, 0, p99 * (1 - Q), hin, false);
+            hin = fmin(hin,
+                       ((double)cl->sum_ns * (1 + Q) - (double)(r50 - 1) * lo1 * (1 - Q) -
+                        (double)(r99 - r50) * p50 * (1 - Q) - (double)(n - r99) * p99 * (1 - Q)) /
+                           (1 + Q));
+        model_unknown(m, (double)n, p99, hin);
+        m->top = (double)r99;
     }
     for (int i = 0; i + 1 < m->na; i++)
         model_run(m, &m->r[i], m->a[i].rank, m->a[i + 1].rank);
 }
 
-/* The pieces of m with the unknown ranks shifted by factor e into out
- * (COMPARE_DIST_PIECES room); returns how many. *sum gets their sum. */
-static size_t model_emit(const struct cmodel *m, double e, struct compare_piece *out, double *sum)
+/* The pieces of m into out (COMPARE_DIST_PIECES room), the unknown ranks
+ * at model_value with e (etop for the tail); returns how many. *sum gets
+ * their sum. */
+static size_t model_emit(const struct cmodel *m, double e, double etop, struct compare_piece *out,
+                         double *sum)
 {
     double est[4];
     size_t k = 0;
@@ -176,15 +197,17 @@ static size_t model_emit(const struct cmodel *m, double e, struct compare_piece 
     *sum = 0;
     for (int i = 0; i < m->na; i++) {
         const struct anchor *a = &m->a[i];
-        est[i] = a->known ? a->val : clampd(a->base * e, a->lo, a->hi);
+        double f = a->rank > m->top ? etop : e;
+        est[i] = a->known ? a->val : clampd(model_value(m, a->z, f), a->elo, a->ehi);
         out[k++] = (struct compare_piece){est[i], est[i], 1, a->lo, a->hi};
         *sum += est[i];
     }
     for (int i = 0; i + 1 < m->na; i++) {
         const struct run *r = &m->r[i];
+        double f = m->a[i].rank >= m->top ? etop : e;
         for (uint32_t j = 0; j < r->n; j++) {
-            double lo = clampd(r->base_lo[j] * e, est[i], est[i + 1]);
-            double hi = clampd(r->base_hi[j] * e, est[i], est[i + 1]);
+            double lo = clampd(model_value(m, r->z_lo[j], f), est[i], est[i + 1]);
+            double hi = clampd(model_value(m, r->z_hi[j], f), est[i], est[i + 1]);
             out[k++] = (struct compare_piece){lo, hi, r->w[j], m->a[i].lo, m->a[i + 1].hi};
             *sum += r->w[j] * (lo + hi) / 2;
         }
@@ -192,24 +215,66 @@ static size_t model_emit(const struct cmodel *m, double e, struct compare_piece 
     return k;
 }
 
-/* The shift of the unknown ranks that meets the cluster's sum (1: no sum,
- * or nothing unknown); bisection in log, the model's sum grows with it. */
-static double model_fit(const struct cmodel *m, double target)
+/* The log of the factor in [lo, hi] that meets target: etop alone (tail),
+ * or e and etop together. The model's sum grows with both. */
+static double model_bisect(const struct cmodel *m, double target, bool tail, double lo, double hi)
 {
     struct compare_piece tmp[COMPARE_DIST_PIECES];
-    double lo = -16, hi = 16, sum;
+    double sum;
 
-    if (!m->unknown || !(target > 0))
-        return 1;
     for (int i = 0; i < 40; i++) {
         double mid = (lo + hi) / 2;
-        model_emit(m, exp(mid), tmp, &sum);
+        model_emit(m, tail ? 1 : exp(mid), exp(mid), tmp, &sum);
         if (sum < target)
             lo = mid;
         else
             hi = mid;
     }
-    return exp((lo + hi) / 2);
+    return (lo + hi) / 2;
+}
+
+/* The factors (model_value's e, and etop of the tail) that meet the
+ * cluster's sum: a sum above the model's puts the excess in the tail first
+ * (heavy tails carry it there), then everywhere; one below it lowers
+ * everything. Both 1 without a sum or with nothing unknown. */
+static void model_fit(const struct cmodel *m, double target, double *e, double *etop)
+{
+    struct compare_piece tmp[COMPARE_DIST_PIECES];
+    double sum;
+
+    *e = *etop = 1;
+    if (!m->unknown || !(target > 0))
+        return;
+    model_emit(m, 1, 1, tmp, &sum);
+    if (sum < target && m->top < m->n) {
+        model_emit(m, 1, exp(16), tmp, &sum);
+        if (sum >= target) {
+            *etop = exp(model_bisect(m, target, true, 0, 16));
+            return;
+        }
+    }
+    *e = *etop = exp(model_bisect(m, target, false, -16, 16));
+}
+
+/* A bound on the sum of |true - estimate| over the ranks of a cluster's
+ * pieces p[0..k) (each true value in its piece's [env_lo, env_hi]). With
+ * the sum known the true values add up to the estimates' (within the
+ * rounding and what the fit missed), so what some ranks are above their
+ * estimate others are below: twice the smaller room, up or down. */
+static double model_deviation(const struct compare_piece *p, size_t k, double sum_ns,
+                              double est_sum)
+{
+    double up = 0, down = 0, both = 0;
+
+    for (size_t i = 0; i < k; i++) {
+        double mid = (p[i].lo + p[i].hi) / 2;
+        up += p[i].w * (p[i].env_hi - mid);
+        down += p[i].w * (mid - p[i].env_lo);
+        both += p[i].w * fmax(p[i].env_hi - mid, mid - p[i].env_lo);
+    }
+    if (!(sum_ns > 0))
+        return both;
+    return fmin(both, 2 * fmin(up, down) + fabs(sum_ns - est_sum) + sum_ns * Q);
 }
 
 int compare_dist_add_group(struct compare_dist *d, const Argus__V1__KernelGroup *kg)
@@ -218,6 +283,7 @@ int compare_dist_add_group(struct compare_dist *d, const Argus__V1__KernelGroup 
         const Argus__V1__Cluster *cl = kg->clusters[c];
         struct cmodel m;
         double sum;
+        double e, etop;
         size_t k;
 
         if (!cl->count)
@@ -225,7 +291,9 @@ int compare_dist_add_group(struct compare_dist *d, const Argus__V1__KernelGroup 
         if (dist_reserve(d, COMPARE_DIST_PIECES) < 0)
             return -ENOMEM;
         model_build(&m, kg, c);
-        k = model_emit(&m, model_fit(&m, (double)cl->sum_ns), d->p + d->n, &sum);
+        model_fit(&m, (double)cl->sum_ns, &e, &etop);
+        k = model_emit(&m, e, etop, d->p + d->n, &sum);
+        d->deviation += model_deviation(d->p + d->n, k, (double)cl->sum_ns, sum);
         for (size_t i = 0; i < k; i++) {
             struct compare_piece pc = d->p[d->n];
             dist_push(d, &pc);
@@ -413,7 +481,7 @@ int compare_dist_w1(const struct compare_dist *a, const struct compare_dist *b, 
         return -ENOMEM;
     }
     *w1 = cdf_w1(&ca, &cb);
-    *err = a->env_width / a->count + b->env_width / b->count;
+    *err = a->deviation / a->count + b->deviation / b->count;
     cdf_free(&ca);
     cdf_free(&cb);
     return 0;

@@ -21,8 +21,11 @@
  * The bounds: a quantile's true value and the estimate both lie in
  * [lo, hi], the same quantile of the distribution with every unknown rank at
  * its lowest and at its highest bound; a true W1 lies within w1_err of the
- * estimate (w1_err = the mean width of both sides' rank bounds). A quantile
- * is never outside the row's [min, max]. Exact rows have lo = hi.
+ * estimate (w1_err: both sides' mean distance of a true value from its
+ * estimate, rank by rank, at most; where the sum is known the values above
+ * their estimates make up for those below). Where a cluster's min and max
+ * (or, as for n <= 100, its longest kernel) are known, no estimate is
+ * outside them. Exact rows have lo = hi and w1_err 0.
  *
  * Memory: up to COMPARE_DIST_PIECES pieces of 40 bytes per cluster (a point
  * per sample of an exact row). Not thread-safe; no globals.
@@ -51,7 +54,7 @@ struct compare_dist {
     size_t n, cap;
     double count;     /* values in it (the pieces' weights summed) */
     double sum;       /* their sum in ns: exact samples, the clusters' sum_ns or the model's */
-    double env_width; /* sum of w * (env_hi - env_lo): the W1 bound times count */
+    double deviation; /* a bound on the sum of |true - estimate| over its values, ns */
 };
 
 /* Quantiles of a distribution, in ns: estimate and bounds. */
