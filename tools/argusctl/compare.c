@@ -57,7 +57,11 @@ static const struct config_option compare_options[] = {
 static const struct config_table compare_table = {
     .program = "argusctl compare",
     .summary = "compare two jobs, or two step ranges of one job",
-    .usage = "Usage: argusctl compare --job A --job B | --job A --steps X-Y --vs-steps Z-W\n",
+    .usage = "Usage: argusctl compare --job A --job B | --job A --steps X-Y --vs-steps Z-W\n"
+             "Step and phase quantiles are exact; kernels reach the collector as the\n"
+             "agent's cluster summaries, so kernel p50, p90 and W1 are estimates: --json\n"
+             "gives their bounds (p50_lo_ns..p50_hi_ns, p90_lo_ns..p90_hi_ns, w1_err_ns).\n"
+             "The table prints each name in full, in its last column.\n",
     .options = compare_options,
     .count = sizeof(compare_options) / sizeof(compare_options[0]),
     .positional = false,
