@@ -4,8 +4,9 @@
  * and only its clusters reach compare_dist, as in argusctl. Checked: the
  * four kernels of the report (0.174, 0.175, 0.719, 0.751 ms), a two-mode
  * group with one slow kernel in eight, large two-mode and heavy-tailed
- * (Pareto) sets, random small mixtures (every quantile inside [min, max]
- * and its bounds around the exact value), and exact samples (steps). */
+ * (Pareto) sets, random small mixtures (the exact quantile inside its
+ * bounds), distributions too large to keep (sketched) and exact samples
+ * (steps). */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -30,6 +31,7 @@ struct side {
     double *v;
     size_t n, cap;
     struct compare_dist d;
+    bool sketched; /* d lost pieces: it became a sketch */
 };
 
 /* A step record of one kernel group of durations dur[0..n) into s: the
@@ -51,7 +53,9 @@ static void side_record(struct side *s, const uint64_t *dur, size_t n)
     }
     assert_int_equal(summarizer_finish(sum, &rec), 0);
     assert_int_equal(rec.n_kernels, 1);
+    size_t before = s->d.n;
     assert_int_equal(compare_dist_add_group(&s->d, rec.kernels[0]), 0);
+    s->sketched |= s->d.n < before;
     summarizer_free_groups(&rec);
     summarizer_free(sum);
 }
@@ -276,6 +280,45 @@ static void test_random_small_bounds(void **state)
     }
 }
 
+/* More pieces than COMPARE_DIST_MAX_PIECES: the distributions are sketched
+ * (the exact samples too), and their bounds still hold the exact values. */
+static void test_sketch(void **state)
+{
+    struct side a = {0}, b = {0}, e = {0};
+    uint64_t x = 9, d[100];
+
+    for (int step = 0; step < 8000; step++) {
+        for (int i = 0; i < 100; i++)
+            d[i] = lognormal(&x, rng_uniform(&x) < 0.4 ? 90000 : 500000, 0.1);
+        side_record(&a, d, 100);
+        for (int i = 0; i < 100; i++)
+            d[i] = lognormal(&x, rng_uniform(&x) < 0.4 ? 90000 : 600000, 0.1);
+        side_record(&b, d, 100);
+    }
+    for (int i = 0; i < 300000; i++) {
+        double v = (double)lognormal(&x, 1e6, 0.2);
+        assert_int_equal(compare_dist_add_sample(&e.d, v), 0);
+        e.v = realloc(e.v, (e.n + 1) * sizeof(double));
+        e.v[e.n++] = v;
+    }
+    assert_true(a.sketched && b.sketched && e.d.deviation > 0);
+    assert_true(a.d.n <= COMPARE_DIST_MAX_PIECES && e.d.n <= COMPARE_DIST_MAX_PIECES);
+    assert_float_equal(a.d.count, 8e5, 1e-3);
+    assert_float_equal(e.d.count, 3e5, 1e-3);
+    sides_sort(&a, &b);
+    qsort(e.v, e.n, sizeof(double), double_cmp);
+    for (double p = 0.05; p < 1; p += 0.05) {
+        check_quantile(&a, p, INFINITY, false);
+        check_quantile(&e, p, 0.001, true);
+    }
+    check_quantile(&a, 0.5, 0.03, true);
+    check_quantile(&b, 0.9, 0.03, true);
+    check_w1(&a, &b, 0.05);
+    side_free(&a);
+    side_free(&b);
+    side_free(&e);
+}
+
 /* Exact samples (step times): nearest-rank quantiles and W1 are exact. */
 static void test_exact_samples(void **state)
 {
@@ -312,7 +355,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_four_kernels), cmocka_unit_test(test_one_slow_in_eight),
         cmocka_unit_test(test_two_modes_large),     cmocka_unit_test(test_heavy_tailed),
-        cmocka_unit_test(test_random_small_bounds), cmocka_unit_test(test_exact_samples),
+        cmocka_unit_test(test_random_small_bounds), cmocka_unit_test(test_sketch),
+        cmocka_unit_test(test_exact_samples),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

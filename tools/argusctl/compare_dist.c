@@ -5,13 +5,13 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/clusters.h"
 
 #define Q COMPARE_DIST_ROUNDING
-#ifndef COMPARE_LOWER_SPREAD
+/* The spread below p50 of the model's prior, relative to the one above. */
 #define COMPARE_LOWER_SPREAD 0.75
-#endif
 
 static int dist_reserve(struct compare_dist *d, size_t more)
 {
@@ -36,13 +36,15 @@ static void dist_push(struct compare_dist *d, const struct compare_piece *pc)
     d->count += pc->w;
 }
 
+static int dist_compact(struct compare_dist *d);
+
 int compare_dist_add_sample(struct compare_dist *d, double v)
 {
     if (dist_reserve(d, 1) < 0)
         return -ENOMEM;
     dist_push(d, &(struct compare_piece){v, v, 1, v, v});
     d->sum += v;
-    return 0;
+    return d->n > COMPARE_DIST_MAX_PIECES ? dist_compact(d) : 0;
 }
 
 void compare_dist_free(struct compare_dist *d)
@@ -58,7 +60,7 @@ void compare_dist_free(struct compare_dist *d)
 struct anchor {
     double rank, val, lo, hi; /* val when known; true value in [lo, hi] */
     double elo, ehi;          /* unknown: the estimate kept in [elo, ehi] */
-    double z;                 /* unknown: the normal quantile of its level */
+    double prior;             /* unknown: model_prior at its rank */
     bool known;
 };
 
@@ -66,7 +68,7 @@ struct anchor {
  * COMPARE_DIST_RUN equal parts of them (bases at both ends). */
 struct run {
     uint32_t n;
-    double z_lo[COMPARE_DIST_RUN], z_hi[COMPARE_DIST_RUN], w[COMPARE_DIST_RUN];
+    double prior_lo[COMPARE_DIST_RUN], prior_hi[COMPARE_DIST_RUN], w[COMPARE_DIST_RUN];
 };
 
 struct cmodel {
@@ -83,22 +85,23 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The normal quantile of continuous rank u of n. */
-static double model_z(const struct cmodel *m, double u)
+/* The model's prior at continuous rank u of n: the log-normal through p50
+ * and p99 above p50; below it the same with its spread times
+ * COMPARE_LOWER_SPREAD (kernel durations have a floor: they spread less
+ * below their median than above it). */
+static double model_prior(const struct cmodel *m, double u)
 {
-    return clusters_norm_ppf(clampd((u - 0.5) / m->n, 1e-6, 1 - 1e-6));
+    double z = clusters_norm_ppf(clampd((u - 0.5) / m->n, 1e-6, 1 - 1e-6));
+
+    return m->p50 * exp(m->sigma * z * (z < 0 ? COMPARE_LOWER_SPREAD : 1));
 }
 
-/* The model's value at normal quantile z with the fit's parameter e (> 0):
- * above p50 the log-normal through p50 and p99 times e; below p50 the same
- * with its spread times COMPARE_LOWER_SPREAD / e (kernel durations have a
- * floor: they spread less below their median than above it). Both halves
- * grow with e. */
-static double model_value(const struct cmodel *m, double z, double e)
+/* The value of a rank of prior v with the fit's factor e (> 0): above p50
+ * the prior times e, below it the prior's distance to p50 divided by e.
+ * Both grow with e; e = 1 is the prior. */
+static double model_value(const struct cmodel *m, double v, double e)
 {
-    if (z >= 0)
-        return m->p50 * exp(m->sigma * z) * e;
-    return m->p50 * exp(m->sigma * z * COMPARE_LOWER_SPREAD / e);
+    return v >= m->p50 ? v * e : m->p50 - (m->p50 - v) / e;
 }
 
 static void model_known(struct cmodel *m, double rank, double val)
@@ -111,8 +114,8 @@ static void model_known(struct cmodel *m, double rank, double val)
 static void model_unknown(struct cmodel *m, double rank, double elo, double ehi)
 {
     ehi = fmax(ehi, elo);
-    m->a[m->na++] =
-        (struct anchor){rank, 0, elo * (1 - Q), ehi * (1 + Q), elo, ehi, model_z(m, rank), false};
+    m->a[m->na++] = (struct anchor){rank, 0,   elo * (1 - Q),        ehi * (1 + Q),
+                                    elo,  ehi, model_prior(m, rank), false};
     m->unknown = true;
 }
 
@@ -126,7 +129,7 @@ static void model_run(struct cmodel *m, struct run *r, double from, double to)
     m->unknown = true;
     if (k <= COMPARE_DIST_RUN) {
         for (double u = from + 1; u < to; u++, r->n++) {
-            r->z_lo[r->n] = r->z_hi[r->n] = model_z(m, u);
+            r->prior_lo[r->n] = r->prior_hi[r->n] = model_prior(m, u);
             r->w[r->n] = 1;
         }
         return;
@@ -134,8 +137,8 @@ static void model_run(struct cmodel *m, struct run *r, double from, double to)
     for (uint32_t j = 0; j < COMPARE_DIST_RUN; j++, r->n++) {
         double s = from + 1 + floor(j * k / COMPARE_DIST_RUN);
         double e = from + floor((j + 1) * k / COMPARE_DIST_RUN);
-        r->z_lo[j] = model_z(m, s - 0.5);
-        r->z_hi[j] = model_z(m, e + 0.5);
+        r->prior_lo[j] = model_prior(m, s - 0.5);
+        r->prior_hi[j] = model_prior(m, e + 0.5);
         r->w[j] = e - s + 1;
     }
 }
@@ -198,7 +201,7 @@ static size_t model_emit(const struct cmodel *m, double e, double etop, struct c
     for (int i = 0; i < m->na; i++) {
         const struct anchor *a = &m->a[i];
         double f = a->rank > m->top ? etop : e;
-        est[i] = a->known ? a->val : clampd(model_value(m, a->z, f), a->elo, a->ehi);
+        est[i] = a->known ? a->val : clampd(model_value(m, a->prior, f), a->elo, a->ehi);
         out[k++] = (struct compare_piece){est[i], est[i], 1, a->lo, a->hi};
         *sum += est[i];
     }
@@ -206,8 +209,8 @@ static size_t model_emit(const struct cmodel *m, double e, double etop, struct c
         const struct run *r = &m->r[i];
         double f = m->a[i].rank >= m->top ? etop : e;
         for (uint32_t j = 0; j < r->n; j++) {
-            double lo = clampd(model_value(m, r->z_lo[j], f), est[i], est[i + 1]);
-            double hi = clampd(model_value(m, r->z_hi[j], f), est[i], est[i + 1]);
+            double lo = clampd(model_value(m, r->prior_lo[j], f), est[i], est[i + 1]);
+            double hi = clampd(model_value(m, r->prior_hi[j], f), est[i], est[i + 1]);
             out[k++] = (struct compare_piece){lo, hi, r->w[j], m->a[i].lo, m->a[i + 1].hi};
             *sum += r->w[j] * (lo + hi) / 2;
         }
@@ -222,7 +225,7 @@ static double model_bisect(const struct cmodel *m, double target, bool tail, dou
     struct compare_piece tmp[COMPARE_DIST_PIECES];
     double sum;
 
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 32; i++) {
         double mid = (lo + hi) / 2;
         model_emit(m, tail ? 1 : exp(mid), exp(mid), tmp, &sum);
         if (sum < target)
@@ -299,6 +302,8 @@ int compare_dist_add_group(struct compare_dist *d, const Argus__V1__KernelGroup 
             dist_push(d, &pc);
         }
         d->sum += cl->sum_ns ? (double)cl->sum_ns : sum;
+        if (d->n > COMPARE_DIST_MAX_PIECES && dist_compact(d) < 0)
+            return -ENOMEM;
     }
     return 0;
 }
@@ -387,18 +392,27 @@ static int cdf_build(struct cdf *c, const struct compare_dist *d, enum cdf_view 
     return 0;
 }
 
-/* The smallest x with F(x) >= p * total. */
-static double cdf_quantile(const struct cdf *c, double p)
+/* The smallest x with F(x) >= p * total, searched from breakpoint *from
+ * (0 at first; left where the answer is, so increasing p cost O(n) in all). */
+static double cdf_quantile_from(const struct cdf *c, double p, size_t *from)
 {
     double t = p * c->total * (1 - 1e-12);
 
-    for (size_t k = 0; k < c->n; k++) {
+    for (size_t k = *from; k < c->n; k++) {
+        *from = k;
         if (c->f[k] >= t)
             return c->x[k];
         if (k + 1 < c->n && c->s[k] > 0 && c->f[k] + c->s[k] * (c->x[k + 1] - c->x[k]) >= t)
             return fmin(c->x[k] + (t - c->f[k]) / c->s[k], c->x[k + 1]);
     }
     return c->n ? c->x[c->n - 1] : 0;
+}
+
+static double cdf_quantile(const struct cdf *c, double p)
+{
+    size_t from = 0;
+
+    return cdf_quantile_from(c, p, &from);
 }
 
 int compare_dist_quantile(const struct compare_dist *d, double p, struct compare_quantile *q)
@@ -485,4 +499,43 @@ int compare_dist_w1(const struct compare_dist *a, const struct compare_dist *b, 
     cdf_free(&ca);
     cdf_free(&cb);
     return 0;
+}
+
+/* The sketch of d: COMPARE_DIST_SKETCH pieces of count / SKETCH each, the
+ * k-th spread over the estimate's quantiles k / SKETCH .. (k + 1) / SKETCH,
+ * its true values between the low view's quantile at k / SKETCH and the high
+ * view's at (k + 1) / SKETCH (which hold the true ones). The estimate moves
+ * by at most the range / SKETCH in W1, added to the deviation. Returns 0 or
+ * -ENOMEM (d unchanged). */
+static int dist_compact(struct compare_dist *d)
+{
+    struct compare_piece *p = malloc(COMPARE_DIST_SKETCH * sizeof(*p));
+    struct cdf c[3];
+    int built = 0;
+
+    for (; p && built < 3 && cdf_build(&c[built], d, (enum cdf_view)built) == 0; built++)
+        ;
+    if (built == 3) {
+        double w = d->count / COMPARE_DIST_SKETCH, prev[3];
+        size_t from[3] = {0, 0, 0};
+        for (int v = 0; v < 3; v++)
+            prev[v] = cdf_quantile(&c[v], 0);
+        for (uint32_t k = 0; k < COMPARE_DIST_SKETCH; k++) {
+            double next[3];
+            for (int v = 0; v < 3; v++)
+                next[v] = cdf_quantile_from(&c[v], (double)(k + 1) / COMPARE_DIST_SKETCH, &from[v]);
+            p[k] = (struct compare_piece){prev[VIEW_EST], next[VIEW_EST], w, prev[VIEW_LOW],
+                                          next[VIEW_HIGH]};
+            memcpy(prev, next, sizeof(prev));
+        }
+        d->deviation += d->count * (prev[VIEW_EST] - c[VIEW_EST].x[0]) / COMPARE_DIST_SKETCH;
+        free(d->p);
+        d->p = p;
+        d->n = d->cap = COMPARE_DIST_SKETCH;
+        p = NULL;
+    }
+    while (built-- > 0)
+        cdf_free(&c[built]);
+    free(p);
+    return d->p && d->n <= COMPARE_DIST_SKETCH ? 0 : -ENOMEM;
 }

@@ -28,7 +28,13 @@
  * outside them. Exact rows have lo = hi and w1_err 0.
  *
  * Memory: up to COMPARE_DIST_PIECES pieces of 40 bytes per cluster (a point
- * per sample of an exact row). Not thread-safe; no globals.
+ * per sample of an exact row), until a distribution holds more than
+ * COMPARE_DIST_MAX_PIECES (10 MiB): then it becomes a sketch of
+ * COMPARE_DIST_SKETCH pieces, each 1 / SKETCH of the values between two
+ * consecutive quantiles of the estimate, bounded by the low and high views'
+ * quantiles there (so the bounds above still hold; W1's grows by the range
+ * / SKETCH), and takes more values until it is sketched again. Not
+ * thread-safe; no globals.
  */
 #ifndef ARGUS_ARGUSCTL_COMPARE_DIST_H
 #define ARGUS_ARGUSCTL_COMPARE_DIST_H
@@ -41,6 +47,8 @@
 #define COMPARE_DIST_ROUNDING (1.0 / 256) /* relative error of a value on the wire */
 #define COMPARE_DIST_RUN 8u               /* unknown ranks between two known: points up to this */
 #define COMPARE_DIST_PIECES (4u + 3u * COMPARE_DIST_RUN) /* per cluster, at most */
+#define COMPARE_DIST_MAX_PIECES (1u << 18)               /* a distribution with more is sketched */
+#define COMPARE_DIST_SKETCH (1u << 14)                   /* pieces of the sketch */
 
 /* w values spread evenly over [lo, hi] (a point when lo == hi), whose true
  * values lie in [env_lo, env_hi]. */
