@@ -284,9 +284,12 @@ static int compare_stats(struct compare *c)
         struct row *r = &c->rows[i];
 
         for (int k = 0; k < 2; k++) {
-            if (compare_dist_quantile(&r->side[k].d, 0.5, &r->p50[k]) == -ENOMEM ||
-                compare_dist_quantile(&r->side[k].d, 0.9, &r->p90[k]) == -ENOMEM)
+            static const double p[] = {0.5, 0.9};
+            struct compare_quantile q[2];
+            if (compare_dist_quantiles(&r->side[k].d, p, 2, q) == -ENOMEM)
                 return -ENOMEM;
+            r->p50[k] = q[0];
+            r->p90[k] = q[1];
             r->mean[k] = r->side[k].count ? r->side[k].total / (double)r->side[k].count : 0;
         }
         int e = compare_dist_w1(&r->side[0].d, &r->side[1].d, &r->w1, &r->w1_err);

@@ -143,6 +143,22 @@ static void model_run(struct cmodel *m, struct run *r, double from, double to)
     }
 }
 
+/* The lowest the first rank of cl can be: lo1, or what its sum leaves
+ * when every other rank is at its highest (the last at most hin), divided
+ * by 1 - Q (model_unknown widens it back). */
+static double sum_floor(const Argus__V1__Cluster *cl, double hin, double lo1)
+{
+    uint64_t n = cl->count, r50 = (50 * n + 99) / 100, r99 = (99 * n + 99) / 100;
+    double top = n == r99 ? 0 : cl->max_ns ? (double)cl->max_ns : hin;
+    double rest = ((double)(r50 - 1) * (double)cl->p50_ns +
+                   (double)(r99 - r50) * (double)cl->p99_ns + (double)(n - r99) * top) *
+                  (1 + Q);
+
+    if (!cl->sum_ns || !isfinite(rest))
+        return lo1;
+    return fmax(lo1, ((double)cl->sum_ns * (1 - Q) - rest) / (1 - Q));
+}
+
 /* The model of cluster c of kg: its anchors (rank 1, ceil(n/2), ceil(0.99
  * n), n as known) and the runs between them. */
 static void model_build(struct cmodel *m, const Argus__V1__KernelGroup *kg, size_t c)
@@ -167,7 +183,7 @@ static void model_build(struct cmodel *m, const Argus__V1__KernelGroup *kg, size
         model_known(m, 1, (double)cl->min_ns);
         lo1 = (double)cl->min_ns;
     } else if (r50 > 1) {
-        model_unknown(m, 1, fmin(lo1, p50), p50);
+        model_unknown(m, 1, fmin(sum_floor(cl, hin, lo1), p50), p50);
     }
     model_known(m, (double)r50, p50);
     if (r99 > r50)
@@ -415,22 +431,26 @@ static double cdf_quantile(const struct cdf *c, double p)
     return cdf_quantile_from(c, p, &from);
 }
 
-int compare_dist_quantile(const struct compare_dist *d, double p, struct compare_quantile *q)
+int compare_dist_quantiles(const struct compare_dist *d, const double *p, size_t n,
+                           struct compare_quantile *q)
 {
     struct cdf c;
-    double *out[] = {&q->v, &q->lo, &q->hi};
 
-    *q = (struct compare_quantile){0};
+    memset(q, 0, n * sizeof(*q));
     if (!d->n || !(d->count > 0))
         return -ENODATA;
     for (enum cdf_view v = VIEW_EST; v <= VIEW_HIGH; v++) {
         if (cdf_build(&c, d, v) < 0)
             return -ENOMEM;
-        *out[v] = cdf_quantile(&c, p);
+        for (size_t i = 0; i < n; i++) {
+            double x = cdf_quantile(&c, p[i]);
+            *(v == VIEW_EST ? &q[i].v : v == VIEW_LOW ? &q[i].lo : &q[i].hi) = x;
+        }
         cdf_free(&c);
     }
     /* an estimate outside its bounds only by the rounding of the sweep */
-    q->v = clampd(q->v, q->lo, q->hi);
+    for (size_t i = 0; i < n; i++)
+        q[i].v = clampd(q[i].v, q[i].lo, q[i].hi);
     return 0;
 }
 

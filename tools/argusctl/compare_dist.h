@@ -77,10 +77,12 @@ int compare_dist_add_sample(struct compare_dist *d, double v);
  * Returns 0 or -ENOMEM (d may hold some of kg's clusters). */
 int compare_dist_add_group(struct compare_dist *d, const Argus__V1__KernelGroup *kg);
 
-/* The nearest-rank p-quantile of d (p in (0, 1]: the smallest value with at
- * least p * count values at or below it) with its bounds, into *q. Returns 0,
- * -ENODATA when d is empty (*q zero), or -ENOMEM. */
-int compare_dist_quantile(const struct compare_dist *d, double p, struct compare_quantile *q);
+/* The nearest-rank quantiles of d at p[0..n) (each in (0, 1]: the smallest
+ * value with at least p * count values at or below it) with their bounds,
+ * into q[0..n). Returns 0, -ENODATA when d is empty (q zeroed), or -ENOMEM.
+ * O(pieces log pieces + n * pieces). */
+int compare_dist_quantiles(const struct compare_dist *d, const double *p, size_t n,
+                           struct compare_quantile *q);
 
 /* The W1 (earth mover's) distance between a and b (each normalised to one)
  * in ns into *w1, and its bound into *err. Returns 0, -ENODATA when either
