@@ -36,20 +36,25 @@ struct side {
 
 /* A step record of one kernel group of durations dur[0..n) into s: the
  * summarizer's clusters into s->d, the samples kept. */
+static struct summarizer *sum; /* the agent's, default options (group setup) */
+
+static void side_sample(struct side *s, double v)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->v = realloc(s->v, s->cap * sizeof(*s->v));
+        assert_non_null(s->v);
+    }
+    s->v[s->n++] = v;
+}
+
 static void side_record(struct side *s, const uint64_t *dur, size_t n)
 {
-    struct summarizer *sum = summarizer_new(NULL);
     Argus__V1__StepRecord rec = ARGUS__V1__STEP_RECORD__INIT;
 
-    assert_non_null(sum);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(summarizer_add(sum, 42, 7, dur[i]), 0);
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 1024;
-            s->v = realloc(s->v, s->cap * sizeof(*s->v));
-            assert_non_null(s->v);
-        }
-        s->v[s->n++] = (double)dur[i];
+        side_sample(s, (double)dur[i]);
     }
     assert_int_equal(summarizer_finish(sum, &rec), 0);
     assert_int_equal(rec.n_kernels, 1);
@@ -57,7 +62,6 @@ static void side_record(struct side *s, const uint64_t *dur, size_t n)
     assert_int_equal(compare_dist_add_group(&s->d, rec.kernels[0]), 0);
     s->sketched |= s->d.n < before;
     summarizer_free_groups(&rec);
-    summarizer_free(sum);
 }
 
 static void side_free(struct side *s)
@@ -302,8 +306,7 @@ static void test_sketch(void **state)
     for (int i = 0; i < 300000; i++) {
         double v = (double)lognormal(&x, 1e6, 0.2);
         assert_int_equal(compare_dist_add_sample(&e.d, v), 0);
-        e.v = realloc(e.v, (e.n + 1) * sizeof(double));
-        e.v[e.n++] = v;
+        side_sample(&e, v);
     }
     assert_true(a.sketched && b.sketched && e.d.deviation > 0);
     assert_true(a.d.n <= COMPARE_DIST_MAX_PIECES && e.d.n <= COMPARE_DIST_MAX_PIECES);
@@ -355,6 +358,18 @@ static void test_exact_samples(void **state)
     compare_dist_free(&b.d);
 }
 
+static int setup(void **state)
+{
+    sum = summarizer_new(NULL);
+    return sum ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    summarizer_free(sum);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,5 +379,5 @@ int main(void)
         cmocka_unit_test(test_exact_samples),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -354,12 +354,16 @@ static void compare_print(struct compare *c, struct row **by_impact)
     printf("%-6s %7s %9s %9s %9s | %7s %9s %9s %9s | %9s %10s  %s\n", "KIND", "A.COUNT", "A.P50ms",
            "A.P90ms", "A.MEANms", "B.COUNT", "B.P50ms", "B.P90ms", "B.MEANms", "W1ms", "IMPACTms",
            "NAME");
+    bool kernels = false;
     for (int kind = KIND_STEP; kind <= KIND_KERNEL; kind++)
         for (size_t i = 0; i < c->n_rows; i++)
-            if (by_impact[i]->kind == (enum compare_kind)kind)
+            if (by_impact[i]->kind == (enum compare_kind)kind) {
                 print_row(by_impact[i]);
-    printf("kernel p50, p90 and W1 are estimated from the agent's cluster summaries "
-           "(--json: their bounds)\n");
+                kernels |= kind == KIND_KERNEL;
+            }
+    if (kernels)
+        printf("kernel p50, p90 and W1 are estimated from the agent's cluster summaries "
+               "(--json: their bounds)\n");
     printf("top changes (impact = change of time per step record):\n");
     for (size_t i = 0, shown = 0; i < c->n_rows && shown < c->cfg.top; i++) {
         const struct row *r = by_impact[i];
