@@ -5,8 +5,8 @@
  * four kernels of the report (0.174, 0.175, 0.719, 0.751 ms), a two-mode
  * group with one slow kernel in eight, large two-mode and heavy-tailed
  * (Pareto) sets, random small mixtures (the exact quantile inside its
- * bounds), distributions too large to keep (sketched) and exact samples
- * (steps). */
+ * bounds), clusters with min and max sent, distributions too large to keep (sketched) and exact
+ * samples (steps). */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -288,6 +288,45 @@ static void test_random_small_bounds(void **state)
     }
 }
 
+/* Clusters with min and max sent, exact values (the agent's other
+ * options): every kernel counted once, every quantile inside [min, max]
+ * and its bounds, from 1 kernel a step up. */
+static void test_min_max_sent(void **state)
+{
+    struct summarize_options o;
+    struct summarizer *exact_sum;
+    uint64_t x = 11;
+
+    summarize_options_default(&o);
+    o.fields = SUMMARIZE_FIELDS_ALL;
+    o.quantize_bits = 0;
+    exact_sum = summarizer_new(&o);
+    assert_non_null(exact_sum);
+    struct summarizer *def = sum;
+    sum = exact_sum;
+    for (size_t n = 1; n <= 40; n++) {
+        struct side a = {0}, b = {0};
+        uint64_t d[40];
+        for (int step = 0; step < 3; step++) {
+            for (size_t i = 0; i < n; i++)
+                d[i] = lognormal(&x, i % 3 ? 100000 : 400000, 0.2);
+            side_record(&a, d, n);
+            for (size_t i = 0; i < n; i++)
+                d[i] = 2 * d[i];
+            side_record(&b, d, n);
+        }
+        sides_sort(&a, &b);
+        assert_float_equal(a.d.count, 3.0 * (double)n, 1e-9);
+        for (double p = 0.05; p <= 1; p += 0.05)
+            check_quantile(&a, p, INFINITY, true);
+        check_w1(&a, &b, INFINITY);
+        side_free(&a);
+        side_free(&b);
+    }
+    sum = def;
+    summarizer_free(exact_sum);
+}
+
 /* More pieces than COMPARE_DIST_MAX_PIECES: the distributions are sketched
  * (the exact samples too), and their bounds still hold the exact values. */
 static void test_sketch(void **state)
@@ -373,9 +412,13 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_report_four_kernels), cmocka_unit_test(test_one_slow_in_eight),
-        cmocka_unit_test(test_two_modes_large),     cmocka_unit_test(test_heavy_tailed),
-        cmocka_unit_test(test_random_small_bounds), cmocka_unit_test(test_sketch),
+        cmocka_unit_test(test_report_four_kernels),
+        cmocka_unit_test(test_one_slow_in_eight),
+        cmocka_unit_test(test_two_modes_large),
+        cmocka_unit_test(test_heavy_tailed),
+        cmocka_unit_test(test_random_small_bounds),
+        cmocka_unit_test(test_min_max_sent),
+        cmocka_unit_test(test_sketch),
         cmocka_unit_test(test_exact_samples),
     };
 

@@ -179,7 +179,7 @@ static void model_build(struct cmodel *m, const Argus__V1__KernelGroup *kg, size
     *m = (struct cmodel){.n = (double)n, .p50 = p50, .top = (double)n};
     /* no spread between p50 and p99: a small one the sum can still widen */
     m->sigma = p99 > p50 ? log(p99 / p50) / CLUSTERS_Z99 : 0.01;
-    if (cl->min_ns) {
+    if (cl->min_ns && r50 > 1) { /* (at r50 = 1 the shortest is p50) */
         model_known(m, 1, (double)cl->min_ns);
         lo1 = (double)cl->min_ns;
     } else if (r50 > 1) {
