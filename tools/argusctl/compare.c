@@ -12,15 +12,14 @@
 #include <json-c/json.h>
 
 #include "common/clock.h"
-#include "common/clusters.h"
 #include "common/config.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
 #include "tools/argusctl/channel.h"
+#include "tools/argusctl/compare_dist.h"
 #include "tools/argusctl/target.h"
 #include "proto/argus.pb-c.h"
 
-#define COMPARE_GRID 16u     /* quantiles per kernel group and record */
 #define COMPARE_PAGE 100000u /* records per Steps call */
 #define COMPARE_MAX_ROWS (1u << 20)
 
@@ -58,17 +57,21 @@ static const struct config_option compare_options[] = {
 static const struct config_table compare_table = {
     .program = "argusctl compare",
     .summary = "compare two jobs, or two step ranges of one job",
-    .usage = "Usage: argusctl compare --job A --job B | --job A --steps X-Y --vs-steps Z-W\n",
+    .usage = "Usage: argusctl compare --job A --job B | --job A --steps X-Y --vs-steps Z-W\n"
+             "Step and phase quantiles are exact; kernels reach the collector as the\n"
+             "agent's cluster summaries, so kernel p50, p90 and W1 are estimates: --json\n"
+             "gives their bounds (p50_lo_ns..p50_hi_ns, p90_lo_ns..p90_hi_ns, w1_err_ns).\n"
+             "The table prints each name in full, in its last column.\n",
     .options = compare_options,
     .count = sizeof(compare_options) / sizeof(compare_options[0]),
     .positional = false,
 };
 
-/* The samples of one row on one side. */
-struct dist {
-    double *v, *w;
-    size_t n, cap;
-    double total; /* ns summed over the side's records */
+/* One row on one side: its distribution (compare_dist.h), its count and
+ * total of ns over the side's records. */
+struct side {
+    struct compare_dist d;
+    double total;
     uint64_t count;
 };
 
@@ -76,8 +79,9 @@ struct row {
     uint64_t key; /* name id (0 for the step row) */
     enum compare_kind kind;
     const char *name;
-    struct dist side[2];
-    double p50[2], p90[2], mean[2], w1, impact;
+    struct side side[2];
+    struct compare_quantile p50[2], p90[2];
+    double mean[2], w1, w1_err, impact;
 };
 
 struct compare {
@@ -91,6 +95,7 @@ struct compare {
     uint64_t *name_ids;
     size_t n_names, cap_names;
     uint64_t records[2];
+    uint64_t traced[2]; /* records whose kernels were traced (sampled) */
     uint64_t from[2], to[2];
     const char *job[2];
 };
@@ -147,24 +152,6 @@ static struct row *compare_row(struct compare *c, enum compare_kind kind, uint64
     return &c->rows[c->n_rows - 1];
 }
 
-static int dist_add(struct dist *d, double v, double w)
-{
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 64;
-        double *nv = realloc(d->v, cap * sizeof(*nv));
-        if (nv)
-            d->v = nv;
-        double *nw = nv ? realloc(d->w, cap * sizeof(*nw)) : NULL;
-        if (!nv || !nw)
-            return -ENOMEM;
-        d->w = nw;
-        d->cap = cap;
-    }
-    d->v[d->n] = v;
-    d->w[d->n++] = w;
-    return 0;
-}
-
 /* Remember a name of the Steps reply. */
 static void compare_names(struct compare *c, const Argus__V1__StepsResponse *resp)
 {
@@ -196,52 +183,47 @@ static void compare_names(struct compare *c, const Argus__V1__StepsResponse *res
 static int compare_kernel(struct compare *c, int s, const Argus__V1__KernelGroup *kg)
 {
     struct row *r = compare_row(c, KIND_KERNEL, kg->name_id);
-    uint64_t count = 0, sum = 0;
-    float q[COMPARE_GRID];
-    uint32_t g;
+    double before;
 
     if (!r)
         return -ENOMEM;
-    for (size_t k = 0; k < kg->n_clusters; k++) {
-        count += kg->clusters[k]->count;
-        sum += kg->clusters[k]->sum_ns;
-    }
-    if (!count)
-        return 0;
-    g = count < COMPARE_GRID ? (uint32_t)count : COMPARE_GRID;
-    if (clusters_quantile_grid(kg, q, g) < 0)
-        return 0;
-    double grid_sum = 0;
-    for (uint32_t i = 0; i < g; i++) {
-        grid_sum += q[i];
-        if (dist_add(&r->side[s], q[i], (double)count / g) < 0)
-            return -ENOMEM;
-    }
-    r->side[s].count += count;
-    r->side[s].total += sum ? (double)sum : grid_sum / g * (double)count;
+    before = r->side[s].d.sum;
+    if (compare_dist_add_group(&r->side[s].d, kg) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < kg->n_clusters; k++)
+        r->side[s].count += kg->clusters[k]->count;
+    r->side[s].total += r->side[s].d.sum - before;
     return 0;
 }
 
-/* One record into the rows of side s. */
-static int compare_record(struct compare *c, int s, const Argus__V1__StepRecord *rec)
+/* One step or phase duration into the row (kind, key) of side s. */
+static int compare_sample(struct compare *c, int s, enum compare_kind kind, uint64_t key,
+                          uint64_t ns)
 {
-    struct row *r = compare_row(c, KIND_STEP, 0);
+    struct row *r = compare_row(c, kind, key);
 
-    if (!r || dist_add(&r->side[s], (double)rec->duration_ns, 1) < 0)
+    if (!r || compare_dist_add_sample(&r->side[s].d, (double)ns) < 0)
         return -ENOMEM;
     r->side[s].count++;
-    r->side[s].total += (double)rec->duration_ns;
-    for (size_t p = 0; p < rec->n_phases; p++) {
-        r = compare_row(c, KIND_PHASE, rec->phases[p]->name_id);
-        if (!r || dist_add(&r->side[s], (double)rec->phases[p]->duration_ns, 1) < 0)
+    r->side[s].total += (double)ns;
+    return 0;
+}
+
+/* One record into the rows of side s. A record whose kernels were not
+ * traced (the agent's duty cycle) counts for steps and phases only. */
+static int compare_record(struct compare *c, int s, const Argus__V1__StepRecord *rec)
+{
+    if (compare_sample(c, s, KIND_STEP, 0, rec->duration_ns) < 0)
+        return -ENOMEM;
+    for (size_t p = 0; p < rec->n_phases; p++)
+        if (compare_sample(c, s, KIND_PHASE, rec->phases[p]->name_id, rec->phases[p]->duration_ns) <
+            0)
             return -ENOMEM;
-        r->side[s].count++;
-        r->side[s].total += (double)rec->phases[p]->duration_ns;
-    }
     for (size_t k = 0; k < rec->n_kernels; k++)
         if (compare_kernel(c, s, rec->kernels[k]) < 0)
             return -ENOMEM;
     c->records[s]++;
+    c->traced[s] += rec->sampled || rec->n_kernels;
     return 0;
 }
 
@@ -287,64 +269,12 @@ static int compare_fetch(struct compare *c, int s)
     }
 }
 
-struct sample {
-    double v, w;
-};
-
-static int sample_cmp(const void *a, const void *b)
+/* Time of row r per record of side s: kernels per traced record. */
+static double compare_per_record(const struct compare *c, const struct row *r, int s)
 {
-    const struct sample *x = a, *y = b;
+    uint64_t n = r->kind == KIND_KERNEL ? c->traced[s] : c->records[s];
 
-    return x->v < y->v ? -1 : x->v > y->v;
-}
-
-/* Sort d's samples; NULL when empty or out of memory. */
-static struct sample *dist_sorted(const struct dist *d, double *wsum)
-{
-    struct sample *s = d->n ? malloc(d->n * sizeof(*s)) : NULL;
-
-    *wsum = 0;
-    for (size_t i = 0; s && i < d->n; i++) {
-        s[i] = (struct sample){d->v[i], d->w[i]};
-        *wsum += d->w[i];
-    }
-    if (s)
-        qsort(s, d->n, sizeof(*s), sample_cmp);
-    return s;
-}
-
-static double quantile(const struct sample *s, size_t n, double wsum, double p)
-{
-    double acc = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        acc += s[i].w;
-        if (acc >= p * wsum)
-            return s[i].v;
-    }
-    return n ? s[n - 1].v : 0;
-}
-
-/* W1 = integral of |F_a(x) - F_b(x)| dx, by a merge over both samples. */
-static double w1(const struct sample *a, size_t na, double wa, const struct sample *b, size_t nb,
-                 double wb)
-{
-    double fa = 0, fb = 0, x = 0, sum = 0;
-    size_t i = 0, k = 0;
-    bool started = false;
-
-    while (i < na || k < nb) {
-        double next = k >= nb || (i < na && a[i].v <= b[k].v) ? a[i].v : b[k].v;
-        if (started)
-            sum += fabs(fa - fb) * (next - x);
-        x = next;
-        started = true;
-        while (i < na && a[i].v == next)
-            fa += a[i++].w / wa;
-        while (k < nb && b[k].v == next)
-            fb += b[k++].w / wb;
-    }
-    return sum;
+    return n ? r->side[s].total / (double)n : 0;
 }
 
 /* The statistics of every row. */
@@ -352,29 +282,27 @@ static int compare_stats(struct compare *c)
 {
     for (size_t i = 0; i < c->n_rows; i++) {
         struct row *r = &c->rows[i];
-        struct sample *s[2];
-        double wsum[2];
 
         for (int k = 0; k < 2; k++) {
-            s[k] = dist_sorted(&r->side[k], &wsum[k]);
-            if (!s[k] && r->side[k].n) {
-                free(s[0]);
+            static const double p[] = {0.5, 0.9};
+            struct compare_quantile q[2];
+            if (compare_dist_quantiles(&r->side[k].d, p, 2, q) == -ENOMEM)
                 return -ENOMEM;
-            }
-            r->p50[k] = quantile(s[k], r->side[k].n, wsum[k], 0.5);
-            r->p90[k] = quantile(s[k], r->side[k].n, wsum[k], 0.9);
+            r->p50[k] = q[0];
+            r->p90[k] = q[1];
             r->mean[k] = r->side[k].count ? r->side[k].total / (double)r->side[k].count : 0;
         }
-        r->w1 = s[0] && s[1] ? w1(s[0], r->side[0].n, wsum[0], s[1], r->side[1].n, wsum[1]) : NAN;
-        r->impact = (c->records[1] ? r->side[1].total / (double)c->records[1] : 0) -
-                    (c->records[0] ? r->side[0].total / (double)c->records[0] : 0);
+        int e = compare_dist_w1(&r->side[0].d, &r->side[1].d, &r->w1, &r->w1_err);
+        if (e == -ENOMEM)
+            return -ENOMEM;
+        if (e < 0)
+            r->w1 = r->w1_err = NAN;
+        r->impact = compare_per_record(c, r, 1) - compare_per_record(c, r, 0);
         for (size_t n = 0; n < c->n_names; n++)
             if (c->name_ids[n] == r->key)
                 r->name = c->names[n];
         if (r->kind == KIND_STEP)
             r->name = "step";
-        free(s[0]);
-        free(s[1]);
     }
     return 0;
 }
@@ -395,15 +323,19 @@ static const char *row_name(const struct row *r, char *buf, size_t len)
     return buf;
 }
 
+/* A row of the table: the numbers in fixed columns, the full name last
+ * (C++ kernel names run to hundreds of characters: the terminal wraps it
+ * and the columns of the next row stay aligned). */
 static void print_row(const struct row *r)
 {
     char id[24];
 
-    printf("%-6s %-40.40s %7" PRIu64 " %9.3f %9.3f %9.3f | %7" PRIu64
-           " %9.3f %9.3f %9.3f | %9.3f %+10.3f\n",
-           kind_names[r->kind], row_name(r, id, sizeof(id)), r->side[0].count, r->p50[0] / 1e6,
-           r->p90[0] / 1e6, r->mean[0] / 1e6, r->side[1].count, r->p50[1] / 1e6, r->p90[1] / 1e6,
-           r->mean[1] / 1e6, isnan(r->w1) ? 0 : r->w1 / 1e6, r->impact / 1e6);
+    printf("%-6s %7" PRIu64 " %9.3f %9.3f %9.3f | %7" PRIu64
+           " %9.3f %9.3f %9.3f | %9.3f %+10.3f  %s\n",
+           kind_names[r->kind], r->side[0].count, r->p50[0].v / 1e6, r->p90[0].v / 1e6,
+           r->mean[0] / 1e6, r->side[1].count, r->p50[1].v / 1e6, r->p90[1].v / 1e6,
+           r->mean[1] / 1e6, isnan(r->w1) ? 0 : r->w1 / 1e6, r->impact / 1e6,
+           row_name(r, id, sizeof(id)));
 }
 
 static void compare_print(struct compare *c, struct row **by_impact)
@@ -414,15 +346,24 @@ static void compare_print(struct compare *c, struct row **by_impact)
             printf("%" PRIu64 "-%" PRIu64, c->from[s], c->to[s]);
         else
             printf("all");
-        printf(" (%" PRIu64 " records)\n", c->records[s]);
+        printf(" (%" PRIu64 " records", c->records[s]);
+        if (c->traced[s] != c->records[s])
+            printf(", kernels traced in %" PRIu64, c->traced[s]);
+        printf(")\n");
     }
-    printf("%-6s %-40s %7s %9s %9s %9s | %7s %9s %9s %9s | %9s %10s\n", "KIND", "NAME", "A.COUNT",
-           "A.P50ms", "A.P90ms", "A.MEANms", "B.COUNT", "B.P50ms", "B.P90ms", "B.MEANms", "W1ms",
-           "IMPACTms");
+    printf("%-6s %7s %9s %9s %9s | %7s %9s %9s %9s | %9s %10s  %s\n", "KIND", "A.COUNT", "A.P50ms",
+           "A.P90ms", "A.MEANms", "B.COUNT", "B.P50ms", "B.P90ms", "B.MEANms", "W1ms", "IMPACTms",
+           "NAME");
+    bool kernels = false;
     for (int kind = KIND_STEP; kind <= KIND_KERNEL; kind++)
         for (size_t i = 0; i < c->n_rows; i++)
-            if (by_impact[i]->kind == (enum compare_kind)kind)
+            if (by_impact[i]->kind == (enum compare_kind)kind) {
                 print_row(by_impact[i]);
+                kernels |= kind == KIND_KERNEL;
+            }
+    if (kernels)
+        printf("kernel p50, p90 and W1 are estimated from the agent's cluster summaries "
+               "(--json: their bounds)\n");
     printf("top changes (impact = change of time per step record):\n");
     for (size_t i = 0, shown = 0; i < c->n_rows && shown < c->cfg.top; i++) {
         const struct row *r = by_impact[i];
@@ -436,6 +377,23 @@ static void compare_print(struct compare *c, struct row **by_impact)
     }
 }
 
+/* A number, or null when it is not finite (an unbounded bound). */
+static json_object *json_number(double v)
+{
+    return isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+static void quantile_json(json_object *d, const char *key, const struct compare_quantile *q)
+{
+    char k[32];
+
+    json_object_object_add(d, key, json_object_new_double(q->v));
+    snprintf(k, sizeof(k), "%.3s_lo_ns", key);
+    json_object_object_add(d, k, json_number(q->lo));
+    snprintf(k, sizeof(k), "%.3s_hi_ns", key);
+    json_object_object_add(d, k, json_number(q->hi));
+}
+
 static json_object *row_json(const struct row *r)
 {
     json_object *o = json_object_new_object();
@@ -446,12 +404,13 @@ static json_object *row_json(const struct row *r)
     for (int s = 0; s < 2; s++) {
         json_object *d = json_object_new_object();
         json_object_object_add(d, "count", json_object_new_uint64(r->side[s].count));
-        json_object_object_add(d, "p50_ns", json_object_new_double(r->p50[s]));
-        json_object_object_add(d, "p90_ns", json_object_new_double(r->p90[s]));
+        quantile_json(d, "p50_ns", &r->p50[s]);
+        quantile_json(d, "p90_ns", &r->p90[s]);
         json_object_object_add(d, "mean_ns", json_object_new_double(r->mean[s]));
         json_object_object_add(o, s ? "b" : "a", d);
     }
     json_object_object_add(o, "w1_ns", isnan(r->w1) ? NULL : json_object_new_double(r->w1));
+    json_object_object_add(o, "w1_err_ns", json_number(r->w1_err));
     json_object_object_add(o, "impact_ns_per_step", json_object_new_double(r->impact));
     return o;
 }
@@ -467,6 +426,7 @@ static void compare_print_json(struct compare *c, struct row **by_impact)
         json_object_object_add(side, "from_step", json_object_new_uint64(c->from[s]));
         json_object_object_add(side, "to_step", json_object_new_uint64(c->to[s]));
         json_object_object_add(side, "records", json_object_new_uint64(c->records[s]));
+        json_object_object_add(side, "traced_records", json_object_new_uint64(c->traced[s]));
         json_object_object_add(root, s ? "b" : "a", side);
     }
     for (size_t i = 0; i < c->n_rows; i++)
@@ -545,10 +505,8 @@ static int compare_run(struct compare *c)
 static void compare_free(struct compare *c)
 {
     for (size_t i = 0; i < c->n_rows; i++)
-        for (int s = 0; s < 2; s++) {
-            free(c->rows[i].side[s].v);
-            free(c->rows[i].side[s].w);
-        }
+        for (int s = 0; s < 2; s++)
+            compare_dist_free(&c->rows[i].side[s].d);
     for (size_t i = 0; i < c->n_names; i++)
         free(c->names[i]);
     free(c->names);

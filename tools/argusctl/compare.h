@@ -15,11 +15,16 @@
  * records (a kernel twice as slow that runs 10 ms a step has an impact of
  * +10 ms). The top changes are the rows sorted by |impact|, largest first.
  *
- * Samples: a step or a phase is one sample per record; a kernel group's
- * KDE clusters (common/clusters.h) are turned into up to 16 quantiles per
- * record, each weighted by its share of the group's count, so quantiles and
- * W1 are of the kernels' own durations; a kernel's mean and total use the
- * exact sum_ns when the agent sent it.
+ * Samples: a step or a phase is one exact sample per record; a kernel
+ * group reaches argusctl only as the agent's clusters, which become a model
+ * with bounds (compare_dist.h): the ranks a cluster knows (its p50, its p99,
+ * min and max when sent) exactly, the others between them, so quantiles and
+ * W1 are of the kernels' own durations within stated bounds; a kernel's
+ * mean and total use the exact sum_ns when the agent sent it. A kernel's
+ * impact is per record whose kernels were traced (StepRecord.sampled: the
+ * agent's duty cycle leaves the others without kernels).
+ *
+ * The table prints the numbers in fixed columns and the full name last.
  */
 #ifndef ARGUS_ARGUSCTL_COMPARE_H
 #define ARGUS_ARGUSCTL_COMPARE_H
