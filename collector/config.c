@@ -203,7 +203,9 @@ static const struct config_option collector_options[] = {
         "ranks waiting this long in a collective that another rank never entered: the job is "
         "hung (raised to 10 x the job's median step time; keep it under the backend's timeout)"),
     OPT("diag.max_open_bytes", CONFIG_SIZE, diag_max_open_bytes, "256MiB", 1048576,
-        1024.0 * 1073741824, "memory of one job's open and kept steps; over it the oldest closes"),
+        1024.0 * 1073741824,
+        "memory of one job's open and kept steps, grown to 32 KiB per rank of the job (at most 4 "
+        "times this); over it the oldest closes (ArgusBlind)"),
     OPT("diag.max_bytes", CONFIG_SIZE, diag_max_bytes, "1GiB", 16777216, 1024.0 * 1073741824,
         "memory of all jobs' open and kept steps; over it the least recently fed jobs' "
         "diagnosis state is freed (counted)"),

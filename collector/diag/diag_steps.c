@@ -11,6 +11,7 @@ int diag_steps_init(struct diag_steps *w, size_t max_bytes, uint32_t keep)
 {
     memset(w, 0, sizeof(*w));
     w->max_bytes = max_bytes ? max_bytes : DEFAULT_MAX_BYTES;
+    w->base_bytes = w->max_bytes;
     w->keep = keep;
     w->n = 16;
     w->frames = calloc(w->n, sizeof(*w->frames));
@@ -27,8 +28,14 @@ void diag_steps_free(struct diag_steps *w)
 
 int diag_steps_reserve(struct diag_steps *w, uint32_t ranks)
 {
+    size_t want;
+
     if (ranks > w->ranks)
         w->ranks = ranks;
+    want = (size_t)w->ranks * DIAG_STEPS_BYTES_PER_RANK;
+    if (want > DIAG_STEPS_GROWTH * w->base_bytes)
+        want = DIAG_STEPS_GROWTH * w->base_bytes;
+    w->max_bytes = want > w->base_bytes ? want : w->base_bytes;
     for (uint32_t i = 0; i < w->n; i++)
         if (w->frames[i].used && diag_frame_reserve(&w->frames[i], w->ranks))
             return -ENOMEM;

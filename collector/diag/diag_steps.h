@@ -23,6 +23,12 @@
 
 #define DIAG_STEPS_NO_FORCE 0      /* force_upto value: close nothing by force */
 #define DIAG_STEPS_MAX_SLOTS 16384 /* ring slots at most (steps open or kept at once) */
+/* The budget follows the job's ranks: at least this much per rank (about 16
+ * open steps and the kept ones at the ~1-2 KB a rank-step frame takes:
+ * 1,024 ranks at 10 steps/s held 19 MB), at most DIAG_STEPS_GROWTH times
+ * the configured size. */
+#define DIAG_STEPS_BYTES_PER_RANK (32u << 10)
+#define DIAG_STEPS_GROWTH 4
 
 /* Why a step closed (metrics: argus_diag_steps_closed_total{reason}). */
 enum diag_close_reason {
@@ -46,20 +52,24 @@ struct diag_steps {
     uint32_t n;                /* a power of two */
     uint32_t ranks;            /* frames get room for ranks [0, ranks) when opened */
     uint32_t keep;             /* closed steps kept for amending (horizon) */
-    size_t max_bytes;          /* budget for all frames, open and kept */
+    size_t max_bytes;          /* budget for all frames, open and kept: base_bytes, or
+                                * DIAG_STEPS_BYTES_PER_RANK x ranks when more, at most
+                                * DIAG_STEPS_GROWTH x base_bytes */
+    size_t base_bytes;         /* the configured budget */
     uint32_t open;             /* open frames */
     bool started;
     uint64_t next;   /* lowest step not closed yet */
     uint64_t newest; /* highest step opened */
 };
 
-/* An empty window: max_bytes of frames (0: 256 MiB), keep closed steps for
- * amending. Returns 0 or -ENOMEM. */
+/* An empty window: max_bytes of frames (0: 256 MiB; more as ranks are
+ * reserved, see max_bytes), keep closed steps for amending. Returns 0 or
+ * -ENOMEM. */
 int diag_steps_init(struct diag_steps *w, size_t max_bytes, uint32_t keep);
 void diag_steps_free(struct diag_steps *w);
 
 /* Room for ranks [0, ranks) in the frames in use (open and kept) and in every
- * frame opened from now on. 0 or -ENOMEM. */
+ * frame opened from now on; the budget grows with them. 0 or -ENOMEM. */
 int diag_steps_reserve(struct diag_steps *w, uint32_t ranks);
 
 /* Where a record of `step` goes (enum diag_slot). A new step's frame starts
