@@ -302,6 +302,7 @@ static int collector_start_grpc(struct collector *c)
         .workers = (unsigned)c->cfg.grpc_workers,
         .max_message = c->cfg.max_frame * 2 + (1u << 20),
         .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
+        .max_calls_per_peer = (uint32_t)c->cfg.grpc_max_calls_per_peer,
     };
 
     int r = collector_check_tls(&c->cfg, &to.tls);

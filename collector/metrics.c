@@ -449,6 +449,13 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     collector_metrics_disk(&st, b);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    http_buf_metric(b, "argus_grpc_unimplemented_total", "counter",
+                    "calls of methods the collector does not serve (answered UNIMPLEMENTED)", "",
+                    ts.unimplemented);
+    http_buf_metric(b, "argus_grpc_calls_refused_total", "counter",
+                    "calls refused: their peer had grpc.max_calls_per_peer open", "",
+                    ts.refused_busy);
+    http_buf_metric(b, "argus_grpc_peers", "gauge", "hosts with a gRPC call open", "", ts.peers);
     collector_metrics_tls(m->transport, b);
     collector_metrics_membership(m, b);
     fleet_write_metrics(m->fleet, b);
