@@ -428,6 +428,10 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.duplicate_records);
     http_buf_metric(b, "argus_ingest_acks_total", "counter", "acks sent", "", in.acks);
     http_buf_metric(b, "argus_ingest_streams", "gauge", "open agent streams", "", in.streams);
+    http_buf_metric(b, "argus_ingest_agents_unreachable", "gauge",
+                    "agents whose stream ended and none came back: their nodes are unreachable, "
+                    "not silent",
+                    "", in.unreachable);
     for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
         snprintf(labels, sizeof(labels), "reason=\"%s\"", ingest_reject_name(r));
         if (r == 0)
