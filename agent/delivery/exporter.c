@@ -267,7 +267,10 @@ static void exporter_closed(struct exporter *e, const struct rpc_stream_event *e
                  ev->message);
     log_ratelimited(&e->rl, LOG_LEVEL_WARN, "exporter", "stream to %s ended: status %d: %s",
                     e->collector, ev->status, ev->message);
-    if (ev->status == RPC_INVALID_ARGUMENT || ev->status == RPC_RESOURCE_EXHAUSTED)
+    /* a refusal of the stream itself (too many calls from this host) is
+     * retried like a collector that is down: the batch is not at fault */
+    if (ev->status == RPC_INVALID_ARGUMENT ||
+        (ev->status == RPC_RESOURCE_EXHAUSTED && !strstr(ev->message, RPC_PEER_CAP_MARK)))
         exporter_reject_head(e);
     exporter_disconnect(e, now);
 }

@@ -16,6 +16,7 @@
 #include "collector/transport/transport_tls.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/rpc_paths.h"
 
 #define TRANSPORT_MAX_METHODS 16
 #define TRANSPORT_MAX_WORKERS 64
@@ -421,7 +422,7 @@ static bool transport_admit(struct transport_call *c)
         return true; /* -ENOMEM: served uncounted rather than refused */
     atomic_fetch_add(&t->refused_busy, 1);
     snprintf(msg, sizeof(msg),
-             "%s has %u calls open, the most one peer may (grpc.max_calls_per_peer): "
+             "%s has %u calls open, the most one peer may (" RPC_PEER_CAP_MARK "): "
              "retry once some have ended",
              c->peer_key, (unsigned)t->opts.max_calls_per_peer);
     transport_refuse(c, TRANSPORT_RESOURCE_EXHAUSTED, msg);
