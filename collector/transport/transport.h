@@ -6,6 +6,12 @@
  * buffer, slice and completion queue of the server lives in transport.c;
  * the ingest and query modules see plain bytes and return bytes or a status.
  *
+ * What no handler takes is ended here: a call of a method nobody registered
+ * gets UNIMPLEMENTED, a unary call without one complete request message
+ * INVALID_ARGUMENT, and a call from a host that already has
+ * max_calls_per_peer open RESOURCE_EXHAUSTED (transport_peers.h); each is
+ * freed once the peer has closed it, so a client that goes leaves nothing.
+ *
  * Threads: `workers` threads, each owning one completion queue. Every call
  * is served entirely by the thread whose queue accepted it, so handlers of
  * one stream are never called concurrently (handlers of different streams
