@@ -4,6 +4,7 @@
 # drains within backoff_max + 3 s. gRPC moves a connection attempt on only
 # while someone polls: an agent that waited out its backoff without polling
 # its channel took 4-11 s, every stream it opened meanwhile failing at once.
+# test-cpu: idle: one agent replaying at 10 steps/s, fixed outages
 source "$(dirname "$0")/lib.sh"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
 

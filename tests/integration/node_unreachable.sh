@@ -6,6 +6,7 @@
 # (argus_ingest_agents_unreachable) and raises no silence finding, node or
 # rank (it raised "node silent" before); once back it drains its spool and
 # nothing is unreachable.
+# test-cpu: idle: two agents replaying at 10 steps/s, a fixed cut
 source "$(dirname "$0")/lib.sh"
 [[ -f $TRACE ]] || skip "no Kineto trace at $TRACE"
 
