@@ -37,6 +37,7 @@ struct exporter {
     uint64_t *sent;  /* seqs sent on this stream and not acked yet, oldest first, a ring */
     size_t sent_head, sent_count, sent_cap;
     uint64_t reconnect_ns, backoff_ns;
+    bool channel_lost; /* seen not READY while backing off: READY again goes at once */
     uint64_t rng;
     struct exporter_stats stats;
     struct log_ratelimit rl;
@@ -330,13 +331,18 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
     if (!e->st)
         exporter_pass_over(e);
     /* waiting out the backoff: drive the channel's connection attempt, and
-     * go at once when the collector answers */
-    if (!e->st && (e->o.eager || !exporter_idle(e)) && now_ns < e->reconnect_ns &&
-        rpc_channel_connect(e->ch))
-        e->reconnect_ns = now_ns;
+     * go at once when a collector that was unreachable answers again (one
+     * that refused us while connected waits the backoff out) */
+    if (!e->st && (e->o.eager || !exporter_idle(e)) && now_ns < e->reconnect_ns) {
+        bool ready = rpc_channel_connect(e->ch);
+        if (ready && e->channel_lost)
+            e->reconnect_ns = now_ns;
+        e->channel_lost = !ready;
+    }
     if (!e->st && (e->o.eager || !exporter_idle(e)) && now_ns >= e->reconnect_ns) {
         e->st = rpc_stream_open(e->ch, RPC_INGEST_PUSH, false);
         e->cursor = e->acked;
+        e->channel_lost = false;
         if (e->st) {
             e->stats.connected = true;
             if (e->reconnect_ns)

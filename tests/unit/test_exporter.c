@@ -31,6 +31,7 @@ struct collector {
     uint64_t epoch;
     unsigned received, refused;
     unsigned busy; /* refuse this many more messages as the per-peer cap does */
+    bool deny;     /* refuse every stream at open (PERMISSION_DENIED) */
 };
 
 struct fixture {
@@ -47,6 +48,13 @@ struct fixture {
 
 static void *col_open(void *ctx, const struct transport_peer *peer, struct transport_reply *reply)
 {
+    struct collector *c = ctx;
+
+    if (__atomic_load_n(&c->deny, __ATOMIC_SEQ_CST)) {
+        reply->status = TRANSPORT_PERMISSION_DENIED;
+        snprintf(reply->message, sizeof(reply->message), "not this agent");
+        return NULL;
+    }
     return ctx;
 }
 
@@ -251,6 +259,28 @@ static void test_peer_cap_is_retried(void **state)
     exporter_free(e);
 }
 
+/* A collector that refuses while connected is retried at the backoff, no
+ * faster: the channel stays READY, which must not cut the wait short. */
+static void test_refused_waits_backoff(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e = exporter(f);
+    struct exporter_stats st;
+    uint64_t end = clock_mono_ns() + 500 * NSEC_PER_MSEC;
+
+    f->col.deny = true;
+    append(f, "ok");
+    while (clock_mono_ns() < end) {
+        exporter_poll(e, clock_mono_ns());
+        clock_sleep_ns(NSEC_PER_MSEC);
+    }
+    exporter_get_stats(e, &st);
+    /* backoff 1 ms doubling to 10 ms, drawn from [b/2, b]: at most ~100 */
+    assert_true(st.reconnects >= 10);
+    assert_true(st.reconnects <= 110);
+    exporter_free(e);
+}
+
 /* A record not meant for it is never sent, and the cursor passes it. */
 static void test_unwanted_passed_over(void **state)
 {
@@ -285,6 +315,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acks_reach_on_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejected_batch_is_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_cap_is_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_waits_backoff, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
