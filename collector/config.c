@@ -121,6 +121,9 @@ static const struct config_option collector_options[] = {
         "gRPC worker threads (one completion queue each)"),
     OPT("grpc.keepalive", CONFIG_DURATION, grpc_keepalive, "30s", 1, 3600,
         "keepalive ping interval; agents use the same"),
+    OPT("grpc.max_calls_per_peer", CONFIG_UINT, grpc_max_calls_per_peer, "4096", 0, 1000000,
+        "gRPC calls (agent streams, queries) one host may hold open at once; more are refused "
+        "with RESOURCE_EXHAUSTED, counted in argus_grpc_calls_refused_total (0: no cap)"),
     OPT("grpc.plaintext", CONFIG_BOOL, grpc_plaintext, "false", 0, 0,
         "serve gRPC without TLS: anyone who reaches grpc.listen may write and read anything "
         "(warned at start); else tls.* must be set"),

@@ -12,6 +12,7 @@ struct collector_config {
     char *grpc_listen;
     uint64_t grpc_workers;
     uint64_t grpc_keepalive; /* ns */
+    uint64_t grpc_max_calls_per_peer;
     bool grpc_plaintext;
     char *tls_ca, *tls_cert, *tls_key;
     uint64_t max_seq_jump;

@@ -28,6 +28,7 @@
 #include "collector/diag/diagq.h"
 #include "collector/fleet/fleet.h"
 #include "collector/ingest/ingest.h"
+#include "collector/ingest/links.h"
 #include "collector/membership.h"
 #include "collector/metrics.h"
 #include "collector/query/query.h"
@@ -56,6 +57,7 @@ struct collector {
     struct diagq *diagq;
     struct stream_clock *clock;
     struct trace_capture *traces; /* drill-down captures (collector/trace/) */
+    struct links *links;          /* agents heard now (ingest writes, diagnosis reads) */
     struct transport_server *transport;
     struct http_server *http;
     struct remote_write *remote_write;
@@ -250,6 +252,9 @@ static int collector_start_diagnosis(struct collector *c)
     if (r < 0)
         return r;
     c->traces = trace_capture_new(c->store);
+    c->links = links_new();
+    dopt.link = c->links ? links_is_up : NULL;
+    dopt.link_ctx = c->links;
     dopt.on_report = collector_on_report;
     dopt.on_report_ctx = c;
     c->diagnosis = c->traces ? diagnosis_new(c->store, &dopt) : NULL;
@@ -304,6 +309,7 @@ static int collector_start_grpc(struct collector *c)
         .workers = (unsigned)c->cfg.grpc_workers,
         .max_message = c->cfg.max_frame * 2 + (1u << 20),
         .keepalive_ms = c->cfg.grpc_keepalive / NSEC_PER_MSEC,
+        .max_calls_per_peer = (uint32_t)c->cfg.grpc_max_calls_per_peer,
     };
 
     int r = collector_check_tls(&c->cfg, &to.tls);
@@ -317,8 +323,10 @@ static int collector_start_grpc(struct collector *c)
     limits.max_names_per_batch = c->cfg.max_names_per_batch;
     collector_admission_limits(c, &limits.admit);
     c->ingest = ingest_new(c->store, &limits, c->diagq, c->clock);
-    if (c->ingest)
+    if (c->ingest) {
         ingest_set_traces(c->ingest, c->traces);
+        ingest_set_links(c->ingest, c->links);
+    }
     c->transport = transport_new(&to);
     if (!c->ingest || !c->transport)
         return -ENOMEM;
@@ -509,6 +517,7 @@ static void collector_teardown(struct collector *c)
     alerts_free(c->alerts);   /* after diagnosis, which feeds it */
     actions_free(c->actions); /* after diagnosis and transport, which use it */
     trace_capture_free(c->traces);
+    links_free(c->links); /* after ingest and diagnosis, which use it */
     stream_clock_free(c->clock);
     store_close(c->store);
     if (c->sigfd >= 0)

@@ -428,6 +428,10 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     st.duplicate_records);
     http_buf_metric(b, "argus_ingest_acks_total", "counter", "acks sent", "", in.acks);
     http_buf_metric(b, "argus_ingest_streams", "gauge", "open agent streams", "", in.streams);
+    http_buf_metric(b, "argus_ingest_agents_unreachable", "gauge",
+                    "agents whose stream ended and none came back: their nodes are unreachable, "
+                    "not silent",
+                    "", in.unreachable);
     for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
         snprintf(labels, sizeof(labels), "reason=\"%s\"", ingest_reject_name(r));
         if (r == 0)
@@ -449,6 +453,13 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
     collector_metrics_disk(&st, b);
     http_buf_metric(b, "argus_query_calls_total", "counter", "unary query calls", "",
                     ts.unary_calls);
+    http_buf_metric(b, "argus_grpc_unimplemented_total", "counter",
+                    "calls of methods the collector does not serve (answered UNIMPLEMENTED)", "",
+                    ts.unimplemented);
+    http_buf_metric(b, "argus_grpc_calls_refused_total", "counter",
+                    "calls refused: their peer had grpc.max_calls_per_peer open", "",
+                    ts.refused_busy);
+    http_buf_metric(b, "argus_grpc_peers", "gauge", "hosts with a gRPC call open", "", ts.peers);
     collector_metrics_tls(m->transport, b);
     collector_metrics_membership(m, b);
     fleet_write_metrics(m->fleet, b);

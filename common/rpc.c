@@ -14,6 +14,7 @@
 
 struct rpc_channel {
     grpc_channel *channel;
+    grpc_completion_queue *cq; /* polled by rpc_channel_connect (no call uses it) */
 };
 
 enum rpc_tag {
@@ -68,13 +69,15 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
     grpc_channel_credentials *creds;
     int keepalive = (int)(opts && opts->keepalive_ms ? opts->keepalive_ms : 30000);
     int max_message = (int)(opts && opts->max_message ? opts->max_message : 64u << 20);
+    int backoff_min = (int)(opts && opts->reconnect_min_ms ? opts->reconnect_min_ms : 200);
+    int backoff_max = (int)(opts && opts->reconnect_max_ms ? opts->reconnect_max_ms : 2000);
     grpc_arg args[] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = max_message}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = keepalive}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 10000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, {.integer = 1}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, {.integer = 200}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = 2000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, {.integer = backoff_min}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = backoff_max}},
     };
     grpc_channel_args ca = {sizeof(args) / sizeof(args[0]), args};
 
@@ -89,7 +92,12 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
     }
     ch->channel = grpc_channel_create(target, creds, &ca);
     grpc_channel_credentials_release(creds);
-    if (!ch->channel) {
+    ch->cq = grpc_completion_queue_create_for_next(NULL);
+    if (!ch->channel || !ch->cq) {
+        if (ch->channel)
+            grpc_channel_destroy(ch->channel);
+        if (ch->cq)
+            grpc_completion_queue_destroy(ch->cq);
         free(ch);
         grpc_shutdown();
         return NULL;
@@ -102,8 +110,23 @@ void rpc_channel_free(struct rpc_channel *ch)
     if (!ch)
         return;
     grpc_channel_destroy(ch->channel);
+    grpc_completion_queue_shutdown(ch->cq);
+    while (grpc_completion_queue_next(ch->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(ch->cq);
     free(ch);
     grpc_shutdown();
+}
+
+bool rpc_channel_connect(struct rpc_channel *ch)
+{
+    if (grpc_channel_check_connectivity_state(ch->channel, 1) == GRPC_CHANNEL_READY)
+        return true;
+    /* one poll pass with nothing to wait for: the poller (one epoll set for
+     * every descriptor) runs the connection's pending I/O */
+    grpc_completion_queue_next(ch->cq, gpr_inf_past(GPR_CLOCK_MONOTONIC), NULL);
+    return grpc_channel_check_connectivity_state(ch->channel, 0) == GRPC_CHANNEL_READY;
 }
 
 static grpc_byte_buffer *rpc_buffer(const void *data, size_t len)

@@ -22,6 +22,7 @@
 #define RPC_INVALID_ARGUMENT 3
 #define RPC_PERMISSION_DENIED 7
 #define RPC_FAILED_PRECONDITION 9
+#define RPC_UNIMPLEMENTED 12
 #define RPC_INTERNAL 13
 #define RPC_UNAVAILABLE 14
 
@@ -31,6 +32,13 @@ struct tls_pem;
 struct rpc_channel_options {
     uint64_t keepalive_ms; /* 0 = 30 s; must match the collector's */
     size_t max_message;    /* largest message received; 0 = 64 MiB */
+    /* gRPC's own reconnect backoff of the channel (between connection
+     * attempts while the server is down): from reconnect_min_ms growing to
+     * reconnect_max_ms; 0 = 200 ms and 2 s. A call made between attempts
+     * fails UNAVAILABLE at once, so a caller that retries with its own
+     * backoff passes its bounds here, or its retries find the channel still
+     * waiting for gRPC's next attempt. */
+    uint64_t reconnect_min_ms, reconnect_max_ms;
     /* mTLS: the CA that signed the collector's certificate, and our own
      * certificate and key (common/tls.h, loaded and checked by the caller;
      * copied by gRPC, so it may be freed after rpc_channel_new). NULL:
@@ -44,6 +52,14 @@ struct rpc_channel_options {
  * calls (UNAVAILABLE, with gRPC's reason). */
 struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel_options *opts);
 void rpc_channel_free(struct rpc_channel *ch);
+
+/* Ask the channel to connect, and make progress on its connection with what
+ * is ready now (never blocks). gRPC moves a connection attempt on only while
+ * some thread polls: a caller with no call open (a client waiting out its
+ * backoff) calls this every few milliseconds, or the attempt stalls until
+ * its timeout and the server that came back stays unreached for seconds.
+ * Returns true when the channel is READY. Not thread-safe with itself. */
+bool rpc_channel_connect(struct rpc_channel *ch);
 
 /* One unary call. On return *status is the gRPC status and message (msglen
  * bytes, may be NULL) its details. On RPC_OK, *resp (malloc'd, caller frees)

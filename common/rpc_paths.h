@@ -17,4 +17,9 @@
 #define RPC_QUERY_ACTION_UNDO "/argus.v1.Query/ActionUndo"
 #define RPC_QUERY_ACTIONS_RESET "/argus.v1.Query/ActionsReset"
 
+/* In the message of a call the collector refused because its peer (host)
+ * had grpc.max_calls_per_peer calls open: RESOURCE_EXHAUSTED like a batch
+ * over a limit, but about the call, not what it carried (retry it). */
+#define RPC_PEER_CAP_MARK "grpc.max_calls_per_peer"
+
 #endif

@@ -16,6 +16,8 @@
 /* How often the stream's completion queue is polled while anything is in
  * flight; an idle exporter is not polled at all. */
 #define EXPORTER_POLL_NS (10 * NSEC_PER_MSEC)
+/* how often a disconnected exporter polls its channel's connection attempt */
+#define EXPORTER_CONNECT_POLL_NS (20 * NSEC_PER_MSEC)
 /* Records passed over (not meant for it) in one poll at most: the index
  * walk is cheap, but a poll must stay short. */
 #define EXPORTER_PASS_MAX 4096
@@ -35,6 +37,7 @@ struct exporter {
     uint64_t *sent;  /* seqs sent on this stream and not acked yet, oldest first, a ring */
     size_t sent_head, sent_count, sent_cap;
     uint64_t reconnect_ns, backoff_ns;
+    bool channel_lost; /* seen not READY while backing off: READY again goes at once */
     uint64_t rng;
     struct exporter_stats stats;
     struct log_ratelimit rl;
@@ -42,11 +45,24 @@ struct exporter {
     uint64_t why_ns; /* when the last diagnosis ran (0: never) */
 };
 
+/* The channel's own reconnect backoff follows the exporter's: a stream
+ * opened while the channel waits for its next attempt fails at once, so a
+ * longer one would outlast collector.backoff_max. */
+static struct rpc_channel_options exporter_channel_options(const struct exporter_options *o,
+                                                           const struct tls_pem *tls)
+{
+    return (struct rpc_channel_options){
+        .keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC,
+        .reconnect_min_ms = o->backoff_min_ns / NSEC_PER_MSEC,
+        .reconnect_max_ms = o->backoff_max_ns / NSEC_PER_MSEC,
+        .tls = tls,
+    };
+}
+
 struct exporter *exporter_new(const struct exporter_options *o, struct spool *spool)
 {
     struct exporter *e = calloc(1, sizeof(*e));
-    struct rpc_channel_options co = {.keepalive_ms = o->keepalive_ns / NSEC_PER_MSEC,
-                                     .tls = o->tls};
+    struct rpc_channel_options co = exporter_channel_options(o, o->tls);
 
     if (!e)
         return NULL;
@@ -191,7 +207,7 @@ static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
 
 int exporter_set_tls(struct exporter *e, const struct tls_pem *tls, uint64_t now_ns)
 {
-    struct rpc_channel_options co = {.keepalive_ms = e->o.keepalive_ns / NSEC_PER_MSEC, .tls = tls};
+    struct rpc_channel_options co = exporter_channel_options(&e->o, tls);
     struct rpc_channel *ch = rpc_channel_new(e->collector, &co);
 
     if (!ch)
@@ -252,7 +268,10 @@ static void exporter_closed(struct exporter *e, const struct rpc_stream_event *e
                  ev->message);
     log_ratelimited(&e->rl, LOG_LEVEL_WARN, "exporter", "stream to %s ended: status %d: %s",
                     e->collector, ev->status, ev->message);
-    if (ev->status == RPC_INVALID_ARGUMENT || ev->status == RPC_RESOURCE_EXHAUSTED)
+    /* a refusal of the stream itself (too many calls from this host) is
+     * retried like a collector that is down: the batch is not at fault */
+    if (ev->status == RPC_INVALID_ARGUMENT ||
+        (ev->status == RPC_RESOURCE_EXHAUSTED && !strstr(ev->message, RPC_PEER_CAP_MARK)))
         exporter_reject_head(e);
     exporter_disconnect(e, now);
 }
@@ -311,9 +330,19 @@ void exporter_poll(struct exporter *e, uint64_t now_ns)
 
     if (!e->st)
         exporter_pass_over(e);
+    /* waiting out the backoff: drive the channel's connection attempt, and
+     * go at once when a collector that was unreachable answers again (one
+     * that refused us while connected waits the backoff out) */
+    if (!e->st && (e->o.eager || !exporter_idle(e)) && now_ns < e->reconnect_ns) {
+        bool ready = rpc_channel_connect(e->ch);
+        if (ready && e->channel_lost)
+            e->reconnect_ns = now_ns;
+        e->channel_lost = !ready;
+    }
     if (!e->st && (e->o.eager || !exporter_idle(e)) && now_ns >= e->reconnect_ns) {
         e->st = rpc_stream_open(e->ch, RPC_INGEST_PUSH, false);
         e->cursor = e->acked;
+        e->channel_lost = false;
         if (e->st) {
             e->stats.connected = true;
             if (e->reconnect_ns)
@@ -337,8 +366,10 @@ uint64_t exporter_next_ns(const struct exporter *e, uint64_t now_ns)
 {
     bool unacked = !exporter_idle(e);
 
-    if (!e->st)
-        return unacked || e->o.eager ? (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns)
+    if (!e->st) /* backing off: the channel is polled meanwhile (exporter_poll) */
+        return unacked || e->o.eager ? (e->reconnect_ns > now_ns + EXPORTER_CONNECT_POLL_NS
+                                            ? now_ns + EXPORTER_CONNECT_POLL_NS
+                                            : (e->reconnect_ns > now_ns ? e->reconnect_ns : now_ns))
                                      : UINT64_MAX;
     if (unacked || !rpc_stream_can_send(e->st))
         return now_ns + EXPORTER_POLL_NS;

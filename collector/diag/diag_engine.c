@@ -653,8 +653,8 @@ static int check_silence(struct diag_engine *e, uint64_t now_ns)
 
     if (!rep)
         return -ENOMEM;
-    int err = diag_silence_check(&e->wm, e->o.silence_ns, now_ns, e->o.window, diag_engine_where, e,
-                                 rep, &n);
+    struct diag_silence_env env = {diag_engine_where, e, e->o.link, e->o.link_ctx};
+    int err = diag_silence_check(&e->wm, e->o.silence_ns, now_ns, e->o.window, &env, rep, &n);
     e->st.silent_nodes += n.nodes;
     e->st.silent_ranks += n.ranks;
     if (err)

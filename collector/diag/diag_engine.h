@@ -76,6 +76,8 @@ struct diag_options {
     struct diag_l3_options l3;
     diag_name_fn name;
     void *name_ctx;
+    diag_silence_link_fn link; /* an agent stream's link (NULL: always up) */
+    void *link_ctx;
 };
 
 /* Numbers for /metrics and the benchmark. */

@@ -100,30 +100,57 @@ static int rank_suspect(struct diag_watermark *w, uint32_t r, uint64_t now_ns, u
     return s ? diag_report_add(rep, s) : -ENOMEM;
 }
 
+/* The later of last_ns and when stream s's link came up: the time a link
+ * was down is not silence. */
+static uint64_t since_up(const struct diag_watermark *w, uint32_t s, uint64_t last_ns)
+{
+    uint64_t up = s < w->n_streams ? w->streams[s].up_ns : 0;
+
+    return last_ns && up > last_ns ? up : last_ns;
+}
+
+/* Ask env->link about every stream: down, or up since when. Returns the
+ * streams down. */
+static uint32_t links_now(struct diag_watermark *w, const struct diag_silence_env *env)
+{
+    uint32_t down = 0;
+
+    for (uint32_t s = 0; s < w->n_streams; s++) {
+        struct diag_wm_stream *st = &w->streams[s];
+        st->up_ns = 0;
+        st->down = env->link && !env->link(env->link_ctx, st->id, &st->up_ns);
+        down += st->down;
+    }
+    return down;
+}
+
 int diag_silence_check(struct diag_watermark *w, uint64_t silence_ns, uint64_t now_ns,
-                       uint32_t window, diag_silence_where_fn where, void *ctx,
-                       Argus__V1__Report *rep, struct diag_silence_counts *out)
+                       uint32_t window, const struct diag_silence_env *env, Argus__V1__Report *rep,
+                       struct diag_silence_counts *out)
 {
     int err = 0;
 
     memset(out, 0, sizeof(*out));
+    out->down = links_now(w, env);
     for (uint32_t s = 0; s < w->n_streams && !err; s++) {
         struct diag_wm_stream *st = &w->streams[s];
-        if (st->silent || !quiet(w, st->last_recv_ns, silence_ns, now_ns))
+        if (st->silent || st->down ||
+            !quiet(w, since_up(w, s, st->last_recv_ns), silence_ns, now_ns))
             continue;
         st->silent = true;
         for (uint32_t r = 0; r < w->cap; r++)
             if (w->rank[r].stream == s && w->rank[r].last_recv_ns)
                 w->rank[r].silent = true;
-        err = node_suspect(w, s, now_ns, window, where, ctx, rep);
+        err = node_suspect(w, s, now_ns, window, env->where, env->where_ctx, rep);
         out->nodes += !err;
     }
     for (uint32_t r = 0; r < w->cap && !err; r++) {
         struct diag_wm_rank *wr = &w->rank[r];
-        if (wr->silent || !quiet(w, wr->last_recv_ns, silence_ns, now_ns))
+        if (wr->silent || (wr->stream < w->n_streams && w->streams[wr->stream].down) ||
+            !quiet(w, since_up(w, wr->stream, wr->last_recv_ns), silence_ns, now_ns))
             continue;
         wr->silent = true;
-        err = rank_suspect(w, r, now_ns, window, where, ctx, rep);
+        err = rank_suspect(w, r, now_ns, window, env->where, env->where_ctx, rep);
         out->ranks += !err;
     }
     return err;

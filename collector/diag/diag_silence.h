@@ -10,10 +10,16 @@
  * node (rank DIAG_RANK_NONE, group "node", naming the node and its ranks),
  * not one per rank. A rank or stream is reported once and becomes silent
  * again only after it delivered something (diag_watermark_record clears it).
+ *
+ * A stream whose link is down (link says so: the collector saw its agent's
+ * stream end and none came back) is unreachable, not silent: neither it nor
+ * its ranks are reported while it is down, and once it is back, quiet
+ * counts from when it came back (the agent drains its spool first).
  */
 #ifndef ARGUS_COLLECTOR_DIAG_SILENCE_H
 #define ARGUS_COLLECTOR_DIAG_SILENCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,18 +34,34 @@ struct diag_silence_where {
 };
 typedef void (*diag_silence_where_fn)(void *ctx, uint32_t rank, struct diag_silence_where *out);
 
+/* Whether the collector hears agent (an agent stream's id) now: false when
+ * its stream ended and none came back; else true with *since_ns (UNIX ns)
+ * when its stream came up, 0 unknown. Thread-safe (collector/ingest/links.h). */
+typedef bool (*diag_silence_link_fn)(void *ctx, const char *agent, uint64_t *since_ns);
+
 struct diag_silence_counts {
     uint32_t nodes; /* node findings added */
     uint32_t ranks; /* rank findings added */
+    uint32_t down;  /* streams whose link is down: unreachable, not reported */
+};
+
+/* How to tell where a rank runs, and whether a stream's link is up (link
+ * NULL: always). */
+struct diag_silence_env {
+    diag_silence_where_fn where;
+    void *where_ctx;
+    diag_silence_link_fn link;
+    void *link_ctx;
 };
 
 /* Find what went silent at now_ns (silence_ns of receive time) and add one
  * suspect per quiet stream and per quiet rank of a stream that still
- * delivers to rep; window goes into the suspects. Returns 0 or -ENOMEM;
- * *out counts what was added. O(ranks + streams). */
+ * delivers to rep; window goes into the suspects; streams whose link is
+ * down are passed over. Returns 0 or -ENOMEM; *out counts what was added.
+ * O(ranks + streams). */
 int diag_silence_check(struct diag_watermark *w, uint64_t silence_ns, uint64_t now_ns,
-                       uint32_t window, diag_silence_where_fn where, void *ctx,
-                       Argus__V1__Report *rep, struct diag_silence_counts *out);
+                       uint32_t window, const struct diag_silence_env *env, Argus__V1__Report *rep,
+                       struct diag_silence_counts *out);
 
 /* "0-7,9,12-15" into buf for the ranks of stream (at most len bytes, "..."
  * when cut). Returns the number of ranks. */

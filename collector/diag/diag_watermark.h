@@ -35,6 +35,8 @@ struct diag_wm_stream {
     char *id;              /* Batch.agent_id ("" for records fed without one) */
     uint64_t last_recv_ns; /* its last record of this job */
     bool silent;           /* reported as a whole, not back yet */
+    bool down;             /* its link is down (diag_silence_check): unreachable, not silent */
+    uint64_t up_ns;        /* when its link last came up (0 unknown): quiet counts from then */
 };
 
 /* What the seen ranks under one node of the progress tree hold (see

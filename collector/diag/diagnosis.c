@@ -114,6 +114,8 @@ static struct diag_engine *diagnosis_engine_new(struct diagnosis *d, struct diag
     o.min_hits = d->o.min_hits;
     o.name = diagnosis_name;
     o.name_ctx = j;
+    o.link = d->o.link;
+    o.link_ctx = d->o.link_ctx;
     return diag_engine_new(&o);
 }
 

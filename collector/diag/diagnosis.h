@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "collector/diag/diag_silence.h"
 #include "collector/diag/diagq.h"
 #include "common/causes.h"
 #include "proto/argus.pb-c.h"
@@ -48,6 +49,9 @@ struct diagnosis_options { /* 0: the engine's default (diag_engine.h) */
      * collector/trace/); r is valid during the call. May be NULL. */
     void (*on_report)(void *ctx, const Argus__V1__Report *r);
     void *on_report_ctx;
+    /* whether an agent stream's link is up (diag_silence.h; NULL: always) */
+    diag_silence_link_fn link;
+    void *link_ctx;
 };
 
 struct diagnosis;

@@ -11,6 +11,7 @@
 
 #include "collector/diag/diagq.h"
 #include "collector/store/store.h"
+#include "collector/ingest/links.h"
 #include "collector/ingest/owners.h"
 #include "collector/ingest/stream_clock.h"
 #include "collector/trace/trace_capture.h"
@@ -38,6 +39,7 @@ struct ingest {
     struct limits *admission;
     struct owners *owners;
     struct trace_capture *traces; /* may be NULL */
+    struct links *links;          /* may be NULL */
     atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
     atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
 };
@@ -47,6 +49,7 @@ struct ingest_stream {
     char peer[64];
     bool authenticated;              /* mTLS: identity is the certificate's */
     char identity[TLS_MAX_IDENTITY]; /* every batch must be this agent and node */
+    char *agent;                     /* the agent links_up counted it for (NULL: none yet) */
 };
 
 void ingest_default_limits(struct ingest_limits *l)
@@ -359,6 +362,9 @@ static void ingest_close(void *stream)
     struct ingest_stream *s = stream;
 
     atomic_fetch_sub(&s->in->streams, 1);
+    if (s->agent)
+        links_down(s->in->links, s->agent, clock_real_ns());
+    free(s->agent);
     free(s);
 }
 
@@ -585,6 +591,11 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         if (b->n_traces && s->in->traces)
             trace_capture_ingest(s->in->traces, b);
     }
+    if (!s->agent && s->in->links && (s->agent = strdup(b->agent_id)) &&
+        links_up(s->in->links, s->agent, recv) < 0) {
+        free(s->agent); /* the agent stays unknown, which counts as up */
+        s->agent = NULL;
+    }
     /* the ack first: once pushed, the batch (and its arena) belongs to the
      * diagnosis thread, which may free it at once */
     ingest_ack(s, b, reply);
@@ -646,6 +657,11 @@ void ingest_set_traces(struct ingest *in, struct trace_capture *traces)
     in->traces = traces;
 }
 
+void ingest_set_links(struct ingest *in, struct links *links)
+{
+    in->links = links;
+}
+
 struct limits *ingest_admission(struct ingest *in)
 {
     return in->admission;
@@ -664,6 +680,7 @@ void ingest_get_stats(struct ingest *in, struct ingest_stats *out)
     out->rank_steps = atomic_load(&in->rank_steps);
     out->acks = atomic_load(&in->acks);
     out->streams = atomic_load(&in->streams);
+    out->unreachable = in->links ? links_unreachable(in->links) : 0;
     for (int i = 0; i < INGEST_REJECT_COUNT; i++)
         out->rejects[i] = atomic_load(&in->rejects[i]);
 }

@@ -80,6 +80,11 @@ void ingest_free(struct ingest *in);
 struct trace_capture;
 void ingest_set_traces(struct ingest *in, struct trace_capture *traces);
 
+/* Which agents the collector hears (collector/ingest/links.h): told of each
+ * stream's first batch and of its end. Not owned; set before streams open. */
+struct links;
+void ingest_set_links(struct ingest *in, struct links *links);
+
 /* The stream handler to register with transport_add_stream (ctx = ingest). */
 extern const struct transport_stream_ops ingest_stream_ops;
 
@@ -118,7 +123,8 @@ struct ingest_stats {
     uint64_t rank_steps; /* step records written */
     uint64_t acks;
     uint64_t rejects[INGEST_REJECT_COUNT];
-    uint64_t streams; /* open now */
+    uint64_t streams;     /* open now */
+    uint64_t unreachable; /* agents whose stream ended, none back (links.h) */
 };
 void ingest_get_stats(struct ingest *in, struct ingest_stats *out);
 

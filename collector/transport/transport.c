@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/transport/transport_peers.h"
 #include "collector/transport/transport_tls.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/rpc_paths.h"
 
 #define TRANSPORT_MAX_METHODS 16
 #define TRANSPORT_MAX_WORKERS 64
@@ -32,6 +34,7 @@ struct transport_method {
     const char *path;
     void *handle;
     bool stream;
+    bool generic; /* every method not registered: answered UNIMPLEMENTED */
     const struct transport_stream_ops *ops;
     transport_unary_fn unary;
     void *ctx;
@@ -63,6 +66,9 @@ struct transport_call {
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array request_md;
+    grpc_call_details details; /* the method of a generic call */
+    char peer_key[TRANSPORT_PEER_KEY];
+    bool counted;               /* entered in the peer table: left when freed */
     grpc_byte_buffer *payload;  /* unary request, or the stream's current recv */
     grpc_byte_buffer *send_buf; /* the stream's send in flight */
     grpc_slice status_details;
@@ -84,13 +90,15 @@ struct transport_server {
     grpc_server *server;
     struct transport_method methods[TRANSPORT_MAX_METHODS];
     unsigned nmethods;
+    struct transport_method unknown; /* the generic calls */
+    struct transport_peers *peers;
     struct transport_worker *workers;
     unsigned nworkers;
     atomic_bool shutting_down;
     atomic_bool shutdown_done;
     int shutdown_tag;
     bool started;
-    atomic_uint_fast64_t opened, closed, messages, unary_calls;
+    atomic_uint_fast64_t opened, closed, messages, unary_calls, unimplemented, refused_busy;
 };
 
 static void transport_request(struct transport_worker *w, struct transport_method *m);
@@ -105,6 +113,7 @@ static struct transport_call *transport_call_new(struct transport_worker *w,
     c->w = w;
     c->m = m;
     grpc_metadata_array_init(&c->request_md);
+    grpc_call_details_init(&c->details);
     c->t_new = (struct transport_tag){c, OP_NEW};
     c->t_recv = (struct transport_tag){c, OP_RECV};
     c->t_send = (struct transport_tag){c, OP_SEND};
@@ -127,6 +136,9 @@ static void transport_call_free(struct transport_call *c)
         grpc_slice_unref(c->status_details);
     free(c->pending);
     grpc_metadata_array_destroy(&c->request_md);
+    grpc_call_details_destroy(&c->details);
+    if (c->counted)
+        transport_peers_leave(c->w->t->peers, c->peer_key);
     if (c->call)
         grpc_call_unref(c->call);
     free(c);
@@ -192,6 +204,25 @@ static void transport_send_status(struct transport_call *c)
     ops[n++].data.send_status_from_server.status_details =
         c->final_status == TRANSPORT_OK ? NULL : &c->status_details;
     transport_start_batch(c, ops, n, &c->t_status);
+}
+
+/* End a call that was never served (unknown method, peer over its cap,
+ * no complete request) with status and message, and wait for its close. */
+static void transport_refuse(struct transport_call *c, int status, const char *message)
+{
+    grpc_op ops[3] = {{0}};
+
+    c->finishing = c->status_started = c->metadata_sent = true;
+    snprintf(c->final_message, sizeof(c->final_message), "%s", message);
+    c->status_details = grpc_slice_from_copied_string(c->final_message);
+    c->have_details = true;
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[1].data.send_status_from_server.status = (grpc_status_code)status;
+    ops[1].data.send_status_from_server.status_details = &c->status_details;
+    ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[2].data.recv_close_on_server.cancelled = &c->cancelled;
+    transport_start_batch(c, ops, 3, &c->t_status);
 }
 
 /* End the stream with a status once the send slot is free. */
@@ -340,6 +371,11 @@ static void transport_unary_new(struct transport_call *c)
     struct transport_peer peer;
     char ident[TLS_MAX_IDENTITY];
 
+    if (!c->payload) { /* gRPC drops a message cut short by the end of the call */
+        transport_refuse(c, TRANSPORT_INVALID_ARGUMENT,
+                         "the request holds no complete message (missing, or cut short)");
+        return;
+    }
     grpc_slice s = transport_read_all(c->payload);
     atomic_fetch_add(&c->w->t->unary_calls, 1);
     char *addr = transport_peer_of(c, &peer, ident, sizeof(ident));
@@ -369,6 +405,44 @@ static void transport_unary_new(struct transport_call *c)
     transport_start_batch(c, ops, n, &c->t_status);
 }
 
+/* Count the call against its peer's cap; a peer at its cap is refused
+ * with RESOURCE_EXHAUSTED (and false returned). */
+static bool transport_admit(struct transport_call *c)
+{
+    struct transport_server *t = c->w->t;
+    char *addr = grpc_call_get_peer(c->call);
+    char msg[256];
+    int r;
+
+    transport_peers_key(addr ? addr : "?", c->peer_key);
+    gpr_free(addr);
+    r = transport_peers_enter(t->peers, c->peer_key);
+    c->counted = r > 0;
+    if (r != -EBUSY)
+        return true; /* -ENOMEM: served uncounted rather than refused */
+    atomic_fetch_add(&t->refused_busy, 1);
+    snprintf(msg, sizeof(msg),
+             "%s has %u calls open, the most one peer may (" RPC_PEER_CAP_MARK "): "
+             "retry once some have ended",
+             c->peer_key, (unsigned)t->opts.max_calls_per_peer);
+    transport_refuse(c, TRANSPORT_RESOURCE_EXHAUSTED, msg);
+    return false;
+}
+
+/* A call of a method nobody registered: UNIMPLEMENTED, and freed once the
+ * status is sent and the peer has closed (gRPC holds it, and its
+ * connection, until then). */
+static void transport_unknown_new(struct transport_call *c)
+{
+    char msg[256];
+    int n = (int)GRPC_SLICE_LENGTH(c->details.method);
+
+    atomic_fetch_add(&c->w->t->unimplemented, 1);
+    snprintf(msg, sizeof(msg), "the argus collector does not serve the method %.*s",
+             n > 160 ? 160 : n, (const char *)GRPC_SLICE_START_PTR(c->details.method));
+    transport_refuse(c, TRANSPORT_UNIMPLEMENTED, msg);
+}
+
 static void transport_dispatch(struct transport_tag *tag, bool ok)
 {
     struct transport_call *c = tag->call;
@@ -381,7 +455,11 @@ static void transport_dispatch(struct transport_tag *tag, bool ok)
         }
         if (!atomic_load(&t->shutting_down))
             transport_request(c->w, c->m);
-        if (c->m->stream)
+        if (!transport_admit(c))
+            ; /* refused: the status is on its way */
+        else if (c->m->generic)
+            transport_unknown_new(c);
+        else if (c->m->stream)
             transport_stream_new(c);
         else
             transport_unary_new(c);
@@ -412,9 +490,13 @@ static void transport_request(struct transport_worker *w, struct transport_metho
     c = transport_call_new(w, m);
     if (!c)
         return;
-    e = grpc_server_request_registered_call(w->t->server, m->handle, &c->call, &c->deadline,
-                                            &c->request_md, m->stream ? NULL : &c->payload, w->cq,
-                                            w->cq, &c->t_new);
+    if (m->generic)
+        e = grpc_server_request_call(w->t->server, &c->call, &c->details, &c->request_md, w->cq,
+                                     w->cq, &c->t_new);
+    else
+        e = grpc_server_request_registered_call(w->t->server, m->handle, &c->call, &c->deadline,
+                                                &c->request_md, m->stream ? NULL : &c->payload,
+                                                w->cq, w->cq, &c->t_new);
     if (e != GRPC_CALL_OK) {
         log_error("transport", "request_registered_call %s: error %d", m->path, (int)e);
         transport_call_free(c);
@@ -456,6 +538,12 @@ struct transport_server *transport_new(const struct transport_options *o)
         t->opts.workers = 1;
     if (t->opts.workers > TRANSPORT_MAX_WORKERS)
         t->opts.workers = TRANSPORT_MAX_WORKERS;
+    t->peers = transport_peers_new(o->max_calls_per_peer);
+    if (!t->peers) {
+        free(t);
+        return NULL;
+    }
+    t->unknown = (struct transport_method){.path = "(unregistered)", .generic = true};
     grpc_init();
     return t;
 }
@@ -465,7 +553,8 @@ int transport_add_stream(struct transport_server *t, const char *method,
 {
     if (t->started || t->nmethods >= TRANSPORT_MAX_METHODS)
         return -EINVAL;
-    t->methods[t->nmethods++] = (struct transport_method){method, NULL, true, ops, NULL, ctx};
+    t->methods[t->nmethods++] =
+        (struct transport_method){.path = method, .stream = true, .ops = ops, .ctx = ctx};
     return 0;
 }
 
@@ -474,7 +563,7 @@ int transport_add_unary(struct transport_server *t, const char *method, transpor
 {
     if (t->started || t->nmethods >= TRANSPORT_MAX_METHODS)
         return -EINVAL;
-    t->methods[t->nmethods++] = (struct transport_method){method, NULL, false, NULL, fn, ctx};
+    t->methods[t->nmethods++] = (struct transport_method){.path = method, .unary = fn, .ctx = ctx};
     return 0;
 }
 
@@ -542,6 +631,8 @@ int transport_start(struct transport_server *t)
         for (unsigned m = 0; m < t->nmethods; m++)
             for (int k = 0; k < TRANSPORT_REQUESTS_PER_METHOD; k++)
                 transport_request(&t->workers[i], &t->methods[m]);
+        for (int k = 0; k < TRANSPORT_REQUESTS_PER_METHOD; k++)
+            transport_request(&t->workers[i], &t->unknown);
         t->workers[i].running =
             pthread_create(&t->workers[i].thread, NULL, transport_worker_main, &t->workers[i]) == 0;
     }
@@ -554,6 +645,9 @@ void transport_get_stats(struct transport_server *t, struct transport_stats *out
     out->streams_closed = atomic_load(&t->closed);
     out->messages = atomic_load(&t->messages);
     out->unary_calls = atomic_load(&t->unary_calls);
+    out->unimplemented = atomic_load(&t->unimplemented);
+    out->refused_busy = atomic_load(&t->refused_busy);
+    out->peers = transport_peers_count(t->peers);
 }
 
 void transport_reload_certs(struct transport_server *t)
@@ -600,6 +694,7 @@ void transport_free(struct transport_server *t)
     }
     free(t->workers);
     transport_tls_free(t->tls);
+    transport_peers_free(t->peers);
     free(t);
     grpc_shutdown();
 }

@@ -6,6 +6,12 @@
  * buffer, slice and completion queue of the server lives in transport.c;
  * the ingest and query modules see plain bytes and return bytes or a status.
  *
+ * What no handler takes is ended here: a call of a method nobody registered
+ * gets UNIMPLEMENTED, a unary call without one complete request message
+ * INVALID_ARGUMENT, and a call from a host that already has
+ * max_calls_per_peer open RESOURCE_EXHAUSTED (transport_peers.h); each is
+ * freed once the peer has closed it, so a client that goes leaves nothing.
+ *
  * Threads: `workers` threads, each owning one completion queue. Every call
  * is served entirely by the thread whose queue accepted it, so handlers of
  * one stream are never called concurrently (handlers of different streams
@@ -30,6 +36,7 @@ enum transport_status {
     TRANSPORT_PERMISSION_DENIED = 7,
     TRANSPORT_FAILED_PRECONDITION = 9,
     TRANSPORT_RESOURCE_EXHAUSTED = 8,
+    TRANSPORT_UNIMPLEMENTED = 12,
     TRANSPORT_INTERNAL = 13,
     TRANSPORT_UNAVAILABLE = 14,
 };
@@ -80,6 +87,10 @@ struct transport_options {
     unsigned workers;      /* threads, >= 1 */
     size_t max_message;    /* largest message gRPC accepts */
     uint64_t keepalive_ms; /* server keepalive pings; agents use the same */
+    /* Calls one peer (host) may hold open at once; one more is refused with
+     * RESOURCE_EXHAUSTED (counted). 0: no cap. Calls of unregistered methods
+     * count too, and are answered UNIMPLEMENTED. */
+    uint32_t max_calls_per_peer;
     /* mTLS: our certificate and key, and the CA that client certificates
      * must chain to (a client without a valid certificate fails the
      * handshake). All unset: plaintext. The paths must stay valid while the
@@ -107,6 +118,9 @@ int transport_start(struct transport_server *t);
 
 struct transport_stats {
     uint64_t streams_opened, streams_closed, messages, unary_calls;
+    uint64_t unimplemented; /* calls of unregistered methods (UNIMPLEMENTED) */
+    uint64_t refused_busy;  /* calls refused: their peer had max_calls_per_peer open */
+    uint64_t peers;         /* peers with a call open now */
 };
 void transport_get_stats(struct transport_server *t, struct transport_stats *out);
 

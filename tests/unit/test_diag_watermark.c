@@ -111,9 +111,28 @@ static void take(struct diag_engine *e, struct run *out)
     free(reps);
 }
 
+/* The link of one agent as the collector sees it (test_link): down from
+ * link_down_ns (0: never) until link_up_ns, then up since link_up_ns. */
+static const char *link_agent;
+static uint64_t link_down_ns, link_up_ns, tick_now_ns;
+
+static bool test_link(void *ctx, const char *agent, uint64_t *since_ns)
+{
+    (void)ctx;
+    *since_ns = 0;
+    if (!link_agent || strcmp(agent, link_agent) != 0 || !link_down_ns ||
+        tick_now_ns < link_down_ns)
+        return true;
+    if (tick_now_ns < link_up_ns)
+        return false;
+    *since_ns = link_up_ns;
+    return true;
+}
+
 static void tick_until(struct diag_engine *e, uint64_t *next_tick, uint64_t t, struct run *out)
 {
     for (; *next_tick <= t; *next_tick += SEC) {
+        tick_now_ns = *next_tick;
         assert_true(diag_engine_tick(e, *next_tick) >= 0);
         struct diag_engine_stats st;
         diag_engine_get_stats(e, &st);
@@ -378,6 +397,53 @@ static void test_whole_stream_silent_is_one_node_finding(void **state)
     assert_non_null(strstr(r.node_evidence, "8 ranks 16-23"));
 }
 
+static void test_cut_off_stream_is_unreachable_not_silent(void **state)
+{
+    /* stream 3 cut off 40 s at 10 s (its agent spools, then replays): with
+     * the collector knowing its stream ended, no node finding; without, one */
+    struct job j = {.c = {.fault = DIAG_SCN_HEALTHY, .seed = 5},
+                    .steps = 600,
+                    .deliver = stream3_stalled,
+                    .o = {.link = test_link}};
+    struct run r;
+
+    stall_len = 40 * SEC;
+    link_agent = "agent-3";
+    link_down_ns = T0 + 10 * SEC + 500 * MS;
+    link_up_ns = T0 + 50 * SEC;
+    run_job(&j, &r);
+    assert_int_equal(r.node_silent, 0);
+    assert_int_equal(r.pages, 0);
+    j.o.link = NULL;
+    run_job(&j, &r);
+    assert_int_equal(r.node_silent, 1);
+    link_agent = NULL;
+}
+
+static void test_back_but_quiet_is_silent_from_its_return(void **state)
+{
+    /* stream 2 stops at step 100 (10 s) and its link drops; it comes back
+     * and sends nothing: silent diag.silence (30 s) after it came back, not
+     * before; the job delivers until ~50 s */
+    struct job j = {.c = {.fault = DIAG_SCN_HEALTHY, .seed = 9},
+                    .steps = 500,
+                    .deliver = stream2_quits,
+                    .o = {.link = test_link}};
+    struct run r;
+
+    link_agent = "agent-2";
+    link_down_ns = T0 + 10 * SEC + 500 * MS;
+    link_up_ns = T0 + 15 * SEC; /* quiet from 15 s: silent at 45 s */
+    run_job(&j, &r);
+    assert_int_equal(r.node_silent, 1);
+    assert_non_null(strstr(r.node_evidence, "agent-2"));
+    link_up_ns = T0 + 25 * SEC; /* silent at 55 s: the job ended before */
+    run_job(&j, &r);
+    assert_int_equal(r.node_silent, 0);
+    assert_int_equal(r.pages, 0);
+    link_agent = NULL;
+}
+
 static void test_straggler_found_through_outage_and_replay(void **state)
 {
     /* a straggler in stream 3, which is cut off 30 s and replays: named with
@@ -445,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_clock_skew_2s),
         cmocka_unit_test(test_startup_spread),
         cmocka_unit_test(test_whole_stream_silent_is_one_node_finding),
+        cmocka_unit_test(test_cut_off_stream_is_unreachable_not_silent),
+        cmocka_unit_test(test_back_but_quiet_is_silent_from_its_return),
         cmocka_unit_test(test_straggler_found_through_outage_and_replay),
         cmocka_unit_test(test_late_straggler_amends_persistence),
         cmocka_unit_test(test_budget_forced_close_counted),

@@ -30,6 +30,8 @@
 struct collector {
     uint64_t epoch;
     unsigned received, refused;
+    unsigned busy; /* refuse this many more messages as the per-peer cap does */
+    bool deny;     /* refuse every stream at open (PERMISSION_DENIED) */
 };
 
 struct fixture {
@@ -46,6 +48,13 @@ struct fixture {
 
 static void *col_open(void *ctx, const struct transport_peer *peer, struct transport_reply *reply)
 {
+    struct collector *c = ctx;
+
+    if (__atomic_load_n(&c->deny, __ATOMIC_SEQ_CST)) {
+        reply->status = TRANSPORT_PERMISSION_DENIED;
+        snprintf(reply->message, sizeof(reply->message), "not this agent");
+        return NULL;
+    }
     return ctx;
 }
 
@@ -62,6 +71,13 @@ static void col_message(void *stream, const void *data, size_t len, struct trans
         __atomic_fetch_add(&c->refused, 1, __ATOMIC_SEQ_CST);
         reply->status = TRANSPORT_INVALID_ARGUMENT;
         snprintf(reply->message, sizeof(reply->message), "not a batch: %s", text);
+        return;
+    }
+    if (__atomic_load_n(&c->busy, __ATOMIC_SEQ_CST) > 0) {
+        __atomic_fetch_sub(&c->busy, 1, __ATOMIC_SEQ_CST);
+        reply->status = TRANSPORT_RESOURCE_EXHAUSTED;
+        snprintf(reply->message, sizeof(reply->message), "ipv4:127.0.0.1 has 2 calls open (%s)",
+                 RPC_PEER_CAP_MARK);
         return;
     }
     ack.epoch = __atomic_load_n(&c->epoch, __ATOMIC_SEQ_CST);
@@ -223,6 +239,48 @@ static void test_rejected_batch_is_counted(void **state)
     exporter_free(e);
 }
 
+/* A stream refused for the calls its host has open is retried: the batch
+ * in flight is not at fault, not dropped. */
+static void test_peer_cap_is_retried(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e = exporter(f);
+    struct exporter_stats st;
+
+    f->col.busy = 2;
+    append(f, "ok");
+    append(f, "ok");
+    run_until_idle(e);
+    assert_int_equal(exporter_acked(e), 2);
+    assert_int_equal(drops_count(f->drops), 0);
+    exporter_get_stats(e, &st);
+    assert_int_equal(st.rejected, 0);
+    assert_true(st.reconnects >= 2);
+    exporter_free(e);
+}
+
+/* A collector that refuses while connected is retried at the backoff, no
+ * faster: the channel stays READY, which must not cut the wait short. */
+static void test_refused_waits_backoff(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e = exporter(f);
+    struct exporter_stats st;
+    uint64_t end = clock_mono_ns() + 500 * NSEC_PER_MSEC;
+
+    f->col.deny = true;
+    append(f, "ok");
+    while (clock_mono_ns() < end) {
+        exporter_poll(e, clock_mono_ns());
+        clock_sleep_ns(NSEC_PER_MSEC);
+    }
+    exporter_get_stats(e, &st);
+    /* backoff 1 ms doubling to 10 ms, drawn from [b/2, b]: at most ~100 */
+    assert_true(st.reconnects >= 10);
+    assert_true(st.reconnects <= 110);
+    exporter_free(e);
+}
+
 /* A record not meant for it is never sent, and the cursor passes it. */
 static void test_unwanted_passed_over(void **state)
 {
@@ -256,6 +314,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unwanted_passed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acks_reach_on_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejected_batch_is_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_cap_is_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_waits_backoff, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

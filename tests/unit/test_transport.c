@@ -192,6 +192,71 @@ static void test_message_limit(void **state)
     rpc_channel_free(ch);
 }
 
+static void test_unknown_method(void **state)
+{
+    struct rpc_channel *ch = rpc_channel_new(target, NULL);
+    struct transport_stats ts;
+    void *resp;
+    size_t len;
+    int status;
+    char msg[256];
+
+    /* gRPC held such a call unanswered, and its connection open, forever */
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(
+            rpc_unary(ch, "/test.Echo/Nope", "a", 1, 5000, &resp, &len, &status, msg, sizeof(msg)),
+            0);
+        assert_int_equal(status, RPC_UNIMPLEMENTED);
+        assert_non_null(strstr(msg, "/test.Echo/Nope"));
+    }
+    transport_get_stats(server, &ts);
+    assert_int_equal(ts.unimplemented, 20);
+    rpc_channel_free(ch);
+}
+
+static void test_calls_per_peer(void **state)
+{
+    struct transport_options o = {
+        .listen = "127.0.0.1:0", .workers = 2, .max_message = 1 << 20, .max_calls_per_peer = 2};
+    struct transport_server *capped = transport_new(&o);
+    struct rpc_stream *st[2];
+    struct rpc_stream_event ev;
+    struct transport_stats ts;
+    char addr[64], msg[256];
+    void *resp;
+    size_t len;
+    int status;
+
+    assert_int_equal(transport_add_stream(capped, "/test.Echo/Stream", &echo_ops, NULL), 0);
+    assert_int_equal(transport_add_unary(capped, "/test.Echo/Upper", upper_unary, NULL), 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", transport_start(capped));
+    struct rpc_channel *ch = rpc_channel_new(addr, NULL);
+    for (int i = 0; i < 2; i++) { /* two streams held open: the peer's cap */
+        st[i] = rpc_stream_open(ch, "/test.Echo/Stream", true);
+        assert_int_equal(rpc_stream_send(st[i], "x", 1), 0);
+        wait_for(st[i], RPC_STREAM_MESSAGE, &ev);
+        assert_int_equal(ev.kind, RPC_STREAM_MESSAGE);
+    }
+    assert_int_equal(
+        rpc_unary(ch, "/test.Echo/Upper", "a", 1, 5000, &resp, &len, &status, msg, sizeof(msg)), 0);
+    assert_int_equal(status, RPC_RESOURCE_EXHAUSTED);
+    assert_non_null(strstr(msg, "grpc.max_calls_per_peer"));
+    transport_get_stats(capped, &ts);
+    assert_int_equal(ts.refused_busy, 1);
+    assert_int_equal(ts.peers, 1);
+    rpc_stream_free(st[0]); /* one ends: the peer is served again */
+    for (int i = 0; i < 100 && status != RPC_OK; i++) {
+        assert_int_equal(
+            rpc_unary(ch, "/test.Echo/Upper", "a", 1, 5000, &resp, &len, &status, msg, sizeof(msg)),
+            0);
+        free(resp);
+    }
+    assert_int_equal(status, RPC_OK);
+    rpc_stream_free(st[1]);
+    rpc_channel_free(ch);
+    transport_free(capped);
+}
+
 static void test_unreachable(void **state)
 {
     struct rpc_channel *ch = rpc_channel_new("127.0.0.1:1", NULL);
@@ -242,7 +307,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_replies), cmocka_unit_test(test_stream_error_status),
         cmocka_unit_test(test_unary),          cmocka_unit_test(test_message_limit),
-        cmocka_unit_test(test_unreachable),    cmocka_unit_test(test_teardown_with_live_streams),
+        cmocka_unit_test(test_unreachable),    cmocka_unit_test(test_unknown_method),
+        cmocka_unit_test(test_calls_per_peer), cmocka_unit_test(test_teardown_with_live_streams),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
