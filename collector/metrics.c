@@ -93,7 +93,7 @@ static void collector_diag_counter(struct http_buf *b, const char *name, const c
 static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     static const char *const reasons[] = {"complete", "watermark", "timeout", "budget", "flush"};
-    static const char *const drops[] = {"horizon", "memory", "queue_full"};
+    static const char *const drops[] = {"horizon", "memory", "queue_full", "before_start"};
     struct diagnosis_stats ds;
     struct diagq_stats qs = {0};
 
@@ -141,11 +141,13 @@ static void collector_diag_metrics(struct collector_metrics_ctx *m, struct http_
                     "records of steps that had closed", "", ds.late);
     http_buf_metric(b, "argus_diag_amended_records_total", "counter",
                     "late records that amended their closed step", "", ds.amended);
-    uint64_t dropped[] = {ds.dropped_horizon, ds.dropped_memory, qs.dropped_records};
+    uint64_t dropped[] = {ds.dropped_horizon, ds.dropped_memory, qs.dropped_records,
+                          ds.dropped_early};
     collector_diag_counter(b, "argus_diag_dropped_from_diagnosis_total",
                            "step records stored but not diagnosed, by reason: late beyond the "
-                           "horizon or the memory budget, or the diagnosis queue full",
-                           "reason", drops, dropped, 3);
+                           "horizon or the memory budget, the diagnosis queue full, or of steps "
+                           "before the job's diagnosis began (a late start, a catch-up)",
+                           "reason", drops, dropped, 4);
     http_buf_metric(b, "argus_diag_silent_findings_total", "counter",
                     "silence findings: a whole node (agent stream) or a rank alone",
                     "kind=\"node\"", ds.silent_nodes);

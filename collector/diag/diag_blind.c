@@ -26,6 +26,7 @@ static void blind_begin(struct diag_blind *b, uint64_t newest_step)
     b->reasons = 0;
     b->ep_records = b->ep_shed = b->ep_budget = b->ep_closed = 0;
     b->report_closed = 0;
+    b->reported = false;
     b->ep_from_step = newest_step;
 }
 

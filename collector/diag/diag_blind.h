@@ -6,10 +6,13 @@
  * full queue kept from diagnosis) and gives out the job's degraded state by
  * reason, its shed totals, and episodes: one begins at the first tick with
  * anything shed and ends once window steps closed with nothing shed. The
- * caller logs each episode's start and end and publishes a DIAG_BLIND report
- * (a job-level suspect that pages: alert ArgusBlind, severity warning) when
- * it begins and every window closed steps while it lasts, so the alert stays
- * open as long as the job is diagnosed in part, and resolves after.
+ * caller logs each episode's start and end and, once the episode shed
+ * DIAG_BLIND_PAGE_SHARE of the records it saw (a few records of a catch-up
+ * do not page), publishes a DIAG_BLIND report (a job-level suspect that
+ * pages: alert ArgusBlind, severity warning), again every window closed
+ * steps while it lasts, so the alert stays open as long as the job is
+ * diagnosed in part, and resolves after. Records of steps before the job's
+ * diagnosis began (a late start) are not shed: nothing was diagnosed yet.
  * Pure; the caller holds the job's lock. */
 #ifndef ARGUS_COLLECTOR_DIAG_BLIND_H
 #define ARGUS_COLLECTOR_DIAG_BLIND_H
@@ -19,6 +22,8 @@
 #include <stdint.h>
 
 #include "proto/argus.pb-c.h"
+
+#define DIAG_BLIND_PAGE_SHARE 0.05 /* an episode pages once it shed this share */
 
 enum diag_blind_reason {
     DIAG_BLIND_MEMORY = 0,  /* steps closed early, late records dropped: diag.max_open_bytes */
@@ -57,6 +62,7 @@ struct diag_blind {
     uint64_t clean_closed;         /* steps closed since the last shed */
     uint64_t report_closed;        /* ep_closed at its last report */
     uint64_t ep_from_step;         /* the job's newest closed step when it began */
+    bool reported;                 /* the episode paged (the caller sets it) */
 };
 
 /* Take the counts of this tick (newest_step: the job's newest closed step).

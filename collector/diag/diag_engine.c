@@ -505,11 +505,9 @@ static int amend_pending(struct diag_engine *e, uint64_t now_ns)
 static int add_late(struct diag_engine *e, struct diag_frame *f, const Argus__V1__StepRecord *s)
 {
     if (!f) {
+        uint64_t *why[] = {&e->st.dropped_memory, &e->st.dropped_horizon, &e->st.dropped_early};
+        (*why[diag_steps_gone_why(&e->win, s->step)])++;
         e->st.late++;
-        if (s->step + e->o.late_horizon < e->win.next)
-            e->st.dropped_horizon++;
-        else
-            e->st.dropped_memory++;
         return 1;
     }
     int err = diag_frame_add_record(f, &e->dict, s);

@@ -87,6 +87,7 @@ struct diag_engine_stats {
     uint64_t late;            /* records of an already closed step */
     uint64_t amended;         /* late records that amended their closed step */
     uint64_t dropped_horizon; /* late records beyond the horizon: not diagnosed */
+    uint64_t dropped_early;   /* records of steps before the first one diagnosed */
     uint64_t dropped_memory;  /* late records whose kept step was freed for memory */
     uint64_t rejected;        /* wrong job, rank over max_ranks */
     uint64_t noted;           /* progress noted without a record (queue full) */

@@ -131,10 +131,16 @@ static int late_slot(struct diag_steps *w, uint64_t step, struct diag_frame **f)
     return DIAG_SLOT_LATE;
 }
 
+int diag_steps_gone_why(const struct diag_steps *w, uint64_t step)
+{
+    return step < w->first ? 2 : step + w->keep < w->next ? 1 : 0;
+}
+
 int diag_steps_slot(struct diag_steps *w, uint64_t step, uint64_t now_ns, struct diag_frame **f)
 {
     if (!w->started) {
         w->started = true;
+        w->first = step;
         w->next = step;
         w->newest = step;
     }

@@ -58,6 +58,7 @@ struct diag_steps {
     size_t base_bytes;         /* the configured budget */
     uint32_t open;             /* open frames */
     bool started;
+    uint64_t first;  /* the first step opened (diagnosis of the job began there) */
     uint64_t next;   /* lowest step not closed yet */
     uint64_t newest; /* highest step opened */
 };
@@ -86,6 +87,11 @@ struct diag_frame *diag_steps_ready(struct diag_steps *w, uint64_t now_ns, uint3
                                     uint64_t mark, uint64_t timeout_ns, uint64_t force_upto,
                                     enum diag_close_reason force_reason,
                                     enum diag_close_reason *reason);
+
+/* Why a record of a closed step found no kept frame: 0 the frame was freed
+ * (memory), 1 the step closed more than keep steps ago (horizon), 2 the
+ * step is before the first one diagnosed (it began later: not shed). */
+int diag_steps_gone_why(const struct diag_steps *w, uint64_t step);
 
 /* The oldest open frame, NULL when none. */
 struct diag_frame *diag_steps_oldest(struct diag_steps *w);

@@ -101,10 +101,11 @@ struct diagnosis_stats { /* summed over jobs (as of the last tick) */
                                    * budget, flush */
     uint64_t late, amended;       /* records of closed steps; those that amended them */
     uint64_t dropped_horizon, dropped_memory; /* late records not diagnosed */
-    uint64_t silent_nodes, silent_ranks;      /* silence findings */
-    uint64_t open_steps, open_bytes;          /* gauges */
-    uint64_t close_ns_max;                    /* slowest step close of any job */
-    uint64_t close_ns_total;                  /* time spent closing steps, all jobs */
+    uint64_t dropped_early;              /* records of steps before the job's diagnosis began */
+    uint64_t silent_nodes, silent_ranks; /* silence findings */
+    uint64_t open_steps, open_bytes;     /* gauges */
+    uint64_t close_ns_max;               /* slowest step close of any job */
+    uint64_t close_ns_total;             /* time spent closing steps, all jobs */
     uint64_t last_report_ns;
     uint64_t statuses;                        /* rank statuses taken (summed over the live jobs) */
     uint64_t hangs;                           /* hangs reported */

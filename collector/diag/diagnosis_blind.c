@@ -44,16 +44,28 @@ Argus__V1__Report *diagnosis_blind_tick(struct diagnosis *d, struct diagnosis_jo
         j->series.blind[r] = diag_blind_degraded(&j->blind, r);
         j->series.shed[r] = j->blind.shed[r];
     }
-    if (ev == DIAG_BLIND_QUIET)
+    /* it pages once the episode shed DIAG_BLIND_PAGE_SHARE of what it saw,
+     * and again every window steps while it lasts */
+    bool first = !j->blind.reported, due = j->blind.active &&
+                                           diag_blind_share(&j->blind) >= DIAG_BLIND_PAGE_SHARE &&
+                                           (first || ev == DIAG_BLIND_GOES_ON);
+    bool ended = ev == DIAG_BLIND_ENDED;
+
+    if (!due && ev != DIAG_BLIND_BEGAN && !ended)
         return NULL;
     diag_blind_describe(&j->blind, line, sizeof(line));
-    if (ev == DIAG_BLIND_BEGAN)
+    if (ev == DIAG_BLIND_BEGAN && !due)
+        log_info("diagnosis", "job %s: diagnosis sheds a little (under %.0f%%, no ArgusBlind): %s",
+                 j->job, 100 * DIAG_BLIND_PAGE_SHARE, line);
+    if (due && first)
         log_warn("diagnosis", "job %s: diagnosis sheds work (ArgusBlind): %s", j->job, line);
-    if (ev == DIAG_BLIND_ENDED)
+    if (ended)
         log_info("diagnosis", "job %s: diagnosis whole again, the episode: %s", j->job, line);
-    if (ev != DIAG_BLIND_GOES_ON &&
-        store_put_job_blind(d->store, j->job, ev == DIAG_BLIND_ENDED ? "" : line, err,
-                            sizeof(err)) < 0)
+    if (((due && first) || (ended && !first)) &&
+        store_put_job_blind(d->store, j->job, ended ? "" : line, err, sizeof(err)) < 0)
         log_error("diagnosis", "job %s: blind state not stored: %s", j->job, err);
-    return ev != DIAG_BLIND_ENDED ? diagnosis_blind_report(d, j, t, es) : NULL;
+    if (!due)
+        return NULL;
+    j->blind.reported = true;
+    return diagnosis_blind_report(d, j, t, es);
 }

@@ -10,6 +10,7 @@ void diagnosis_counters_add(struct diagnosis_stats *acc, const struct diagnosis_
     acc->late += one->late;
     acc->amended += one->amended;
     acc->dropped_horizon += one->dropped_horizon;
+    acc->dropped_early += one->dropped_early;
     acc->dropped_memory += one->dropped_memory;
     acc->silent_nodes += one->silent_nodes;
     acc->silent_ranks += one->silent_ranks;
@@ -30,6 +31,7 @@ struct diagnosis_stats diagnosis_counters_of(const struct diag_engine_stats *es)
         .late = es->late,
         .amended = es->amended,
         .dropped_horizon = es->dropped_horizon,
+        .dropped_early = es->dropped_early,
         .dropped_memory = es->dropped_memory,
         .silent_nodes = es->silent_nodes,
         .silent_ranks = es->silent_ranks,

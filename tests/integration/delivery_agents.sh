@@ -14,6 +14,8 @@
 #   cut30      one agent's link cut 30 s (tcp_proxy.py stopped and started
 #              again): it spools and replays; every record stored once, at
 #              most one finding, about its node, none for its ranks after
+#   (stall30 and cut30: the node's records come back beyond the late
+#   horizon, so argus may also say it was blind to them: ArgusBlind)
 #   (delivery_check.py judges the reports and says why on failure)
 # Cases run side by side; DELIVERY_CASES="healthy stall5" runs a subset.
 # Every wait is for a condition (a step stored by all 64 ranks) with a
