@@ -153,8 +153,9 @@ static void series_job(void *ctx, const char *job, const struct diagnosis_job_se
     for (int r = 0; r < DIAG_BLIND_N; r++) {
         err |= series_add(s, SERIES_DIAG_DEGRADED, "job", job, "reason", diag_blind_reason_name(r),
                           j->blind[r]);
-        err |= series_add(s, SERIES_DIAG_SHED, "job", job, "reason", diag_blind_reason_name(r),
-                          (double)j->shed[r]);
+        if (j->shed[r]) /* as the GPU-seconds: there once something was shed */
+            err |= series_add(s, SERIES_DIAG_SHED, "job", job, "reason", diag_blind_reason_name(r),
+                              (double)j->shed[r]);
     }
     (void)err; /* failures are in s->failed */
 }

@@ -28,7 +28,7 @@ RECEIVER_PID=$!
 PIDS+=("$RECEIVER_PID")
 wait_for "receiver" 10 bash -c "echo >/dev/tcp/127.0.0.1/$RW"
 start_collector "$T/store" --remote_write.url "http://127.0.0.1:$RW/api/v1/write" \
-    --remote_write.interval 0.2s --remote_write.timeout 10s --remote_write.queue_bytes 4096 \
+    --remote_write.interval 0.2s --remote_write.timeout 10s --remote_write.queue_bytes 16384 \
     --remote_write.bearer_token_file "$T/token"
 "$BIN/argus-sim" --collector "127.0.0.1:$CPORT" --job rw --ranks 8 --steps 60 --rate 50 \
     >"$T/sim.json" || fail "sim failed: $(cat "$T/sim.json")"
@@ -58,12 +58,12 @@ rejected=$(m argus_remote_write_samples_rejected_total)
 ((rejected > 0)) || fail "rejected samples: '$rejected': $(curl -s 127.0.0.1:$HPORT/metrics | grep remote_write | grep -v "^#")"
 [[ $(m argus_remote_write_samples_dropped_total) == 0 ]] || fail "dropped with the endpoint up"
 
-# the endpoint goes away: requests queue up to 4 KiB, then the oldest drop
+# the endpoint goes away: requests queue up to 16 KiB, then the oldest drop
 kill "$RECEIVER_PID"
 wait_for "samples dropped from the full queue" 90 bash -c \
     '(( $(m argus_remote_write_samples_dropped_total) > 0 ))'
 queued=$(m argus_remote_write_queue_bytes)
-((queued > 0 && queued <= 4096)) || fail "queue bytes '$queued' not within (0, 4096]"
+((queued > 0 && queued <= 16384)) || fail "queue bytes '$queued' not within (0, 16384]"
 kill -0 "$COLLECTOR_PID" || fail "collector died with the endpoint gone"
 grep -q "remote_write.*retrying" "$T/collector.log" || fail "no retry logged"
 log "failed $failed, rejected $rejected samples, queue $queued bytes, dropped $(m argus_remote_write_samples_dropped_total) samples"

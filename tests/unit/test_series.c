@@ -42,9 +42,9 @@ static void test_step_times(void **state)
     struct diagnosis *d = fed_job(*state, "job-a", &t);
     struct series_set s = {0};
 
-    /* 3 step series, one per cause, the lag, two per shedding reason (not
-     * degraded, nothing shed); no suspect: no top straggler */
-    assert_int_equal(series_collect(d, &s), 3 + causes_count() + 1 + 2 * DIAG_BLIND_N);
+    /* 3 step series, one per cause, the lag, one per shedding reason (not
+     * degraded; nothing shed: no shed counter); no suspect: no top straggler */
+    assert_int_equal(series_collect(d, &s), 3 + causes_count() + 1 + DIAG_BLIND_N);
     const struct series_sample *degraded = find(&s, SERIES_DIAG_DEGRADED, NULL);
     assert_non_null(degraded);
     assert_string_equal(degraded->label_names[1], "reason");
