@@ -197,7 +197,7 @@ torch_detect_healthy() { # LAUNCH
     torch_detect_run "${TORCH_DETECT_STEPS:-250}"
     rank_steps=$(cat "$T"/log/rank.* | wc -l)
     /usr/bin/python3 "$REPO/tests/bpf/torch_detect_check.py" healthy "$T/reports.json" \
-        --rank-steps "$rank_steps" || {
+        --rank-steps "$rank_steps" --log "$T/log" || {
         torch_detect_diagnostics
         fail "reports about a healthy job"
     }

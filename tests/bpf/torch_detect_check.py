@@ -5,11 +5,14 @@ it (tests/bpf/torch_detect_case.sh). REPORTS is `argusctl --json stragglers`
   torch_detect_check.py paged REPORTS [--since-ns T]
       exit 0 when some report made at or after T pages (polled while
       waiting), else 1.
-  torch_detect_check.py healthy REPORTS --rank-steps N
+  torch_detect_check.py healthy REPORTS --rank-steps N [--log DIR]
       nothing was done to the job: nothing pages, no SILENT suspect, no
       suspect that persisted (L2/L3), and at most N / 1000 findings (any
       suspect, spikes of a step or a few included) over its N rank-steps
-      (the issue's target: 1 per 1,000 rank-steps on a healthy job).
+      (the issue's target: 1 per 1,000 rank-steps on a healthy job). With
+      --log (the job's own per-step log), a job-regression finding over
+      steps whose own median step time was 1.15x or more the steps' before
+      is true (the shared machine slowed the whole job) and not counted.
   torch_detect_check.py imbalance REPORTS --mode fixed|rotate [--victim R]
       one rank runs a bigger batch (fixed: rank R on every step; rotate: a
       rank after the other): nothing pages; no suspect says HOST, COMPUTE,
@@ -42,6 +45,14 @@ import json
 import os
 import statistics
 import sys
+
+# argus's inferred steps of these jobs are the job's own + 2
+# (tests/bpf/torch_steps_check.py prints the offset it finds)
+JOB_STEP_OFFSET = 2
+
+
+def num(v):
+    return int(v) if v not in (None, "") else 0
 
 NO_RANK = 4294967295
 
@@ -159,13 +170,43 @@ def count_causes(reports):
     return out
 
 
+def job_slowdown(logdir, lo, hi):
+    """The job's own median step time over its steps lo..hi against the
+    steps before lo (from step 10), max over ranks; 0 when unknown."""
+    worst = 0.0
+    for f in sorted(glob.glob(os.path.join(logdir, "rank.*"))):
+        rows = []
+        for line in open(f):
+            kv = dict(x.split("=", 1) for x in line.split()[1:])
+            rows.append((int(kv["step"]), int(kv["end_ns"]) - int(kv["start_ns"])))
+        before = [d for s, d in rows if 10 <= s < lo]
+        during = [d for s, d in rows if lo <= s <= hi]
+        if len(before) >= 10 and during:
+            worst = max(worst, statistics.median(during) / statistics.median(before))
+    return worst
+
+
+def true_regression(r, s, a):
+    """A JOB_REGRESSION finding the job's own log bears out: the machine (a
+    shared CI runner) really made the whole job slower over the report's
+    steps (argus numbers steps as the job's + JOB_STEP_OFFSET)."""
+    if s.get("cause") != "CAUSE_JOB_REGRESSION" or not a.log:
+        return False
+    lo = num(r.get("from_step")) - JOB_STEP_OFFSET
+    hi = num(r.get("to_step")) - JOB_STEP_OFFSET
+    moved = job_slowdown(a.log, lo, hi)
+    print("job regression over job steps %d-%d: the job's own step time %.2fx" % (lo, hi, moved))
+    return moved >= 1.15
+
+
 def check_healthy(reports, a):
     bad = [r for r in reports if r.get("pages") or any(
         s.get("pages") or s.get("cause") == "CAUSE_SILENT"
         or s.get("level") != "LEVEL_L1_ITERATION" for s in r.get("suspects", []))]
     for r in reports:
         print(("FAIL: " if r in bad else "") + describe(r))
-    findings = sum(len(r.get("suspects", [])) for r in reports)
+    findings = sum(1 for r in reports for s in r.get("suspects", [])
+                   if not true_regression(r, s, a))
     allowed = a.rank_steps // 1000
     print("%d reports about a healthy job: %d page, %d not spike findings; %d findings over %d "
           "rank-steps (%.2f per 1,000, at most %d allowed) %s" % (

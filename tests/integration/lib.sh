@@ -140,12 +140,14 @@ YML
     AM_SINK="http://127.0.0.1:${AM_WEB[0]},http://127.0.0.1:${AM_WEB[1]}"
 }
 
-# am_firing JOB: how many firing notifications for JOB the receiver got.
+# am_firing JOB [ALERTNAME]: how many firing notifications for JOB (of that
+# alertname only: ArgusStraggler, ArgusBlind) the receiver got.
 am_firing() {
     [[ -s $T/notes.jsonl ]] || { echo 0; return; }
     /usr/bin/python3 -c 'import json,sys
 notes = [json.loads(l)["body"] for l in open(sys.argv[1])]
-print(sum(1 for b in notes for a in b["alerts"] if a["status"] == "firing" and a["labels"].get("job") == sys.argv[2]))' "$T/notes.jsonl" "$1"
+print(sum(1 for b in notes for a in b["alerts"] if a["status"] == "firing" and a["labels"].get("job") == sys.argv[2]
+          and sys.argv[3] in ("", a["labels"].get("alertname"))))' "$T/notes.jsonl" "$1" "${2:-}"
 }
 
 ctl() { "$BIN/argusctl" --collector "127.0.0.1:$CPORT" "$@"; }
