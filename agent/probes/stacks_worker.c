@@ -33,8 +33,10 @@ struct stacks_worker {
     pthread_mutex_t lock; /* guards what follows, up to the main thread's state */
     pthread_cond_t wake;
     atomic_bool stop;
-    uint64_t pushed; /* written by the main thread under the lock */
-    uint64_t done;   /* written by the worker under the lock */
+    uint64_t pushed;  /* written by the main thread under the lock */
+    uint64_t kick_to; /* pushed at the last kick, under the lock: the worker
+                       * resolves up to it, so a spurious wakeup does nothing */
+    uint64_t done;    /* written by the worker under the lock */
     struct worker_forget *forgets;
     size_t nforgets;
     uint32_t published; /* names written so far */
@@ -130,7 +132,7 @@ static size_t worker_due_forgets(struct stacks_worker *w, uint32_t *out, size_t 
 
 static bool worker_idle(const struct stacks_worker *w)
 {
-    return w->done == w->pushed && (!w->nforgets || w->forgets[0].after > w->done);
+    return w->done >= w->kick_to && (!w->nforgets || w->forgets[0].after > w->done);
 }
 
 /* Under the lock: make [start, end) visible, with the names they use. */
@@ -156,7 +158,7 @@ static void *worker_main(void *arg)
             continue;
         }
         size_t nforget = worker_due_forgets(w, forget, 16);
-        uint64_t seq = w->done, end = w->pushed;
+        uint64_t seq = w->done, end = w->kick_to > w->done ? w->kick_to : w->done;
 
         if (end - seq > WORKER_BATCH)
             end = seq + WORKER_BATCH;
@@ -255,6 +257,7 @@ void stacks_worker_kick(struct stacks_worker *w)
         return;
     w->kicked = w->pushed;
     pthread_mutex_lock(&w->lock);
+    w->kick_to = w->pushed;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
 }

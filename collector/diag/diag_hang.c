@@ -181,6 +181,28 @@ static void name_stuck(const struct diag_live_rank *ranks, uint32_t n, struct di
     h->stuck = true;
 }
 
+/* Several members behind h's call, some of them unable to run (stopped,
+ * in an uninterruptible wait): the others are behind because they wait on
+ * those (inside an earlier collective that cannot finish without them), so
+ * only those are named. Nothing changes when none or all of them cannot
+ * run, or when more were behind than h names. */
+static void narrow_to_stuck(const struct diag_live_rank *ranks, struct diag_hang *h)
+{
+    uint32_t kept = 0;
+
+    if (h->more_suspects)
+        return;
+    for (uint32_t i = 0; i < h->n_suspects; i++)
+        kept += cannot_run(&ranks[h->suspects[i]]);
+    if (!kept || kept == h->n_suspects)
+        return;
+    kept = 0;
+    for (uint32_t i = 0; i < h->n_suspects; i++)
+        if (cannot_run(&ranks[h->suspects[i]]))
+            h->suspects[kept++] = h->suspects[i];
+    h->n_suspects = kept;
+}
+
 /* Members of h with no status, named when no member with a status is
  * behind. */
 static void name_silent(const struct diag_live_rank *ranks, uint32_t n, struct diag_hang *h)
@@ -205,6 +227,8 @@ bool diag_hang_find(const struct diag_live_rank *ranks, uint32_t n, uint64_t now
         hang_members(ranks, n, now_ns, &h, &no_status);
         if (!h.waiters || h.wait_ns < bound_ns)
             continue;
+        if (h.n_suspects > 1)
+            narrow_to_stuck(ranks, &h);
         if (!h.n_suspects)
             name_stuck(ranks, n, &h);
         if (!h.n_suspects && no_status && no_status * 2 < h.members)

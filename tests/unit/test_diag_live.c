@@ -279,6 +279,38 @@ static void test_stopped_inside_the_call(void **st)
     diag_live_free(&l);
 }
 
+/* A ring allreduce: rank 2 stopped inside #10; ranks 1 and 3 wait inside
+ * #10 for its data, rank 0 finished #10 and #11 and waits in #12. All of
+ * 1-3 are behind #12, but only the stopped one is the cause
+ * (torch_fault_torchrun.sh named 1, 2 and 3 once). With nobody stopped the
+ * three are named as before. */
+static void test_stopped_among_the_behind(void **st)
+{
+    struct diag_live l;
+    char sum[700], ev[1400];
+    uint32_t rank = 0;
+    int cause = 0;
+
+    (void)st;
+    for (int stopped = 0; stopped <= 1; stopped++) {
+        new_live(&l, 4);
+        status(&l, 0, T0 + 20 * S, 12, 11, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING, T0 + 20 * S);
+        for (uint32_t r = 1; r < 4; r++)
+            status(&l, r, T0 + 20 * S, 10, 9,
+                   r == 2 && stopped ? ARGUS__V1__PROC_STATE__PROC_STATE_STOPPED
+                                     : ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING,
+                   T0 + 20 * S);
+        int named = check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause);
+        assert_int_equal(named, stopped ? 1 : 3);
+        if (stopped) {
+            assert_int_equal(rank, 2);
+            assert_non_null(strstr(ev, "stopped"));
+        }
+        assert_int_equal(cause, ARGUS__V1__CAUSE__CAUSE_HANG);
+        diag_live_free(&l);
+    }
+}
+
 static void test_bound_scaled_by_step_time(void **st)
 {
     struct diag_live l;
@@ -491,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_spinning_and_moving),
         cmocka_unit_test(test_slow_and_checkpoint_not_hung),
         cmocka_unit_test(test_stopped_inside_the_call),
+        cmocka_unit_test(test_stopped_among_the_behind),
         cmocka_unit_test(test_bound_scaled_by_step_time),
         cmocka_unit_test(test_no_status_named),
         cmocka_unit_test(test_chain_of_waits),
