@@ -160,6 +160,11 @@ def main():
     torch.set_num_interop_threads(1)
     with open(os.path.join(logdir, "pid.%d" % rank), "w") as f:
         f.write(str(os.getpid()))
+    # GATE_FILE: make the group only once it exists (60 s at most): a test
+    # of what the agent reads when a group is made waits for its probes
+    gate, t_end = os.environ.get("GATE_FILE", ""), time.time() + 60
+    while gate and not os.path.exists(gate) and time.time() < t_end:
+        time.sleep(0.05)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     layers = []

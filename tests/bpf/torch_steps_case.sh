@@ -11,6 +11,9 @@
 # with LATE=1 the agent starts only after the job has run 60 steps, and with
 # spawn the job is one torch.multiprocessing.spawn parent whose children set
 # their rank in os.environ (the agent learns it from the communicator).
+# TORCH_STEPS_GATE=1: the ranks make their group only once the agent's
+# collectives uprobes are attached (a test of what it reads then; on a
+# loaded machine the attach can trail the job's import of torch).
 
 torch_steps_require() {
     [[ $(id -u) == 0 ]] || skip "needs root for BPF"
@@ -27,6 +30,14 @@ torch_steps_agent() {
         --batch.max_age 200ms
 }
 
+# The agent's collectives uprobes are attached.
+torch_steps_uprobes_in() {
+    local n
+    n=$(curl -s "127.0.0.1:$APORT/metrics" |
+        awk '$1 == "argus_probe_uprobes_attached{probe=\"collectives\"}" {print $2}')
+    ((${n:-0} > 0))
+}
+
 # The job's step count so far (rank 0's log lines).
 torch_steps_done() { cat "$T/log/rank.0" 2>/dev/null | wc -l; }
 
@@ -37,7 +48,9 @@ torch_steps_case() {
     ((late)) || torch_steps_agent
     mkdir -p "$T/log"
     port=$(free_port)
-    local job_pids=()
+    local job_pids=() gate=""
+    [[ ${TORCH_STEPS_GATE:-} == 1 ]] && gate=$T/gate
+    export GATE_FILE=$gate
     if [[ $launch == spawn ]]; then
         env ARGUS_JOB=stepsjob MASTER_PORT=$port OMP_NUM_THREADS=1 STEPS_LOG_DIR="$T/log" \
             STEPS=$steps ACCUM=$accum WIDTH=384 /usr/bin/python3 \
@@ -54,6 +67,10 @@ torch_steps_case() {
         PIDS+=($!)
         job_pids+=($!)
     done
+    if [[ -n $gate ]]; then
+        wait_for "the agent's collectives uprobes" 60 torch_steps_uprobes_in
+        touch "$gate"
+    fi
     if ((late)); then
         wait_for "60 steps of the job" 300 bash -c "(( \$(cat $T/log/rank.0 2>/dev/null | wc -l) >= 60 ))"
         log "agent starts at job step $(torch_steps_done)"

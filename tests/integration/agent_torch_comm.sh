@@ -18,7 +18,7 @@
 # test-cpu: all: a real PyTorch job, 4 ranks on all cores
 source "$(dirname "$0")/lib.sh"
 source "$REPO/tests/bpf/torch_steps_case.sh"
-torch_steps_case 1 0
+TORCH_STEPS_GATE=1 torch_steps_case 1 0
 curl -s "127.0.0.1:$APORT/metrics" | grep -E "^argus_probe_(communicators_named|works_done|memory_read_errors)_total" |
     tee "$T/probe_metrics.txt"
 /usr/bin/python3 - "$T/steps.json" <<'PY' || fail "collectives disagree across ranks"
