@@ -30,6 +30,18 @@ SET3="127.0.0.1:${CP[1]},127.0.0.1:${CP[2]},127.0.0.1:${CP[3]}"
 SET4="$SET3,127.0.0.1:${CP[4]}"
 declare -a CPID
 
+# a failure says which members were alive and listening, and what they logged
+# (CI once saw a live member refuse argusctl's connection for a moment)
+on_fail() {
+    local i
+    for i in 1 2 3 4; do
+        [[ -n ${CPID[$i]:-} ]] || continue
+        echo "member $i 127.0.0.1:${CP[$i]} pid ${CPID[$i]}: $(kill -0 "${CPID[$i]}" 2>/dev/null &&
+            echo alive || echo gone), $(ss -ltn "sport = :${CP[$i]}" 2>/dev/null | tail -n +2 | wc -l) listening"
+    done
+    grep -E " (warn|error) " "$T/collector.log" | grep -v "grpc.plaintext" | tail -n 20
+}
+
 # start I SET: collector I on its ports and store, a member of SET.
 start() {
     start_collector_on "${CP[$1]}" "${HP[$1]}" "$T/c$1" --cluster.set "$2" \
