@@ -80,37 +80,26 @@ static void query_reply(struct transport_reply *reply, const ProtobufCMessage *m
     protobuf_c_message_pack(msg, reply->data);
 }
 
-static int query_find_job(void *ctx, const void *value, size_t len)
+/* store_get_job's callback when only whether the job is there matters. */
+static int query_job_there(void *ctx, const void *value, size_t len)
 {
-    struct {
-        const char *job;
-        bool found;
-    } *want = ctx;
-    Argus__V1__JobInfo *j = argus__v1__job_info__unpack(NULL, len, value);
-
-    if (j && strcmp(j->job, want->job) == 0)
-        want->found = true;
-    if (j)
-        argus__v1__job_info__free_unpacked(j, NULL);
-    return want->found ? 1 : 0;
+    (void)ctx, (void)value, (void)len;
+    return 0;
 }
 
 /* True when the store knows job; else reply NOT_FOUND. */
 static bool query_job_known(struct store *s, const char *job, struct transport_reply *reply)
 {
-    struct {
-        const char *job;
-        bool found;
-    } want = {job, false};
+    bool found;
 
     if (!job || !*job) {
         query_fail(reply, TRANSPORT_INVALID_ARGUMENT, "%s", "request needs a job id");
         return false;
     }
-    store_scan_jobs(s, query_find_job, &want);
-    if (!want.found)
+    found = store_get_job(s, job, query_job_there, NULL) == 0;
+    if (!found)
         query_fail(reply, TRANSPORT_NOT_FOUND, "no job '%.200s' in this collector", job);
-    return want.found;
+    return found;
 }
 
 static void query_jobs(void *ctx, const void *data, size_t len, struct transport_reply *reply)

@@ -19,31 +19,18 @@
  * below (as argusctl prints them) */
 #define WEB_HOURS(h) ((h) >= 100 ? 0 : (h) >= 1 ? 2 : 4), (h)
 
-struct web_find {
-    const char *job;
-    Argus__V1__JobInfo *info;
-};
-
-static int web_find_job(void *ctx, const void *value, size_t len)
+static int web_unpack_job(void *ctx, const void *value, size_t len)
 {
-    struct web_find *f = ctx;
-    Argus__V1__JobInfo *j = argus__v1__job_info__unpack(NULL, len, value);
-
-    if (j && strcmp(j->job, f->job) == 0) {
-        f->info = j;
-        return 1;
-    }
-    if (j)
-        argus__v1__job_info__free_unpacked(j, NULL);
+    *(Argus__V1__JobInfo **)ctx = argus__v1__job_info__unpack(NULL, len, value);
     return 0;
 }
 
 Argus__V1__JobInfo *web_job_info(struct store *s, const char *job)
 {
-    struct web_find f = {job, NULL};
+    Argus__V1__JobInfo *info = NULL;
 
-    store_scan_jobs(s, web_find_job, &f);
-    return f.info;
+    store_get_job(s, job, web_unpack_job, &info);
+    return info;
 }
 
 char *web_job_rank_suffix(const char *job)
