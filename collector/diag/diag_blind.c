@@ -26,7 +26,7 @@ static void blind_begin(struct diag_blind *b, uint64_t newest_step)
     b->reasons = 0;
     b->ep_records = b->ep_shed = b->ep_budget = b->ep_closed = 0;
     b->report_closed = 0;
-    b->reported = false;
+    b->paged = false;
     b->ep_from_step = newest_step;
 }
 
@@ -63,10 +63,12 @@ int diag_blind_update(struct diag_blind *b, const struct diag_blind_counts *c, u
         b->active = false;
         return DIAG_BLIND_ENDED;
     }
-    if (ev == DIAG_BLIND_QUIET && b->ep_closed >= b->report_closed + window)
-        ev = DIAG_BLIND_GOES_ON;
-    if (ev != DIAG_BLIND_QUIET)
-        b->report_closed = b->ep_closed;
+    if (diag_blind_share(b) < DIAG_BLIND_PAGE_SHARE ||
+        (b->paged && b->ep_closed < b->report_closed + window))
+        return ev;
+    ev = b->paged ? DIAG_BLIND_PAGE_AGAIN : DIAG_BLIND_PAGE;
+    b->paged = true;
+    b->report_closed = b->ep_closed;
     return ev;
 }
 

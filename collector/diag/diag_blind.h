@@ -5,13 +5,13 @@
  * frame was freed for memory or lies beyond the late horizon, records the
  * full queue kept from diagnosis) and gives out the job's degraded state by
  * reason, its shed totals, and episodes: one begins at the first tick with
- * anything shed and ends once window steps closed with nothing shed. The
- * caller logs each episode's start and end and, once the episode shed
- * DIAG_BLIND_PAGE_SHARE of the records it saw (a few records of a catch-up
- * do not page), publishes a DIAG_BLIND report (a job-level suspect that
- * pages: alert ArgusBlind, severity warning), again every window closed
- * steps while it lasts, so the alert stays open as long as the job is
- * diagnosed in part, and resolves after. Records of steps before the job's
+ * anything shed and ends once window steps closed with nothing shed; it
+ * says when the episode pages: once it shed DIAG_BLIND_PAGE_SHARE of the
+ * records it saw (a few records of a catch-up do not page), then every
+ * window closed steps while it lasts. The caller logs, marks the job, and
+ * publishes a DIAG_BLIND report (a job-level suspect that pages: alert
+ * ArgusBlind, severity warning) at each page, so the alert stays open as
+ * long as the job is diagnosed in part, and resolves after. Records of steps before the job's
  * diagnosis began (a late start) are not shed: nothing was diagnosed yet.
  * Pure; the caller holds the job's lock. */
 #ifndef ARGUS_COLLECTOR_DIAG_BLIND_H
@@ -45,10 +45,11 @@ struct diag_blind_counts {
 };
 
 enum diag_blind_event {
-    DIAG_BLIND_QUIET = 0,   /* nothing to say */
-    DIAG_BLIND_BEGAN = 1,   /* an episode began: log, report */
-    DIAG_BLIND_GOES_ON = 2, /* window more steps closed in the episode: report again */
-    DIAG_BLIND_ENDED = 3,   /* window steps closed with nothing shed: log */
+    DIAG_BLIND_QUIET = 0,      /* nothing to say */
+    DIAG_BLIND_BEGAN = 1,      /* an episode began, under DIAG_BLIND_PAGE_SHARE: log */
+    DIAG_BLIND_PAGE = 2,       /* the episode reached DIAG_BLIND_PAGE_SHARE: log, mark, report */
+    DIAG_BLIND_PAGE_AGAIN = 3, /* window more steps closed in a paging episode: report again */
+    DIAG_BLIND_ENDED = 4,      /* window steps closed with nothing shed: log (unmark if paged) */
 };
 
 struct diag_blind {
@@ -60,13 +61,15 @@ struct diag_blind {
     uint64_t ep_records, ep_shed;  /* the episode's records diagnosed and shed */
     uint64_t ep_budget, ep_closed; /* its steps closed early, and closed */
     uint64_t clean_closed;         /* steps closed since the last shed */
-    uint64_t report_closed;        /* ep_closed at its last report */
+    uint64_t report_closed;        /* ep_closed at its last page */
     uint64_t ep_from_step;         /* the job's newest closed step when it began */
-    bool reported;                 /* the episode paged (the caller sets it) */
+    bool paged;                    /* the episode paged (stays set at ENDED for the caller) */
 };
 
 /* Take the counts of this tick (newest_step: the job's newest closed step).
- * Returns what happened (enum diag_blind_event). */
+ * Returns what happened (enum diag_blind_event): an episode pages once it
+ * shed DIAG_BLIND_PAGE_SHARE of the records it saw, then again every window
+ * closed steps while it lasts. */
 int diag_blind_update(struct diag_blind *b, const struct diag_blind_counts *c, uint64_t newest_step,
                       uint32_t window);
 

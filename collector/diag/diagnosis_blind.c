@@ -44,28 +44,21 @@ Argus__V1__Report *diagnosis_blind_tick(struct diagnosis *d, struct diagnosis_jo
         j->series.blind[r] = diag_blind_degraded(&j->blind, r);
         j->series.shed[r] = j->blind.shed[r];
     }
-    /* it pages once the episode shed DIAG_BLIND_PAGE_SHARE of what it saw,
-     * and again every window steps while it lasts */
-    bool first = !j->blind.reported, due = j->blind.active &&
-                                           diag_blind_share(&j->blind) >= DIAG_BLIND_PAGE_SHARE &&
-                                           (first || ev == DIAG_BLIND_GOES_ON);
-    bool ended = ev == DIAG_BLIND_ENDED;
-
-    if (!due && ev != DIAG_BLIND_BEGAN && !ended)
+    if (ev == DIAG_BLIND_QUIET)
         return NULL;
     diag_blind_describe(&j->blind, line, sizeof(line));
-    if (ev == DIAG_BLIND_BEGAN && !due)
+    if (ev == DIAG_BLIND_BEGAN)
         log_info("diagnosis", "job %s: diagnosis sheds a little (under %.0f%%, no ArgusBlind): %s",
                  j->job, 100 * DIAG_BLIND_PAGE_SHARE, line);
-    if (due && first)
+    if (ev == DIAG_BLIND_PAGE)
         log_warn("diagnosis", "job %s: diagnosis sheds work (ArgusBlind): %s", j->job, line);
-    if (ended)
+    if (ev == DIAG_BLIND_ENDED)
         log_info("diagnosis", "job %s: diagnosis whole again, the episode: %s", j->job, line);
-    if (((due && first) || (ended && !first)) &&
-        store_put_job_blind(d->store, j->job, ended ? "" : line, err, sizeof(err)) < 0)
+    if ((ev == DIAG_BLIND_PAGE || (ev == DIAG_BLIND_ENDED && j->blind.paged)) &&
+        store_put_job_blind(d->store, j->job, ev == DIAG_BLIND_ENDED ? "" : line, err,
+                            sizeof(err)) < 0)
         log_error("diagnosis", "job %s: blind state not stored: %s", j->job, err);
-    if (!due)
-        return NULL;
-    j->blind.reported = true;
-    return diagnosis_blind_report(d, j, t, es);
+    return ev == DIAG_BLIND_PAGE || ev == DIAG_BLIND_PAGE_AGAIN
+               ? diagnosis_blind_report(d, j, t, es)
+               : NULL;
 }

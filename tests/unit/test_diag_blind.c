@@ -48,7 +48,7 @@ static void test_episode(void **state)
     assert_int_equal(diag_blind_update(&b, &c, 4, WINDOW), DIAG_BLIND_QUIET);
     /* 3 steps closed early, 100 late records dropped for memory */
     c = at(8, 420, 3, 100, 0, 0);
-    assert_int_equal(diag_blind_update(&b, &c, 7, WINDOW), DIAG_BLIND_BEGAN);
+    assert_int_equal(diag_blind_update(&b, &c, 7, WINDOW), DIAG_BLIND_PAGE);
     assert_true(diag_blind_degraded(&b, DIAG_BLIND_MEMORY));
     assert_false(diag_blind_degraded(&b, DIAG_BLIND_QUEUE));
     diag_blind_describe(&b, line, sizeof(line));
@@ -60,7 +60,7 @@ static void test_episode(void **state)
     assert_int_equal(diag_blind_update(&b, &c, 11, WINDOW), DIAG_BLIND_QUIET);
     assert_true(diag_blind_degraded(&b, DIAG_BLIND_QUEUE));
     c = at(18, 600, 3, 100, 0, 50);
-    assert_int_equal(diag_blind_update(&b, &c, 17, WINDOW), DIAG_BLIND_GOES_ON);
+    assert_int_equal(diag_blind_update(&b, &c, 17, WINDOW), DIAG_BLIND_PAGE_AGAIN);
     diag_blind_describe(&b, line, sizeof(line));
     assert_non_null(strstr(line, "memory+queue_full: "));
     assert_int_equal(b.shed[DIAG_BLIND_MEMORY], 100);
@@ -76,7 +76,7 @@ static void test_episode(void **state)
     c = at(2, 100, 0, 0, 0, 50);
     assert_int_equal(diag_blind_update(&b, &c, 1, WINDOW), DIAG_BLIND_QUIET);
     c = at(4, 150, 0, 0, 7, 50);
-    assert_int_equal(diag_blind_update(&b, &c, 3, WINDOW), DIAG_BLIND_BEGAN);
+    assert_int_equal(diag_blind_update(&b, &c, 3, WINDOW), DIAG_BLIND_PAGE);
     assert_true(diag_blind_degraded(&b, DIAG_BLIND_HORIZON));
     assert_int_equal(b.shed[DIAG_BLIND_HORIZON], 7);
 }
@@ -88,7 +88,7 @@ static void test_suspect_pages_for_the_job(void **state)
     Argus__V1__Suspect *s;
 
     (void)state;
-    assert_int_equal(diag_blind_update(&b, &c, 9, WINDOW), DIAG_BLIND_BEGAN);
+    assert_int_equal(diag_blind_update(&b, &c, 9, WINDOW), DIAG_BLIND_PAGE);
     s = diag_blind_suspect(&b, WINDOW);
     assert_non_null(s);
     assert_int_equal(s->cause, ARGUS__V1__CAUSE__CAUSE_DIAG_BLIND);
@@ -99,11 +99,33 @@ static void test_suspect_pages_for_the_job(void **state)
     diag_suspect_free(s);
 }
 
+/* An episode that sheds under DIAG_BLIND_PAGE_SHARE is said (BEGAN) but
+ * pages only once it reaches it: a few records of a catch-up page nobody. */
+static void test_pages_at_the_share(void **state)
+{
+    struct diag_blind b = {0};
+    struct diag_blind_counts c = at(10, 1000, 0, 0, 0, 0);
+
+    (void)state;
+    assert_int_equal(diag_blind_update(&b, &c, 9, WINDOW), DIAG_BLIND_QUIET);
+    c = at(12, 1200, 0, 5, 0, 0); /* 5 of 205: 2% */
+    assert_int_equal(diag_blind_update(&b, &c, 11, WINDOW), DIAG_BLIND_BEGAN);
+    assert_true(diag_blind_degraded(&b, DIAG_BLIND_MEMORY));
+    assert_false(b.paged);
+    c = at(13, 1250, 0, 25, 0, 0); /* 25 of 275: 9% */
+    assert_int_equal(diag_blind_update(&b, &c, 12, WINDOW), DIAG_BLIND_PAGE);
+    assert_true(b.paged);
+    c = at(30, 1250 + 17 * 100, 0, 25, 0, 0); /* clean past the window */
+    assert_int_equal(diag_blind_update(&b, &c, 29, WINDOW), DIAG_BLIND_ENDED);
+    assert_true(b.paged); /* the caller unmarks the job */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quiet_without_shedding),
         cmocka_unit_test(test_episode),
+        cmocka_unit_test(test_pages_at_the_share),
         cmocka_unit_test(test_suspect_pages_for_the_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
