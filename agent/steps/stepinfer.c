@@ -395,8 +395,10 @@ static void stepinfer_emit(struct stepinfer *si, struct stepinfer_rank *r,
 /* Does a whole step look like the model's: its calls (how many, which
  * operations: DDP's rebuilt-bucket broadcasts at the start of its second
  * step make a step of two calls too), its compute gap before the opening
- * call (no gap inside twice as long), and, with time, about its time (half
- * to twice the detected one)? */
+ * call (no gap inside twice as long), and, with time, not much shorter
+ * (at least half the detected step time)? No upper bound: the first steps
+ * of a real job (warm-up, a loaded CPU) can take several times the detected
+ * time, and they are steps. */
 static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfer_span *sp,
                            bool time)
 {
@@ -405,7 +407,7 @@ static bool stepinfer_fits(const struct stepinfer_rank *r, const struct stepinfe
     if (sp->to - sp->from != r->model.calls || sp->max_gap_ns > 2 * sp->open_gap_ns ||
         stepinfer_model_signature(r->calls, sp->from, sp->to) != r->model.signature)
         return false;
-    return !time || (ns >= r->model.step_ns / 2 && ns <= 2 * r->model.step_ns);
+    return !time || ns >= r->model.step_ns / 2;
 }
 
 /* A whole step was found: emit it unless it is old or spans a hole, and

@@ -29,7 +29,7 @@
  * calls are seen and their numbers are consecutive (a hole in the sequence
  * emits nothing). Numbering starts at the first two steps in a row that fit
  * the model (its number of calls and operations, a compute gap before the
- * opening call, half to twice its step time): set-up collectives before the
+ * opening call, at least half its step time: warm-up steps are longer): set-up collectives before the
  * loop (DDP's broadcasts) are not steps.
  *
  * Without a library sequence (NCCL calls, whose communicator keeps its

@@ -28,6 +28,7 @@
 struct sim {
     int ranks, steps, buckets, accum;
     uint64_t period_ns;
+    int warm_steps, warm_x; /* steps 0..warm_steps-1 take warm_x periods (warm-up) */
     uint32_t jitter_pct; /* per call and per step, percent of the period */
     bool lib_seq;        /* the library numbers calls (gloo's tag) */
     bool group_b;
@@ -107,11 +108,17 @@ static int cmp_fed(const void *a, const void *b)
     return x->c.enter_ns < y->c.enter_ns ? -1 : x->c.enter_ns > y->c.enter_ns;
 }
 
+/* How long step k takes (before jitter). */
+static uint64_t sim_period(const struct sim *s, int k)
+{
+    return k < s->warm_steps ? s->period_ns * (uint64_t)s->warm_x : s->period_ns;
+}
+
 /* Calls of one rank's step k (starting at t0). */
 static void sim_step(const struct sim *s, int r, int k, uint64_t t0, int64_t *seq_a, int64_t *seq_b,
                      uint64_t *seed)
 {
-    uint64_t p = s->period_ns, micro = p / (uint64_t)s->accum, last = t0 + p - micro;
+    uint64_t p = sim_period(s, k), micro = p / (uint64_t)s->accum, last = t0 + p - micro;
 
     if (s->group_b)
         add_call(100 + (uint32_t)r, t0 + p / 10 + jitter(s, seed), (*seq_b)++, 0xb);
@@ -137,7 +144,7 @@ static void sim_run(const struct sim *s)
     memset(&truth, 0, sizeof(truth));
     for (int r = 0; r < s->ranks; r++) {
         int64_t seq_a = 0, seq_b = 0;
-        uint64_t t = 1000 * MS;
+        uint64_t t = 1000 * MS, at = 1100 * MS;
 
         for (int i = 0; i < s->setup; i++)
             add_op(100 + (uint32_t)r, t + (uint64_t)i * MS, seq_a++, 0xa, BROADCAST);
@@ -145,8 +152,9 @@ static void sim_run(const struct sim *s)
         t += 100 * MS;
         for (int k = 0; k <= s->steps; k++) {
             uint64_t step_seed = s->seed + (uint64_t)k * 7919 + 1; /* the same on every rank */
-            uint64_t start = 1100 * MS + (uint64_t)k * s->period_ns + jitter(s, &step_seed);
+            uint64_t start = at + jitter(s, &step_seed);
 
+            at += sim_period(s, k);
             truth.start[r][k] = start + jitter(s, &seed) / 4;
             if (k < s->steps)
                 sim_step(s, r, k, truth.start[r][k], &seq_a, &seq_b, &seed);
@@ -326,6 +334,30 @@ static void test_two_buckets(void **state)
     check(&s, 297); /* of 300: step 0 has no boundary before it, step 1 is set-up */
     assert_int_equal(nouts, st.steps);
     assert_int_equal(st.locks, 4);
+    assert_int_equal(st.unlocks, 0);
+}
+
+/* The job's first steps take three times as long (warm-up, a loaded CPU):
+ * they are steps all the same, numbered from the first whole one. */
+static void test_slow_first_steps(void **state)
+{
+    struct sim s = {.ranks = 4,
+                    .steps = 300,
+                    .buckets = 2,
+                    .accum = 1,
+                    .period_ns = 200 * MS,
+                    .warm_steps = 6,
+                    .warm_x = 3,
+                    .jitter_pct = 3,
+                    .lib_seq = true,
+                    .setup = 6};
+    struct stepinfer_stats st;
+
+    (void)state;
+    sim_run(&s);
+    feed(&s, &st);
+    check(&s, 297); /* as with no warm-up: only step 0 and the set-up step 1 */
+    assert_int_equal(nouts, st.steps);
     assert_int_equal(st.unlocks, 0);
 }
 
@@ -682,6 +714,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_buckets),
+        cmocka_unit_test(test_slow_first_steps),
         cmocka_unit_test(test_three_buckets),
         cmocka_unit_test(test_gradient_accumulation),
         cmocka_unit_test(test_two_process_groups),
