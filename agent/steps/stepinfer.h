@@ -29,8 +29,8 @@
  * calls are seen and their numbers are consecutive (a hole in the sequence
  * emits nothing). Numbering starts at the first two steps in a row that fit
  * the model (its number of calls and operations, a compute gap before the
- * opening call, at least half its step time: warm-up steps are longer): set-up collectives before the
- * loop (DDP's broadcasts) are not steps.
+ * opening call, at least half its step time: warm-up steps can be longer):
+ * set-up collectives before the loop (DDP's broadcasts) are not steps.
  *
  * Without a library sequence (NCCL calls, whose communicator keeps its
  * count private, or gloo send/recv) g counts the calls the probe saw on the

@@ -29,8 +29,8 @@ struct sim {
     int ranks, steps, buckets, accum;
     uint64_t period_ns;
     int warm_steps, warm_x; /* steps 0..warm_steps-1 take warm_x periods (warm-up) */
-    uint32_t jitter_pct; /* per call and per step, percent of the period */
-    bool lib_seq;        /* the library numbers calls (gloo's tag) */
+    uint32_t jitter_pct;    /* per call and per step, percent of the period */
+    bool lib_seq;           /* the library numbers calls (gloo's tag) */
     bool group_b;
     int setup;
     uint64_t attach_ns[MAX_RANKS]; /* the agent sees calls after this (0: all) */
