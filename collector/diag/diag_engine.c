@@ -6,6 +6,7 @@
  * (diag_l1/l2/l3.h), persistence, late amendments (diag_amend.h) and the
  * report queue (diag_report.h). */
 #include "collector/diag/diag_engine.h"
+#include "collector/diag/diag_engine_core.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,39 +25,6 @@
 #include "collector/diag/diag_watermark.h"
 #include "common/causes.h"
 #include "common/clock.h"
-
-#define SPIKE_RING 8
-
-struct step_note { /* what a closed step said, for L1 spike attribution */
-    uint64_t step;
-    uint32_t late_rank;
-    double late_ns;
-    int why; /* enum diag_spike_why */
-};
-
-struct diag_engine {
-    struct diag_options o;
-    char *job;
-    struct diag_ranks ranks;  /* nodes, coordinates, groups, clock domains */
-    struct diag_watermark wm; /* per-stream progress, the watermark, silence */
-    uint32_t stream;          /* stream of the batch being fed (0: "") */
-    bool in_batch;
-    bool amend_pending; /* kept frames got late records */
-    struct diag_dict dict;
-    struct diag_steps win; /* open steps */
-    struct diag_flag *flags;
-    struct diag_l1 l1;
-    struct diag_l2 l2;
-    struct diag_l3 l3;
-    struct diag_persist persist;
-    struct diag_rankwin rankwin; /* per-rank evidence over the window */
-    struct diag_cost cost;       /* what the suspects cost, per closed step */
-    struct step_note notes[SPIKE_RING];
-    uint64_t last_skew_step;
-    bool skew_reported;
-    struct diag_report_queue rq; /* finished reports for diag_engine_take_reports */
-    struct diag_engine_stats st;
-};
 
 static void options_defaults(struct diag_options *o)
 {
@@ -128,61 +96,9 @@ void diag_engine_free(struct diag_engine *e)
     diag_rankwin_free(&e->rankwin);
     diag_cost_free(&e->cost);
     diag_report_queue_free(&e->rq);
+    diag_slots_free(&e->slots);
     free(e->job);
     free(e);
-}
-
-/* Room for rank: every per-rank array grows together (doubling). */
-static int reserve_rank(struct diag_engine *e, uint32_t rank)
-{
-    if (rank >= e->o.max_ranks)
-        return -ERANGE;
-    if (rank < e->ranks.cap)
-        return 0;
-    uint32_t cap = e->ranks.cap ? e->ranks.cap : 4;
-    while (cap <= rank)
-        cap *= 2;
-    /* A rank inside the declared world needs no doubling slack past it (at
-     * 10,240 ranks that slack was 6,144 ranks of frames). */
-    if (rank < e->ranks.world_size && e->ranks.world_size < cap)
-        cap = e->ranks.world_size;
-    if (diag_ranks_grow(&e->ranks, cap))
-        return -ENOMEM;
-    struct diag_flag *fl = realloc(e->flags, (size_t)cap * DIAG_CAUSE_N * sizeof(*fl));
-    if (!fl)
-        return -ENOMEM;
-    e->flags = fl;
-    if (diag_steps_reserve(&e->win, cap) || diag_watermark_reserve(&e->wm, cap))
-        return -ENOMEM;
-    if (diag_persist_reserve(&e->persist, cap) || diag_rankwin_reserve(&e->rankwin, cap))
-        return -ENOMEM;
-    e->ranks.cap = cap;
-    return 0;
-}
-
-static int check_job(struct diag_engine *e, const char *job)
-{
-    if (!job)
-        return -EINVAL;
-    if (!e->job) {
-        e->job = strdup(job);
-        return e->job ? 0 : -ENOMEM;
-    }
-    return strcmp(e->job, job) ? -EINVAL : 0;
-}
-
-int diag_engine_add_resource(struct diag_engine *e, const Argus__V1__Resource *r)
-{
-    int err = check_job(e, r->job);
-
-    err = err ? err : reserve_rank(e, r->rank);
-    if (err) {
-        e->st.rejected++;
-        return err;
-    }
-    err = diag_ranks_set_resource(&e->ranks, r, e->o.max_ranks);
-    e->wm.world = e->ranks.world_size; /* the watermark waits for the declared world */
-    return err;
 }
 
 /* Cost rep and queue it when it has suspects (window ending at to_step, the
@@ -193,6 +109,8 @@ static int finish_report(struct diag_engine *e, Argus__V1__Report *rep, uint64_t
 
     if (err)
         return diag_report_free(rep), err;
+    for (size_t i = 0; i < rep->n_suspects; i++) /* slots inside, ranks outside */
+        rep->suspects[i]->rank = diag_slots_rank(&e->slots, rep->suspects[i]->rank);
     return diag_report_queue_finish(&e->rq, rep, to_step, e->o.window, e->st.closed_onset_ns);
 }
 
@@ -291,7 +209,8 @@ static int spike_suspect(struct diag_engine *e, const struct diag_l1_event *ev,
                              : why == DIAG_SPIKE_WORK  ? ARGUS__V1__CAUSE__CAUSE_IMBALANCE
                                                        : ARGUS__V1__CAUSE__CAUSE_HOST;
     diag_evidence_spike(text, sizeof(text), ev->spike_from, ev->spike_to, ev->spike_peak_ns,
-                        ev->spike_median_ns, rank, best ? best->late_ns : 0, why);
+                        ev->spike_median_ns, diag_slots_rank(&e->slots, rank),
+                        best ? best->late_ns : 0, why);
     uint32_t hits = (uint32_t)(ev->spike_to - ev->spike_from + 1);
     Argus__V1__Suspect *s = diag_suspect_new(
         rank, rank < e->ranks.cap ? e->ranks.ri[rank].node : "",
@@ -441,8 +360,8 @@ static int close_frame(struct diag_engine *e, struct diag_frame *f, uint64_t now
     return err;
 }
 
-static int close_one(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns,
-                     enum diag_close_reason why)
+int diag_engine_close_one(struct diag_engine *e, struct diag_frame *f, uint64_t now_ns,
+                          enum diag_close_reason why)
 {
     uint64_t seq = e->st.steps_closed;
     int err = close_frame(e, f, now_ns, why);
@@ -453,8 +372,8 @@ static int close_one(struct diag_engine *e, struct diag_frame *f, uint64_t now_n
 
 /* Close the oldest open steps that are ready (diag_steps_ready) and those
  * before force_upto. Returns the number closed or -errno. */
-static int close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto,
-                       enum diag_close_reason force_reason)
+int diag_engine_close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_upto,
+                            enum diag_close_reason force_reason)
 {
     enum diag_close_reason why;
     struct diag_frame *f;
@@ -466,7 +385,7 @@ static int close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_up
                              force_reason, &why);
         if (!f)
             break;
-        int err = close_one(e, f, now_ns, why);
+        int err = diag_engine_close_one(e, f, now_ns, why);
         if (err)
             return err;
         closed++;
@@ -476,7 +395,7 @@ static int close_ready(struct diag_engine *e, uint64_t now_ns, uint64_t force_up
 
 /* Analyse the kept frames that got late records; the late ranks' findings
  * join their persistence history, and a suspect that now persisted pages. */
-static int amend_pending(struct diag_engine *e, uint64_t now_ns)
+int diag_engine_amend_pending(struct diag_engine *e, uint64_t now_ns)
 {
     struct diag_amend a = {
         &e->l2,       &e->l3,   &e->dict,    &e->ranks.groups, &e->ranks.xgroups, e->ranks.coords,
@@ -501,114 +420,6 @@ static int amend_pending(struct diag_engine *e, uint64_t now_ns)
     return err ? (diag_report_free(rep), err) : finish_report(e, rep, e->win.next - 1);
 }
 
-/* A record of a closed step (f: its kept frame, NULL when gone). */
-static int add_late(struct diag_engine *e, struct diag_frame *f, const Argus__V1__StepRecord *s)
-{
-    if (!f) {
-        uint64_t *why[] = {&e->st.dropped_memory, &e->st.dropped_horizon, &e->st.dropped_early};
-        (*why[diag_steps_gone_why(&e->win, s->step)])++;
-        e->st.late++;
-        return 1;
-    }
-    int err = diag_frame_add_record(f, &e->dict, s);
-    if (err == 1)
-        e->st.duplicates++; /* a replay of what was analysed: not late */
-    if (err)
-        return err < 0 ? err : 1;
-    e->st.late++;
-    err = diag_frame_note_amend(f, s->rank);
-    if (err)
-        return err;
-    e->st.amended++;
-    e->amend_pending = true;
-    return 1;
-}
-
-/* The slot of step, closing the oldest open steps while there is no room. */
-static int slot_for(struct diag_engine *e, uint64_t step, uint64_t now_ns, struct diag_frame **f)
-{
-    int slot;
-
-    while ((slot = diag_steps_slot(&e->win, step, now_ns, f)) == DIAG_SLOT_FULL) {
-        struct diag_frame *old = diag_steps_oldest(&e->win);
-        int err = old ? close_one(e, old, now_ns, DIAG_CLOSE_BUDGET) : -ENOSPC;
-        if (err)
-            return err;
-    }
-    return slot;
-}
-
-int diag_engine_add_step(struct diag_engine *e, const Argus__V1__StepRecord *s, uint64_t now_ns)
-{
-    struct diag_frame *f = NULL;
-    int err = check_job(e, s->job);
-
-    err = err ? err : reserve_rank(e, s->rank);
-    if (!err && e->win.started && s->step > e->win.next + e->o.max_step_jump)
-        err = -ERANGE; /* a broken or hostile step number would close everything */
-    if (err) {
-        e->st.rejected++;
-        return err;
-    }
-    diag_ranks_mark_present(&e->ranks, s->rank);
-    bool first = diag_watermark_record(&e->wm, e->stream, s->rank, s->step, now_ns);
-    if (first && !e->in_batch &&
-        (!e->wm.world || s->rank >= e->wm.world || e->wm.seen >= e->wm.world))
-        diag_watermark_update(&e->wm, now_ns); /* the rank set may be complete */
-    int slot = slot_for(e, s->step, now_ns, &f);
-    if (slot < 0)
-        return slot;
-    if (slot == DIAG_SLOT_LATE) {
-        err = add_late(e, f, s);
-        if (err >= 0 && !e->in_batch) {
-            int a = amend_pending(e, now_ns);
-            err = a < 0 ? a : err;
-        }
-        return err;
-    }
-    err = diag_frame_add_record(f, &e->dict, s);
-    if (err < 0)
-        return err;
-    if (err == 1) {
-        e->st.duplicates++;
-        return 1;
-    }
-    e->st.records++;
-    err = close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
-    return err < 0 ? err : 0;
-}
-
-int diag_engine_note_progress(struct diag_engine *e, uint32_t rank, uint64_t step, uint64_t now_ns)
-{
-    int err = reserve_rank(e, rank);
-
-    if (!err && e->win.started && step > e->win.next + e->o.max_step_jump)
-        err = -ERANGE;
-    if (err) {
-        e->st.rejected++;
-        return err;
-    }
-    diag_watermark_record(&e->wm, e->stream, rank, step, now_ns);
-    e->st.noted++;
-    return 0;
-}
-
-size_t diag_engine_take_reports(struct diag_engine *e, Argus__V1__Report ***out)
-{
-    return diag_report_queue_take(&e->rq, out);
-}
-
-size_t diag_engine_take_recovered(struct diag_engine *e, struct diag_persist_recovery *out,
-                                  size_t max)
-{
-    return diag_persist_take_recovered(&e->persist, out, max);
-}
-
-double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank)
-{
-    return diag_l2_offset(&e->l2, rank);
-}
-
 int diag_engine_begin_batch(struct diag_engine *e, const char *agent_id, uint64_t recv_ns)
 {
     int idx = diag_watermark_stream(&e->wm, agent_id ? agent_id : "");
@@ -629,10 +440,10 @@ int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns)
     e->in_batch = false;
     e->stream = 0;
     diag_watermark_update(&e->wm, now_ns);
-    return close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
+    return diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
 }
 
-void diag_engine_where(void *ctx, uint32_t rank, struct diag_silence_where *out)
+void diag_engine_where_slot(void *ctx, uint32_t rank, struct diag_silence_where *out)
 {
     struct diag_engine *e = ctx;
 
@@ -651,7 +462,7 @@ static int check_silence(struct diag_engine *e, uint64_t now_ns)
 
     if (!rep)
         return -ENOMEM;
-    struct diag_silence_env env = {diag_engine_where, e, e->o.link, e->o.link_ctx};
+    struct diag_silence_env env = {diag_engine_where_slot, e, &e->slots, e->o.link, e->o.link_ctx};
     int err = diag_silence_check(&e->wm, e->o.silence_ns, now_ns, e->o.window, &env, rep, &n);
     e->st.silent_nodes += n.nodes;
     e->st.silent_ranks += n.ranks;
@@ -663,8 +474,9 @@ static int check_silence(struct diag_engine *e, uint64_t now_ns)
 int diag_engine_tick(struct diag_engine *e, uint64_t now_ns)
 {
     diag_watermark_update(&e->wm, now_ns);
-    int err = amend_pending(e, now_ns);
-    int closed = err < 0 ? err : close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
+    int err = diag_engine_amend_pending(e, now_ns);
+    int closed =
+        err < 0 ? err : diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
     if (closed < 0)
         return closed;
     struct diag_frame *old = diag_steps_oldest(&e->win);
@@ -675,9 +487,9 @@ int diag_engine_tick(struct diag_engine *e, uint64_t now_ns)
 
 int diag_engine_flush(struct diag_engine *e, uint64_t now_ns)
 {
-    int err = amend_pending(e, now_ns);
+    int err = diag_engine_amend_pending(e, now_ns);
 
-    return err < 0 ? err : close_ready(e, now_ns, UINT64_MAX, DIAG_CLOSE_FLUSH);
+    return err < 0 ? err : diag_engine_close_ready(e, now_ns, UINT64_MAX, DIAG_CLOSE_FLUSH);
 }
 
 uint64_t diag_engine_steps_closed(const struct diag_engine *e)

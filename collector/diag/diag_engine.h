@@ -63,8 +63,9 @@ struct diag_options {
                                * the oldest open step closes (counted) */
     uint32_t late_horizon;    /* closed steps kept for amending with late records (40) */
     uint32_t max_ranks;       /* refuse ranks at or above this (65,536): memory follows the
-                               * highest rank that reported, ~720 B per rank and open
-                               * step; a declared world size is a hint capped to it */
+                               * ranks that reported (a slot each, diag_slots.h), ~720 B
+                               * per rank and open step, whatever their numbers; a
+                               * declared world size is a hint capped to it */
     uint32_t window;          /* persistence window N, <= 64 (40) */
     uint32_t min_hits;        /* M of N to alert (24) */
     uint32_t report_every;    /* re-report firing suspects every so many steps (= window) */
@@ -113,6 +114,7 @@ struct diag_engine_stats {
 };
 
 struct diag_engine;
+struct diag_slots;
 
 /* New engine; o is copied (NULL = defaults). NULL on ENOMEM. */
 struct diag_engine *diag_engine_new(const struct diag_options *o);
@@ -179,9 +181,25 @@ uint64_t diag_engine_steps_closed(const struct diag_engine *e);
 void diag_engine_get_stats(const struct diag_engine *e, struct diag_engine_stats *out);
 
 /* A diag_silence_where_fn (ctx: the engine): where rank runs (node, GPU,
- * peer group), for findings made outside the engine (diag_live.h); the
- * strings stay valid until the engine changes. Unknown ranks leave out. */
+ * peer group); the strings stay valid until the engine changes. Unknown
+ * ranks leave out. */
 void diag_engine_where(void *ctx, uint32_t rank, struct diag_silence_where *out);
+
+/* The same by slot (below), for findings made outside the engine over the
+ * same slots (diag_live.h). */
+void diag_engine_where_slot(void *ctx, uint32_t slot, struct diag_silence_where *out);
+
+/* rank's slot into *slot (diag_slots.h), handed out now when it had none,
+ * with room for it in every per-rank array: the index that state kept per
+ * rank outside the engine (liveness) shares. 0, -ERANGE (rank over
+ * max_ranks) or -ENOMEM. */
+int diag_engine_slot(struct diag_engine *e, uint32_t rank, uint32_t *slot);
+
+/* The rank number of slot (a value that is no slot is returned as it is). */
+uint32_t diag_engine_rank_of(const struct diag_engine *e, uint32_t slot);
+
+/* The engine's slots (valid until it is freed). */
+const struct diag_slots *diag_engine_slots(const struct diag_engine *e);
 
 /* The L2 clock offset estimate of a rank (tests, drill-down). */
 double diag_engine_clock_offset(const struct diag_engine *e, uint32_t rank);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "collector/diag/diag_report.h"
+#include "collector/diag/diag_slots.h"
 
 #define NS 1000000000ULL
 
@@ -171,29 +172,28 @@ static void clock_text(uint64_t ns, bool ms, char *buf, size_t len)
         snprintf(buf, len, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-/* Append the ranks r with keep(r) as ranges ("0-3,7") to buf at *at. */
-static uint32_t rank_list(const struct diag_live *l,
+struct live_pick {
+    const struct diag_live *l;
+    bool (*keep)(const struct diag_live *, uint32_t, const void *);
+    const void *arg;
+};
+
+static bool live_pick(const void *ctx, uint32_t r)
+{
+    const struct live_pick *p = ctx;
+
+    return p->keep(p->l, r, p->arg);
+}
+
+/* The ranks that keep(l, r, arg) keeps as ranges ("0-3,7") into buf, their
+ * numbers from slots. Returns how many. */
+static uint32_t rank_list(const struct diag_live *l, const struct diag_slots *slots,
                           bool (*keep)(const struct diag_live *, uint32_t, const void *),
                           const void *arg, char *buf, size_t len)
 {
-    uint32_t count = 0, from = 0;
-    size_t at = 0;
+    struct live_pick p = {l, keep, arg};
 
-    buf[0] = 0;
-    for (uint32_t r = 0; r <= l->cap; r++) {
-        bool in = r < l->cap && keep(l, r, arg);
-        bool prev = r > 0 && r - 1 < l->cap && keep(l, r - 1, arg);
-        if (in && !prev)
-            from = r;
-        count += in;
-        if (!in && prev && at + 24 < len)
-            at += (size_t)(from == r - 1 ? snprintf(buf + at, len - at, "%s%u", at ? "," : "", from)
-                                         : snprintf(buf + at, len - at, "%s%u-%u", at ? "," : "",
-                                                    from, r - 1));
-        else if (!in && prev && at + 4 < len && (at < 3 || strcmp(buf + at - 3, "...") != 0))
-            at += (size_t)snprintf(buf + at, len - at, "...");
-    }
-    return count;
+    return diag_slots_ranks_text(slots, l->cap, live_pick, &p, buf, len);
 }
 
 /* --- deaths -------------------------------------------------------------- */
@@ -244,14 +244,15 @@ static bool still_running(const struct diag_live *l, uint32_t r, const void *arg
 
 /* The other ranks' ends after the first: "; then ranks 0,1,3 exited with
  * code 1 within 3.2 s". */
-static void death_others(const struct diag_live *l, uint32_t first, char *buf, size_t len)
+static void death_others(const struct diag_live *l, const struct diag_slots *slots, uint32_t first,
+                         char *buf, size_t len)
 {
     struct after a = {first, l->ranks[first].exit_ns};
     char ranks[160], how[64] = "", run[96];
     uint64_t last = a.from_ns;
     bool same = true;
 
-    uint32_t n = rank_list(l, ended_after, &a, ranks, sizeof(ranks));
+    uint32_t n = rank_list(l, slots, ended_after, &a, ranks, sizeof(ranks));
     for (uint32_t r = 0; r < l->cap; r++) {
         char h[64];
         if (!ended_after(l, r, &a))
@@ -261,7 +262,7 @@ static void death_others(const struct diag_live *l, uint32_t first, char *buf, s
         snprintf(how, sizeof(how), "%s", h);
         last = l->ranks[r].exit_ns > last ? l->ranks[r].exit_ns : last;
     }
-    uint32_t running = rank_list(l, still_running, NULL, run, sizeof(run));
+    uint32_t running = rank_list(l, slots, still_running, NULL, run, sizeof(run));
     int at = n ? snprintf(buf, len, "; then rank%s %s %s within %.1f s", n == 1 ? "" : "s", ranks,
                           same ? how : "ended", (double)(last - a.from_ns) / 1e9)
                : snprintf(buf, len, "%s", "");
@@ -285,6 +286,7 @@ static int death_report(struct diag_live *l, uint32_t first, const struct diag_l
                         Argus__V1__Report *rep)
 {
     const struct diag_live_rank *r = &l->ranks[first];
+    uint32_t rank = diag_slots_rank(c->slots, first);
     struct diag_silence_where at = {"", -1, ""};
     char how[64], when[32], step[40] = "", others[400], text[700];
 
@@ -293,11 +295,11 @@ static int death_report(struct diag_live *l, uint32_t first, const struct diag_l
     if (r->has_step || r->has_record_step)
         snprintf(step, sizeof(step), " (last step %" PRIu64 ")",
                  r->has_step ? r->last_step : r->record_step);
-    death_others(l, first, others, sizeof(others));
-    snprintf(text, sizeof(text), "rank %u %s at %s%s%s", first, how, when, step, others);
+    death_others(l, c->slots, first, others, sizeof(others));
+    snprintf(text, sizeof(text), "rank %u %s at %s%s%s", rank, how, when, step, others);
     c->where(c->where_ctx, first, &at);
     Argus__V1__Suspect *s =
-        diag_suspect_new(first, at.node, at.gpu, at.group, ARGUS__V1__LEVEL__LEVEL_LIVENESS,
+        diag_suspect_new(rank, at.node, at.gpu, at.group, ARGUS__V1__LEVEL__LEVEL_LIVENESS,
                          ARGUS__V1__CAUSE__CAUSE_EXITED, "process exit", 1, 1, 1, text);
     int err = s ? diag_report_add(rep, s) : -ENOMEM;
     err = err ? err : set_summary(rep, text);
@@ -306,7 +308,7 @@ static int death_report(struct diag_live *l, uint32_t first, const struct diag_l
     l->hung = false;
     l->deaths++;
     l->state = ARGUS__V1__JOB_STATE__JOB_STATE_FAILED;
-    snprintf(l->reason, sizeof(l->reason), "rank %u %s at %s", first, how, when);
+    snprintf(l->reason, sizeof(l->reason), "rank %u %s at %s", rank, how, when);
     return err ? err : 1;
 }
 
@@ -459,8 +461,8 @@ static void hang_sentence(const struct diag_live *l, const struct diag_hang *h,
     const char *name = c->name && h->name_id ? c->name(c->name_ctx, h->name_id) : NULL;
 
     snprintf(op, sizeof(op), "%.100s", name ? name : "a collective");
-    rank_list(l, is_waiter, h, waiters, sizeof(waiters));
-    rank_list(l, is_suspect, h, suspects, sizeof(suspects));
+    rank_list(l, c->slots, is_waiter, h, waiters, sizeof(waiters));
+    rank_list(l, c->slots, is_suspect, h, suspects, sizeof(suspects));
     clock_text(h->since_ns, false, since, sizeof(since));
     snprintf(buf, len,
              "hung at %s #%" PRIu64 " of group %08" PRIx32 ": rank%s %s wait%s since %s (%.0f s);"
@@ -484,10 +486,12 @@ static int hang_report(struct diag_live *l, const struct diag_hang *h,
         uint32_t r = h->suspects[i];
         c->where(c->where_ctx, r, &at);
         doing_text(l, r, h, c, doing, sizeof(doing));
-        snprintf(ev, sizeof(ev), "rank %u: %s. The job %s", r, doing, sentence);
-        Argus__V1__Suspect *s = diag_suspect_new(
-            r, at.node, at.gpu, at.group, ARGUS__V1__LEVEL__LEVEL_LIVENESS,
-            ARGUS__V1__CAUSE__CAUSE_HANG, "collective", (double)h->wait_ns / 1e9, 1, 1, ev);
+        snprintf(ev, sizeof(ev), "rank %u: %s. The job %s", diag_slots_rank(c->slots, r), doing,
+                 sentence);
+        Argus__V1__Suspect *s =
+            diag_suspect_new(diag_slots_rank(c->slots, r), at.node, at.gpu, at.group,
+                             ARGUS__V1__LEVEL__LEVEL_LIVENESS, ARGUS__V1__CAUSE__CAUSE_HANG,
+                             "collective", (double)h->wait_ns / 1e9, 1, 1, ev);
         err = s ? diag_report_add(rep, s) : -ENOMEM;
     }
     snprintf(ev, sizeof(ev), "job %s %s", job ? job : "", sentence);

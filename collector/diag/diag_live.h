@@ -77,7 +77,8 @@ int diag_live_status(struct diag_live *l, const Argus__V1__RankStatus *s, uint64
  * none yet), where a rank runs, names of operations and frames. */
 struct diag_live_ctx {
     uint64_t step_p50_ns;
-    diag_silence_where_fn where;
+    const struct diag_slots *slots; /* the rank numbers of l's indexes (NULL: the same) */
+    diag_silence_where_fn where;    /* by index */
     void *where_ctx;
     diag_live_name_fn name;
     void *name_ctx;

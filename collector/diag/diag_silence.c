@@ -15,48 +15,28 @@ static bool quiet(const struct diag_watermark *w, uint64_t last_ns, uint64_t sil
     return last_ns && last_ns + silence_ns <= w->last_ns && last_ns + silence_ns <= now_ns;
 }
 
-static void append(char *buf, size_t len, size_t *at, uint32_t from, uint32_t to)
-{
-    char part[32];
-    int n = from == to ? snprintf(part, sizeof(part), "%s%u", *at ? "," : "", from)
-                       : snprintf(part, sizeof(part), "%s%u-%u", *at ? "," : "", from, to);
+struct stream_of {
+    const struct diag_watermark *w;
+    uint32_t stream;
+};
 
-    if (*at + (size_t)n + 4 >= len) {
-        if (*at + 4 < len && strcmp(buf + (*at > 3 ? *at - 3 : 0), "...") != 0)
-            *at += (size_t)snprintf(buf + *at, len - *at, "...");
-        return;
-    }
-    memcpy(buf + *at, part, (size_t)n + 1);
-    *at += (size_t)n;
+static bool of_stream(const void *ctx, uint32_t r)
+{
+    const struct stream_of *c = ctx;
+
+    return c->w->rank[r].stream == c->stream && c->w->rank[r].last_recv_ns;
 }
 
-uint32_t diag_silence_ranks(const struct diag_watermark *w, uint32_t stream, char *buf, size_t len)
+uint32_t diag_silence_ranks(const struct diag_watermark *w, const struct diag_slots *slots,
+                            uint32_t stream, char *buf, size_t len)
 {
-    uint32_t count = 0, from = 0, to = 0;
-    bool open = false;
-    size_t at = 0;
+    struct stream_of c = {w, stream};
 
-    buf[0] = 0;
-    for (uint32_t r = 0; r < w->cap; r++) {
-        if (w->rank[r].stream != stream || !w->rank[r].last_recv_ns)
-            continue;
-        count++;
-        if (open && r == to + 1) {
-            to = r;
-            continue;
-        }
-        if (open)
-            append(buf, len, &at, from, to);
-        from = to = r;
-        open = true;
-    }
-    if (open)
-        append(buf, len, &at, from, to);
-    return count;
+    return diag_slots_ranks_text(slots, w->cap, of_stream, &c, buf, len);
 }
 
 static int node_suspect(struct diag_watermark *w, uint32_t s, uint64_t now_ns, uint32_t window,
-                        diag_silence_where_fn where, void *ctx, Argus__V1__Report *rep)
+                        const struct diag_silence_env *env, Argus__V1__Report *rep)
 {
     struct diag_wm_stream *st = &w->streams[s];
     struct diag_silence_where at = {"", -1, ""};
@@ -67,9 +47,9 @@ static int node_suspect(struct diag_watermark *w, uint32_t s, uint64_t now_ns, u
         if (w->rank[r].stream == s && w->rank[r].last_recv_ns)
             first = r;
     if (first != UINT32_MAX)
-        where(ctx, first, &at);
+        env->where(env->where_ctx, first, &at);
     const char *node = at.node && *at.node ? at.node : st->id;
-    uint32_t n = diag_silence_ranks(w, s, ranks, sizeof(ranks));
+    uint32_t n = diag_silence_ranks(w, env->slots, s, ranks, sizeof(ranks));
     double quiet_s = (double)(now_ns - st->last_recv_ns) / 1e9;
     snprintf(ev, sizeof(ev),
              "node %s (agent %s): nothing received for %.0f s while the job went on; "
@@ -141,7 +121,7 @@ int diag_silence_check(struct diag_watermark *w, uint64_t silence_ns, uint64_t n
         for (uint32_t r = 0; r < w->cap; r++)
             if (w->rank[r].stream == s && w->rank[r].last_recv_ns)
                 w->rank[r].silent = true;
-        err = node_suspect(w, s, now_ns, window, env->where, env->where_ctx, rep);
+        err = node_suspect(w, s, now_ns, window, env, rep);
         out->nodes += !err;
     }
     for (uint32_t r = 0; r < w->cap && !err; r++) {

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/diag/diag_slots.h"
 #include "collector/diag/diag_watermark.h"
 #include "proto/argus.pb-c.h"
 
@@ -48,8 +49,9 @@ struct diag_silence_counts {
 /* How to tell where a rank runs, and whether a stream's link is up (link
  * NULL: always). */
 struct diag_silence_env {
-    diag_silence_where_fn where;
+    diag_silence_where_fn where; /* by the watermark's index (a slot) */
     void *where_ctx;
+    const struct diag_slots *slots; /* the rank numbers of the watermark's indexes */
     diag_silence_link_fn link;
     void *link_ctx;
 };
@@ -64,7 +66,9 @@ int diag_silence_check(struct diag_watermark *w, uint64_t silence_ns, uint64_t n
                        struct diag_silence_counts *out);
 
 /* "0-7,9,12-15" into buf for the ranks of stream (at most len bytes, "..."
- * when cut). Returns the number of ranks. */
-uint32_t diag_silence_ranks(const struct diag_watermark *w, uint32_t stream, char *buf, size_t len);
+ * when cut): the rank numbers of the watermark's slots (slots NULL: the
+ * indexes are the numbers). Returns the number of ranks. */
+uint32_t diag_silence_ranks(const struct diag_watermark *w, const struct diag_slots *slots,
+                            uint32_t stream, char *buf, size_t len);
 
 #endif

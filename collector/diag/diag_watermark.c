@@ -88,19 +88,6 @@ static int tree_build(struct diag_watermark *w, uint32_t cap)
     return 0;
 }
 
-/* Seen ranks below rank k (k <= leaves). */
-static uint32_t tree_seen_below(const struct diag_watermark *w, uint32_t k)
-{
-    uint32_t count = 0;
-
-    if (k >= w->leaves)
-        return w->tree[1].seen;
-    for (uint32_t n = w->leaves + k; n > 1; n /= 2)
-        if (n & 1) /* a right child: its left sibling is below k */
-            count += w->tree[n - 1].seen;
-    return count;
-}
-
 /* Ranks under node n that made progress at or after from: how many, the
  * lowest next among them. */
 static void tree_live(const struct diag_watermark *w, uint32_t n, uint64_t from, uint32_t *live,
@@ -227,9 +214,8 @@ void diag_watermark_update(struct diag_watermark *w, uint64_t now_ns)
     uint32_t live = 0;
 
     if (grace && w->world) { /* ranks not started yet: wait for them */
-        /* ranks past cap have no room yet: none of them was seen */
-        uint32_t upto = w->world < w->cap ? w->world : w->cap;
-        uint32_t unseen = (upto ? upto - tree_seen_below(w, upto) : 0) + (w->world - upto);
+        /* by count: a rank's index is its slot, not its number (diag_slots.h) */
+        uint32_t unseen = w->world > w->seen ? w->world - w->seen : 0;
         live += unseen;
         mark = unseen ? 0 : mark;
     }

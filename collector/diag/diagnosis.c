@@ -248,16 +248,17 @@ static void diagnosis_drain(struct diagnosis *d, struct diagnosis_job *j)
     diagnosis_recover(d->o.alerts, j->job, j->engine); /* after the reports that name them */
 }
 
-/* Room for rank in j's liveness state (doubling, within max_ranks). */
-static bool diagnosis_live_rank(struct diagnosis *d, struct diagnosis_job *j, uint32_t rank)
+/* rank's slot in j's engine into *slot, with room for it in j's liveness
+ * state (doubling): liveness is kept by the engine's slots. */
+static bool diagnosis_live_slot(struct diagnosis_job *j, uint32_t rank, uint32_t *slot)
 {
-    uint32_t max = d->o.max_ranks ? d->o.max_ranks : 65536, cap = j->live.cap ? j->live.cap : 8;
+    uint32_t cap = j->live.cap ? j->live.cap : 8;
 
-    if (rank >= max)
+    if (diag_engine_slot(j->engine, rank, slot) < 0)
         return false;
-    while (cap <= rank)
+    while (cap <= *slot)
         cap *= 2;
-    return diag_live_reserve(&j->live, cap < max ? cap : max) == 0;
+    return diag_live_reserve(&j->live, cap) == 0;
 }
 
 /* "hung" of ARGUS__V1__JOB_STATE__JOB_STATE_HUNG, for logs and /metrics. */
@@ -317,7 +318,8 @@ static void diagnosis_live_tick(struct diagnosis *d, struct diagnosis_job *j, ui
 {
     struct diag_live_ctx c = {
         .step_p50_ns = (uint64_t)es->last_step_p50_ns,
-        .where = diag_engine_where,
+        .slots = diag_engine_slots(j->engine),
+        .where = diag_engine_where_slot,
         .where_ctx = j->engine,
         .name = diagnosis_name,
         .name_ctx = j,
@@ -385,15 +387,16 @@ static uint32_t diagnosis_batch_restart(const struct diagnosis_job *j, const Arg
 
 /* b's statuses of j's epoch into its liveness state; a stalled rank's last
  * step counts as progress: not silent (the hang finder says what it does). */
-static void diagnosis_feed_statuses(struct diagnosis *d, struct diagnosis_job *j,
-                                    const Argus__V1__Batch *b, uint64_t recv_ns)
+static void diagnosis_feed_statuses(struct diagnosis_job *j, const Argus__V1__Batch *b,
+                                    uint64_t recv_ns)
 {
     for (size_t i = 0; i < b->n_statuses; i++) {
         const Argus__V1__RankStatus *st = b->statuses[i];
+        Argus__V1__RankStatus in = *st; /* the same under its slot */
         if (strcmp(st->job, j->job) != 0 || st->restart != j->restart ||
-            !diagnosis_live_rank(d, j, st->rank))
+            !diagnosis_live_slot(j, st->rank, &in.rank))
             continue;
-        diag_live_status(&j->live, st, recv_ns);
+        diag_live_status(&j->live, &in, recv_ns);
         if (st->has_step && !st->exited)
             diag_engine_note_progress(j->engine, st->rank, st->last_step, recv_ns);
     }
@@ -410,17 +413,21 @@ static void diagnosis_feed_job(struct diagnosis *d, struct diagnosis_job *j,
     for (size_t i = 0; i < b->n_names; i++)
         if (strcmp(b->names[i]->job, j->job) == 0)
             strmap_put(&j->names, b->names[i]->id, b->names[i]->name);
-    for (size_t i = 0; i < b->n_resources; i++)
+    for (size_t i = 0; i < b->n_resources; i++) {
+        uint32_t slot;
         if (strcmp(b->resources[i]->job, j->job) == 0 &&
             diag_engine_add_resource(j->engine, b->resources[i]) == 0 &&
-            diagnosis_live_rank(d, j, b->resources[i]->rank))
-            diag_live_note_rank(&j->live, b->resources[i]->rank);
-    for (size_t i = 0; i < b->n_steps; i++)
-        if (strcmp(b->steps[i]->job, j->job) == 0 &&
+            diagnosis_live_slot(j, b->resources[i]->rank, &slot))
+            diag_live_note_rank(&j->live, slot);
+    }
+    for (size_t i = 0; i < b->n_steps; i++) {
+        Argus__V1__StepRecord in = *b->steps[i]; /* the same under its slot */
+        if (strcmp(in.job, j->job) == 0 &&
             diag_engine_add_step(j->engine, b->steps[i], recv_ns) >= 0 &&
-            diagnosis_live_rank(d, j, b->steps[i]->rank))
-            diag_live_note_step(&j->live, b->steps[i]);
-    diagnosis_feed_statuses(d, j, b, recv_ns);
+            diagnosis_live_slot(j, in.rank, &in.rank))
+            diag_live_note_step(&j->live, &in);
+    }
+    diagnosis_feed_statuses(j, b, recv_ns);
     diag_engine_end_batch(j->engine, recv_ns);
     j->last_fed_ns = now;
     j->feed_lag_ns = now > recv_ns ? now - recv_ns : 0;

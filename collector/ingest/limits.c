@@ -21,7 +21,7 @@ struct limits_job {
     char *job;
     uint64_t hash;
     struct u64set names; /* name ids defined */
-    uint32_t span;       /* highest rank seen + 1 */
+    struct u64set ranks; /* rank numbers seen, + 1 (a set key is never 0) */
     bool has_step;
     uint64_t max_step;
     uint64_t last_ns;
@@ -44,7 +44,7 @@ struct limits_pending {
     const char *job; /* in the batch */
     uint64_t hash;
     struct limits_job *known; /* NULL: a new job */
-    uint32_t span;            /* highest rank in the batch + 1 (0 none) */
+    struct u64set new_ranks;  /* ranks (+ 1) the job does not have yet */
     bool has_step;
     uint64_t lo, hi;         /* its steps in the batch */
     struct u64set new_names; /* ids the job does not have yet */
@@ -100,6 +100,7 @@ static void limits_job_free(struct limits_job *j)
     if (!j)
         return;
     u64set_clear(&j->names);
+    u64set_clear(&j->ranks);
     free(j->job);
     free(j);
 }
@@ -262,9 +263,11 @@ static int limits_rank(struct limits *l, struct limits_pending *p, uint32_t rank
                       "rank %" PRIu32
                       " of job %s is over limits.max_ranks_per_job (ranks 0-%" PRIu32 ")",
                       rank, p->job, l->o.max_ranks_per_job - 1);
-    if (rank + 1 > p->span)
-        p->span = rank + 1;
-    return TRANSPORT_OK;
+    if ((p->known && u64set_has(&p->known->ranks, (uint64_t)rank + 1)) ||
+        u64set_add(&p->new_ranks, (uint64_t)rank + 1) >= 0)
+        return TRANSPORT_OK;
+    snprintf(err, errlen, "out of memory");
+    return TRANSPORT_INTERNAL;
 }
 
 static int limits_step(struct limits *l, struct limits_pending *p, const Argus__V1__StepRecord *s,
@@ -334,7 +337,6 @@ static int limits_check_job(struct limits *l, struct limits_pending *p, char *er
     const struct limits_job *k = p->known;
     uint64_t base = k && k->has_step ? k->max_step : p->lo;
     uint64_t names = k ? k->names.count : 0;
-    uint32_t span = k ? k->span : 0;
 
     if (p->has_step && p->hi > base && p->hi - base > l->o.max_step_jump)
         return REFUSE(LIMITS_STEP_JUMP, TRANSPORT_INVALID_ARGUMENT,
@@ -347,9 +349,8 @@ static int limits_check_job(struct limits *l, struct limits_pending *p, char *er
                       "job %s already has %" PRIu64 " names and this batch adds %zu; limit %" PRIu64
                       " (limits.max_names_per_job)",
                       p->job, names, p->new_names.count, l->o.max_names_per_job);
-    p->charge = (k ? 0 : l->o.cost.job) + p->new_names.count * l->o.cost.name + p->new_name_bytes;
-    if (p->span > span)
-        p->charge += (uint64_t)(p->span - span) * l->o.cost.rank;
+    p->charge = (k ? 0 : l->o.cost.job) + p->new_names.count * l->o.cost.name + p->new_name_bytes +
+                p->new_ranks.count * l->o.cost.rank;
     return TRANSPORT_OK;
 }
 
@@ -402,8 +403,11 @@ static int limits_commit(struct limits *l, struct limits_pending *p, uint64_t no
             return -ENOMEM;
     }
     l->names += p->new_names.count;
-    if (p->span > j->span)
-        j->span = p->span;
+    for (size_t i = 0; i < p->new_ranks.cap; i++) {
+        uint64_t r = p->new_ranks.keys[i];
+        if (r && u64set_add(&j->ranks, r) < 0)
+            return -ENOMEM;
+    }
     if (p->has_step && (!j->has_step || p->hi > j->max_step))
         j->max_step = p->hi;
     j->has_step |= p->has_step;
@@ -448,8 +452,10 @@ int limits_admit(struct limits *l, const Argus__V1__Batch *b, uint64_t now_ns, c
         limits_sweep(l, now_ns);
     r = limits_admit_locked(l, b, now_ns, &bt, err, errlen);
     pthread_mutex_unlock(&l->lock);
-    for (size_t i = 0; i < bt.n; i++)
+    for (size_t i = 0; i < bt.n; i++) {
         u64set_clear(&bt.p[i].new_names);
+        u64set_clear(&bt.p[i].new_ranks);
+    }
     free(bt.p);
     return r;
 }

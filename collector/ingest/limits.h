@@ -6,9 +6,9 @@
  *
  * Per job (a job is named by a step record, resource, rank status or name
  * entry):
- *   - rank numbers below max_ranks_per_job (per-rank state is indexed by
- *     rank); a Resource's declared world_size is only a hint, capped to it,
- *     and costs nothing (diagnosis grows with the ranks that report);
+ *   - rank numbers below max_ranks_per_job; a Resource's declared
+ *     world_size is only a hint, capped to it, and costs nothing (diagnosis
+ *     keeps a slot per rank that reports, whatever its number);
  *   - at most max_names_per_job distinct names, max_names_total over all
  *     jobs;
  *   - steps below max_step (2^64-1 and the like are refused), and no step
@@ -16,8 +16,8 @@
  *     job, above the batch's lowest step).
  * Per collector: at most max_jobs jobs known at once, and per-job state within
  * job_memory bytes. The memory of a job is charged by a model of what the
- * collector keeps for it at most (struct limits_cost: a base per job, per rank
- * slot up to its highest rank, per name plus its length), so the budget binds
+ * collector keeps for it at most (struct limits_cost: a base per job, per
+ * distinct rank seen, per name plus its length), so the budget binds
  * before the memory is taken. A batch may carry several jobs (a node runs
  * ranks of more than one job): at most max_jobs_per_batch, each admitted on
  * its own terms; the batch is admitted whole or not at all.
@@ -41,7 +41,7 @@
 /* The memory model, bytes (limits_default_options has the measured ones). */
 struct limits_cost {
     uint64_t job;  /* one job: its diagnosis engine and tables */
-    uint64_t rank; /* one rank slot (ranks 0..highest): per-rank state, open and kept steps */
+    uint64_t rank; /* one rank seen: its per-rank state, open and kept steps */
     uint64_t name; /* one name besides its bytes: dictionary and set entries */
 };
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 15, bounded by construction, against the real collector over gRPC:
-#  - four batches declaring a world of 65,536 for new jobs are harmless: acked,
-#    and the collector's peak RSS grows by less than 64 MiB (on main it grew by
-#    ~360 MiB, ~1.6 GB in the issue);
+#  - four batches declaring a world of 65,536 for new jobs, two of them from
+#    rank 65,535, are harmless: acked, the collector's peak RSS grows by less
+#    than 64 MiB (~360 MiB once, ~1.6 GB in issue 15; two of rank 65,535 took
+#    390 MB in issue 33) and they are charged one rank each;
 #  - a flood of new jobs stops at limits.max_jobs with RESOURCE_EXHAUSTED and a
 #    message naming the key, counted in argus_limit_rejections_total{limit="jobs"};
 #    an agent of a job admitted before keeps being acked;
@@ -29,13 +30,21 @@ flood --jobs 1 --prefix steady- --agent steady >"$T/steady1.json" || fail "stead
 expect_json "$T/steady1.json" acked 1
 
 before=$(hwm_kib)
-flood --jobs 4 --world 65536 --prefix world- --agent world >"$T/world.json" || fail "world batches"
-expect_json "$T/world.json" acked 4
+flood --jobs 2 --world 65536 --prefix world- --agent world >"$T/world.json" || fail "world batches"
+expect_json "$T/world.json" acked 2
+flood --jobs 2 --world 65536 --rank 65535 --prefix world-high- --agent world-high \
+    >"$T/high.json" || fail "rank 65535 batches"
+expect_json "$T/high.json" acked 2
 wait_for "the world jobs under diagnosis" 30 \
     bash -c "[[ \$(curl -s 127.0.0.1:$HPORT/metrics | awk '\$1 == \"argus_diag_fed_batches_total\" {print \$2}') -ge 5 ]]"
 after=$(hwm_kib)
-log "peak RSS ${before} KiB -> ${after} KiB after four world_size=65536 batches"
+log "peak RSS ${before} KiB -> ${after} KiB after four world_size=65536 batches (two of rank 65535)"
 ((after - before < 65536)) || fail "four world_size=65536 batches took $(((after - before) / 1024)) MiB"
+# one rank each, whatever its number: 5 one-rank jobs charged (3.2 GB when the
+# charge and diagnosis's arrays followed the highest rank number)
+charged=$(metric "$HPORT" argus_limit_job_memory_bytes)
+log "charged ${charged} bytes for 5 one-rank jobs"
+((charged < 1048576)) || fail "5 one-rank jobs charged $charged bytes"
 
 log "flood of 1,000 new jobs"
 flood --jobs 1000 --prefix flood- --agent flood >"$T/flood.json" || fail "flood"

@@ -33,7 +33,7 @@ static const char *name(void *ctx, uint64_t id)
     return id == OP ? "c10d::ProcessGroupGloo::allreduce" : id == 5 ? "read" : NULL;
 }
 
-static const struct diag_live_ctx ctx = {0, where, NULL, name, NULL};
+static const struct diag_live_ctx ctx = {0, NULL, where, NULL, name, NULL};
 
 /* A status of rank at `at`: entered/done on COMM (done_ns = entered_ns of
  * done unless done >= entered: then finished 1 ms after). */

@@ -218,7 +218,7 @@ static void test_jobs_and_batch_composition(void **state)
     struct limits_stats st;
     limits_get_stats(l, &st);
     assert_int_equal(st.jobs, 2);
-    assert_int_equal(st.memory, 2 * 1000 + 1 * 100 + 2 * 100);
+    assert_int_equal(st.memory, 2 * 1000 + 2 * 100); /* a rank each, whatever its number */
     /* three jobs in one batch: one over max_jobs_per_batch */
     tb_step(tb_init(&t), "a", 0, 6);
     tb_step(&t, "b", 0, 6);
@@ -249,6 +249,7 @@ static void test_memory_budget_by_one(void **state)
 
     o.max_jobs = 1000000;
     o.max_jobs_per_batch = 16;
+    o.max_ranks_per_job = 1 << 16;
     o.job_memory = 3 * 1100 + 100 + 2 * (10 + 2); /* 3 one-rank jobs, a rank, 2 names */
     l = limits_new(&o);
     char job[3][8];
@@ -257,12 +258,14 @@ static void test_memory_budget_by_one(void **state)
         tb_step(tb_init(&t), job[i], 0, 1);
         OK(&t.b);
     }
-    tb_step(tb_init(&t), "j0", 2, 1); /* ranks 1 and 2: one rank over */
+    tb_step(tb_init(&t), "j0", 2, 1); /* two new ranks: one over */
+    tb_step(&t, "j0", 65535, 1);
     expect(l, &t.b, now, TRANSPORT_RESOURCE_EXHAUSTED, LIMITS_JOB_MEMORY,
            "per-job state would take 3500 bytes, over limits.job_memory (3424 bytes, 3300 in "
            "use): job j0 would add 200 bytes");
-    t.s[0].rank = 1;
+    tb_step(tb_init(&t), "j0", 65535, 1); /* one rank, whatever its number */
     OK(&t.b);
+    OK(&t.b);                       /* seen: nothing more */
     tb_name(tb_init(&t), "j1", 10); /* "n10" and "n11": 10 + 3 bytes each, 2 over */
     tb_name(&t, "j1", 11);
     expect(l, &t.b, now, TRANSPORT_RESOURCE_EXHAUSTED, LIMITS_JOB_MEMORY, "job j1 would add 26");
