@@ -34,6 +34,7 @@
 #include "agent/sources/kineto.h"
 #include "agent/steps/summarize.h"
 #include "common/clock.h"
+#include "common/cluster_code.h"
 #include "common/frame.h"
 #include "common/name_id.h"
 #include "proto/argus.pb-c.h"
@@ -74,13 +75,26 @@ struct dictionary {
     size_t bytes; /* raw: sum of name lengths */
 };
 
-/* The packed Batch of steps[0..n) with dict (NULL: names already sent);
+#define BATCH_MAX 16 /* steps in a batch here */
+
+/* The packed Batch of steps[0..n) with dict (NULL: names already sent), the
+ * clusters coded as the agent's batcher codes them (common/cluster_code.h);
  * malloc'd, *len bytes. */
 static uint8_t *batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
                            uint64_t seq, size_t *len)
 {
     Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
+    static struct cluster_code_buf code[BATCH_MAX];
+    Argus__V1__StepRecord coded[BATCH_MAX], *ptrs[BATCH_MAX];
     uint8_t *packed;
+
+    if (n > BATCH_MAX)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        cluster_code_compact(&code[i], steps[i], &coded[i]);
+        ptrs[i] = &coded[i];
+    }
+    steps = ptrs;
 
     b.agent_id = AGENT;
     b.epoch = 1733130000;
