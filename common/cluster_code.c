@@ -48,7 +48,7 @@ static bool code_value(uint64_t c, unsigned b, uint64_t *v)
 {
     uint64_t half = 1ULL << (b - 1), e;
 
-    if (c < 2 * half) {
+    if (b == 64 || c < 2 * half) {
         *v = c;
         return true;
     }
@@ -107,7 +107,7 @@ static unsigned code_group_bits(Argus__V1__Cluster *const *c, size_t n, unsigned
 
 size_t cluster_code_bound(size_t n)
 {
-    return 1 + n * CODE_VALUES_MAX * 10;
+    return 2 + n * CODE_VALUES_MAX * 10;
 }
 
 size_t cluster_code_encode(Argus__V1__Cluster *const *c, size_t n, uint8_t *out)
@@ -116,9 +116,9 @@ size_t cluster_code_encode(Argus__V1__Cluster *const *c, size_t n, uint8_t *out)
     uint64_t prev = 0;
     uint8_t *p = out;
 
-    if (!n || b > CLUSTER_CODE_MAX_BITS)
+    if (!n)
         return 0;
-    p = varint_put(p, (b - 1) | flags << 5);
+    p = varint_put(p, flags | (b - 1) << 2);
     for (size_t i = 0; i < n; i++) {
         const Argus__V1__Cluster *x = c[i];
         uint64_t p50 = code_of(x->p50_ns, b), p99 = code_of(x->p99_ns, b);
@@ -178,25 +178,30 @@ static bool code_read_cluster(struct code_reader *r, uint64_t *prev, Argus__V1__
     return true;
 }
 
-/* Read the header, then count the clusters after it (r is not moved past
- * them). 0, -EBADMSG or -EMSGSIZE. */
-static int code_count(struct code_reader *r, size_t max, size_t *n)
+/* Read the header at r->p. false when malformed. */
+static bool code_read_header(struct code_reader *r)
 {
-    struct code_reader walk;
-    Argus__V1__Cluster scratch;
-    uint64_t h, prev = 0;
+    uint64_t h;
 
-    if (!varint_get(&r->p, r->end, &h) || h >> 7)
+    if (!varint_get(&r->p, r->end, &h) || h >> 8)
+        return false;
+    r->flags = (unsigned)(h & 3);
+    r->bits = (unsigned)(h >> 2) + 1;
+    return true;
+}
+
+int cluster_code_skip(const uint8_t **p, const uint8_t *end, size_t n)
+{
+    struct code_reader r = {*p, end, 1, 0};
+    Argus__V1__Cluster scratch;
+    uint64_t prev = 0;
+
+    if (n && !code_read_header(&r))
         return -EBADMSG;
-    r->bits = (unsigned)(h & 31) + 1;
-    r->flags = (unsigned)(h >> 5);
-    walk = *r;
-    for (*n = 0; walk.p < walk.end; (*n)++) {
-        if (*n == max)
-            return -EMSGSIZE;
-        if (!code_read_cluster(&walk, &prev, &scratch))
+    for (size_t i = 0; i < n; i++)
+        if (!code_read_cluster(&r, &prev, &scratch))
             return -EBADMSG;
-    }
+    *p = r.p;
     return 0;
 }
 
@@ -213,136 +218,42 @@ static void code_free(ProtobufCAllocator *a, void *p)
         free(p);
 }
 
-int cluster_code_decode(const uint8_t *p, size_t len, size_t max, ProtobufCAllocator *a,
-                        Argus__V1__Cluster ***out, size_t *n)
+/* Free arr[0..n) and arr. */
+static void code_free_clusters(ProtobufCAllocator *a, Argus__V1__Cluster **arr, size_t n)
 {
-    struct code_reader r = {p, p + len, 1, 0};
+    for (size_t i = 0; i < n; i++)
+        code_free(a, arr[i]);
+    code_free(a, arr);
+}
+
+int cluster_code_decode(const uint8_t **p, const uint8_t *end, size_t n, ProtobufCAllocator *a,
+                        Argus__V1__Cluster ***out)
+{
+    struct code_reader r = {*p, end, 1, 0};
     Argus__V1__Cluster **arr;
     uint64_t prev = 0;
-    size_t k;
-    int rc;
 
     *out = NULL;
-    *n = 0;
-    if (!len)
+    if (!n)
         return 0;
-    if ((rc = code_count(&r, max, &k)) < 0 || k == 0)
-        return rc;
-    if (!(arr = code_alloc(a, k * sizeof(*arr))))
+    if (!code_read_header(&r))
+        return -EBADMSG;
+    if (!(arr = code_alloc(a, n * sizeof(*arr))))
         return -ENOMEM;
-    for (size_t i = 0; i < k; i++) {
-        if (!(arr[i] = code_alloc(a, sizeof(**arr)))) {
-            while (i--)
-                code_free(a, arr[i]);
-            code_free(a, arr);
-            return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int rc = (arr[i] = code_alloc(a, sizeof(**arr))) ? 0 : -ENOMEM;
+
+        if (rc == 0) {
+            argus__v1__cluster__init(arr[i]);
+            rc = code_read_cluster(&r, &prev, arr[i]) ? 0 : -EBADMSG;
+            i += rc < 0; /* arr[i] is freed too */
         }
-        argus__v1__cluster__init(arr[i]);
-        code_read_cluster(&r, &prev, arr[i]); /* code_count read it already */
+        if (rc < 0) {
+            code_free_clusters(a, arr, i);
+            return rc;
+        }
     }
     *out = arr;
-    *n = k;
+    *p = r.p;
     return 0;
-}
-
-/* Expand g's packed_clusters into its clusters: 1 when it had some, 0 when
- * not, or the error of cluster_code_decode (-EBADMSG too when g has both). */
-static int code_expand_group(Argus__V1__KernelGroup *g, size_t max, ProtobufCAllocator *a)
-{
-    Argus__V1__Cluster **c;
-    size_t n;
-    int rc;
-
-    if (!g->packed_clusters.len)
-        return 0;
-    if (g->n_clusters)
-        return -EBADMSG;
-    rc = cluster_code_decode(g->packed_clusters.data, g->packed_clusters.len, max, a, &c, &n);
-    if (rc < 0)
-        return rc;
-    g->clusters = c;
-    g->n_clusters = n;
-    g->packed_clusters.len = 0; /* data stays for free_unpacked */
-    return 1;
-}
-
-long cluster_code_expand_batch(Argus__V1__Batch *b, size_t max, ProtobufCAllocator *a)
-{
-    long expanded = 0;
-
-    for (size_t i = 0; i < b->n_steps; i++)
-        for (size_t k = 0; k < b->steps[i]->n_kernels; k++) {
-            int rc = code_expand_group(b->steps[i]->kernels[k], max, a);
-
-            if (rc < 0)
-                return rc;
-            expanded += rc;
-        }
-    return expanded;
-}
-
-/* --- the batcher's copy --------------------------------------------------- */
-
-static int code_reserve(struct cluster_code_buf *buf, size_t groups, size_t bytes)
-{
-    if (groups > buf->cap_groups) {
-        Argus__V1__KernelGroup *g = realloc(buf->groups, groups * sizeof(*g));
-        Argus__V1__KernelGroup **p;
-
-        if (!g)
-            return -ENOMEM;
-        buf->groups = g;
-        if (!(p = realloc(buf->ptrs, groups * sizeof(*p))))
-            return -ENOMEM;
-        buf->ptrs = p;
-        buf->cap_groups = groups;
-    }
-    if (bytes > buf->cap_bytes) {
-        uint8_t *p = realloc(buf->bytes, bytes);
-
-        if (!p)
-            return -ENOMEM;
-        buf->bytes = p;
-        buf->cap_bytes = bytes;
-    }
-    return 0;
-}
-
-int cluster_code_compact(struct cluster_code_buf *buf, const Argus__V1__StepRecord *in,
-                         Argus__V1__StepRecord *out)
-{
-    size_t bytes = 0;
-    uint8_t *p;
-
-    *out = *in;
-    for (size_t i = 0; i < in->n_kernels; i++)
-        bytes += cluster_code_bound(in->kernels[i]->n_clusters);
-    if (!in->n_kernels || code_reserve(buf, in->n_kernels, bytes) < 0)
-        return in->n_kernels ? -ENOMEM : 0;
-    p = buf->bytes;
-    for (size_t i = 0; i < in->n_kernels; i++) {
-        Argus__V1__KernelGroup *g = &buf->groups[i];
-        size_t len;
-
-        *g = *in->kernels[i];
-        buf->ptrs[i] = g;
-        len = g->packed_clusters.len ? 0 : cluster_code_encode(g->clusters, g->n_clusters, p);
-        if (len) {
-            g->n_clusters = 0;
-            g->clusters = NULL;
-            g->packed_clusters.data = p;
-            g->packed_clusters.len = len;
-            p += len;
-        }
-    }
-    out->kernels = buf->ptrs;
-    return 0;
-}
-
-void cluster_code_buf_free(struct cluster_code_buf *buf)
-{
-    free(buf->groups);
-    free(buf->ptrs);
-    free(buf->bytes);
-    memset(buf, 0, sizeof(*buf));
 }

@@ -13,7 +13,6 @@
 #define TAG_STREAM WIRE_TAG(WIRE_KERNEL_GROUP_STREAM_FIELD, WIRE_TYPE_VARINT)
 #define TAG_CLUSTERS WIRE_TAG(WIRE_KERNEL_GROUP_CLUSTERS_FIELD, WIRE_TYPE_LEN)
 #define TAG_WORK_ID WIRE_TAG(WIRE_KERNEL_GROUP_WORK_ID_FIELD, WIRE_TYPE_FIXED32)
-#define TAG_PACKED_CLUSTERS WIRE_TAG(WIRE_KERNEL_GROUP_PACKED_CLUSTERS_FIELD, WIRE_TYPE_LEN)
 #define TAG_CLUSTER(field) WIRE_TAG(WIRE_CLUSTER_##field##_FIELD, WIRE_TYPE_VARINT)
 
 /* --- encoding ------------------------------------------------------------- */
@@ -41,10 +40,6 @@ static size_t cluster_size(const Argus__V1__Cluster *c)
 static size_t group_size(const Argus__V1__KernelGroup *g)
 {
     size_t n = (g->name_id ? 9 : 0) + scalar_size(g->stream) + (g->work_id ? 5 : 0);
-    size_t packed = g->packed_clusters.len;
-
-    if (packed)
-        n += 1 + varint_size(packed) + packed;
 
     for (size_t i = 0; i < g->n_clusters; i++) {
         size_t c = cluster_size(g->clusters[i]);
@@ -78,12 +73,6 @@ static uint8_t *group_put(uint8_t *p, const Argus__V1__KernelGroup *g)
         *p++ = TAG_WORK_ID;
         for (int b = 0; b < 4; b++)
             *p++ = (uint8_t)(g->work_id >> (8 * b));
-    }
-    if (g->packed_clusters.len) { /* field 5 */
-        *p++ = TAG_PACKED_CLUSTERS;
-        p = varint_put(p, g->packed_clusters.len);
-        memcpy(p, g->packed_clusters.data, g->packed_clusters.len);
-        p += g->packed_clusters.len;
     }
     return p;
 }

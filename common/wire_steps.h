@@ -41,15 +41,14 @@
 #define WIRE_TAG(field, type) (((field) << 3) | (type))
 
 /* Field numbers of proto/argus.proto that the hand-written code uses. */
-#define WIRE_BATCH_STEPS_FIELD 6                  /* repeated StepRecord */
-#define WIRE_STEP_RECORD_KERNELS_FIELD 7          /* repeated KernelGroup */
-#define WIRE_KERNEL_GROUP_NAME_ID_FIELD 1         /* fixed64 */
-#define WIRE_KERNEL_GROUP_STREAM_FIELD 2          /* uint32 */
-#define WIRE_KERNEL_GROUP_CLUSTERS_FIELD 3        /* repeated Cluster */
-#define WIRE_KERNEL_GROUP_WORK_ID_FIELD 4         /* fixed32 */
-#define WIRE_KERNEL_GROUP_PACKED_CLUSTERS_FIELD 5 /* bytes */
-#define WIRE_CLUSTER_COUNT_FIELD 1                /* uint32 */
-#define WIRE_CLUSTER_SUM_NS_FIELD 2               /* uint64, like the four below */
+#define WIRE_BATCH_STEPS_FIELD 6           /* repeated StepRecord */
+#define WIRE_STEP_RECORD_KERNELS_FIELD 7   /* repeated KernelGroup */
+#define WIRE_KERNEL_GROUP_NAME_ID_FIELD 1  /* fixed64 */
+#define WIRE_KERNEL_GROUP_STREAM_FIELD 2   /* uint32 */
+#define WIRE_KERNEL_GROUP_CLUSTERS_FIELD 3 /* repeated Cluster */
+#define WIRE_KERNEL_GROUP_WORK_ID_FIELD 4  /* fixed32 */
+#define WIRE_CLUSTER_COUNT_FIELD 1         /* uint32 */
+#define WIRE_CLUSTER_SUM_NS_FIELD 2        /* uint64, like the four below */
 #define WIRE_CLUSTER_P50_NS_FIELD 3
 #define WIRE_CLUSTER_P99_NS_FIELD 4
 #define WIRE_CLUSTER_MIN_NS_FIELD 5

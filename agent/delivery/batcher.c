@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/cluster_code.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/varint.h"
 #include "common/wire_steps.h"
@@ -31,7 +31,7 @@ struct batcher {
     size_t nsealed, sealed_cap;
     bool sealed_jobless;
     struct batcher_stats stats;
-    struct cluster_code_buf code; /* the coded copy of the step being added */
+    struct kernel_code_buf code; /* the coded copy of the step being added */
 };
 
 #define BATCHER_RETRY_NS (10 * NSEC_PER_MSEC)
@@ -64,7 +64,7 @@ void batcher_free(struct batcher *b)
     if (!b)
         return;
     free(b->buf);
-    cluster_code_buf_free(&b->code);
+    kernel_code_buf_free(&b->code);
     free(b->jobs);
     free(b->sealed_jobs);
     free(b->agent_id);
@@ -190,10 +190,10 @@ int batcher_add_status(struct batcher *b, const Argus__V1__RankStatus *s, uint64
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
-    Argus__V1__StepRecord coded; /* s with its clusters coded: out of memory, s as it is */
+    Argus__V1__StepRecord coded; /* s with its kernels coded: out of memory, s as it is */
     size_t n, need;
 
-    cluster_code_compact(&b->code, s, &coded);
+    kernel_code_compact(&b->code, s, &coded);
     n = wire_steps_record_size(&coded);
     need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
     if (batcher_reserve(b, need) < 0)

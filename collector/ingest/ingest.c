@@ -16,7 +16,7 @@
 #include "collector/ingest/stream_clock.h"
 #include "collector/trace/trace_capture.h"
 #include "common/clock.h"
-#include "common/cluster_code.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"
@@ -642,12 +642,13 @@ static void ingest_message(void *stream, const void *data, size_t len,
                       arena ? "frame payload is not a valid argus.v1.Batch" : "out of memory");
         return;
     }
-    /* compactly coded clusters become Cluster messages before anything reads them */
-    long coded = cluster_code_expand_batch(b, s->in->limits.max_clusters_per_group, &alloc);
+    /* compactly coded kernels become KernelGroups before anything reads them */
+    long coded = kernel_code_expand_batch(b, s->in->limits.max_groups_per_step,
+                                          s->in->limits.max_clusters_per_group, &alloc);
     if (coded < 0)
         ingest_reject(s, INGEST_REJECT_BATCH_INVALID, TRANSPORT_INVALID_ARGUMENT, reply,
-                      coded == -EMSGSIZE ? "a kernel group packs more clusters than the limit"
-                                         : "malformed KernelGroup.packed_clusters");
+                      coded == -EMSGSIZE ? "packed_kernels over the limit of groups or clusters"
+                                         : "malformed StepRecord.packed_kernels");
     else
         ingest_store(s, b, coded ? NULL : raw, raw_len, recv, &arena, reply);
     if (arena)

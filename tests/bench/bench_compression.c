@@ -35,6 +35,7 @@
 #include "agent/steps/summarize.h"
 #include "common/clock.h"
 #include "common/cluster_code.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/name_id.h"
 #include "common/varint.h"
@@ -79,20 +80,20 @@ struct dictionary {
 #define BATCH_MAX 16 /* steps in a batch here */
 
 /* The packed Batch of steps[0..n) with dict (NULL: names already sent), the
- * clusters coded as the agent's batcher codes them (common/cluster_code.h);
+ * kernels coded as the agent's batcher codes them (common/kernel_code.h);
  * malloc'd, *len bytes. */
 static uint8_t *batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
                            uint64_t seq, size_t *len)
 {
     Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
-    static struct cluster_code_buf code[BATCH_MAX];
+    static struct kernel_code_buf code[BATCH_MAX];
     Argus__V1__StepRecord coded[BATCH_MAX], *ptrs[BATCH_MAX];
     uint8_t *packed;
 
     if (n > BATCH_MAX)
         return NULL;
     for (size_t i = 0; i < n; i++) {
-        cluster_code_compact(&code[i], steps[i], &coded[i]);
+        kernel_code_compact(&code[i], steps[i], &coded[i]);
         ptrs[i] = &coded[i];
     }
     steps = ptrs;
@@ -213,20 +214,17 @@ static double report_synth(const struct encoding *e, Argus__V1__StepRecord **rec
     return ratio8;
 }
 
-/* Where the bytes of lone step r go, before LZ4 (the groups' fields with
- * their keys, the clusters as Cluster messages and as the batcher codes
- * them), and after. */
+/* Where the bytes of lone step r go before LZ4: its kernels as KernelGroup
+ * messages (the fields with their keys, and the groups' own keys and
+ * lengths) against their coding (common/kernel_code.h), and the rest of the
+ * batch; and after LZ4. */
 static void report_bytes(Argus__V1__StepRecord *r)
 {
-    struct cluster_code_buf code = {0};
-    Argus__V1__StepRecord coded;
-    size_t ids = 0, streams = 0, work = 0, plain = 0, packed = 0, framing = 0, batch;
-    uint8_t *p;
+    size_t ids = 0, streams = 0, work = 0, plain = 0, coded = 0, keys = 0, all = 0, batch;
+    uint8_t *p = malloc(kernel_code_bound(r) + 1);
 
-    cluster_code_compact(&code, r, &coded);
-    for (size_t i = 0; i < r->n_kernels; i++) {
-        const Argus__V1__KernelGroup *g = r->kernels[i], *c = coded.kernels[i];
-        size_t n = c->packed_clusters.len;
+    for (size_t i = 0; i < r->n_kernels && p; i++) {
+        const Argus__V1__KernelGroup *g = r->kernels[i];
 
         ids += g->name_id ? 9 : 0;
         streams += g->stream ? 1 + varint_size(g->stream) : 0;
@@ -236,17 +234,18 @@ static void report_bytes(Argus__V1__StepRecord *r)
 
             plain += 1 + varint_size(m) + m;
         }
-        packed += n ? 1 + varint_size(n) + n : 0;
-        framing += 1 + varint_size(argus__v1__kernel_group__get_packed_size(c));
+        coded += cluster_code_encode(g->clusters, g->n_clusters, p);
+        keys += 1 + varint_size(argus__v1__kernel_group__get_packed_size(g));
     }
+    all = p ? kernel_code_encode(r, p) : 0;
+    free(p);
     p = batch_pack(&r, 1, NULL, 2, &batch);
     free(p);
-    printf("  lone step, default encoding, bytes before LZ4: %zu groups: name_id %zu, stream %zu, "
-           "work_id %zu, group keys %zu, clusters %zu (as Cluster messages: %zu); the rest of "
-           "the record and the batch %zu; %zu in all, %zu after LZ4 in its frame\n",
-           r->n_kernels, ids, streams, work, framing, packed, plain,
-           batch - ids - streams - work - framing - packed, batch, ship_bytes(&r, 1, NULL, 2));
-    cluster_code_buf_free(&code);
+    printf("  lone step, default encoding, before LZ4: %zu groups as KernelGroups %zu B (name_id "
+           "%zu, stream %zu, work_id %zu, keys %zu, clusters %zu); coded %zu B (clusters %zu); "
+           "batch %zu B in all, %zu B after LZ4 in its frame\n",
+           r->n_kernels, ids + streams + work + keys + plain, ids, streams, work, keys, plain, all,
+           coded, batch, ship_bytes(&r, 1, NULL, 2));
 }
 
 /* --- (a) the real traces ------------------------------------------------- */

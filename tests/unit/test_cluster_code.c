@@ -1,10 +1,7 @@
 /* common/cluster_code: the format pinned on one hand-coded group; random
  * clusters of 1 to 64 significant bits coded and decoded back to the same
- * values (or declined past 32 bits); the summarizer's records shipped the
- * way the agent ships them (batcher copy, hand encoder) and expanded the way
- * the collector expands them (protobuf-c unpack, cluster_code_expand_batch)
- * come back with the same clusters, in fewer bytes; malformed bytes, too
- * many clusters and a group with both forms are refused. */
+ * values; malformed bytes refused. (The whole record's path, agent to
+ * collector, is tests/unit/test_kernel_code.c.) */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/steps/summarize.h"
 #include "common/cluster_code.h"
-#include "common/wire_steps.h"
 #include "tests/lib/rng.h"
 
 #define MAX_CLUSTERS 16
@@ -55,10 +50,10 @@ static void clusters_free(Argus__V1__Cluster **c, size_t n)
 /* count 3, p50 1000, p99 1024, sum 3008: 7 significant bits, sum sent. */
 static void test_pinned_bytes(void **state)
 {
-    static const uint8_t want[] = {0x26, 0x03, 0xfa, 0x04, 0x06, 0x02};
+    static const uint8_t want[] = {0x19, 0x03, 0xfa, 0x04, 0x06, 0x02};
     Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT, *cp = &c, **back;
+    const uint8_t *p = want;
     uint8_t out[64];
-    size_t n;
 
     (void)state;
     c.count = 3;
@@ -67,18 +62,19 @@ static void test_pinned_bytes(void **state)
     c.sum_ns = 3008;
     assert_int_equal(cluster_code_encode(&cp, 1, out), sizeof(want));
     assert_memory_equal(out, want, sizeof(want));
-    assert_int_equal(cluster_code_decode(want, sizeof(want), 8, NULL, &back, &n), 0);
-    assert_int_equal(n, 1);
+    assert_int_equal(cluster_code_decode(&p, want + sizeof(want), 1, NULL, &back), 0);
+    assert_ptr_equal(p, want + sizeof(want));
     clusters_equal(&cp, back, 1);
-    clusters_free(back, n);
+    clusters_free(back, 1);
 }
 
 /* Random clusters whose values need up to `bits` significant bits. */
 static void random_round_trip(uint64_t *rng, unsigned bits)
 {
     Argus__V1__Cluster c[MAX_CLUSTERS], *cp[MAX_CLUSTERS], **back;
-    size_t n = 1 + rng_next(rng) % MAX_CLUSTERS, k, len;
+    size_t n = 1 + rng_next(rng) % MAX_CLUSTERS, len;
     uint8_t out[1024];
+    const uint8_t *p = out;
 
     for (size_t i = 0; i < n; i++) {
         argus__v1__cluster__init(&c[i]);
@@ -92,15 +88,14 @@ static void random_round_trip(uint64_t *rng, unsigned bits)
     }
     assert_true(cluster_code_bound(n) <= sizeof(out));
     len = cluster_code_encode(cp, n, out);
-    if (len == 0) { /* declined: only when some value needs more bits than coded */
-        assert_true(bits > CLUSTER_CODE_MAX_BITS);
-        return;
-    }
-    assert_true(len <= cluster_code_bound(n));
-    assert_int_equal(cluster_code_decode(out, len, MAX_CLUSTERS, NULL, &back, &k), 0);
-    assert_int_equal(k, n);
+    assert_true(len > 0 && len <= cluster_code_bound(n));
+    assert_int_equal(cluster_code_skip(&p, out + len, n), 0);
+    assert_ptr_equal(p, out + len);
+    p = out;
+    assert_int_equal(cluster_code_decode(&p, out + len, n, NULL, &back), 0);
+    assert_ptr_equal(p, out + len);
     clusters_equal(cp, back, n);
-    clusters_free(back, k);
+    clusters_free(back, n);
 }
 
 static void test_random_round_trip(void **state)
@@ -112,131 +107,32 @@ static void test_random_round_trip(void **state)
         random_round_trip(&rng, 1 + (unsigned)(rng_next(&rng) % 64));
 }
 
-/* A record of rank 3 as the summarizer makes it: groups of 1-3 modes. */
-static void summarized(Argus__V1__StepRecord *r, const struct summarize_options *o)
-{
-    struct summarizer *s = summarizer_new(o);
-    uint64_t rng = 2606;
-
-    assert_non_null(s);
-    for (uint64_t g = 0; g < 60; g++)
-        for (int i = 0; i < 400; i++) {
-            double mode = 3000.0 * (double)(g + 1) * (1 + (double)(i % (1 + g % 3)) * 2.5);
-
-            summarizer_add(s, 0x9e3779b97f4a7c15ULL * (g + 1), (uint32_t)(g % 2),
-                           (uint64_t)(mode * (1 + 0.05 * rng_normal(&rng))));
-        }
-    argus__v1__step_record__init(r);
-    r->job = "job-7";
-    r->rank = 3;
-    r->step = 41;
-    assert_int_equal(summarizer_finish(s, r), 0);
-    summarizer_free(s);
-}
-
-/* The agent's path (compact copy, hand encoder), then the collector's
- * (protobuf-c unpack of the batch, expansion): the same clusters. */
-static void ship_and_expand(const struct summarize_options *o)
-{
-    Argus__V1__StepRecord r, copy;
-    Argus__V1__Batch *b;
-    struct cluster_code_buf buf = {0};
-    uint8_t *wire;
-    size_t n, plain;
-
-    summarized(&r, o);
-    plain = wire_steps_record_size(&r);
-    assert_int_equal(cluster_code_compact(&buf, &r, &copy), 0);
-    n = wire_steps_record_size(&copy);
-    assert_true(n * 5 < plain * 4); /* a fifth smaller at least (default: 43%) */
-    wire = malloc(n + WIRE_STEPS_ENTRY_OVERHEAD);
-    assert_non_null(wire);
-    n = wire_steps_entry_put(wire, &copy, n);
-    b = argus__v1__batch__unpack(NULL, n, wire);
-    assert_non_null(b);
-    assert_int_equal(b->n_steps, 1);
-    assert_int_equal(cluster_code_expand_batch(b, 64, NULL), (long)r.n_kernels);
-    assert_int_equal(b->steps[0]->n_kernels, r.n_kernels);
-    for (size_t i = 0; i < r.n_kernels; i++) {
-        assert_int_equal(b->steps[0]->kernels[i]->name_id, r.kernels[i]->name_id);
-        assert_int_equal(b->steps[0]->kernels[i]->packed_clusters.len, 0);
-        assert_int_equal(b->steps[0]->kernels[i]->n_clusters, r.kernels[i]->n_clusters);
-        clusters_equal(b->steps[0]->kernels[i]->clusters, r.kernels[i]->clusters,
-                       r.kernels[i]->n_clusters);
-    }
-    argus__v1__batch__free_unpacked(b, NULL); /* the expanded clusters too */
-    free(wire);
-    cluster_code_buf_free(&buf);
-    summarizer_free_groups(&r);
-}
-
-static void test_summarizer_round_trip(void **state)
-{
-    struct summarize_options o;
-
-    (void)state;
-    summarize_options_default(&o);
-    ship_and_expand(&o);
-    o.fields = SUMMARIZE_FIELDS_ALL; /* min/max too */
-    ship_and_expand(&o);
-    o.quantize_bits = 0; /* exact ns: under 32 significant bits, still coded */
-    ship_and_expand(&o);
-}
-
-/* A value of 40 significant bits: left as Cluster messages, same bytes. */
-static void test_declined(void **state)
-{
-    Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT, *cp = &c;
-    uint8_t out[64];
-
-    (void)state;
-    c.count = 1;
-    c.p50_ns = (1ULL << 39) + 1;
-    c.p99_ns = c.p50_ns;
-    assert_int_equal(cluster_code_encode(&cp, 1, out), 0);
-    assert_int_equal(cluster_code_encode(&cp, 0, out), 0);
-}
-
+/* Truncated at every byte, a header past 8 bits, a value past 64 bits. */
 static void test_malformed(void **state)
 {
-    static const uint8_t good[] = {0x26, 0x03, 0xfa, 0x04, 0x06, 0x02};
-    static const uint8_t header[] = {0x80, 0x01, 0x03, 0x00, 0x00};
+    static const uint8_t good[] = {0x19, 0x03, 0xfa, 0x04, 0x06, 0x02};
+    static const uint8_t header[] = {0x80, 0x02, 0x01, 0x00, 0x00};
     static const uint8_t too_far[] = {0x00, 0x01, 0x82, 0x01, 0x00}; /* B 1, code 65: 2^64 */
     static const uint8_t two[] = {0x00, 0x01, 0x02, 0x00, 0x01, 0x00, 0x00};
     Argus__V1__Cluster **c;
-    size_t n;
+    const uint8_t *p;
 
     (void)state;
-    for (size_t len = 2; len < sizeof(good); len++) /* a header alone: no clusters */
-        assert_int_equal(cluster_code_decode(good, len, 8, NULL, &c, &n), -EBADMSG);
-    assert_int_equal(cluster_code_decode(header, sizeof(header), 8, NULL, &c, &n), -EBADMSG);
-    assert_int_equal(cluster_code_decode(too_far, sizeof(too_far), 8, NULL, &c, &n), -EBADMSG);
-    assert_int_equal(cluster_code_decode(two, sizeof(two), 1, NULL, &c, &n), -EMSGSIZE);
-    assert_int_equal(cluster_code_decode(two, sizeof(two), 2, NULL, &c, &n), 0);
-    assert_int_equal(n, 2);
+    for (size_t len = 0; len < sizeof(good); len++) {
+        p = good;
+        assert_int_equal(cluster_code_skip(&p, good + len, 1), -EBADMSG);
+        assert_int_equal(cluster_code_decode(&p, good + len, 1, NULL, &c), -EBADMSG);
+        assert_ptr_equal(p, good); /* not moved */
+    }
+    p = header;
+    assert_int_equal(cluster_code_decode(&p, header + sizeof(header), 1, NULL, &c), -EBADMSG);
+    p = too_far;
+    assert_int_equal(cluster_code_decode(&p, too_far + sizeof(too_far), 1, NULL, &c), -EBADMSG);
+    p = two;
+    assert_int_equal(cluster_code_decode(&p, two + sizeof(two), 3, NULL, &c), -EBADMSG);
+    assert_int_equal(cluster_code_decode(&p, two + sizeof(two), 2, NULL, &c), 0);
     assert_int_equal(c[1]->p50_ns, 1); /* coded against the first one's p99 (1): +0 */
-    clusters_free(c, n);
-}
-
-/* A group with clusters in both forms is malformed: refused, not merged. */
-static void test_both_forms(void **state)
-{
-    static uint8_t good[] = {0x26, 0x03, 0xfa, 0x04, 0x06, 0x02};
-    Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT, *cp = &c;
-    Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT, *gp = &g;
-    Argus__V1__StepRecord r = ARGUS__V1__STEP_RECORD__INIT, *rp = &r;
-    Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
-
-    (void)state;
-    g.n_clusters = 1;
-    g.clusters = &cp;
-    g.packed_clusters.data = good;
-    g.packed_clusters.len = sizeof(good);
-    r.n_kernels = 1;
-    r.kernels = &gp;
-    b.n_steps = 1;
-    b.steps = &rp;
-    assert_int_equal(cluster_code_expand_batch(&b, 8, NULL), -EBADMSG);
+    clusters_free(c, 2);
 }
 
 int main(void)
@@ -244,10 +140,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pinned_bytes),
         cmocka_unit_test(test_random_round_trip),
-        cmocka_unit_test(test_summarizer_round_trip),
-        cmocka_unit_test(test_declined),
         cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_both_forms),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,10 +55,6 @@ static void random_kernels(uint64_t *rng, struct arena *a, Argus__V1__StepRecord
         g->name_id = value(rng);
         g->stream = (uint32_t)value(rng);
         g->work_id = (uint32_t)value(rng); /* 0 too: then not sent */
-        g->packed_clusters.len = rng_next(rng) % 3 ? 0 : 1 + rng_next(rng) % 200;
-        g->packed_clusters.data = take(a, g->packed_clusters.len + 1);
-        for (size_t k = 0; k < g->packed_clusters.len; k++)
-            g->packed_clusters.data[k] = (uint8_t)rng_next(rng);
         g->n_clusters = rng_next(rng) % 5;
         g->clusters = take(a, g->n_clusters * sizeof(void *));
         for (size_t k = 0; k < g->n_clusters; k++) {
@@ -260,9 +256,7 @@ static void test_field_numbers(void **state)
     assert_field(kg, "stream", WIRE_KERNEL_GROUP_STREAM_FIELD, one, PROTOBUF_C_TYPE_UINT32);
     assert_field(kg, "clusters", WIRE_KERNEL_GROUP_CLUSTERS_FIELD, many, PROTOBUF_C_TYPE_MESSAGE);
     assert_field(kg, "work_id", WIRE_KERNEL_GROUP_WORK_ID_FIELD, one, PROTOBUF_C_TYPE_FIXED32);
-    assert_field(kg, "packed_clusters", WIRE_KERNEL_GROUP_PACKED_CLUSTERS_FIELD, one,
-                 PROTOBUF_C_TYPE_BYTES);
-    assert_int_equal(kg->n_fields, 5);
+    assert_int_equal(kg->n_fields, 4);
     assert_field(cl, "count", WIRE_CLUSTER_COUNT_FIELD, one, PROTOBUF_C_TYPE_UINT32);
     assert_field(cl, "sum_ns", WIRE_CLUSTER_SUM_NS_FIELD, one, PROTOBUF_C_TYPE_UINT64);
     assert_field(cl, "p50_ns", WIRE_CLUSTER_P50_NS_FIELD, one, PROTOBUF_C_TYPE_UINT64);

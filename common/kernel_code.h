@@ -1,0 +1,75 @@
+/* The compact coding of a step record's kernel groups
+ * (StepRecord.packed_kernels, proto/argus.proto): takes the KernelGroup
+ * messages of a record, gives bytes that hold exactly the same groups in
+ * about 60% of the room, and back. The agent's batcher ships every record
+ * coded (kernel_code_compact); the collector's ingest turns the bytes back
+ * into KernelGroup messages right after unpacking a batch
+ * (kernel_code_expand_batch), so that the store, diagnosis and every reader
+ * see kernels as before; argus-sim's record mode does the same.
+ *
+ * Coding: the groups one after the other, in the record's order, each
+ *
+ *   varint  n_clusters << 2 | (work_id != 0) << 1 | (name_id same as the
+ *           previous group's)
+ *   8 bytes name_id, little-endian (not when the same as the previous)
+ *   varint  stream
+ *   4 bytes work_id, little-endian (when not 0)
+ *   the n_clusters clusters (common/cluster_code.h)
+ *
+ * to the end of the bytes. A KernelGroup's keys and lengths (4 to 8 bytes a
+ * group) are not sent, and its clusters take a third of their room as
+ * Cluster messages. Stateless apart from the buffer a caller owns;
+ * thread-safe.
+ */
+#ifndef ARGUS_COMMON_KERNEL_CODE_H
+#define ARGUS_COMMON_KERNEL_CODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/argus.pb-c.h"
+
+/* Most bytes kernel_code_encode writes for the kernels of r. */
+size_t kernel_code_bound(const Argus__V1__StepRecord *r);
+
+/* Code the kernels of r at out (kernel_code_bound(r) bytes of room).
+ * Returns the bytes written (0 for no kernels). */
+size_t kernel_code_encode(const Argus__V1__StepRecord *r, uint8_t *out);
+
+/* Decode the len coded bytes at p into KernelGroup messages (and their
+ * clusters) allocated from a (NULL: malloc, so that protobuf-c's
+ * free_unpacked frees them): *out gets the array of *n pointers. Returns 0,
+ * -EBADMSG when the bytes are malformed (truncated, a value past 64 bits),
+ * -EMSGSIZE when they hold more than max_groups groups or a group more than
+ * max_clusters clusters (nothing is allocated then), or -ENOMEM (nothing is
+ * left allocated when a frees). */
+int kernel_code_decode(const uint8_t *p, size_t len, size_t max_groups, size_t max_clusters,
+                       ProtobufCAllocator *a, Argus__V1__KernelGroup ***out, size_t *n);
+
+/* Turn the packed_kernels of every step record of b into its kernels (as
+ * kernel_code_decode, from a) and empty packed_kernels. Returns the number
+ * of records expanded (0: b is as it came), or the first error of
+ * kernel_code_decode, or -EBADMSG for a record with both kernels and
+ * packed_kernels (b is then partly expanded: drop it). */
+long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
+                              ProtobufCAllocator *a);
+
+/* Room for the coded copy of a step record; owned by its caller, reused
+ * record after record. Zero it before the first use. */
+struct kernel_code_buf {
+    uint8_t *bytes;
+    size_t cap;
+};
+
+/* Make *out a shallow copy of in with its kernels coded into packed_kernels
+ * (none of its own). A record with no kernels, already coded, or with
+ * unknown fields in its groups or clusters (a newer sender's, replayed) is
+ * copied as it is. out points into in and buf: valid until either changes
+ * or the next call. Returns 0 or -ENOMEM (*out is then a plain copy). */
+int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
+                        Argus__V1__StepRecord *out);
+
+/* Free what buf holds and zero it. */
+void kernel_code_buf_free(struct kernel_code_buf *buf);
+
+#endif
