@@ -107,18 +107,22 @@ static unsigned code_group_bits(Argus__V1__Cluster *const *c, size_t n, unsigned
 
 size_t cluster_code_bound(size_t n)
 {
-    return 2 + n * CODE_VALUES_MAX * 10;
+    return n * CODE_VALUES_MAX * 10;
 }
 
-size_t cluster_code_encode(Argus__V1__Cluster *const *c, size_t n, uint8_t *out)
+unsigned cluster_code_header(Argus__V1__Cluster *const *c, size_t n)
 {
-    unsigned flags, b = n ? code_group_bits(c, n, &flags) : 0;
+    unsigned flags, b = code_group_bits(c, n, &flags);
+
+    return flags | (b - 1) << 2;
+}
+
+size_t cluster_code_encode(Argus__V1__Cluster *const *c, size_t n, unsigned header, uint8_t *out)
+{
+    unsigned flags = header & 3, b = (header >> 2) + 1;
     uint64_t prev = 0;
     uint8_t *p = out;
 
-    if (!n)
-        return 0;
-    p = varint_put(p, flags | (b - 1) << 2);
     for (size_t i = 0; i < n; i++) {
         const Argus__V1__Cluster *x = c[i];
         uint64_t p50 = code_of(x->p50_ns, b), p99 = code_of(x->p99_ns, b);
@@ -178,25 +182,24 @@ static bool code_read_cluster(struct code_reader *r, uint64_t *prev, Argus__V1__
     return true;
 }
 
-/* Read the header at r->p. false when malformed. */
-static bool code_read_header(struct code_reader *r)
+/* A reader of [p, end) under header h. false when h is not a header. */
+static bool code_reader_init(struct code_reader *r, const uint8_t *p, const uint8_t *end,
+                             unsigned h)
 {
-    uint64_t h;
-
-    if (!varint_get(&r->p, r->end, &h) || h >> 8)
-        return false;
-    r->flags = (unsigned)(h & 3);
-    r->bits = (unsigned)(h >> 2) + 1;
-    return true;
+    r->p = p;
+    r->end = end;
+    r->flags = h & 3;
+    r->bits = (h >> 2) + 1;
+    return h <= CLUSTER_CODE_HEADER_MAX;
 }
 
-int cluster_code_skip(const uint8_t **p, const uint8_t *end, size_t n)
+int cluster_code_skip(const uint8_t **p, const uint8_t *end, unsigned header, size_t n)
 {
-    struct code_reader r = {*p, end, 1, 0};
+    struct code_reader r;
     Argus__V1__Cluster scratch;
     uint64_t prev = 0;
 
-    if (n && !code_read_header(&r))
+    if (!code_reader_init(&r, *p, end, header))
         return -EBADMSG;
     for (size_t i = 0; i < n; i++)
         if (!code_read_cluster(&r, &prev, &scratch))
@@ -226,18 +229,18 @@ static void code_free_clusters(ProtobufCAllocator *a, Argus__V1__Cluster **arr, 
     code_free(a, arr);
 }
 
-int cluster_code_decode(const uint8_t **p, const uint8_t *end, size_t n, ProtobufCAllocator *a,
-                        Argus__V1__Cluster ***out)
+int cluster_code_decode(const uint8_t **p, const uint8_t *end, unsigned header, size_t n,
+                        ProtobufCAllocator *a, Argus__V1__Cluster ***out)
 {
-    struct code_reader r = {*p, end, 1, 0};
+    struct code_reader r;
     Argus__V1__Cluster **arr;
     uint64_t prev = 0;
 
     *out = NULL;
+    if (!code_reader_init(&r, *p, end, header))
+        return -EBADMSG;
     if (!n)
         return 0;
-    if (!code_read_header(&r))
-        return -EBADMSG;
     if (!(arr = code_alloc(a, n * sizeof(*arr))))
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {

@@ -12,7 +12,7 @@
  * e = bitlen(v) - B. Codes grow with the values and neighbouring quantiles
  * have close codes, so the coding sends differences:
  *
- *   header   varint flags | (B - 1) << 2; flags 1: sum_ns sent, 2: min/max
+ *   header   flags | (B - 1) << 2, 0..255; flags 1: sum_ns sent, 2: min/max
  *   cluster  varint count
  *            varint zigzag(code(p50) - code(p99 of the previous cluster, 0))
  *            varint zigzag(code(p99) - code(p50))
@@ -20,10 +20,11 @@
  *            [2] varint zigzag(code(min) - code(p50)),
  *                varint zigzag(code(max) - code(p99))
  *
- * once per cluster; how many clusters there are is the caller's to send
- * (common/kernel_code.h). An unsent field is 0, as in a Cluster; the
- * differences are modulo 2^64, so any values code and decode exactly.
- * Stateless; thread-safe.
+ * once per cluster, under the header. The header and how many clusters
+ * there are are the caller's to send (common/kernel_code.h: a group with
+ * the same header as the one before it does not send it again). An unsent field is 0, as in a
+ * Cluster; the differences are modulo 2^64, so any values code and decode exactly. Stateless;
+ * thread-safe.
  */
 #ifndef ARGUS_COMMON_CLUSTER_CODE_H
 #define ARGUS_COMMON_CLUSTER_CODE_H
@@ -33,23 +34,31 @@
 
 #include "proto/argus.pb-c.h"
 
+/* The largest header. */
+#define CLUSTER_CODE_HEADER_MAX 255u
+
 /* Most bytes cluster_code_encode writes for n clusters. */
 size_t cluster_code_bound(size_t n);
 
-/* Code the n clusters c[0..n) at out (cluster_code_bound(n) bytes of room).
- * Returns the bytes written (0 when n is 0: nothing is written). */
-size_t cluster_code_encode(Argus__V1__Cluster *const *c, size_t n, uint8_t *out);
+/* The header the n clusters c[0..n) are coded under: what they need. */
+unsigned cluster_code_header(Argus__V1__Cluster *const *c, size_t n);
 
-/* Step over the n coded clusters at *p (before end). Returns 0, or -EBADMSG
- * when they are malformed: truncated, or a value past 64 bits. */
-int cluster_code_skip(const uint8_t **p, const uint8_t *end, size_t n);
+/* Code the n clusters c[0..n) at out (cluster_code_bound(n) bytes of room)
+ * under header, which is cluster_code_header(c, n). Returns the bytes
+ * written (0 when n is 0). */
+size_t cluster_code_encode(Argus__V1__Cluster *const *c, size_t n, unsigned header, uint8_t *out);
 
-/* Decode the n coded clusters at *p (before end) into Cluster messages
- * allocated from a (NULL: malloc, so that protobuf-c's free_unpacked frees
+/* Step over the n clusters coded under header at *p (before end). Returns
+ * 0, or -EBADMSG when they are malformed: truncated, a value past 64 bits,
+ * or header over CLUSTER_CODE_HEADER_MAX (*p is not moved then). */
+int cluster_code_skip(const uint8_t **p, const uint8_t *end, unsigned header, size_t n);
+
+/* Decode the n clusters coded under header at *p (before end) into Cluster
+ * messages allocated from a (NULL: malloc, so that protobuf-c's free_unpacked frees
  * them) and advance *p past them: *out gets the array of n pointers (NULL
  * when n is 0). Returns 0, -EBADMSG (as cluster_code_skip) or -ENOMEM;
  * nothing is left allocated on failure when a frees. */
-int cluster_code_decode(const uint8_t **p, const uint8_t *end, size_t n, ProtobufCAllocator *a,
-                        Argus__V1__Cluster ***out);
+int cluster_code_decode(const uint8_t **p, const uint8_t *end, unsigned header, size_t n,
+                        ProtobufCAllocator *a, Argus__V1__Cluster ***out);
 
 #endif

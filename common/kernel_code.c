@@ -11,7 +11,24 @@
 
 #define KERNEL_SAME_NAME 1u
 #define KERNEL_WORK_ID 2u
-#define KERNEL_HEAD_MAX (10 + 8 + 5 + 4) /* bytes of a group before its clusters */
+#define KERNEL_SAME_STREAM 4u
+#define KERNEL_SAME_HEADER 8u
+#define KERNEL_FLAG_BITS 4
+#define KERNEL_HEAD_MAX (10 + 8 + 5 + 4 + 2) /* bytes of a group before its clusters */
+#define KERNEL_NO_HEADER (CLUSTER_CODE_HEADER_MAX + 1)
+
+/* What a group is coded against: the group before it. */
+struct kernel_prev {
+    uint64_t name_id;
+    uint32_t stream;
+    unsigned header; /* of the last group with clusters; KERNEL_NO_HEADER: none */
+    bool first;
+};
+
+#define KERNEL_PREV_INIT                                                                           \
+    {                                                                                              \
+        0, 0, KERNEL_NO_HEADER, true                                                               \
+    }
 
 /* --- encoding ------------------------------------------------------------- */
 
@@ -31,22 +48,45 @@ static uint8_t *kernel_put_le(uint8_t *p, uint64_t v, int bytes)
     return p;
 }
 
+/* The flags of g against prev, and its clusters' header in *header. */
+static unsigned kernel_flags(const Argus__V1__KernelGroup *g, const struct kernel_prev *prev,
+                             unsigned *header)
+{
+    unsigned f = g->work_id ? KERNEL_WORK_ID : 0;
+
+    *header = g->n_clusters ? cluster_code_header(g->clusters, g->n_clusters) : KERNEL_NO_HEADER;
+    if (!prev->first && g->name_id == prev->name_id)
+        f |= KERNEL_SAME_NAME;
+    if (g->stream == prev->stream)
+        f |= KERNEL_SAME_STREAM;
+    if (g->n_clusters && *header == prev->header)
+        f |= KERNEL_SAME_HEADER;
+    return f;
+}
+
 size_t kernel_code_encode(const Argus__V1__StepRecord *r, uint8_t *out)
 {
+    struct kernel_prev prev = KERNEL_PREV_INIT;
     uint8_t *p = out;
 
     for (size_t i = 0; i < r->n_kernels; i++) {
         const Argus__V1__KernelGroup *g = r->kernels[i];
-        bool same = i && g->name_id == r->kernels[i - 1]->name_id;
+        unsigned header, f = kernel_flags(g, &prev, &header);
 
-        p = varint_put(p, (uint64_t)g->n_clusters << 2 | (g->work_id ? KERNEL_WORK_ID : 0) |
-                              (same ? KERNEL_SAME_NAME : 0));
-        if (!same)
+        p = varint_put(p, (uint64_t)g->n_clusters << KERNEL_FLAG_BITS | f);
+        if (!(f & KERNEL_SAME_NAME))
             p = kernel_put_le(p, g->name_id, 8);
-        p = varint_put(p, g->stream);
-        if (g->work_id)
+        if (!(f & KERNEL_SAME_STREAM))
+            p = varint_put(p, g->stream);
+        if (f & KERNEL_WORK_ID)
             p = kernel_put_le(p, g->work_id, 4);
-        p += cluster_code_encode(g->clusters, g->n_clusters, p);
+        if (g->n_clusters && !(f & KERNEL_SAME_HEADER))
+            p = varint_put(p, header);
+        p += cluster_code_encode(g->clusters, g->n_clusters, header, p);
+        prev.name_id = g->name_id;
+        prev.stream = g->stream;
+        prev.header = g->n_clusters ? header : prev.header;
+        prev.first = false;
     }
     return (size_t)(p - out);
 }
@@ -63,27 +103,48 @@ static bool kernel_get_le(const uint8_t **p, const uint8_t *end, int bytes, uint
     return true;
 }
 
-/* The next group's fields before its clusters into g (name_id kept from the
- * previous group when it says so), its cluster count into *n. 0, -EBADMSG
- * or -EMSGSIZE (more than max clusters). */
-static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
-                            Argus__V1__KernelGroup *g, size_t *n)
+/* The clusters' header of a group of flags h with clusters: read, or the
+ * last one. false when malformed. */
+static bool kernel_read_header(const uint8_t **p, const uint8_t *end, uint64_t h,
+                               struct kernel_prev *prev)
 {
-    uint64_t h, v;
+    uint64_t v;
+
+    if (h & KERNEL_SAME_HEADER)
+        return prev->header != KERNEL_NO_HEADER;
+    if (!varint_get(p, end, &v) || v > CLUSTER_CODE_HEADER_MAX)
+        return false;
+    prev->header = (unsigned)v;
+    return true;
+}
+
+/* The next group's fields before its clusters into g, against *prev (which
+ * becomes g's: prev->header is then the header of g's clusters), its
+ * cluster count into *n. 0, -EBADMSG or -EMSGSIZE (over max clusters). */
+static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
+                            struct kernel_prev *prev, Argus__V1__KernelGroup *g, size_t *n)
+{
+    uint64_t h, v = prev->stream;
 
     if (!varint_get(p, end, &h))
         return -EBADMSG;
-    if ((h >> 2) > max)
+    if ((h >> KERNEL_FLAG_BITS) > max)
         return -EMSGSIZE;
-    *n = (size_t)(h >> 2);
-    if (!(h & KERNEL_SAME_NAME) && !kernel_get_le(p, end, 8, &g->name_id))
+    *n = (size_t)(h >> KERNEL_FLAG_BITS);
+    g->name_id = prev->name_id;
+    if ((h & KERNEL_SAME_NAME) ? prev->first : !kernel_get_le(p, end, 8, &g->name_id))
         return -EBADMSG;
-    if (!varint_get(p, end, &v) || v > UINT32_MAX)
+    if ((!(h & KERNEL_SAME_STREAM) && !varint_get(p, end, &v)) || v > UINT32_MAX)
         return -EBADMSG;
     g->stream = (uint32_t)v;
     if ((h & KERNEL_WORK_ID) && !kernel_get_le(p, end, 4, &v))
         return -EBADMSG;
     g->work_id = (h & KERNEL_WORK_ID) ? (uint32_t)v : 0;
+    if (*n && !kernel_read_header(p, end, h, prev))
+        return -EBADMSG;
+    prev->name_id = g->name_id;
+    prev->stream = g->stream;
+    prev->first = false;
     return 0;
 }
 
@@ -91,6 +152,7 @@ static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
 static int kernel_count(const uint8_t *p, const uint8_t *end, size_t max_groups,
                         size_t max_clusters, size_t *groups)
 {
+    struct kernel_prev prev = KERNEL_PREV_INIT;
     Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT;
     size_t n;
     int rc;
@@ -98,8 +160,8 @@ static int kernel_count(const uint8_t *p, const uint8_t *end, size_t max_groups,
     for (*groups = 0; p < end; (*groups)++) {
         if (*groups == max_groups)
             return -EMSGSIZE;
-        if ((rc = kernel_read_head(&p, end, max_clusters, &g, &n)) < 0 ||
-            (rc = cluster_code_skip(&p, end, n)) < 0)
+        if ((rc = kernel_read_head(&p, end, max_clusters, &prev, &g, &n)) < 0 ||
+            (n && (rc = cluster_code_skip(&p, end, prev.header, n)) < 0))
             return rc;
     }
     return 0;
@@ -121,26 +183,25 @@ static void kernel_free_groups(ProtobufCAllocator *a, Argus__V1__KernelGroup **g
         free(g);
 }
 
-/* Decode the next group (checked by kernel_count) into a new *g; prev is
- * the previous group (NULL for the first). 0 or -ENOMEM. */
-static int kernel_read_group(const uint8_t **p, const uint8_t *end,
-                             const Argus__V1__KernelGroup *prev, ProtobufCAllocator *a,
-                             Argus__V1__KernelGroup **g)
+/* Decode the next group (checked by kernel_count) into a new *g, against
+ * *prev. 0 or -ENOMEM. */
+static int kernel_read_group(const uint8_t **p, const uint8_t *end, struct kernel_prev *prev,
+                             ProtobufCAllocator *a, Argus__V1__KernelGroup **g)
 {
     size_t n;
 
     if (!(*g = kernel_alloc(a, sizeof(**g))))
         return -ENOMEM;
     argus__v1__kernel_group__init(*g);
-    (*g)->name_id = prev ? prev->name_id : 0;
-    kernel_read_head(p, end, SIZE_MAX, *g, &n);
+    kernel_read_head(p, end, SIZE_MAX, prev, *g, &n);
     (*g)->n_clusters = n;
-    return cluster_code_decode(p, end, n, a, &(*g)->clusters);
+    return n ? cluster_code_decode(p, end, prev->header, n, a, &(*g)->clusters) : 0;
 }
 
 int kernel_code_decode(const uint8_t *p, size_t len, size_t max_groups, size_t max_clusters,
                        ProtobufCAllocator *a, Argus__V1__KernelGroup ***out, size_t *n)
 {
+    struct kernel_prev prev = KERNEL_PREV_INIT;
     const uint8_t *end = p + len;
     Argus__V1__KernelGroup **g;
     size_t k;
@@ -153,7 +214,7 @@ int kernel_code_decode(const uint8_t *p, size_t len, size_t max_groups, size_t m
     if (!(g = kernel_alloc(a, k * sizeof(*g))))
         return -ENOMEM;
     for (size_t i = 0; i < k; i++)
-        if ((rc = kernel_read_group(&p, end, i ? g[i - 1] : NULL, a, &g[i])) < 0) {
+        if ((rc = kernel_read_group(&p, end, &prev, a, &g[i])) < 0) {
             if (g[i]) /* its clusters failed: a group of none */
                 g[i]->n_clusters = 0;
             kernel_free_groups(a, g, i + (g[i] != NULL));

@@ -1,7 +1,7 @@
 /* The compact coding of a step record's kernel groups
  * (StepRecord.packed_kernels, proto/argus.proto): takes the KernelGroup
  * messages of a record, gives bytes that hold exactly the same groups in
- * about 60% of the room, and back. The agent's batcher ships every record
+ * half the room or less, and back. The agent's batcher ships every record
  * coded (kernel_code_compact); the collector's ingest turns the bytes back
  * into KernelGroup messages right after unpacking a batch
  * (kernel_code_expand_batch), so that the store, diagnosis and every reader
@@ -9,15 +9,16 @@
  *
  * Coding: the groups one after the other, in the record's order, each
  *
- *   varint  n_clusters << 2 | (work_id != 0) << 1 | (name_id same as the
- *           previous group's)
- *   8 bytes name_id, little-endian (not when the same as the previous)
- *   varint  stream
- *   4 bytes work_id, little-endian (when not 0)
+ *   varint  head: n_clusters << 4 | flags
+ *   8 bytes name_id, little-endian    unless flags & 1: the previous group's
+ *   varint  stream                    unless flags & 4: the previous group's
+ *   4 bytes work_id, little-endian    when flags & 2 (else 0)
+ *   varint  the clusters' header      unless flags & 8: the header of the
+ *                                     last group before with clusters
  *   the n_clusters clusters (common/cluster_code.h)
  *
- * to the end of the bytes. A KernelGroup's keys and lengths (4 to 8 bytes a
- * group) are not sent, and its clusters take a third of their room as
+ * to the end of the bytes (the first group's "previous" stream is 0). A KernelGroup's keys and
+ * lengths (4 to 8 bytes a group) are not sent, and its clusters take a third of their room as
  * Cluster messages. Stateless apart from the buffer a caller owns;
  * thread-safe.
  */

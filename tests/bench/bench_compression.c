@@ -234,7 +234,10 @@ static void report_bytes(Argus__V1__StepRecord *r)
 
             plain += 1 + varint_size(m) + m;
         }
-        coded += cluster_code_encode(g->clusters, g->n_clusters, p);
+        coded += g->n_clusters
+                     ? cluster_code_encode(g->clusters, g->n_clusters,
+                                           cluster_code_header(g->clusters, g->n_clusters), p)
+                     : 0;
         keys += 1 + varint_size(argus__v1__kernel_group__get_packed_size(g));
     }
     all = p ? kernel_code_encode(r, p) : 0;

@@ -50,7 +50,7 @@ static void clusters_free(Argus__V1__Cluster **c, size_t n)
 /* count 3, p50 1000, p99 1024, sum 3008: 7 significant bits, sum sent. */
 static void test_pinned_bytes(void **state)
 {
-    static const uint8_t want[] = {0x19, 0x03, 0xfa, 0x04, 0x06, 0x02};
+    static const uint8_t want[] = {0x03, 0xfa, 0x04, 0x06, 0x02}; /* under header 0x19 */
     Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT, *cp = &c, **back;
     const uint8_t *p = want;
     uint8_t out[64];
@@ -60,9 +60,10 @@ static void test_pinned_bytes(void **state)
     c.p50_ns = 1000;
     c.p99_ns = 1024;
     c.sum_ns = 3008;
-    assert_int_equal(cluster_code_encode(&cp, 1, out), sizeof(want));
+    assert_int_equal(cluster_code_header(&cp, 1), 0x19);
+    assert_int_equal(cluster_code_encode(&cp, 1, 0x19, out), sizeof(want));
     assert_memory_equal(out, want, sizeof(want));
-    assert_int_equal(cluster_code_decode(&p, want + sizeof(want), 1, NULL, &back), 0);
+    assert_int_equal(cluster_code_decode(&p, want + sizeof(want), 0x19, 1, NULL, &back), 0);
     assert_ptr_equal(p, want + sizeof(want));
     clusters_equal(&cp, back, 1);
     clusters_free(back, 1);
@@ -75,6 +76,7 @@ static void random_round_trip(uint64_t *rng, unsigned bits)
     size_t n = 1 + rng_next(rng) % MAX_CLUSTERS, len;
     uint8_t out[1024];
     const uint8_t *p = out;
+    unsigned h;
 
     for (size_t i = 0; i < n; i++) {
         argus__v1__cluster__init(&c[i]);
@@ -87,12 +89,14 @@ static void random_round_trip(uint64_t *rng, unsigned bits)
         cp[i] = &c[i];
     }
     assert_true(cluster_code_bound(n) <= sizeof(out));
-    len = cluster_code_encode(cp, n, out);
+    h = cluster_code_header(cp, n);
+    assert_true(h <= CLUSTER_CODE_HEADER_MAX);
+    len = cluster_code_encode(cp, n, h, out);
     assert_true(len > 0 && len <= cluster_code_bound(n));
-    assert_int_equal(cluster_code_skip(&p, out + len, n), 0);
+    assert_int_equal(cluster_code_skip(&p, out + len, h, n), 0);
     assert_ptr_equal(p, out + len);
     p = out;
-    assert_int_equal(cluster_code_decode(&p, out + len, n, NULL, &back), 0);
+    assert_int_equal(cluster_code_decode(&p, out + len, h, n, NULL, &back), 0);
     assert_ptr_equal(p, out + len);
     clusters_equal(cp, back, n);
     clusters_free(back, n);
@@ -110,27 +114,26 @@ static void test_random_round_trip(void **state)
 /* Truncated at every byte, a header past 8 bits, a value past 64 bits. */
 static void test_malformed(void **state)
 {
-    static const uint8_t good[] = {0x19, 0x03, 0xfa, 0x04, 0x06, 0x02};
-    static const uint8_t header[] = {0x80, 0x02, 0x01, 0x00, 0x00};
-    static const uint8_t too_far[] = {0x00, 0x01, 0x82, 0x01, 0x00}; /* B 1, code 65: 2^64 */
-    static const uint8_t two[] = {0x00, 0x01, 0x02, 0x00, 0x01, 0x00, 0x00};
+    static const uint8_t good[] = {0x03, 0xfa, 0x04, 0x06, 0x02}; /* header 0x19 */
+    static const uint8_t too_far[] = {0x01, 0x82, 0x01, 0x00};    /* B 1, code 65: 2^64 */
+    static const uint8_t two[] = {0x01, 0x02, 0x00, 0x01, 0x00, 0x00};
     Argus__V1__Cluster **c;
     const uint8_t *p;
 
     (void)state;
     for (size_t len = 0; len < sizeof(good); len++) {
         p = good;
-        assert_int_equal(cluster_code_skip(&p, good + len, 1), -EBADMSG);
-        assert_int_equal(cluster_code_decode(&p, good + len, 1, NULL, &c), -EBADMSG);
+        assert_int_equal(cluster_code_skip(&p, good + len, 0x19, 1), -EBADMSG);
+        assert_int_equal(cluster_code_decode(&p, good + len, 0x19, 1, NULL, &c), -EBADMSG);
         assert_ptr_equal(p, good); /* not moved */
     }
-    p = header;
-    assert_int_equal(cluster_code_decode(&p, header + sizeof(header), 1, NULL, &c), -EBADMSG);
+    assert_int_equal(cluster_code_skip(&p, good + sizeof(good), 256, 1), -EBADMSG);
+    assert_int_equal(cluster_code_decode(&p, good + sizeof(good), 256, 1, NULL, &c), -EBADMSG);
     p = too_far;
-    assert_int_equal(cluster_code_decode(&p, too_far + sizeof(too_far), 1, NULL, &c), -EBADMSG);
+    assert_int_equal(cluster_code_decode(&p, too_far + sizeof(too_far), 0, 1, NULL, &c), -EBADMSG);
     p = two;
-    assert_int_equal(cluster_code_decode(&p, two + sizeof(two), 3, NULL, &c), -EBADMSG);
-    assert_int_equal(cluster_code_decode(&p, two + sizeof(two), 2, NULL, &c), 0);
+    assert_int_equal(cluster_code_decode(&p, two + sizeof(two), 0, 3, NULL, &c), -EBADMSG);
+    assert_int_equal(cluster_code_decode(&p, two + sizeof(two), 0, 2, NULL, &c), 0);
     assert_int_equal(c[1]->p50_ns, 1); /* coded against the first one's p99 (1): +0 */
     clusters_free(c, 2);
 }

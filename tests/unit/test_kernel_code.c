@@ -110,9 +110,9 @@ static void test_summarizer_round_trip(void **state)
     assert_true(ship_and_expand(&o) < 80);
 }
 
-/* name 0x0807060504030201 on streams 7 (work id 5, one cluster) and 9 (no
- * work id, no cluster). */
-static const uint8_t pinned[] = {0x06, 1,   2, 3, 4,    5,    6,    7,    8, 0x07,
+/* name 0x0807060504030201 on streams 7 (work id 5, one cluster under
+ * header 0x19) and 9 (same name, no work id, no cluster). */
+static const uint8_t pinned[] = {0x12, 1,   2, 3, 4,    5,    6,    7,    8, 0x07,
                                  5,    0,   0, 0, 0x19, 0x03, 0xfa, 0x04, 6, 2, /* 20 */
                                  0x01, 0x09};
 
@@ -206,7 +206,7 @@ static void test_copied_as_is(void **state)
     g.base.n_unknown_fields = 0;
     assert_int_equal(kernel_code_compact(&buf, &r, &out), 0);
     assert_int_equal(out.n_kernels, 0);
-    assert_int_equal(out.packed_kernels.len, 10); /* head, name, stream */
+    assert_int_equal(out.packed_kernels.len, 9); /* head, name; stream 0 as before */
     r = out;
     assert_int_equal(kernel_code_compact(&buf, &r, &out), 0);
     assert_memory_equal(&out, &r, sizeof(r));
