@@ -87,13 +87,16 @@ static uint8_t *batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct
 {
     Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
     static struct kernel_code_buf code[BATCH_MAX];
+    static struct kernel_code_prev last;
     Argus__V1__StepRecord coded[BATCH_MAX], *ptrs[BATCH_MAX];
     uint8_t *packed;
 
     if (n > BATCH_MAX)
         return NULL;
+    kernel_code_prev_clear(&last);
     for (size_t i = 0; i < n; i++) {
-        kernel_code_compact(&code[i], steps[i], &coded[i]);
+        kernel_code_compact(&code[i], steps[i], &last, &coded[i]);
+        kernel_code_prev_set(&last, steps[i]);
         ptrs[i] = &coded[i];
     }
     steps = ptrs;
@@ -240,7 +243,7 @@ static void report_bytes(Argus__V1__StepRecord *r)
                      : 0;
         keys += 1 + varint_size(argus__v1__kernel_group__get_packed_size(g));
     }
-    all = p ? kernel_code_encode(r, p) : 0;
+    all = p ? kernel_code_encode(r, false, p) : 0;
     free(p);
     p = batch_pack(&r, 1, NULL, 2, &batch);
     free(p);

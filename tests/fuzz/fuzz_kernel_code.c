@@ -1,7 +1,8 @@
 /* libFuzzer target: the collector's decoding of StepRecord.packed_kernels
  * (common/kernel_code.h, common/cluster_code.h) on any bytes must never
  * crash, leak or read out of bounds; and what decodes must code and decode
- * again to the same groups and clusters (the coding is exact). */
+ * again to the same groups and clusters (the coding is exact), whole or as
+ * only the clusters against those groups. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,15 +44,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n, m, len;
     uint8_t *out;
 
-    if (kernel_code_decode(data, size, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &g, &n) < 0)
+    if (kernel_code_decode(data, size, NULL, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &g, &n) < 0)
         return 0;
     r.n_kernels = n;
     r.kernels = g;
     out = malloc(kernel_code_bound(&r) + 1);
     if (!out)
         abort();
-    len = kernel_code_encode(&r, out);
-    if (kernel_code_decode(out, len, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) < 0 ||
+    /* the same bytes against these groups decode too when they hold only
+     * clusters, and must not crash when they do not */
+    if (kernel_code_decode(data, size, &r, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) ==
+        0)
+        free_groups(again, m);
+    len = kernel_code_encode(&r, false, out);
+    if (kernel_code_decode(out, len, NULL, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) <
+            0 ||
+        m != n)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        if (!same_group(g[i], again[i]))
+            abort();
+    free_groups(again, m);
+    len = kernel_code_encode(&r, true, out); /* only the clusters, against r itself */
+    if (kernel_code_decode(out, len, &r, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) <
+            0 ||
         m != n)
         abort();
     for (size_t i = 0; i < n; i++)

@@ -427,7 +427,7 @@ static void test_coded_kernels_stored_expanded(void **state)
         .base = c[1].base, .count = 3, .sum_ns = 12288, .p50_ns = 4096, .p99_ns = 4352};
     s.n_kernels = 1;
     s.kernels = &gp;
-    assert_int_equal(kernel_code_compact(&buf, &s, &coded), 0);
+    assert_int_equal(kernel_code_compact(&buf, &s, NULL, &coded), 0);
     assert_true(coded.packed_kernels.len > 0);
     sp = &coded;
     f = frame_of(&b, &len);

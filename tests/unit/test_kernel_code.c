@@ -2,7 +2,9 @@
  * ships them (the batcher's coded copy, the hand encoder) and expanded the
  * way the collector expands them (protobuf-c unpack of the batch,
  * kernel_code_expand_batch) come back with the same groups and clusters, in
- * fewer bytes, with the default encoding and exact values; the format pinned
+ * fewer bytes, with the default encoding and exact values, and the steps of
+ * a batch coded against the one before when their groups are the same; the
+ * format pinned
  * on two groups of one name; malformed bytes, limits and a record with both
  * forms refused; records it must not code copied as they are. */
 #include <errno.h>
@@ -21,10 +23,10 @@
 #include "tests/lib/rng.h"
 
 /* A record of rank 3 as the summarizer makes it: 60 groups of 1-3 modes. */
-static void summarized(Argus__V1__StepRecord *r, const struct summarize_options *o)
+static void summarized_seed(Argus__V1__StepRecord *r, const struct summarize_options *o,
+                            uint64_t rng)
 {
     struct summarizer *s = summarizer_new(o);
-    uint64_t rng = 2606;
 
     assert_non_null(s);
     for (uint64_t g = 0; g < 60; g++)
@@ -41,6 +43,11 @@ static void summarized(Argus__V1__StepRecord *r, const struct summarize_options 
     r->step = 41;
     assert_int_equal(summarizer_finish(s, r), 0);
     summarizer_free(s);
+}
+
+static void summarized(Argus__V1__StepRecord *r, const struct summarize_options *o)
+{
+    summarized_seed(r, o, 2606);
 }
 
 static void groups_equal(Argus__V1__KernelGroup *const *a, Argus__V1__KernelGroup *const *b,
@@ -76,7 +83,7 @@ static size_t ship_and_expand(const struct summarize_options *o)
 
     summarized(&r, o);
     plain = wire_steps_record_size(&r);
-    assert_int_equal(kernel_code_compact(&buf, &r, &copy), 0);
+    assert_int_equal(kernel_code_compact(&buf, &r, NULL, &copy), 0);
     assert_int_equal(copy.n_kernels, 0);
     n = wire_steps_record_size(&copy);
     wire = malloc(n + WIRE_STEPS_ENTRY_OVERHEAD);
@@ -142,9 +149,9 @@ static void test_pinned_bytes(void **state)
     r.n_kernels = 2;
     r.kernels = gp;
     assert_true(kernel_code_bound(&r) <= sizeof(out));
-    assert_int_equal(kernel_code_encode(&r, out), sizeof(pinned));
+    assert_int_equal(kernel_code_encode(&r, false, out), sizeof(pinned));
     assert_memory_equal(out, pinned, sizeof(pinned));
-    assert_int_equal(kernel_code_decode(pinned, sizeof(pinned), 2, 1, NULL, &back, &n), 0);
+    assert_int_equal(kernel_code_decode(pinned, sizeof(pinned), NULL, 2, 1, NULL, &back, &n), 0);
     assert_int_equal(n, 2);
     groups_equal(back, gp, 2);
     for (size_t i = 0; i < n; i++)
@@ -160,13 +167,15 @@ static void test_malformed_and_limits(void **state)
     (void)state;
     for (size_t len = 1; len < sizeof(pinned); len++)
         if (len != 20) /* 20: the first group alone, whole */
-            assert_int_equal(kernel_code_decode(pinned, len, 2, 1, NULL, &g, &n), -EBADMSG);
-    assert_int_equal(kernel_code_decode(pinned, 20, 2, 1, NULL, &g, &n), 0);
+            assert_int_equal(kernel_code_decode(pinned, len, NULL, 2, 1, NULL, &g, &n), -EBADMSG);
+    assert_int_equal(kernel_code_decode(pinned, 20, NULL, 2, 1, NULL, &g, &n), 0);
     assert_int_equal(n, 1);
     argus__v1__kernel_group__free_unpacked(g[0], NULL);
     free(g);
-    assert_int_equal(kernel_code_decode(pinned, sizeof(pinned), 1, 1, NULL, &g, &n), -EMSGSIZE);
-    assert_int_equal(kernel_code_decode(pinned, sizeof(pinned), 2, 0, NULL, &g, &n), -EMSGSIZE);
+    assert_int_equal(kernel_code_decode(pinned, sizeof(pinned), NULL, 1, 1, NULL, &g, &n),
+                     -EMSGSIZE);
+    assert_int_equal(kernel_code_decode(pinned, sizeof(pinned), NULL, 2, 0, NULL, &g, &n),
+                     -EMSGSIZE);
     assert_null(g);
 }
 
@@ -195,22 +204,83 @@ static void test_copied_as_is(void **state)
     struct kernel_code_buf buf = {0};
 
     (void)state;
-    assert_int_equal(kernel_code_compact(&buf, &r, &out), 0);
+    assert_int_equal(kernel_code_compact(&buf, &r, NULL, &out), 0);
     assert_int_equal(out.packed_kernels.len, 0);
     r.n_kernels = 1;
     r.kernels = &gp;
     g.base.n_unknown_fields = 1;
-    assert_int_equal(kernel_code_compact(&buf, &r, &out), 0);
+    assert_int_equal(kernel_code_compact(&buf, &r, NULL, &out), 0);
     assert_int_equal(out.n_kernels, 1);
     assert_int_equal(out.packed_kernels.len, 0);
     g.base.n_unknown_fields = 0;
-    assert_int_equal(kernel_code_compact(&buf, &r, &out), 0);
+    assert_int_equal(kernel_code_compact(&buf, &r, NULL, &out), 0);
     assert_int_equal(out.n_kernels, 0);
     assert_int_equal(out.packed_kernels.len, 9); /* head, name; stream 0 as before */
     r = out;
-    assert_int_equal(kernel_code_compact(&buf, &r, &out), 0);
+    assert_int_equal(kernel_code_compact(&buf, &r, NULL, &out), 0);
     assert_memory_equal(&out, &r, sizeof(r));
     kernel_code_buf_free(&buf);
+}
+
+/* Steps 41-43 of rank 3 and one of another job, coded as the batcher codes
+ * a batch: 42 and 43 only as clusters against the one before, the other
+ * job's whole; expanded, every record has its groups back. */
+static void test_as_previous(void **state)
+{
+    Argus__V1__StepRecord r[4], copy[4], *rp[4] = {&copy[0], &copy[1], &copy[2], &copy[3]};
+    Argus__V1__Batch b = ARGUS__V1__BATCH__INIT, *back;
+    struct kernel_code_buf buf[4] = {{0}};
+    struct kernel_code_prev last = {0};
+    struct summarize_options o;
+    uint8_t *wire;
+    size_t n;
+
+    (void)state;
+    summarize_options_default(&o);
+    for (int i = 0; i < 4; i++) {
+        summarized_seed(&r[i], &o, 7 + (uint64_t)i);
+        r[i].step = 41 + (uint64_t)i;
+        r[i].job = i == 3 ? "job-8" : "job-7";
+        assert_int_equal(kernel_code_compact(&buf[i], &r[i], &last, &copy[i]), 0);
+        assert_int_equal(kernel_code_prev_set(&last, &r[i]), 0);
+        assert_int_equal(copy[i].packed_kernels_as_previous, i == 1 || i == 2);
+    }
+    assert_true(copy[1].packed_kernels.len * 10 < copy[0].packed_kernels.len * 8);
+    b.agent_id = "a";
+    b.n_steps = 4;
+    b.steps = rp;
+    n = argus__v1__batch__get_packed_size(&b);
+    wire = malloc(n);
+    assert_non_null(wire);
+    argus__v1__batch__pack(&b, wire);
+    back = argus__v1__batch__unpack(NULL, n, wire);
+    assert_non_null(back);
+    assert_int_equal(kernel_code_expand_batch(back, 4096, 64, NULL), 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(back->steps[i]->n_kernels, r[i].n_kernels);
+        assert_false(back->steps[i]->packed_kernels_as_previous);
+        groups_equal(back->steps[i]->kernels, r[i].kernels, r[i].n_kernels);
+    }
+    argus__v1__batch__free_unpacked(back, NULL);
+    /* against nothing, or another job: malformed */
+    back = argus__v1__batch__unpack(NULL, n, wire);
+    back->steps[0]->packed_kernels_as_previous = true;
+    assert_int_equal(kernel_code_expand_batch(back, 4096, 64, NULL), -EBADMSG);
+    argus__v1__batch__free_unpacked(back, NULL);
+    back = argus__v1__batch__unpack(NULL, n, wire);
+    back->steps[3]->packed_kernels_as_previous = true;
+    assert_int_equal(kernel_code_expand_batch(back, 4096, 64, NULL), -EBADMSG);
+    argus__v1__batch__free_unpacked(back, NULL);
+    /* a new batch: nothing to code against */
+    kernel_code_prev_clear(&last);
+    assert_int_equal(kernel_code_compact(&buf[0], &r[1], &last, &copy[0]), 0);
+    assert_false(copy[0].packed_kernels_as_previous);
+    free(wire);
+    kernel_code_prev_free(&last);
+    for (int i = 0; i < 4; i++) {
+        kernel_code_buf_free(&buf[i]);
+        summarizer_free_groups(&r[i]);
+    }
 }
 
 int main(void)
@@ -218,7 +288,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summarizer_round_trip), cmocka_unit_test(test_pinned_bytes),
         cmocka_unit_test(test_malformed_and_limits),  cmocka_unit_test(test_both_forms),
-        cmocka_unit_test(test_copied_as_is),
+        cmocka_unit_test(test_copied_as_is),          cmocka_unit_test(test_as_previous),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
