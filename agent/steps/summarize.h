@@ -29,9 +29,9 @@
  * significant bits ~7,800x): no min/max, and every ns value rounded to 8
  * significant bits (relative error <= 0.4%), so each value codes in about a
  * byte against its neighbour and values that barely move from step to step
- * or rank to rank repeat byte for byte for LZ4. Exact output is one option away (fields = SUMMARIZE_FIELDS_ALL,
- * quantize_bits = 0). What the clusters mean to a reader, as a distribution,
- * is common/clusters.h.
+ * or rank to rank repeat byte for byte for LZ4. Exact output is one option
+ * away (fields = SUMMARIZE_FIELDS_ALL, quantize_bits = 0). What the clusters
+ * mean to a reader, as a distribution, is common/clusters.h.
  *
  * Everything is deterministic: output groups are ordered by (name_id, stream)
  * and the result depends only on the multiset of events added, not on their
