@@ -642,13 +642,14 @@ static void ingest_message(void *stream, const void *data, size_t len,
                       arena ? "frame payload is not a valid argus.v1.Batch" : "out of memory");
         return;
     }
-    /* compactly coded kernels become KernelGroups before anything reads them */
+    /* coded kernels become KernelGroups first: out of memory is retried, the rest refused */
     long coded = kernel_code_expand_batch(b, s->in->limits.max_groups_per_step,
                                           s->in->limits.max_clusters_per_group, &alloc);
     if (coded < 0)
-        ingest_reject(s, INGEST_REJECT_BATCH_INVALID, TRANSPORT_INVALID_ARGUMENT, reply,
-                      coded == -EMSGSIZE ? "packed_kernels over the limit of groups or clusters"
-                                         : "malformed StepRecord.packed_kernels");
+        ingest_reject(s, INGEST_REJECT_BATCH_INVALID,
+                      coded == -ENOMEM ? TRANSPORT_UNAVAILABLE : TRANSPORT_INVALID_ARGUMENT, reply,
+                      coded == -ENOMEM ? "out of memory expanding packed_kernels, retry later"
+                                       : "malformed or oversized StepRecord.packed_kernels");
     else
         ingest_store(s, b, coded ? NULL : raw, raw_len, recv, &arena, reply);
     if (arena)

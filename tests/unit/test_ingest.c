@@ -452,7 +452,7 @@ static void test_coded_kernels_stored_expanded(void **state)
     s.packed_kernels.data = junk;
     s.packed_kernels.len = sizeof(junk);
     f = frame_of(&b, &len);
-    expect(f, len, RPC_INVALID_ARGUMENT, "malformed StepRecord.packed_kernels");
+    expect(f, len, RPC_INVALID_ARGUMENT, "malformed or oversized StepRecord.packed_kernels");
     free(f);
     kernel_code_buf_free(&buf);
 }
