@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/varint.h"
 #include "common/wire_steps.h"
@@ -30,6 +31,8 @@ struct batcher {
     size_t nsealed, sealed_cap;
     bool sealed_jobless;
     struct batcher_stats stats;
+    struct kernel_code_buf code;  /* the coded copy of the step being added */
+    struct kernel_code_prev last; /* the open batch's last step, to code the next against */
 };
 
 #define BATCHER_RETRY_NS (10 * NSEC_PER_MSEC)
@@ -62,6 +65,8 @@ void batcher_free(struct batcher *b)
     if (!b)
         return;
     free(b->buf);
+    kernel_code_buf_free(&b->code);
+    kernel_code_prev_free(&b->last);
     free(b->jobs);
     free(b->sealed_jobs);
     free(b->agent_id);
@@ -187,11 +192,16 @@ int batcher_add_status(struct batcher *b, const Argus__V1__RankStatus *s, uint64
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
-    size_t n = wire_steps_record_size(s), need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
+    Argus__V1__StepRecord coded; /* s with its kernels coded: out of memory, s as it is */
+    size_t n, need;
 
+    kernel_code_compact(&b->code, s, &b->last, &coded);
+    n = wire_steps_record_size(&coded);
+    need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
     if (batcher_reserve(b, need) < 0)
         return -ENOMEM;
-    b->len += wire_steps_entry_put(b->buf + b->len, s, n);
+    b->len += wire_steps_entry_put(b->buf + b->len, &coded, n);
+    kernel_code_prev_set(&b->last, s); /* out of memory: the next is coded whole */
     batcher_opened(b, now_ns);
     b->nsteps++;
     b->stats.steps++;
@@ -334,6 +344,7 @@ int batcher_seal(struct batcher *b, uint64_t epoch, uint64_t seq, void **frame, 
         b->stats.frame_bytes += *len;
         b->len = 0;
         b->nsteps = 0;
+        kernel_code_prev_clear(&b->last);
         b->ntraces = 0;
         b->nstatuses = 0;
         b->exited = false;

@@ -45,7 +45,9 @@ void batcher_free(struct batcher *b);
 /* The drop reason of a step the batcher had no memory for. */
 #define BATCHER_DROP_NOMEM "batcher_nomem"
 
-/* Pack s into the open batch and reference its names. now_ns is monotonic.
+/* Pack s into the open batch, its kernel groups coded compactly
+ * (common/kernel_code.h; only their clusters when the batch's previous step
+ * record has the same job and groups), and reference its names. now_ns is monotonic.
  * Returns 0 or -ENOMEM: the step is dropped, and the caller counts it as
  * BATCHER_DROP_NOMEM for its job and rank. */
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);

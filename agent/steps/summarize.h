@@ -23,14 +23,15 @@
  *
  * What goes on the wire is set by fields and quantize_bits. The defaults are
  * the ones that meet the >= 3,700x target (tests/bench/bench_compression: on
- * a 46,000-kernel step, exact values with min/max give ~2,000x per step in a
- * batch of 8 steps or 8 ranks, without min/max ~3,100x, and without min/max
- * rounded to 8 significant bits ~4,600x): no min/max, and every ns value
- * rounded to 8 significant bits (relative error <= 0.4%), so values that
- * barely move from step to step or rank to rank repeat byte for byte and LZ4
- * finds them. Exact output is one option away (fields = SUMMARIZE_FIELDS_ALL,
- * quantize_bits = 0). What the clusters mean to a reader, as a distribution,
- * is common/clusters.h.
+ * a 46,000-kernel step, as the batcher codes them (common/kernel_code.h),
+ * exact values with min/max give ~2,900x per step in a batch of 8 steps or
+ * 8 ranks, without min/max ~3,900x, and without min/max rounded to 8
+ * significant bits ~7,800x): no min/max, and every ns value rounded to 8
+ * significant bits (relative error <= 0.4%), so each value codes in about a
+ * byte against its neighbour and values that barely move from step to step
+ * or rank to rank repeat byte for byte for LZ4. Exact output is one option
+ * away (fields = SUMMARIZE_FIELDS_ALL, quantize_bits = 0). What the clusters
+ * mean to a reader, as a distribution, is common/clusters.h.
  *
  * Everything is deterministic: output groups are ordered by (name_id, stream)
  * and the result depends only on the multiset of events added, not on their

@@ -16,6 +16,7 @@
 #include "collector/ingest/stream_clock.h"
 #include "collector/trace/trace_capture.h"
 #include "common/clock.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/log.h"
 #include "common/name_id.h"
@@ -541,9 +542,10 @@ static int ingest_check_owners(struct ingest_stream *s, const Argus__V1__Batch *
                         errlen);
 }
 
-/* Validate, store and ack b (unpacked into *arena, from raw). A stored batch
- * goes to diagnosis through the queue, which takes the arena: *arena is NULL
- * then. */
+/* Validate, store and ack b (unpacked into *arena, from raw; NULL: b was
+ * changed after unpacking, the store packs its records again). A stored
+ * batch goes to diagnosis through the queue, which takes the arena: *arena
+ * is NULL then. */
 static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, const void *raw,
                          size_t raw_len, uint64_t recv, struct ingest_arena **arena,
                          struct transport_reply *reply)
@@ -568,7 +570,7 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         snprintf(reply->message, sizeof(reply->message), "%s", err);
         return;
     }
-    struct store_slice *slices = b->n_steps ? malloc(b->n_steps * sizeof(*slices)) : NULL;
+    struct store_slice *slices = b->n_steps && raw ? malloc(b->n_steps * sizeof(*slices)) : NULL;
     if (slices && ingest_step_slices(raw, raw_len, slices, b->n_steps) != (long)b->n_steps) {
         free(slices); /* unexpected layout: let the store pack the records */
         slices = NULL;
@@ -640,7 +642,16 @@ static void ingest_message(void *stream, const void *data, size_t len,
                       arena ? "frame payload is not a valid argus.v1.Batch" : "out of memory");
         return;
     }
-    ingest_store(s, b, raw, raw_len, recv, &arena, reply);
+    /* coded kernels become KernelGroups first: out of memory is retried, the rest refused */
+    long coded = kernel_code_expand_batch(b, s->in->limits.max_groups_per_step,
+                                          s->in->limits.max_clusters_per_group, &alloc);
+    if (coded < 0)
+        ingest_reject(s, INGEST_REJECT_BATCH_INVALID,
+                      coded == -ENOMEM ? TRANSPORT_UNAVAILABLE : TRANSPORT_INVALID_ARGUMENT, reply,
+                      coded == -ENOMEM ? "out of memory expanding packed_kernels, retry later"
+                                       : "malformed or oversized StepRecord.packed_kernels");
+    else
+        ingest_store(s, b, coded ? NULL : raw, raw_len, recv, &arena, reply);
     if (arena)
         ingest_arena_release(arena); /* the whole unpacked batch, when not queued */
     free(raw);

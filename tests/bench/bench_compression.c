@@ -34,8 +34,11 @@
 #include "agent/sources/kineto.h"
 #include "agent/steps/summarize.h"
 #include "common/clock.h"
+#include "common/cluster_code.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/name_id.h"
+#include "common/varint.h"
 #include "proto/argus.pb-c.h"
 #include "tests/lib/rng.h"
 
@@ -74,13 +77,29 @@ struct dictionary {
     size_t bytes; /* raw: sum of name lengths */
 };
 
-/* The packed Batch of steps[0..n) with dict (NULL: names already sent);
+#define BATCH_MAX 16 /* steps in a batch here */
+
+/* The packed Batch of steps[0..n) with dict (NULL: names already sent), the
+ * kernels coded as the agent's batcher codes them (common/kernel_code.h);
  * malloc'd, *len bytes. */
 static uint8_t *batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
                            uint64_t seq, size_t *len)
 {
     Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
+    static struct kernel_code_buf code[BATCH_MAX];
+    static struct kernel_code_prev last;
+    Argus__V1__StepRecord coded[BATCH_MAX], *ptrs[BATCH_MAX];
     uint8_t *packed;
+
+    if (n > BATCH_MAX)
+        return NULL;
+    kernel_code_prev_clear(&last);
+    for (size_t i = 0; i < n; i++) {
+        kernel_code_compact(&code[i], steps[i], &last, &coded[i]);
+        kernel_code_prev_set(&last, steps[i]);
+        ptrs[i] = &coded[i];
+    }
+    steps = ptrs;
 
     b.agent_id = AGENT;
     b.epoch = 1733130000;
@@ -196,6 +215,43 @@ static double report_synth(const struct encoding *e, Argus__V1__StepRecord **rec
     printf(" | 8 ranks x 1 step: %6.1f B %5.0fx | 8 steps as lz4hc %5.0fx, zstd %5.0fx\n",
            node / 8.0, raw_steady / (node / 8.0), raw_steady / (hc / 8.0), raw_steady / (zs / 8.0));
     return ratio8;
+}
+
+/* Where the bytes of lone step r go before LZ4: its kernels as KernelGroup
+ * messages (the fields with their keys, and the groups' own keys and
+ * lengths) against their coding (common/kernel_code.h), and the rest of the
+ * batch; and after LZ4. */
+static void report_bytes(Argus__V1__StepRecord *r)
+{
+    size_t ids = 0, streams = 0, work = 0, plain = 0, coded = 0, keys = 0, all = 0, batch;
+    uint8_t *p = malloc(kernel_code_bound(r) + 1);
+
+    for (size_t i = 0; i < r->n_kernels && p; i++) {
+        const Argus__V1__KernelGroup *g = r->kernels[i];
+
+        ids += g->name_id ? 9 : 0;
+        streams += g->stream ? 1 + varint_size(g->stream) : 0;
+        work += g->work_id ? 5 : 0;
+        for (size_t k = 0; k < g->n_clusters; k++) {
+            size_t m = argus__v1__cluster__get_packed_size(g->clusters[k]);
+
+            plain += 1 + varint_size(m) + m;
+        }
+        coded += g->n_clusters
+                     ? cluster_code_encode(g->clusters, g->n_clusters,
+                                           cluster_code_header(g->clusters, g->n_clusters), p)
+                     : 0;
+        keys += 1 + varint_size(argus__v1__kernel_group__get_packed_size(g));
+    }
+    all = p ? kernel_code_encode(r, false, p) : 0;
+    free(p);
+    p = batch_pack(&r, 1, NULL, 2, &batch);
+    free(p);
+    printf("  lone step, default encoding, before LZ4: %zu groups as KernelGroups %zu B (name_id "
+           "%zu, stream %zu, work_id %zu, keys %zu, clusters %zu); coded %zu B (clusters %zu); "
+           "batch %zu B in all, %zu B after LZ4 in its frame\n",
+           r->n_kernels, ids + streams + work + keys + plain, ids, streams, work, keys, plain, all,
+           coded, batch, ship_bytes(&r, 1, NULL, 2));
 }
 
 /* --- (a) the real traces ------------------------------------------------- */
@@ -556,8 +612,10 @@ static int bench_synth(uint64_t seed)
                              (double)records[0].kernel_events * RAW_KERNEL_RECORD + (double)d.bytes,
                              (double)d.bytes);
         if (encodings[e].fields == SUMMARIZE_DEFAULT_FIELDS &&
-            encodings[e].quantize_bits == SUMMARIZE_DEFAULT_QUANTIZE_BITS)
+            encodings[e].quantize_bits == SUMMARIZE_DEFAULT_QUANTIZE_BITS) {
             met = ratio >= TARGET_RATIO;
+            report_bytes(&records[0]);
+        }
         for (size_t i = 0; i < SYNTH_STEPS; i++)
             summarizer_free_groups(&records[i]);
         for (size_t i = 0; i < 8; i++)

@@ -1,7 +1,9 @@
 /* Ingest against hostile input, each over a real gRPC connection to an
  * in-process collector (transport + ingest + RocksDB store in a temp dir):
  * the right status and message every time, and a healthy stream keeps being
- * served throughout. Also the pure validator. */
+ * served throughout. Also the pure validator, and a record whose kernels
+ * come coded (StepRecord.packed_kernels, as the agent ships them) stored
+ * with the same kernels as KernelGroups. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include "collector/store/store.h"
 #include "collector/transport/transport.h"
 #include "common/frame.h"
+#include "common/kernel_code.h"
 #include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
@@ -386,6 +389,74 @@ static void test_validate_statuses(void **state)
     assert_non_null(strstr(err, "batch carries 4097 rank statuses; limit 4096"));
 }
 
+/* The record of step s as the store holds it (the first one scanned). */
+static int first_record(void *ctx, const void *value, size_t len)
+{
+    Argus__V1__StepRecord **r = ctx;
+
+    if (!*r)
+        *r = argus__v1__step_record__unpack(NULL, len, value);
+    return 0;
+}
+
+/* A record shipped with its kernels coded is stored with them expanded: the
+ * same groups and clusters; malformed coded bytes are refused. */
+static void test_coded_kernels_stored_expanded(void **state)
+{
+    Argus__V1__Cluster c[2] = {ARGUS__V1__CLUSTER__INIT, ARGUS__V1__CLUSTER__INIT};
+    Argus__V1__Cluster *cp[2] = {&c[0], &c[1]};
+    Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT, *gp = &g;
+    Argus__V1__StepRecord s, *sp, coded, *back = NULL;
+    Argus__V1__Batch b;
+    struct kernel_code_buf buf = {0};
+    uint8_t junk[] = {0x12, 1, 2};
+    char msg[256];
+    size_t len;
+    void *f;
+
+    good_batch(&b, &s, &sp);
+    s.job = "coded";
+    g.name_id = 0x1234567890abcdefULL;
+    g.stream = 7;
+    g.work_id = 99;
+    g.n_clusters = 2;
+    g.clusters = cp;
+    c[0] = (Argus__V1__Cluster){
+        .base = c[0].base, .count = 40, .sum_ns = 41984, .p50_ns = 1024, .p99_ns = 1152};
+    c[1] = (Argus__V1__Cluster){
+        .base = c[1].base, .count = 3, .sum_ns = 12288, .p50_ns = 4096, .p99_ns = 4352};
+    s.n_kernels = 1;
+    s.kernels = &gp;
+    assert_int_equal(kernel_code_compact(&buf, &s, NULL, &coded), 0);
+    assert_true(coded.packed_kernels.len > 0);
+    sp = &coded;
+    f = frame_of(&b, &len);
+    assert_int_equal(send_one(f, len, msg, sizeof(msg)), RPC_OK);
+    free(f);
+    assert_int_equal(store_scan_steps(store, "coded", 1, 0, 0, first_record, &back), 0);
+    assert_non_null(back);
+    assert_int_equal(back->packed_kernels.len, 0);
+    assert_int_equal(back->n_kernels, 1);
+    assert_int_equal(back->kernels[0]->name_id, g.name_id);
+    assert_int_equal(back->kernels[0]->stream, 7);
+    assert_int_equal(back->kernels[0]->work_id, 99);
+    assert_int_equal(back->kernels[0]->n_clusters, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(back->kernels[0]->clusters[i]->count, c[i].count);
+        assert_int_equal(back->kernels[0]->clusters[i]->sum_ns, c[i].sum_ns);
+        assert_int_equal(back->kernels[0]->clusters[i]->p50_ns, c[i].p50_ns);
+        assert_int_equal(back->kernels[0]->clusters[i]->p99_ns, c[i].p99_ns);
+    }
+    argus__v1__step_record__free_unpacked(back, NULL);
+    good_batch(&b, &s, &sp);
+    s.packed_kernels.data = junk;
+    s.packed_kernels.len = sizeof(junk);
+    f = frame_of(&b, &len);
+    expect(f, len, RPC_INVALID_ARGUMENT, "malformed or oversized StepRecord.packed_kernels");
+    free(f);
+    kernel_code_buf_free(&buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_unknown_codec),
         cmocka_unit_test(test_absurd_rank),
         cmocka_unit_test(test_million_names),
+        cmocka_unit_test(test_coded_kernels_stored_expanded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent/sources/records.h"
+#include "common/kernel_code.h"
 #include "common/frame.h"
 #include "common/name_id.h"
 #include "tools/argus-sim/gen.h"
@@ -191,7 +192,9 @@ static int record_push(void *ctx, uint32_t agent, uint64_t seq, void *frame, siz
     free(raw);
     if (!b)
         return -EBADMSG;
-    r = record_batch(ctx, agent, b);
+    /* records are written as the agent's summarizer made them: kernels */
+    r = kernel_code_expand_batch(b, SIZE_MAX, SIZE_MAX, NULL) < 0 ? -EBADMSG
+                                                                  : record_batch(ctx, agent, b);
     argus__v1__batch__free_unpacked(b, NULL);
     return r;
 }

@@ -1,0 +1,406 @@
+/* The compact coding of a step record's kernel groups: see kernel_code.h. */
+#include "common/kernel_code.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cluster_code.h"
+#include "common/varint.h"
+
+#define KERNEL_SAME_NAME 1u
+#define KERNEL_WORK_ID 2u
+#define KERNEL_SAME_STREAM 4u
+#define KERNEL_SAME_HEADER 8u
+#define KERNEL_IDENT_FLAGS (KERNEL_SAME_NAME | KERNEL_WORK_ID | KERNEL_SAME_STREAM)
+#define KERNEL_FLAG_BITS 4
+#define KERNEL_HEAD_MAX (10 + 8 + 5 + 4 + 2) /* bytes of a group before its clusters */
+#define KERNEL_NO_HEADER (CLUSTER_CODE_HEADER_MAX + 1)
+
+/* What a group is coded against: the group before it. */
+struct kernel_prev {
+    uint64_t name_id;
+    uint32_t stream;
+    unsigned header; /* of the last group with clusters; KERNEL_NO_HEADER: none */
+    bool first;
+};
+
+#define KERNEL_PREV_INIT                                                                           \
+    {                                                                                              \
+        0, 0, KERNEL_NO_HEADER, true                                                               \
+    }
+
+/* --- encoding ------------------------------------------------------------- */
+
+size_t kernel_code_bound(const Argus__V1__StepRecord *r)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < r->n_kernels; i++)
+        n += KERNEL_HEAD_MAX + cluster_code_bound(r->kernels[i]->n_clusters);
+    return n;
+}
+
+static uint8_t *kernel_put_le(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int b = 0; b < bytes; b++)
+        *p++ = (uint8_t)(v >> (8 * b));
+    return p;
+}
+
+/* The flags of g against prev (only KERNEL_SAME_HEADER when as_previous),
+ * and its clusters' header in *header. */
+static unsigned kernel_flags(const Argus__V1__KernelGroup *g, const struct kernel_prev *prev,
+                             bool as_previous, unsigned *header)
+{
+    unsigned f = g->work_id ? KERNEL_WORK_ID : 0;
+
+    *header = g->n_clusters ? cluster_code_header(g->clusters, g->n_clusters) : KERNEL_NO_HEADER;
+    if (as_previous)
+        return g->n_clusters && *header == prev->header ? KERNEL_SAME_HEADER : 0;
+    if (!prev->first && g->name_id == prev->name_id)
+        f |= KERNEL_SAME_NAME;
+    if (g->stream == prev->stream)
+        f |= KERNEL_SAME_STREAM;
+    if (g->n_clusters && *header == prev->header)
+        f |= KERNEL_SAME_HEADER;
+    return f;
+}
+
+size_t kernel_code_encode(const Argus__V1__StepRecord *r, bool as_previous, uint8_t *out)
+{
+    struct kernel_prev prev = KERNEL_PREV_INIT;
+    uint8_t *p = out;
+
+    for (size_t i = 0; i < r->n_kernels; i++) {
+        const Argus__V1__KernelGroup *g = r->kernels[i];
+        unsigned header, f = kernel_flags(g, &prev, as_previous, &header);
+
+        p = varint_put(p, (uint64_t)g->n_clusters << KERNEL_FLAG_BITS | f);
+        if (!as_previous && !(f & KERNEL_SAME_NAME))
+            p = kernel_put_le(p, g->name_id, 8);
+        if (!as_previous && !(f & KERNEL_SAME_STREAM))
+            p = varint_put(p, g->stream);
+        if (f & KERNEL_WORK_ID)
+            p = kernel_put_le(p, g->work_id, 4);
+        if (g->n_clusters && !(f & KERNEL_SAME_HEADER))
+            p = varint_put(p, header);
+        p += cluster_code_encode(g->clusters, g->n_clusters, header, p);
+        prev.name_id = g->name_id;
+        prev.stream = g->stream;
+        prev.header = g->n_clusters ? header : prev.header;
+        prev.first = false;
+    }
+    return (size_t)(p - out);
+}
+
+/* --- decoding ------------------------------------------------------------- */
+
+static bool kernel_get_le(const uint8_t **p, const uint8_t *end, int bytes, uint64_t *v)
+{
+    if (end - *p < bytes)
+        return false;
+    *v = 0;
+    for (int b = 0; b < bytes; b++)
+        *v |= (uint64_t)(*(*p)++) << (8 * b);
+    return true;
+}
+
+/* The clusters' header of a group of flags h with clusters: read, or the
+ * last one. false when malformed. */
+static bool kernel_read_header(const uint8_t **p, const uint8_t *end, uint64_t h,
+                               struct kernel_prev *prev)
+{
+    uint64_t v;
+
+    if (h & KERNEL_SAME_HEADER)
+        return prev->header != KERNEL_NO_HEADER;
+    if (!varint_get(p, end, &v) || v > CLUSTER_CODE_HEADER_MAX)
+        return false;
+    prev->header = (unsigned)v;
+    return true;
+}
+
+/* The name id, stream and work id of a group of flags h into g, against
+ * prev. false when malformed. */
+static bool kernel_read_ident(const uint8_t **p, const uint8_t *end, uint64_t h,
+                              const struct kernel_prev *prev, Argus__V1__KernelGroup *g)
+{
+    uint64_t v = prev->stream;
+
+    g->name_id = prev->name_id;
+    if ((h & KERNEL_SAME_NAME) ? prev->first : !kernel_get_le(p, end, 8, &g->name_id))
+        return false;
+    if ((!(h & KERNEL_SAME_STREAM) && !varint_get(p, end, &v)) || v > UINT32_MAX)
+        return false;
+    g->stream = (uint32_t)v;
+    if ((h & KERNEL_WORK_ID) && !kernel_get_le(p, end, 4, &v))
+        return false;
+    g->work_id = (h & KERNEL_WORK_ID) ? (uint32_t)v : 0;
+    return true;
+}
+
+/* The next group's fields before its clusters into g, against *prev (which
+ * becomes g's: prev->header is then the header of g's clusters) or, when as
+ * is not NULL, with as's identity; its cluster count into *n. 0, -EBADMSG
+ * or -EMSGSIZE (over max clusters). */
+static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
+                            struct kernel_prev *prev, const Argus__V1__KernelGroup *as,
+                            Argus__V1__KernelGroup *g, size_t *n)
+{
+    uint64_t h;
+
+    if (!varint_get(p, end, &h))
+        return -EBADMSG;
+    if ((h >> KERNEL_FLAG_BITS) > max)
+        return -EMSGSIZE;
+    *n = (size_t)(h >> KERNEL_FLAG_BITS);
+    if (as && (h & KERNEL_IDENT_FLAGS))
+        return -EBADMSG;
+    if (as) {
+        g->name_id = as->name_id;
+        g->stream = as->stream;
+        g->work_id = as->work_id;
+    } else if (!kernel_read_ident(p, end, h, prev, g)) {
+        return -EBADMSG;
+    }
+    if (*n && !kernel_read_header(p, end, h, prev))
+        return -EBADMSG;
+    prev->name_id = g->name_id;
+    prev->stream = g->stream;
+    prev->first = false;
+    return 0;
+}
+
+/* The group of as (NULL: none) the i-th coded group takes its identity
+ * from. */
+static const Argus__V1__KernelGroup *kernel_as(const Argus__V1__StepRecord *as, size_t i)
+{
+    return as ? as->kernels[i] : NULL;
+}
+
+/* Count the groups of [p, end), checking all of them (and that there are
+ * as many as as has). */
+static int kernel_count(const uint8_t *p, const uint8_t *end, const Argus__V1__StepRecord *as,
+                        size_t max_groups, size_t max_clusters, size_t *groups)
+{
+    struct kernel_prev prev = KERNEL_PREV_INIT;
+    Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT;
+    size_t n;
+    int rc;
+
+    for (*groups = 0; p < end; (*groups)++) {
+        if (*groups == max_groups)
+            return -EMSGSIZE;
+        if (as && *groups == as->n_kernels)
+            return -EBADMSG;
+        if ((rc = kernel_read_head(&p, end, max_clusters, &prev, kernel_as(as, *groups), &g, &n)) <
+                0 ||
+            (n && (rc = cluster_code_skip(&p, end, prev.header, n)) < 0))
+            return rc;
+    }
+    return as && *groups != as->n_kernels ? -EBADMSG : 0;
+}
+
+static void *kernel_alloc(ProtobufCAllocator *a, size_t n)
+{
+    return a ? a->alloc(a->allocator_data, n) : malloc(n);
+}
+
+/* Free groups g[0..n) and g. */
+static void kernel_free_groups(ProtobufCAllocator *a, Argus__V1__KernelGroup **g, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        argus__v1__kernel_group__free_unpacked(g[i], a);
+    if (a)
+        a->free(a->allocator_data, g);
+    else
+        free(g);
+}
+
+/* Decode the next group (checked by kernel_count) into a new *g, against
+ * *prev or with as's identity. 0 or -ENOMEM. */
+static int kernel_read_group(const uint8_t **p, const uint8_t *end, struct kernel_prev *prev,
+                             const Argus__V1__KernelGroup *as, ProtobufCAllocator *a,
+                             Argus__V1__KernelGroup **g)
+{
+    size_t n;
+
+    if (!(*g = kernel_alloc(a, sizeof(**g))))
+        return -ENOMEM;
+    argus__v1__kernel_group__init(*g);
+    kernel_read_head(p, end, SIZE_MAX, prev, as, *g, &n);
+    (*g)->n_clusters = n;
+    return n ? cluster_code_decode(p, end, prev->header, n, a, &(*g)->clusters) : 0;
+}
+
+int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord *as,
+                       size_t max_groups, size_t max_clusters, ProtobufCAllocator *a,
+                       Argus__V1__KernelGroup ***out, size_t *n)
+{
+    struct kernel_prev prev = KERNEL_PREV_INIT;
+    const uint8_t *end = p + len;
+    Argus__V1__KernelGroup **g;
+    size_t k;
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    if ((rc = kernel_count(p, end, as, max_groups, max_clusters, &k)) < 0 || k == 0)
+        return rc;
+    if (!(g = kernel_alloc(a, k * sizeof(*g))))
+        return -ENOMEM;
+    for (size_t i = 0; i < k; i++)
+        if ((rc = kernel_read_group(&p, end, &prev, kernel_as(as, i), a, &g[i])) < 0) {
+            if (g[i]) /* its clusters failed: a group of none */
+                g[i]->n_clusters = 0;
+            kernel_free_groups(a, g, i + (g[i] != NULL));
+            return rc;
+        }
+    *out = g;
+    *n = k;
+    return 0;
+}
+
+static const char *kernel_job(const Argus__V1__StepRecord *r)
+{
+    return r->job ? r->job : "";
+}
+
+/* The record step i of b is coded against: NULL when none is; b itself
+ * (not a record) when it should be and cannot. */
+static const void *kernel_as_of(const Argus__V1__Batch *b, size_t i)
+{
+    const Argus__V1__StepRecord *r = b->steps[i], *prev = i ? b->steps[i - 1] : NULL;
+
+    if (!r->packed_kernels_as_previous)
+        return NULL;
+    if (!prev || prev->packed_kernels.len || strcmp(kernel_job(prev), kernel_job(r)) != 0)
+        return b;
+    return prev;
+}
+
+long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
+                              ProtobufCAllocator *a)
+{
+    long expanded = 0;
+
+    for (size_t i = 0; i < b->n_steps; i++) {
+        Argus__V1__StepRecord *r = b->steps[i];
+        const void *as = kernel_as_of(b, i);
+        int rc;
+
+        if (!r->packed_kernels.len)
+            continue;
+        if (r->n_kernels || as == b)
+            return -EBADMSG;
+        rc = kernel_code_decode(r->packed_kernels.data, r->packed_kernels.len, as, max_groups,
+                                max_clusters, a, &r->kernels, &r->n_kernels);
+        if (rc < 0)
+            return rc;
+        r->packed_kernels.len = 0; /* data stays for free_unpacked */
+        r->packed_kernels_as_previous = false;
+        expanded++;
+    }
+    return expanded;
+}
+
+/* --- the batcher's copy --------------------------------------------------- */
+
+/* True when the groups of r carry fields this coding does not know. */
+static bool kernel_unknown_fields(const Argus__V1__StepRecord *r)
+{
+    for (size_t i = 0; i < r->n_kernels; i++) {
+        const Argus__V1__KernelGroup *g = r->kernels[i];
+
+        if (g->base.n_unknown_fields)
+            return true;
+        for (size_t k = 0; k < g->n_clusters; k++)
+            if (g->clusters[k]->base.n_unknown_fields)
+                return true;
+    }
+    return false;
+}
+
+/* True when prev holds in's job and group identities. */
+static bool kernel_same_as(const struct kernel_code_prev *prev, const Argus__V1__StepRecord *in)
+{
+    if (!prev || !prev->valid || prev->n != in->n_kernels || strcmp(prev->job, kernel_job(in)))
+        return false;
+    for (size_t i = 0; i < in->n_kernels; i++) {
+        const Argus__V1__KernelGroup *g = in->kernels[i];
+
+        if (g->name_id != prev->ids[i].name_id || g->stream != prev->ids[i].stream ||
+            g->work_id != prev->ids[i].work_id)
+            return false;
+    }
+    return true;
+}
+
+int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
+                        const struct kernel_code_prev *prev, Argus__V1__StepRecord *out)
+{
+    size_t need = kernel_code_bound(in);
+
+    *out = *in;
+    if (!in->n_kernels || in->packed_kernels.len || kernel_unknown_fields(in))
+        return 0;
+    if (need > buf->cap) {
+        uint8_t *p = realloc(buf->bytes, need);
+
+        if (!p)
+            return -ENOMEM;
+        buf->bytes = p;
+        buf->cap = need;
+    }
+    out->packed_kernels_as_previous = kernel_same_as(prev, in);
+    out->packed_kernels.data = buf->bytes;
+    out->packed_kernels.len = kernel_code_encode(in, out->packed_kernels_as_previous, buf->bytes);
+    out->n_kernels = 0;
+    out->kernels = NULL;
+    return 0;
+}
+
+void kernel_code_buf_free(struct kernel_code_buf *buf)
+{
+    free(buf->bytes);
+    memset(buf, 0, sizeof(*buf));
+}
+
+int kernel_code_prev_set(struct kernel_code_prev *prev, const Argus__V1__StepRecord *r)
+{
+    char *job = strdup(kernel_job(r));
+
+    prev->valid = false;
+    if (!job)
+        return -ENOMEM;
+    free(prev->job);
+    prev->job = job;
+    if (r->n_kernels > prev->cap) {
+        struct kernel_code_ident *ids = realloc(prev->ids, r->n_kernels * sizeof(*ids));
+
+        if (!ids)
+            return -ENOMEM;
+        prev->ids = ids;
+        prev->cap = r->n_kernels;
+    }
+    for (size_t i = 0; i < r->n_kernels; i++)
+        prev->ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
+                                                  r->kernels[i]->work_id};
+    prev->n = r->n_kernels;
+    prev->valid = !r->packed_kernels.len; /* a record coded already: its groups are unknown */
+    return 0;
+}
+
+void kernel_code_prev_clear(struct kernel_code_prev *prev)
+{
+    prev->valid = false;
+}
+
+void kernel_code_prev_free(struct kernel_code_prev *prev)
+{
+    free(prev->job);
+    free(prev->ids);
+    memset(prev, 0, sizeof(*prev));
+}
