@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/collector_set.h"
 #include "common/http.h"
+#include "common/kernel_code.h"
 #include "common/log.h"
 #include "common/tls.h"
 
@@ -273,6 +274,8 @@ void agent_delivery_free(struct agent_delivery *d)
 
 void agent_delivery_add_step(struct agent_delivery *d, const Argus__V1__StepRecord *s)
 {
+    batcher_set_coding(d->batcher,
+                       d->fanout && (fanout_features(d->fanout) & KERNEL_CODE_ACK_FEATURE));
     if (batcher_add_step(d->batcher, s, clock_mono_ns()) == -ENOMEM)
         drops_add(d->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
 }

@@ -2,7 +2,8 @@
  * (StepRecord.packed_kernels, proto/argus.proto): takes the KernelGroup
  * messages of a record, gives bytes that hold exactly the same groups in
  * half the room or less, and back. The agent's batcher ships every record
- * coded (kernel_code_compact); the collector's ingest turns the bytes back
+ * coded (kernel_code_compact) while its collectors say they read the coding
+ * (KERNEL_CODE_ACK_FEATURE in their acks); the collector's ingest turns the bytes back
  * into KernelGroup messages right after unpacking a batch
  * (kernel_code_expand_batch), so that the store, diagnosis and every reader
  * see kernels as before; argus-sim's record mode does the same.
@@ -73,6 +74,10 @@ int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord
  * is of another job (b is then partly expanded: drop it). */
 long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
                               ProtobufCAllocator *a);
+
+/* Ack.features bit of a collector that reads packed_kernels: an agent codes
+ * only for collectors that say so (proto/argus.proto, Ack.features). */
+#define KERNEL_CODE_ACK_FEATURE 1u
 
 /* Room for the coded copy of a step record; owned by its caller, reused
  * record after record. Zero it before the first use. */

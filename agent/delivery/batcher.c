@@ -31,6 +31,7 @@ struct batcher {
     size_t nsealed, sealed_cap;
     bool sealed_jobless;
     struct batcher_stats stats;
+    bool coding;                  /* batcher_set_coding */
     struct kernel_code_buf code;  /* the coded copy of the step being added */
     struct kernel_code_prev last; /* the open batch's last step, to code the next against */
 };
@@ -190,12 +191,19 @@ int batcher_add_status(struct batcher *b, const Argus__V1__RankStatus *s, uint64
     return 0;
 }
 
+void batcher_set_coding(struct batcher *b, bool on)
+{
+    b->coding = on;
+}
+
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
-    Argus__V1__StepRecord coded; /* s with its kernels coded: out of memory, s as it is */
+    Argus__V1__StepRecord coded = *s; /* s with its kernels coded: out of memory, s as it is */
     size_t n, need;
 
-    kernel_code_compact(&b->code, s, &b->last, &coded);
+    if (b->coding)
+        kernel_code_compact(&b->code, s, &b->last, &coded);
+    b->stats.coded += coded.packed_kernels.len > 0;
     n = wire_steps_record_size(&coded);
     need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
     if (batcher_reserve(b, need) < 0)

@@ -45,9 +45,16 @@ void batcher_free(struct batcher *b);
 /* The drop reason of a step the batcher had no memory for. */
 #define BATCHER_DROP_NOMEM "batcher_nomem"
 
-/* Pack s into the open batch, its kernel groups coded compactly
- * (common/kernel_code.h; only their clusters when the batch's previous step
- * record has the same job and groups), and reference its names. now_ns is monotonic.
+/* Whether batcher_add_step codes kernel groups (off at first): on only
+ * while every collector the batches go to reads the coding (their acks'
+ * features, fanout_features): a collector from before it would store the
+ * records without their kernels. A batch may hold both forms. */
+void batcher_set_coding(struct batcher *b, bool on);
+
+/* Pack s into the open batch, its kernel groups coded compactly when coding
+ * is on (common/kernel_code.h; only their clusters when the batch's previous
+ * step record has the same job and groups), and reference its names. now_ns
+ * is monotonic.
  * Returns 0 or -ENOMEM: the step is dropped, and the caller counts it as
  * BATCHER_DROP_NOMEM for its job and rank. */
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);
@@ -99,6 +106,7 @@ void batcher_last_sealed(const struct batcher *b, struct batcher_sealed *out);
 
 struct batcher_stats {
     uint64_t steps, statuses, batches, raw_bytes, frame_bytes;
+    uint64_t coded; /* steps whose kernel groups went coded (packed_kernels) */
 };
 void batcher_get_stats(const struct batcher *b, struct batcher_stats *out);
 

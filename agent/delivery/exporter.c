@@ -37,6 +37,7 @@ struct exporter {
     uint64_t *sent;  /* seqs sent on this stream and not acked yet, oldest first, a ring */
     size_t sent_head, sent_count, sent_cap;
     uint64_t reconnect_ns, backoff_ns;
+    uint32_t features; /* Ack.features of the last ack on this stream */
     bool channel_lost; /* seen not READY while backing off: READY again goes at once */
     uint64_t rng;
     struct exporter_stats stats;
@@ -194,6 +195,11 @@ uint64_t exporter_acked(const struct exporter *e)
     return e->acked;
 }
 
+uint32_t exporter_features(const struct exporter *e)
+{
+    return e->st ? e->features : 0;
+}
+
 static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
 {
     e->stats.resent += e->sent_count;
@@ -201,6 +207,7 @@ static void exporter_disconnect(struct exporter *e, uint64_t now_ns)
     e->cursor = e->acked;
     rpc_stream_free(e->st);
     e->st = NULL;
+    e->features = 0;
     e->stats.connected = false;
     exporter_backoff(e, now_ns);
 }
@@ -283,6 +290,7 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
     e->why[0] = '\0'; /* the handshake went through: a TLS failure again is news */
     if (!ack)
         return;
+    e->features = ack->features;
     if (ack->epoch == spool_epoch(e->spool) && ack->seq > e->acked && ack->seq <= e->cursor) {
         /* up to the next record awaiting an ack: what was passed over counts */
         uint64_t acked;

@@ -94,6 +94,11 @@ bool exporter_idle(const struct exporter *e);
  * for it. */
 uint64_t exporter_acked(const struct exporter *e);
 
+/* What the collector reads besides the plain messages (Ack.features) as its
+ * last ack on the stream up now said; 0 while no stream is up or none was
+ * acked on it (a collector may be replaced while away). */
+uint32_t exporter_features(const struct exporter *e);
+
 /* Records up to seq need not be sent (they are gone from the spool, or a
  * new owner's start): the ack cursor moves up to seq. Lower values are
  * ignored. */

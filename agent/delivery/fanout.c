@@ -397,6 +397,15 @@ size_t fanout_members(const struct fanout *f)
     return f->set.n;
 }
 
+uint32_t fanout_features(const struct fanout *f)
+{
+    uint32_t all = f->set.n ? UINT32_MAX : 0;
+
+    for (size_t i = 0; i < f->set.n; i++)
+        all &= f->m[i] && f->m[i]->e ? exporter_features(f->m[i]->e) : 0;
+    return all;
+}
+
 int fanout_set_tls(struct fanout *f, const struct tls_pem *tls, uint64_t now_ns)
 {
     struct tls_pem copy;

@@ -113,6 +113,10 @@ struct fanout_member_stats {
 /* Members in the set. */
 size_t fanout_members(const struct fanout *f);
 
+/* What every member reads besides the plain messages (the Ack.features bits
+ * all of them said on their streams up now; 0 with no member). */
+uint32_t fanout_features(const struct fanout *f);
+
 /* Member i (< fanout_members) into *out. */
 void fanout_member_stats(const struct fanout *f, size_t i, struct fanout_member_stats *out);
 

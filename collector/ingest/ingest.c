@@ -387,6 +387,7 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
 
     ack.epoch = b->epoch;
     ack.seq = b->seq;
+    ack.features = KERNEL_CODE_ACK_FEATURE;
     if (s->in->traces)
         trace_capture_ack(s->in->traces, b, &ack);
     reply->len = argus__v1__ack__get_packed_size(&ack);

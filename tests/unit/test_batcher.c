@@ -1,7 +1,8 @@
 /* agent/delivery/batcher with rank statuses: packed next to the steps and
  * unpacked whole from the sealed frame (Batch.statuses), the names their
  * collectives and stack reference in the batch's dictionary, a stalled
- * status due after max_age like a step, an exited one due at once. */
+ * status due after max_age like a step, an exited one due at once; kernel
+ * groups coded only while coding is on. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "agent/delivery/drops.h"
 #include "agent/delivery/names.h"
 #include "common/frame.h"
+#include "common/kernel_code.h"
 #include "common/name_id.h"
 #include "proto/argus.pb-c.h"
 
@@ -181,11 +183,61 @@ static void test_sealed_jobs(void **state)
     names_free(names);
 }
 
+/* Kernel groups are coded only while coding is on (every collector read it,
+ * batcher_set_coding): off, the record goes as it is; a batch may hold both
+ * forms and the collector's expansion gives the same groups back. */
+static void test_coding_switch(void **state)
+{
+    struct batcher_options o = {"agent-1", 512, 1 << 20, 1000 * MS};
+    struct names *names = names_new();
+    struct batcher *b = batcher_new(&o, names, NULL);
+    Argus__V1__StepRecord step = ARGUS__V1__STEP_RECORD__INIT;
+    Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT, *gs[] = {&g};
+    Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT, *cs[] = {&c};
+    Argus__V1__Batch *batch;
+
+    (void)state;
+    c.count = 12;
+    c.sum_ns = 12 * 1500;
+    c.p50_ns = 1500;
+    c.p99_ns = 1800;
+    g.name_id = name_id("gemm");
+    g.stream = 7;
+    g.n_clusters = 1;
+    g.clusters = cs;
+    step.job = "job-a";
+    step.n_kernels = 1;
+    step.kernels = gs;
+    assert_int_equal(batcher_add_step(b, &step, 10 * MS), 0); /* off at first */
+    batcher_set_coding(b, true);
+    step.step = 1;
+    assert_int_equal(batcher_add_step(b, &step, 11 * MS), 0);
+    batcher_set_coding(b, false);
+    step.step = 2;
+    assert_int_equal(batcher_add_step(b, &step, 12 * MS), 0);
+    batch = seal(b, 1);
+    assert_int_equal(batch->n_steps, 3);
+    assert_int_equal(batch->steps[0]->n_kernels, 1);
+    assert_int_equal(batch->steps[0]->packed_kernels.len, 0);
+    assert_int_equal(batch->steps[1]->n_kernels, 0);
+    assert_true(batch->steps[1]->packed_kernels.len > 0);
+    assert_int_equal(batch->steps[2]->n_kernels, 1);
+    assert_int_equal(batch->steps[2]->packed_kernels.len, 0);
+    assert_int_equal(kernel_code_expand_batch(batch, 64, 16, NULL), 1);
+    assert_int_equal(batch->steps[1]->n_kernels, 1);
+    assert_int_equal(batch->steps[1]->kernels[0]->stream, 7);
+    assert_int_equal(batch->steps[1]->kernels[0]->clusters[0]->p99_ns, 1800);
+    argus__v1__batch__free_unpacked(batch, NULL);
+    batcher_free(b);
+    names_free(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_round_trip),
         cmocka_unit_test(test_sealed_jobs),
+        cmocka_unit_test(test_coding_switch),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,8 +30,9 @@
 struct collector {
     uint64_t epoch;
     unsigned received, refused;
-    unsigned busy; /* refuse this many more messages as the per-peer cap does */
-    bool deny;     /* refuse every stream at open (PERMISSION_DENIED) */
+    unsigned busy;     /* refuse this many more messages as the per-peer cap does */
+    uint32_t features; /* Ack.features */
+    bool deny;         /* refuse every stream at open (PERMISSION_DENIED) */
 };
 
 struct fixture {
@@ -82,6 +83,7 @@ static void col_message(void *stream, const void *data, size_t len, struct trans
     }
     ack.epoch = __atomic_load_n(&c->epoch, __ATOMIC_SEQ_CST);
     ack.seq = seq;
+    ack.features = __atomic_load_n(&c->features, __ATOMIC_SEQ_CST);
     reply->len = argus__v1__ack__get_packed_size(&ack);
     reply->data = malloc(reply->len);
     argus__v1__ack__pack(&ack, reply->data);
@@ -239,6 +241,28 @@ static void test_rejected_batch_is_counted(void **state)
     exporter_free(e);
 }
 
+/* What the collector reads (Ack.features) is its last ack's on the stream
+ * up now: 0 before any ack, from a collector that says nothing (one from
+ * before the field), and once the stream is gone. */
+static void test_features_from_acks(void **state)
+{
+    struct fixture *f = *state;
+    struct exporter *e = exporter(f);
+
+    assert_int_equal(exporter_features(e), 0);
+    append(f, "ok");
+    run_until_idle(e);
+    assert_int_equal(exporter_features(e), 0); /* an older collector */
+    __atomic_store_n(&f->col.features, 1, __ATOMIC_SEQ_CST);
+    append(f, "ok");
+    run_until_idle(e);
+    assert_int_equal(exporter_features(e), 1);
+    append(f, "bad"); /* the collector ends the stream */
+    run_until_idle(e);
+    assert_int_equal(exporter_features(e), 0);
+    exporter_free(e);
+}
+
 /* A stream refused for the calls its host has open is retried: the batch
  * in flight is not at fault, not dropped. */
 static void test_peer_cap_is_retried(void **state)
@@ -314,6 +338,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unwanted_passed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acks_reach_on_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejected_batch_is_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_features_from_acks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_cap_is_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_waits_backoff, setup, teardown),
     };
