@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Collector memory under hostile load (issue 15): peak and current RSS
 # (VmHWM, VmRSS) at start, after four batches declaring world_size 65,536 for
-# new jobs, and after a flood of 10,000 new jobs (one batch each, one rank,
-# one step), sent by tests/limits/limits_flood.
+# new jobs, after two of rank 65,535, and after a flood of 10,000 new jobs
+# (one batch each, one rank, one step), sent by tests/limits/limits_flood.
 #   tests/bench/bench_limits.sh [COLLECTOR_BINARY] [collector flags...]
 # e.g. ARGUS_BUILD=build tests/bench/bench_limits.sh "" --limits.max_jobs 100000
 set -u
@@ -25,6 +25,9 @@ echo "start: $(rss)"
 "$FLOOD" --collector "127.0.0.1:$P" --jobs 4 --world 65536 --prefix world- --agent w
 sleep 3
 echo "after 4 batches declaring world_size 65536: $(rss)"
+"$FLOOD" --collector "127.0.0.1:$P" --jobs 2 --world 65536 --rank 65535 --prefix high- --agent h
+sleep 3
+echo "after 2 batches of rank 65535: $(rss)"
 "$FLOOD" --collector "127.0.0.1:$P" --jobs 10000 --prefix flood- --agent f
 sleep 3
 echo "after a flood of 10,000 new jobs: $(rss)"
