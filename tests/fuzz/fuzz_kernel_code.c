@@ -3,6 +3,7 @@
  * crash, leak or read out of bounds; and what decodes must code and decode
  * again to the same groups and clusters (the coding is exact), whole or as
  * only the clusters against those groups. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,11 +38,28 @@ static void free_groups(Argus__V1__KernelGroup **g, size_t n)
     free(g);
 }
 
+/* r's groups coded (as_previous: only their clusters, against r itself)
+ * into out and decoded again: the same groups, or abort. */
+static void round_trip(const Argus__V1__StepRecord *r, bool as_previous, uint8_t *out)
+{
+    Argus__V1__KernelGroup **again;
+    size_t m, len = kernel_code_encode(r, as_previous, out);
+
+    if (kernel_code_decode(out, len, as_previous ? r : NULL, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS,
+                           NULL, &again, &m) < 0 ||
+        m != r->n_kernels)
+        abort();
+    for (size_t i = 0; i < m; i++)
+        if (!same_group(r->kernels[i], again[i]))
+            abort();
+    free_groups(again, m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     Argus__V1__StepRecord r = ARGUS__V1__STEP_RECORD__INIT;
     Argus__V1__KernelGroup **g, **again;
-    size_t n, m, len;
+    size_t n, m;
     uint8_t *out;
 
     if (kernel_code_decode(data, size, NULL, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &g, &n) < 0)
@@ -56,24 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (kernel_code_decode(data, size, &r, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) ==
         0)
         free_groups(again, m);
-    len = kernel_code_encode(&r, false, out);
-    if (kernel_code_decode(out, len, NULL, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) <
-            0 ||
-        m != n)
-        abort();
-    for (size_t i = 0; i < n; i++)
-        if (!same_group(g[i], again[i]))
-            abort();
-    free_groups(again, m);
-    len = kernel_code_encode(&r, true, out); /* only the clusters, against r itself */
-    if (kernel_code_decode(out, len, &r, FUZZ_MAX_GROUPS, FUZZ_MAX_CLUSTERS, NULL, &again, &m) <
-            0 ||
-        m != n)
-        abort();
-    for (size_t i = 0; i < n; i++)
-        if (!same_group(g[i], again[i]))
-            abort();
-    free_groups(again, m);
+    round_trip(&r, false, out); /* whole */
+    round_trip(&r, true, out);  /* only the clusters, against r itself */
     free_groups(g, n);
     free(out);
     return 0;
