@@ -6,7 +6,9 @@
 # rank = 51,200 rank-steps/s offered), the ceiling (as fast as acks allow),
 # collector CPU and peak RSS, and bytes on disk per rank-step. Lockstep
 # delivery (every stream paced together), as the figures before argus-sim
-# learnt realistic delivery, so runs of older builds compare.
+# learnt realistic delivery, so runs of older builds compare. Kernel groups
+# go coded as agents send them to a collector that reads the coding;
+# CODE_KERNELS=false sends them plain (for ARGUS_COLLECTOR builds older than it).
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$REPO/build/bin
@@ -25,7 +27,8 @@ run() { # job rate
     local c0 t0 c1 t1
     c0=$(cpu); t0=$(date +%s.%N)
     "$BIN/argus-sim" --collector "127.0.0.1:$port" --job "$1" --ranks "$ranks" --steps "$steps" \
-        --rate "$2" --delivery lockstep --steps_per_batch 5 --pregen --timeout 600s >"$T/$1.json"
+        --rate "$2" --delivery lockstep --steps_per_batch 5 --pregen \
+        --code_kernels "${CODE_KERNELS:-true}" --timeout 600s >"$T/$1.json"
     c1=$(cpu); t1=$(date +%s.%N)
     /usr/bin/python3 - "$T/$1.json" "$2" "$ranks" "$(echo "($c1 - $c0) / 100" | bc -l)" <<'PY'
 import json, sys

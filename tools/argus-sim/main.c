@@ -65,6 +65,9 @@ static const struct config_option sim_options[] = {
         "do not send: check the collector holds exactly what a run with these options sent"),
     OPT("pregen", CONFIG_BOOL, pregen, "false", 0, 0,
         "build every batch before the clock starts, so a benchmark measures the collector"),
+    OPT("code_kernels", CONFIG_BOOL, code_kernels, "true", 0, 0,
+        "ship kernel groups coded (StepRecord.packed_kernels) as an agent does for a collector "
+        "that reads them; false: plain KernelGroups, as older agents"),
     OPT("record", CONFIG_STRING, record, "", 0, 0,
         "write the step records to this file (for the agent's replay.records) instead of sending"),
     OPT("record_split", CONFIG_BOOL, record_split, "false", 0, 0,

@@ -263,6 +263,7 @@ int scenario_generate(const struct sim_config *c, const struct scenario_sink *si
         ag[i].batcher = ag[i].names ? batcher_new(&bo, ag[i].names, NULL) : NULL;
         if (!ag[i].batcher)
             goto out;
+        batcher_set_coding(ag[i].batcher, c->code_kernels);
     }
     bool live = scenarios[k].live != LIVENESS_NONE;
     uint64_t steps = live && c->onset < c->steps ? c->onset : c->steps;

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/frame.h"
+#include "common/kernel_code.h"
 #include "common/name_id.h"
 #include "common/rpc.h"
 #include "common/rpc_paths.h"
@@ -79,6 +80,43 @@ static void sim_add_names(Argus__V1__Batch *b, Argus__V1__NameEntry *names,
     b->names = ptrs;
 }
 
+struct sim_coded {
+    struct kernel_code_prev prev;
+    Argus__V1__StepRecord *rec;
+    struct kernel_code_buf buf[];
+};
+
+/* The n records coded as an agent's batcher codes them (each against the
+ * one before): recs[i] points at its coded copy, which lives in the
+ * returned buffers. NULL on -ENOMEM. */
+static struct sim_coded *sim_code(Argus__V1__StepRecord **recs, size_t n)
+{
+    struct sim_coded *c = calloc(1, sizeof(*c) + n * sizeof(c->buf[0]));
+
+    if (!c)
+        return NULL;
+    c->rec = malloc((n ? n : 1) * sizeof(*c->rec));
+    if (!c->rec)
+        return free(c), NULL;
+    for (size_t i = 0; i < n; i++) {
+        kernel_code_compact(&c->buf[i], recs[i], &c->prev, &c->rec[i]);
+        kernel_code_prev_set(&c->prev, recs[i]);
+        recs[i] = &c->rec[i];
+    }
+    return c;
+}
+
+static void sim_code_free(struct sim_coded *c, size_t n)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < n; i++)
+        kernel_code_buf_free(&c->buf[i]);
+    kernel_code_prev_free(&c->prev);
+    free(c->rec);
+    free(c);
+}
+
 /* Seal the next batch of agent a: steps_per_batch steps of its ranks. */
 static int sim_seal(struct sim_thread *t, struct sim_agent *a)
 {
@@ -91,6 +129,7 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
     Argus__V1__Resource res[64], *resp[64];
     Argus__V1__NameEntry names[GEN_NAMES], *namep[GEN_NAMES];
     Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
+    struct sim_coded *code = NULL;
     struct gen_layout layout = {(uint32_t)c->ranks, (uint32_t)c->ranks_per_node, (uint32_t)c->tp,
                                 (uint32_t)c->pp};
     int r = -ENOMEM;
@@ -105,6 +144,8 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
             restamp_record(&x->rec, a->offset_ns);
             recs[s * a->nranks + k] = &x->rec;
         }
+    if (c->code_kernels && !(code = sim_code(recs, n)))
+        goto out;
     b.agent_id = a->id;
     b.epoch = a->epoch;
     b.seq = a->next_seq;
@@ -145,6 +186,7 @@ static int sim_seal(struct sim_thread *t, struct sim_agent *a)
     db = delivery_plan_batch(t->plan, a->index, ++a->next_batch);
     a->due_ns = db ? a->base_ns + db->seal_ns : UINT64_MAX;
 out:
+    sim_code_free(code, n);
     free(g);
     free(recs);
     return r;

@@ -27,7 +27,8 @@ struct sim_config {
     uint64_t max_inflight; /* batches an agent keeps unacked before it stops generating */
     uint64_t tp, pp;
     bool verify;
-    bool pregen; /* seal every batch before the clock starts (benchmarks) */
+    bool pregen;       /* seal every batch before the clock starts (benchmarks) */
+    bool code_kernels; /* kernel groups coded as an agent codes them (common/kernel_code.h) */
     char *agent_prefix;
     char *record;             /* write the records to this file instead of sending (record.h) */
     bool record_split;        /* one record file per node: record.node<i> */
