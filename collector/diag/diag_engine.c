@@ -443,15 +443,15 @@ int diag_engine_end_batch(struct diag_engine *e, uint64_t now_ns)
     return diag_engine_close_ready(e, now_ns, DIAG_STEPS_NO_FORCE, DIAG_CLOSE_FLUSH);
 }
 
-void diag_engine_where_slot(void *ctx, uint32_t rank, struct diag_silence_where *out)
+void diag_engine_where_slot(void *ctx, uint32_t slot, struct diag_silence_where *out)
 {
     struct diag_engine *e = ctx;
 
-    if (rank >= e->ranks.cap)
+    if (slot >= e->ranks.cap)
         return;
-    out->node = e->ranks.ri[rank].node ? e->ranks.ri[rank].node : "";
-    out->gpu = e->ranks.ri[rank].gpu;
-    out->group = diag_groups_label_of(&e->ranks.groups, rank);
+    out->node = e->ranks.ri[slot].node ? e->ranks.ri[slot].node : "";
+    out->gpu = e->ranks.ri[slot].gpu;
+    out->group = diag_groups_label_of(&e->ranks.groups, slot);
 }
 
 /* Report the ranks and streams that went silent (diag_silence.h). */

@@ -40,17 +40,17 @@ int diag_live_reserve(struct diag_live *l, uint32_t cap)
     return 0;
 }
 
-void diag_live_note_rank(struct diag_live *l, uint32_t rank)
+void diag_live_note_rank(struct diag_live *l, uint32_t slot)
 {
-    if (rank < l->cap)
-        l->ranks[rank].seen = true;
+    if (slot < l->cap)
+        l->ranks[slot].seen = true;
 }
 
-void diag_live_note_step(struct diag_live *l, const Argus__V1__StepRecord *s)
+void diag_live_note_step(struct diag_live *l, uint32_t slot, const Argus__V1__StepRecord *s)
 {
-    if (s->rank >= l->cap)
+    if (slot >= l->cap)
         return;
-    struct diag_live_rank *r = &l->ranks[s->rank];
+    struct diag_live_rank *r = &l->ranks[slot];
     r->seen = true;
     if (!r->has_record_step || s->step > r->record_step)
         r->record_step = s->step;
@@ -87,13 +87,14 @@ static void copy_comms(struct diag_live_rank *r, const Argus__V1__RankStatus *s)
     }
 }
 
-int diag_live_status(struct diag_live *l, const Argus__V1__RankStatus *s, uint64_t recv_ns)
+int diag_live_status(struct diag_live *l, uint32_t slot, const Argus__V1__RankStatus *s,
+                     uint64_t recv_ns)
 {
-    if (s->rank >= l->cap) {
+    if (slot >= l->cap) {
         l->rejected++;
         return -ERANGE;
     }
-    struct diag_live_rank *r = &l->ranks[s->rank];
+    struct diag_live_rank *r = &l->ranks[slot];
     if (r->exited) /* the process is gone: nothing later can be about it */
         return 0;
     l->statuses++;
@@ -483,15 +484,13 @@ static int hang_report(struct diag_live *l, const struct diag_hang *h,
     hang_sentence(l, h, c, sentence, sizeof(sentence));
     for (uint32_t i = 0; i < h->n_suspects && !err; i++) {
         struct diag_silence_where at = {"", -1, ""};
-        uint32_t r = h->suspects[i];
+        uint32_t r = h->suspects[i], rank = diag_slots_rank(c->slots, r);
         c->where(c->where_ctx, r, &at);
         doing_text(l, r, h, c, doing, sizeof(doing));
-        snprintf(ev, sizeof(ev), "rank %u: %s. The job %s", diag_slots_rank(c->slots, r), doing,
-                 sentence);
-        Argus__V1__Suspect *s =
-            diag_suspect_new(diag_slots_rank(c->slots, r), at.node, at.gpu, at.group,
-                             ARGUS__V1__LEVEL__LEVEL_LIVENESS, ARGUS__V1__CAUSE__CAUSE_HANG,
-                             "collective", (double)h->wait_ns / 1e9, 1, 1, ev);
+        snprintf(ev, sizeof(ev), "rank %u: %s. The job %s", rank, doing, sentence);
+        Argus__V1__Suspect *s = diag_suspect_new(
+            rank, at.node, at.gpu, at.group, ARGUS__V1__LEVEL__LEVEL_LIVENESS,
+            ARGUS__V1__CAUSE__CAUSE_HANG, "collective", (double)h->wait_ns / 1e9, 1, 1, ev);
         err = s ? diag_report_add(rep, s) : -ENOMEM;
     }
     snprintf(ev, sizeof(ev), "job %s %s", job ? job : "", sentence);

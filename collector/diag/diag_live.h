@@ -62,16 +62,18 @@ void diag_live_free(struct diag_live *l);
 /* Room for ranks below cap. 0 or -ENOMEM. */
 int diag_live_reserve(struct diag_live *l, uint32_t cap);
 
-/* rank (below the reserved cap) exists: a resource of it came. */
-void diag_live_note_rank(struct diag_live *l, uint32_t rank);
+/* The rank of slot (its index here, below the reserved cap: the engine's
+ * slot of it, diag_slots.h) exists: a resource of it came. */
+void diag_live_note_rank(struct diag_live *l, uint32_t slot);
 
-/* A step record of s->rank (below the reserved cap): its communicators,
- * and its status dropped when the record is of a later step. */
-void diag_live_note_step(struct diag_live *l, const Argus__V1__StepRecord *s);
+/* A step record s of the rank of slot (below the reserved cap): its
+ * communicators, and its status dropped when the record is of a later step. */
+void diag_live_note_step(struct diag_live *l, uint32_t slot, const Argus__V1__StepRecord *s);
 
-/* Keep s (the caller's) as its rank's latest status, received at recv_ns;
- * the rank must be below the reserved cap. Returns 0. */
-int diag_live_status(struct diag_live *l, const Argus__V1__RankStatus *s, uint64_t recv_ns);
+/* Keep s (the caller's) as the latest status of the rank of slot (below
+ * the reserved cap), received at recv_ns. Returns 0 (-ERANGE past the cap). */
+int diag_live_status(struct diag_live *l, uint32_t slot, const Argus__V1__RankStatus *s,
+                     uint64_t recv_ns);
 
 /* What the check needs besides the state: the job's median step time (0:
  * none yet), where a rank runs, names of operations and frames. */

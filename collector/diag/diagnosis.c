@@ -392,11 +392,11 @@ static void diagnosis_feed_statuses(struct diagnosis_job *j, const Argus__V1__Ba
 {
     for (size_t i = 0; i < b->n_statuses; i++) {
         const Argus__V1__RankStatus *st = b->statuses[i];
-        Argus__V1__RankStatus in = *st; /* the same under its slot */
+        uint32_t slot;
         if (strcmp(st->job, j->job) != 0 || st->restart != j->restart ||
-            !diagnosis_live_slot(j, st->rank, &in.rank))
+            !diagnosis_live_slot(j, st->rank, &slot))
             continue;
-        diag_live_status(&j->live, &in, recv_ns);
+        diag_live_status(&j->live, slot, st, recv_ns);
         if (st->has_step && !st->exited)
             diag_engine_note_progress(j->engine, st->rank, st->last_step, recv_ns);
     }
@@ -421,11 +421,11 @@ static void diagnosis_feed_job(struct diagnosis *d, struct diagnosis_job *j,
             diag_live_note_rank(&j->live, slot);
     }
     for (size_t i = 0; i < b->n_steps; i++) {
-        Argus__V1__StepRecord in = *b->steps[i]; /* the same under its slot */
-        if (strcmp(in.job, j->job) == 0 &&
+        uint32_t slot;
+        if (strcmp(b->steps[i]->job, j->job) == 0 &&
             diag_engine_add_step(j->engine, b->steps[i], recv_ns) >= 0 &&
-            diagnosis_live_slot(j, in.rank, &in.rank))
-            diag_live_note_step(&j->live, &in);
+            diagnosis_live_slot(j, b->steps[i]->rank, &slot))
+            diag_live_note_step(&j->live, slot, b->steps[i]);
     }
     diagnosis_feed_statuses(j, b, recv_ns);
     diag_engine_end_batch(j->engine, recv_ns);

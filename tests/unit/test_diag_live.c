@@ -63,7 +63,7 @@ static void status(struct diag_live *l, uint32_t rank, uint64_t at, uint64_t ent
     s.stack = stack;
     s.has_step = true;
     s.last_step = 99;
-    assert_int_equal(diag_live_status(l, &s, recv), 0);
+    assert_int_equal(diag_live_status(l, s.rank, &s, recv), 0);
 }
 
 static void exited(struct diag_live *l, uint32_t rank, uint64_t at, int code, int sig,
@@ -81,7 +81,7 @@ static void exited(struct diag_live *l, uint32_t rank, uint64_t at, int code, in
     s.exit_signal = sig;
     s.has_step = true;
     s.last_step = 812;
-    assert_int_equal(diag_live_status(l, &s, recv), 0);
+    assert_int_equal(diag_live_status(l, s.rank, &s, recv), 0);
 }
 
 /* A step record of rank, step `step`, ending at end (agent clock). */
@@ -93,7 +93,7 @@ static void step_at(struct diag_live *l, uint32_t rank, uint64_t step, uint64_t 
     s.step = step;
     s.start_unix_ns = end - S / 10;
     s.duration_ns = S / 10;
-    diag_live_note_step(l, &s);
+    diag_live_note_step(l, s.rank, &s);
 }
 
 static void new_live(struct diag_live *l, uint32_t ranks)
@@ -191,7 +191,7 @@ static void test_spinning_and_moving(void **st)
     rec.step = 100;
     for (uint32_t r = 0; r < 4; r++) {
         rec.rank = r;
-        diag_live_note_step(&l, &rec);
+        diag_live_note_step(&l, rec.rank, &rec);
     }
     assert_int_equal(check(&l, T0 + 45 * S, &ctx, sum, ev, &rank, &cause), 0);
     assert_int_equal(state_of(&l), ARGUS__V1__JOB_STATE__JOB_STATE_RUNNING);
@@ -346,7 +346,7 @@ static void test_no_status_named(void **st)
     rec.collectives = &cp;
     for (uint32_t r = 0; r < 4; r++) {
         rec.rank = r;
-        diag_live_note_step(&l, &rec);
+        diag_live_note_step(&l, rec.rank, &rec);
     }
     for (uint32_t r = 0; r < 3; r++)
         status(&l, r, T0 + 20 * S, 10, 9, ARGUS__V1__PROC_STATE__PROC_STATE_SLEEPING, T0 + 20 * S);
@@ -387,12 +387,12 @@ static void test_chain_of_waits(void **st)
     s.n_comms = 2;
     s.comms = cp;
     s.rank = 2;
-    assert_int_equal(diag_live_status(&l, &s, T0 + 20 * S), 0);
+    assert_int_equal(diag_live_status(&l, s.rank, &s, T0 + 20 * S), 0);
     b.entered_seq = b.done_seq = 39; /* rank 3: outside both */
     b.entered_unix_ns = T0 - S;
     s.state = ARGUS__V1__PROC_STATE__PROC_STATE_RUNNING;
     s.rank = 3;
-    assert_int_equal(diag_live_status(&l, &s, T0 + 20 * S), 0);
+    assert_int_equal(diag_live_status(&l, s.rank, &s, T0 + 20 * S), 0);
     assert_int_equal(check(&l, T0 + 31 * S, &ctx, sum, ev, &rank, &cause), 1);
     assert_int_equal(rank, 3);
     diag_live_free(&l);
