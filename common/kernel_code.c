@@ -8,6 +8,7 @@
 
 #include "common/cluster_code.h"
 #include "common/varint.h"
+#include "common/wire_steps.h"
 
 #define KERNEL_SAME_NAME 1u
 #define KERNEL_WORK_ID 2u
@@ -308,21 +309,6 @@ long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max
 
 /* --- the batcher's copy --------------------------------------------------- */
 
-/* True when the groups of r carry fields this coding does not know. */
-static bool kernel_unknown_fields(const Argus__V1__StepRecord *r)
-{
-    for (size_t i = 0; i < r->n_kernels; i++) {
-        const Argus__V1__KernelGroup *g = r->kernels[i];
-
-        if (g->base.n_unknown_fields)
-            return true;
-        for (size_t k = 0; k < g->n_clusters; k++)
-            if (g->clusters[k]->base.n_unknown_fields)
-                return true;
-    }
-    return false;
-}
-
 /* True when prev holds in's job and group identities. */
 static bool kernel_same_as(const struct kernel_code_prev *prev, const Argus__V1__StepRecord *in)
 {
@@ -344,7 +330,7 @@ int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord
     size_t need = kernel_code_bound(in);
 
     *out = *in;
-    if (!in->n_kernels || in->packed_kernels.len || kernel_unknown_fields(in))
+    if (!in->n_kernels || in->packed_kernels.len || !wire_steps_kernels_plain(in))
         return 0;
     if (need > buf->cap) {
         uint8_t *p = realloc(buf->bytes, need);

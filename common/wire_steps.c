@@ -77,8 +77,7 @@ static uint8_t *group_put(uint8_t *p, const Argus__V1__KernelGroup *g)
     return p;
 }
 
-/* True when the kernels carry nothing but the fields written by hand. */
-static bool kernels_plain(const Argus__V1__StepRecord *s)
+bool wire_steps_kernels_plain(const Argus__V1__StepRecord *s)
 {
     for (size_t i = 0; i < s->n_kernels; i++) {
         const Argus__V1__KernelGroup *g = s->kernels[i];
@@ -121,7 +120,7 @@ size_t wire_steps_record_size(const Argus__V1__StepRecord *s)
     Argus__V1__StepRecord head, tail;
     size_t n;
 
-    if (!kernels_plain(s))
+    if (!wire_steps_kernels_plain(s))
         return argus__v1__step_record__get_packed_size(s);
     split(s, &head, &tail);
     n = argus__v1__step_record__get_packed_size(&head) +
@@ -139,7 +138,7 @@ size_t wire_steps_record_pack(const Argus__V1__StepRecord *s, uint8_t *out)
     Argus__V1__StepRecord head, tail;
     uint8_t *p = out;
 
-    if (!kernels_plain(s))
+    if (!wire_steps_kernels_plain(s))
         return argus__v1__step_record__pack(s, out);
     split(s, &head, &tail);
     p += argus__v1__step_record__pack(&head, p);

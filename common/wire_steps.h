@@ -26,6 +26,7 @@
 #ifndef ARGUS_COMMON_WIRE_STEPS_H
 #define ARGUS_COMMON_WIRE_STEPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,10 @@
 
 /* argus__v1__step_record__get_packed_size(s), faster. */
 size_t wire_steps_record_size(const Argus__V1__StepRecord *s);
+
+/* True when s's kernel groups and clusters carry only the fields this
+ * build knows (none a newer sender's, kept as unknown fields). */
+bool wire_steps_kernels_plain(const Argus__V1__StepRecord *s);
 
 /* argus__v1__step_record__pack(s, out), faster: out has room for
  * wire_steps_record_size(s) bytes. Returns the bytes written (that size). */
