@@ -274,8 +274,6 @@ void agent_delivery_free(struct agent_delivery *d)
 
 void agent_delivery_add_step(struct agent_delivery *d, const Argus__V1__StepRecord *s)
 {
-    batcher_set_coding(d->batcher,
-                       d->fanout && (fanout_features(d->fanout) & KERNEL_CODE_ACK_FEATURE));
     if (batcher_add_step(d->batcher, s, clock_mono_ns()) == -ENOMEM)
         drops_add(d->drops, BATCHER_DROP_NOMEM, s->job, (int32_t)s->rank, 1);
 }
@@ -303,6 +301,8 @@ void agent_delivery_tick(struct agent_delivery *d, uint64_t now)
         agent_seal(d);
     agent_refresh_set(d, now);
     fanout_poll(d->fanout, now);
+    /* what the collectors said in the acks just read: code kernels or not */
+    batcher_set_coding(d->batcher, fanout_features(d->fanout) & KERNEL_CODE_ACK_FEATURE);
     spool_tick(d->spool, now);
 }
 
