@@ -43,6 +43,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -188,11 +189,14 @@ def job_slowdown(logdir, lo, hi):
 
 def true_regression(r, s, a):
     """A JOB_REGRESSION finding the job's own log bears out: the machine (a
-    shared CI runner) really made the whole job slower over the report's
-    steps (argus numbers steps as the job's + JOB_STEP_OFFSET)."""
+    shared CI runner) really made the whole job slower from the change point
+    the finding names ("since step N") to the report's last step, against
+    the steps before it (argus numbers steps as the job's + JOB_STEP_OFFSET;
+    the report's window holds mostly steps before the change)."""
     if s.get("cause") != "CAUSE_JOB_REGRESSION" or not a.log:
         return False
-    lo = num(r.get("from_step")) - JOB_STEP_OFFSET
+    since = re.search(r"since step (\d+)", s.get("evidence", ""))
+    lo = int(since.group(1) if since else num(r.get("from_step"))) - JOB_STEP_OFFSET
     hi = num(r.get("to_step")) - JOB_STEP_OFFSET
     moved = job_slowdown(a.log, lo, hi)
     print("job regression over job steps %d-%d: the job's own step time %.2fx" % (lo, hi, moved))
