@@ -28,9 +28,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <lz4hc.h>
-#include <zstd.h>
-
 #include "agent/sources/kineto.h"
 #include "agent/steps/summarize.h"
 #include "common/clock.h"
@@ -41,6 +38,7 @@
 #include "common/varint.h"
 #include "proto/argus.pb-c.h"
 #include "tests/lib/rng.h"
+#include "tests/lib/ship.h"
 
 #define RAW_KERNEL_RECORD 216u /* sizeof(CUpti_ActivityKernel10) in CUDA 13 */
 #define TARGET_RATIO 3700.0
@@ -48,7 +46,6 @@
 #define SYNTH_EVENTS 46000
 #define SYNTH_STEPS 16
 #define JOB "torchelastic-4f8a2c1d"
-#define AGENT "gpu-node-0417"
 
 /* One encoding of the clusters. */
 struct encoding {
@@ -66,98 +63,6 @@ static const struct encoding encodings[] = {
     {"count/p50/p99, 8 bits", 0, 8},
 };
 #define N_ENCODINGS (sizeof(encodings) / sizeof(encodings[0]))
-
-/* --- shipping ------------------------------------------------------------ */
-
-/* The names a set of steps needs, for the first batch of a job. */
-struct dictionary {
-    Argus__V1__NameEntry *entries;
-    Argus__V1__NameEntry **ptrs;
-    size_t n;
-    size_t bytes; /* raw: sum of name lengths */
-};
-
-#define BATCH_MAX 16 /* steps in a batch here */
-
-/* The packed Batch of steps[0..n) with dict (NULL: names already sent), the
- * kernels coded as the agent's batcher codes them (common/kernel_code.h);
- * malloc'd, *len bytes. */
-static uint8_t *batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
-                           uint64_t seq, size_t *len)
-{
-    Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
-    static struct kernel_code_buf code[BATCH_MAX];
-    static struct kernel_code_prev last;
-    Argus__V1__StepRecord coded[BATCH_MAX], *ptrs[BATCH_MAX];
-    uint8_t *packed;
-
-    if (n > BATCH_MAX)
-        return NULL;
-    kernel_code_prev_clear(&last);
-    for (size_t i = 0; i < n; i++) {
-        kernel_code_compact(&code[i], steps[i], &last, &coded[i]);
-        kernel_code_prev_set(&last, steps[i]);
-        ptrs[i] = &coded[i];
-    }
-    steps = ptrs;
-
-    b.agent_id = AGENT;
-    b.epoch = 1733130000;
-    b.seq = seq;
-    b.created_unix_ns = 1733130000123456789ULL + seq * 1000000000ULL;
-    b.n_steps = n;
-    b.steps = steps;
-    if (dict) {
-        b.n_names = dict->n;
-        b.names = dict->ptrs;
-    }
-    *len = argus__v1__batch__get_packed_size(&b);
-    packed = malloc(*len ? *len : 1);
-    if (packed)
-        argus__v1__batch__pack(&b, packed);
-    return packed;
-}
-
-/* Bytes of the Frame the agent sends: frame_encode(LZ4) of the Batch. */
-static size_t ship_bytes(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
-                         uint64_t seq)
-{
-    size_t len, frame_len = 0;
-    uint8_t *packed = batch_pack(steps, n, dict, seq, &len);
-    void *frame = NULL;
-
-    if (!packed || frame_encode(packed, len, FRAME_CODEC_LZ4, &frame, &frame_len) < 0)
-        frame_len = 0;
-    free(packed);
-    free(frame);
-    return frame_len;
-}
-
-/* For comparison only (not what frame.c does): the same Batch as one LZ4HC
- * block (level 12) and as zstd (level 3), plus a Frame's header bytes. */
-static void other_codecs(Argus__V1__StepRecord **steps, size_t n, size_t *hc, size_t *zs)
-{
-    size_t len;
-    uint8_t *packed = batch_pack(steps, n, NULL, 3, &len);
-    size_t cap = ZSTD_compressBound(len) + (size_t)LZ4_compressBound((int)len);
-    char *out = malloc(cap);
-    Argus__V1__Frame f = ARGUS__V1__FRAME__INIT;
-
-    *hc = *zs = 0;
-    if (packed && out) {
-        f.codec = ARGUS__V1__CODEC__CODEC_LZ4;
-        f.raw_len = (uint32_t)len;
-        f.payload.data = (uint8_t *)out;
-        f.payload.len = (size_t)LZ4_compress_HC((const char *)packed, out, (int)len, (int)cap,
-                                                LZ4HC_CLEVEL_MAX);
-        *hc = argus__v1__frame__get_packed_size(&f);
-        f.payload.len = ZSTD_compress(out, cap, packed, len, 3);
-        if (!ZSTD_isError(f.payload.len))
-            *zs = argus__v1__frame__get_packed_size(&f);
-    }
-    free(packed);
-    free(out);
-}
 
 static void step_init(Argus__V1__StepRecord *r, uint32_t rank, uint64_t step, uint64_t start,
                       uint64_t duration, Argus__V1__StepSource source)
@@ -211,7 +116,7 @@ static double report_synth(const struct encoding *e, Argus__V1__StepRecord **rec
         if (batches[i] == 8)
             ratio8 = raw_steady / share;
     }
-    other_codecs(records, 8, &hc, &zs);
+    ship_other_codecs(records, 8, &hc, &zs);
     printf(" | 8 ranks x 1 step: %6.1f B %5.0fx | 8 steps as lz4hc %5.0fx, zstd %5.0fx\n",
            node / 8.0, raw_steady / (node / 8.0), raw_steady / (hc / 8.0), raw_steady / (zs / 8.0));
     return ratio8;
@@ -245,7 +150,7 @@ static void report_bytes(Argus__V1__StepRecord *r)
     }
     all = p ? kernel_code_encode(r, false, p) : 0;
     free(p);
-    p = batch_pack(&r, 1, NULL, 2, &batch);
+    p = ship_batch_pack(&r, 1, NULL, 2, &batch);
     free(p);
     printf("  lone step, default encoding, before LZ4: %zu groups as KernelGroups %zu B (name_id "
            "%zu, stream %zu, work_id %zu, keys %zu, clusters %zu); coded %zu B (clusters %zu); "
@@ -363,6 +268,77 @@ static int trace_summarize(const struct kineto_trace *t, const struct encoding *
     return 0;
 }
 
+/* The dense real mix: each step of t as a step that launched its kernels
+ * DENSE_COPIES times over (as a step of that many micro-batches would: the
+ * same kernels, names, streams and shapes), each copy's durations jittered by
+ * a log-normal factor of sigma DENSE_SIGMA; default encoding. The real traces
+ * are sparse (2.9 events a group), which leaves LZ4 the names and ids to
+ * shrink; a real training step runs each group's kernels many times. */
+#define DENSE_COPIES 50
+#define DENSE_SIGMA 0.05
+
+static void bench_dense(const struct kineto_trace *t)
+{
+    static const struct encoding dense_encodings[] = {
+        {"dflt, coded", SUMMARIZE_DEFAULT_FIELDS, SUMMARIZE_DEFAULT_QUANTIZE_BITS},
+        {"dflt, KernelGroups", SUMMARIZE_DEFAULT_FIELDS, SUMMARIZE_DEFAULT_QUANTIZE_BITS},
+    };
+    struct summarize_options o;
+    struct summarizer *s;
+    Argus__V1__StepRecord records[16], *ptrs[16];
+    uint64_t rng = 2606;
+
+    summarize_options_default(&o);
+    s = summarizer_new(&o);
+    if (!s || !t->n_steps || t->n_steps > 16) {
+        summarizer_free(s);
+        return;
+    }
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct kineto_step *st = &t->steps[k];
+
+        step_init(&records[k], (uint32_t)(t->rank < 0 ? 0 : t->rank), st->number, st->ts_ns,
+                  st->dur_ns, ARGUS__V1__STEP_SOURCE__STEP_SOURCE_IMPORTED);
+        for (int copy = 0; copy < DENSE_COPIES; copy++)
+            for (size_t i = 0; i < t->n_spans; i++) {
+                const struct kineto_span *sp = &t->spans[i];
+                double dur = (double)sp->dur_ns * exp(DENSE_SIGMA * rng_normal(&rng));
+
+                if (sp->step == (int32_t)k)
+                    summarizer_add_shape(s, t->name_ids[sp->name], sp->stream,
+                                         dur < 1 ? 1 : (uint64_t)dur, sp->shape);
+            }
+        summarizer_finish(s, &records[k]);
+    }
+    for (size_t k = 0; k < t->n_steps; k++) {
+        struct dictionary d;
+        char what[64];
+        size_t clusters = 0;
+
+        if (trace_dictionary(t, (int32_t)k, &d) < 0)
+            break;
+        for (size_t g = 0; g < records[k].n_kernels; g++)
+            clusters += records[k].kernels[g]->n_clusters;
+        snprintf(what, sizeof(what), "dense x%d step %llu: %llu ev %zu gr %zu cl", DENSE_COPIES,
+                 (unsigned long long)records[k].step, (unsigned long long)records[k].kernel_events,
+                 records[k].n_kernels, clusters);
+        for (size_t j = 0; j < t->n_steps; j++)
+            ptrs[j] = &records[(k + j) % t->n_steps];
+        /* coded as agents ship it, and as KernelGroups (before the coding) */
+        for (int plain = 0; plain < 2; plain++) {
+            ship_code_kernels = !plain;
+            report(what, &dense_encodings[plain], ptrs, t->n_steps, &d,
+                   (double)records[k].kernel_events * RAW_KERNEL_RECORD + (double)d.bytes,
+                   (double)d.bytes);
+        }
+        ship_code_kernels = true;
+        dictionary_free(&d);
+    }
+    for (size_t k = 0; k < t->n_steps; k++)
+        summarizer_free_groups(&records[k]);
+    summarizer_free(s);
+}
+
 static void bench_trace(const char *dir, const char *file)
 {
     char path[PATH_MAX + 64], err[256];
@@ -405,6 +381,7 @@ static void bench_trace(const char *dir, const char *file)
         for (size_t k = 0; k < t->n_steps; k++)
             summarizer_free_groups(&records[k]);
     }
+    bench_dense(t);
     kineto_free(t);
 }
 

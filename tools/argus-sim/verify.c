@@ -51,7 +51,7 @@ static int verify_job_info(struct rpc_channel *ch, const struct sim_config *c)
 /* Compare the stored records of steps [from, to] with regenerated ones. */
 static int verify_range(struct rpc_channel *ch, const struct sim_config *c,
                         const struct delivery_offset *offsets, size_t noffsets, uint64_t from,
-                        uint64_t to, uint64_t *seen, uint64_t *mismatched)
+                        uint64_t to, uint32_t *per_step, uint64_t *seen, uint64_t *mismatched)
 {
     Argus__V1__StepsRequest req = ARGUS__V1__STEPS_REQUEST__INIT;
     struct gen_step g;
@@ -67,6 +67,8 @@ static int verify_range(struct rpc_channel *ch, const struct sim_config *c,
         return -EIO;
     for (size_t i = 0; i < resp->n_steps; i++) {
         Argus__V1__StepRecord *s = resp->steps[i];
+        if (s->step < c->steps)
+            per_step[s->step]++;
         gen_step(&g, c->seed, c->job, s->rank, s->step, sim_base_unix_ns(c), c->step_ns);
         restamp_record(
             &g.rec, delivery_offset_of(offsets, noffsets, (uint32_t)(s->rank / c->ranks_per_node)));
@@ -89,6 +91,28 @@ static int verify_range(struct rpc_channel *ch, const struct sim_config *c,
     return 0;
 }
 
+/* Say which (job, rank) records are missing, as runs of steps and ranks
+ * (the first few runs): a count alone does not tell a lost write from a lost
+ * tail or one rank's gap. */
+static void verify_print_gaps(const struct sim_config *c, const uint32_t *per_step)
+{
+    unsigned runs = 0;
+
+    for (uint64_t st = 0; st < c->steps && runs < 8;) {
+        if (per_step[st] == c->ranks) {
+            st++;
+            continue;
+        }
+        uint64_t end = st, n = 0;
+        while (end < c->steps && per_step[end] != c->ranks)
+            n += per_step[end++];
+        printf("verify: steps %" PRIu64 "-%" PRIu64 ": %" PRIu64 " of %" PRIu64 " records\n", st,
+               end - 1, n, (end - st) * c->ranks);
+        runs++;
+        st = end;
+    }
+}
+
 int sim_verify(const struct sim_config *c)
 {
     struct rpc_channel *ch = rpc_channel_new(c->collector, NULL);
@@ -103,16 +127,32 @@ int sim_verify(const struct sim_config *c)
         rpc_channel_free(ch);
         return 1;
     }
+    uint32_t *per_step = calloc(c->steps ? c->steps : 1, sizeof(*per_step));
+
+    if (!per_step) {
+        fprintf(stderr, "verify: out of memory\n");
+        rpc_channel_free(ch);
+        free(offsets);
+        return 1;
+    }
     if (per_query < 1)
         per_query = 1;
+    /* the records are read even when the job's counts are off: what is
+     * missing or doubled says whether data or only a count went wrong */
     bad = verify_job_info(ch, c);
-    for (uint64_t from = 0; from < c->steps && !bad; from += per_query) {
+    for (uint64_t from = 0; from < c->steps; from += per_query) {
         uint64_t to = from + per_query - 1 < c->steps - 1 ? from + per_query - 1 : c->steps - 1;
-        if (verify_range(ch, c, offsets, (size_t)noffsets, from, to, &seen, &mismatched) < 0)
+        if (verify_range(ch, c, offsets, (size_t)noffsets, from, to, per_step, &seen, &mismatched) <
+            0) {
             bad = 1;
+            break;
+        }
     }
     printf("verify: %" PRIu64 " records read, %" PRIu64 " expected, %" PRIu64 " mismatched\n", seen,
            c->ranks * c->steps, mismatched);
+    if (seen != c->ranks * c->steps)
+        verify_print_gaps(c, per_step);
+    free(per_step);
     rpc_channel_free(ch);
     free(offsets);
     return bad || mismatched || seen != c->ranks * c->steps;
