@@ -131,7 +131,7 @@ static const struct config_option agent_options[] = {
         "packed step bytes per batch (keep under the collector's ingest.max_raw)"),
     OPT("batch.max_age", CONFIG_DURATION, batch_max_age, "1s", 0.001, 600,
         "seal a batch when its oldest step is this old"),
-    OPT("spans.ring_bytes", CONFIG_SIZE, spans_ring_bytes, "64MiB", 0, 1e11,
+    OPT("spans.ring_bytes", CONFIG_SIZE, spans_ring_bytes, "32MiB", 0, 1e11,
         "raw spans kept for drill-down captures, all ranks together (LZ4; 0: off)"),
     OPT("spans.keep", CONFIG_DURATION, spans_keep, "5m", 1, 86400,
         "age of the oldest raw span kept (the oldest chunks go first)"),

@@ -6,14 +6,101 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/varint.h"
 
 struct spanring_chunk {
     struct spanring_chunk *next;
     uint64_t first_ns, end_ns; /* earliest start, latest start + duration */
     uint32_t nspans, crc;
-    size_t len; /* compressed bytes in data */
+    uint32_t coded; /* bytes of the coded columns, before LZ4 */
+    size_t len;     /* compressed bytes in data */
     uint8_t data[];
 };
+
+/* A chunk's spans coded before LZ4, column after column: start (zigzag delta
+ * from the span before), duration, value, kind, stream, tid, correlation
+ * (zigzag delta) as varints, then name_id as 8 fixed bytes (a hash: a varint
+ * would only grow it). Columns give LZ4 runs of like values (a kernel's
+ * stream, tid and kind repeat; its name id comes back every step) that
+ * 48-byte rows interleave; the deltas make times small. At most
+ * SPANRING_CODED_MAX bytes a span. */
+#define SPANRING_CODED_MAX (5 * 10 + 3 * 5 + 8)
+
+/* Scratch of every ring (rings are single-threaded, all on the agent's main
+ * thread): the coded columns of the chunk being sealed or read, and the LZ4
+ * of a chunk being sealed, allocated once. */
+static uint8_t ring_coded[SPANRING_CHUNK_SPANS * SPANRING_CODED_MAX];
+static uint8_t *ring_packed;
+
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static size_t spanring_code(const struct spanring_span *sp, size_t n, uint8_t *out)
+{
+    uint8_t *p = out;
+    uint64_t prev = 0;
+    uint32_t prev_corr = 0;
+
+    for (size_t i = 0; i < n; prev = sp[i++].start_ns)
+        p = varint_put(p, zigzag((int64_t)(sp[i].start_ns - prev)));
+    for (size_t i = 0; i < n; i++)
+        p = varint_put(p, sp[i].duration_ns);
+    for (size_t i = 0; i < n; i++)
+        p = varint_put(p, sp[i].value);
+    for (size_t i = 0; i < n; i++)
+        p = varint_put(p, sp[i].kind);
+    for (size_t i = 0; i < n; i++)
+        p = varint_put(p, sp[i].stream);
+    for (size_t i = 0; i < n; i++)
+        p = varint_put(p, sp[i].tid);
+    for (size_t i = 0; i < n; prev_corr = sp[i++].correlation)
+        p = varint_put(p, zigzag((int64_t)(int32_t)(sp[i].correlation - prev_corr)));
+    for (size_t i = 0; i < n; i++, p += 8)
+        memcpy(p, &sp[i].name_id, 8);
+    return (size_t)(p - out);
+}
+
+/* The inverse of spanring_code; -EBADMSG unless [in, in + len) holds exactly
+ * n spans. */
+static int spanring_decode(const uint8_t *in, size_t len, size_t n, struct spanring_span *sp)
+{
+    const uint8_t *p = in, *end = in + len;
+    uint64_t v, prev = 0;
+    uint32_t prev_corr = 0;
+    bool ok = true;
+
+    for (size_t i = 0; ok && i < n; i++)
+        if ((ok = varint_get(&p, end, &v)))
+            prev = sp[i].start_ns = prev + (uint64_t)unzigzag(v);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = varint_get(&p, end, &sp[i].duration_ns);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = varint_get(&p, end, &sp[i].value);
+    for (size_t i = 0; ok && i < n; i++)
+        if ((ok = varint_get(&p, end, &v) && v <= UINT32_MAX))
+            sp[i].kind = (uint32_t)v;
+    for (size_t i = 0; ok && i < n; i++)
+        if ((ok = varint_get(&p, end, &v) && v <= UINT32_MAX))
+            sp[i].stream = (uint32_t)v;
+    for (size_t i = 0; ok && i < n; i++)
+        if ((ok = varint_get(&p, end, &v) && v <= UINT32_MAX))
+            sp[i].tid = (uint32_t)v;
+    for (size_t i = 0; ok && i < n; i++)
+        if ((ok = varint_get(&p, end, &v)))
+            prev_corr = sp[i].correlation = prev_corr + (uint32_t)unzigzag(v);
+    if (!ok || (size_t)(end - p) != n * 8)
+        return -EBADMSG;
+    for (size_t i = 0; i < n; i++, p += 8)
+        memcpy(&sp[i].name_id, p, 8);
+    return 0;
+}
 
 struct spanring {
     struct spanring_options o;
@@ -45,6 +132,12 @@ void spanring_free(struct spanring *r)
     free(r);
 }
 
+/* The chunk's own bytes, which the cap counts: what malloc was asked for. */
+static size_t chunk_bytes(const struct spanring_chunk *c)
+{
+    return sizeof(*c) + c->len;
+}
+
 static void spanring_unlink_head(struct spanring *r, uint64_t *counter)
 {
     struct spanring_chunk *c = r->head;
@@ -54,31 +147,33 @@ static void spanring_unlink_head(struct spanring *r, uint64_t *counter)
         r->tail = NULL;
     *counter += c->nspans;
     r->stats.chunks--;
-    r->stats.bytes -= c->len;
+    r->stats.bytes -= chunk_bytes(c);
     free(c);
 }
 
+/* Seal: code the open spans, LZ4 them into the ring's scratch, and keep a
+ * chunk of exactly the compressed size (a chunk allocated at LZ4's bound
+ * held the raw size while the cap counted the compressed one). */
 int spanring_seal(struct spanring *r)
 {
-    int raw = (int)(r->nopen * sizeof(r->open[0]));
-    int bound = LZ4_compressBound(raw);
+    int coded, bound, n;
     struct spanring_chunk *c;
-    int n;
 
     if (!r->nopen)
         return 0;
-    c = malloc(sizeof(*c) + (size_t)bound);
-    if (!c)
+    coded = (int)spanring_code(r->open, r->nopen, ring_coded);
+    bound = LZ4_compressBound(coded);
+    if (!ring_packed && !(ring_packed = malloc((size_t)LZ4_compressBound(sizeof(ring_coded)))))
         return -ENOMEM;
-    n = LZ4_compress_default((const char *)r->open, (char *)c->data, raw, bound);
-    if (n <= 0) {
-        free(c);
+    n = LZ4_compress_default((const char *)ring_coded, (char *)ring_packed, coded, bound);
+    if (n <= 0 || !(c = malloc(sizeof(*c) + (size_t)n)))
         return -ENOMEM;
-    }
     *c = (struct spanring_chunk){.first_ns = r->open_first_ns,
                                  .end_ns = r->open_end_ns,
                                  .nspans = (uint32_t)r->nopen,
+                                 .coded = (uint32_t)coded,
                                  .len = (size_t)n};
+    memcpy(c->data, ring_packed, (size_t)n);
     c->crc = crc32c(0, c->data, c->len);
     if (r->tail)
         r->tail->next = c;
@@ -86,7 +181,7 @@ int spanring_seal(struct spanring *r)
         r->head = c;
     r->tail = c;
     r->stats.chunks++;
-    r->stats.bytes += c->len;
+    r->stats.bytes += chunk_bytes(c);
     r->nopen = 0;
     return 0;
 }
@@ -135,7 +230,7 @@ size_t spanring_drop_oldest(struct spanring *r)
 
     if (!r->head)
         return 0;
-    len = r->head->len;
+    len = chunk_bytes(r->head);
     spanring_unlink_head(r, &r->stats.dropped_cap);
     return len;
 }
@@ -157,17 +252,19 @@ static int spanring_emit(const struct spanring_span *spans, size_t n, uint64_t f
     return 0;
 }
 
-/* Decompress c into buf (SPANRING_CHUNK_SPANS spans). -EBADMSG when its bytes
- * fail the checksum or do not decode to exactly nspans spans. */
+/* Decompress c into buf (SPANRING_CHUNK_SPANS spans) through the
+ * scratch. -EBADMSG when its bytes fail the checksum or do not decode to
+ * exactly nspans spans. */
 static int spanring_unpack(const struct spanring_chunk *c, struct spanring_span *buf)
 {
-    int want = (int)(c->nspans * sizeof(*buf));
+    int want = (int)c->coded;
 
-    if (c->nspans > SPANRING_CHUNK_SPANS || crc32c(0, c->data, c->len) != c->crc)
+    if (c->nspans > SPANRING_CHUNK_SPANS || c->coded > sizeof(ring_coded) ||
+        crc32c(0, c->data, c->len) != c->crc)
         return -EBADMSG;
-    if (LZ4_decompress_safe((const char *)c->data, (char *)buf, (int)c->len, want) != want)
+    if (LZ4_decompress_safe((const char *)c->data, (char *)ring_coded, (int)c->len, want) != want)
         return -EBADMSG;
-    return 0;
+    return spanring_decode(ring_coded, c->coded, c->nspans, buf);
 }
 
 int spanring_window(struct spanring *r, uint64_t from_ns, uint64_t to_ns, spanring_span_fn fn,

@@ -8,8 +8,11 @@
  *
  * The ring: spans go into an open chunk (raw, at most SPANRING_CHUNK_SPANS);
  * a chunk is sealed when full or when its first span is older than
- * chunk_ns: its spans are LZ4-compressed (one block) and checksummed
- * (CRC32C of the compressed bytes). Sealed chunks form a FIFO: the oldest
+ * chunk_ns: its spans are coded column by column (times and ids as deltas
+ * against the span before, varints; about 5-6 B a kernel span of a real
+ * trace against 48 raw), LZ4-compressed (one block) into a chunk of exactly that size, and
+ * checksummed (CRC32C of the compressed bytes). The bytes a ring reports
+ * (spanring_get_stats) are the heap its chunks hold. Sealed chunks form a FIFO: the oldest
  * goes first when the ring holds more than keep_ns of time (dropped by age)
  * or when the owner asks (spanring_drop_oldest, for the cap). A chunk whose
  * bytes do not match their checksum, or that does not decompress to exactly
@@ -24,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SPANRING_CHUNK_SPANS 1024
+#define SPANRING_CHUNK_SPANS 4096
 
 /* One raw span (argus.v1.Span with a monotonic start). */
 struct spanring_span {

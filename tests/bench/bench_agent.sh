@@ -3,7 +3,8 @@
 # kernel events per step through the KDE summarizer, batcher, spool and
 # exporter) into a real collector for DURATION seconds. Prints the agent's CPU
 # (share of one core, per 1,000 step records shipped, per MB through the
-# spool) and peak RSS. Target: under 1% of one core and under 64 MiB.
+# spool) and peak RSS once the span ring is full (the steady state). Target:
+# under 1% of one core and under 64 MiB.
 #
 # MODE=trace (default): the replayed trace; MODE=records: step records
 # already summarised (argus-sim --record), i.e. shipping only; MODE=probes
@@ -90,6 +91,21 @@ wire() {
 c0=$(cpu_ns); s0=$(m argus_agent_steps_total); b0=$(m argus_agent_frame_bytes_total); w0=$(wire)
 sleep "$DURATION"
 c1=$(cpu_ns); s1=$(m argus_agent_steps_total); b1=$(m argus_agent_frame_bytes_total); w1=$(wire)
+# memory in the steady state: the span ring fills up to its cap
+# (spans.ring_bytes) before spans.keep ages anything out at these rates, so
+# the peak RSS is read once the ring is full (or stopped growing: a mode
+# with few spans), at most FILL_MAX seconds later
+cap=$("${ARGUS_AGENT:-$BIN/argus-agent}" --print-config 2>/dev/null | awk -F' = ' '$1 == "ring_bytes" {print $2}')
+cap_b=$(/usr/bin/python3 -c 'import sys; v=sys.argv[1]; u={"KiB":1<<10,"MiB":1<<20,"GiB":1<<30}
+n=next((k for k in u if v.endswith(k)),None); print(int(float(v[:-3])*u[n]) if n else int(v or 0))' "$cap")
+fill0=$SECONDS last=-1
+while ((SECONDS - fill0 < ${FILL_MAX:-240})); do
+    ring=$(m argus_agent_span_ring_bytes); ring=${ring%.*}
+    ((ring * 100 >= cap_b * 97 || ring == last)) && break
+    last=$ring
+    sleep 5
+done
+echo "span ring: $((ring / 1048576)) MiB of its $cap cap $( ((ring * 100 >= cap_b * 97)) && echo "(full)" || echo "(not full)") after $((DURATION + SECONDS - fill0)) s"
 rss=$(awk '/VmHWM/ {print $2}' /proc/$agent/status)
 /usr/bin/python3 - "$c0" "$c1" "$s0" "$s1" "$b0" "$b1" "$rss" "$DURATION" "$MODE" "$w0" "$w1" \
     "${STANDBY:-0}" <<'PY'

@@ -1,7 +1,9 @@
 /* The span ring (agent/spans/spanring.h) and the agent's set of rings
  * (spans.h): chunks wrap, the age and the byte cap drop the oldest chunks
  * (counted), a window returns exactly the spans overlapping it, a corrupt
- * chunk is refused, and a capture packs a TraceWindow in real time. */
+ * chunk is refused, a capture packs a TraceWindow in real time, every field
+ * of a span comes back exactly, and what the ring holds is what it counts,
+ * a few bytes a kernel span. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,10 +13,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <malloc.h>
+#include <math.h>
 
 #include "agent/spans/spanring.h"
 #include "agent/spans/spans.h"
 #include "common/clock.h"
+#include "tests/lib/rng.h"
 
 #define MS NSEC_PER_MSEC
 
@@ -279,12 +284,118 @@ static void test_spans_ranks_only(void **state)
     spans_free(s);
 }
 
+/* A training step's kernel spans as CUPTI gives them: KERNELS names in a
+ * fixed order on 3 streams, log-normal durations, launch gaps, correlation
+ * ids counting up, one launch shape per name, the training thread's tid. */
+#define KERNELS 577
+
+static void kernel_stream(struct spanring_span *sp, size_t n, uint64_t *rng)
+{
+    uint64_t t = 5 * NSEC_PER_SEC;
+    uint32_t corr = 1000;
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = i % KERNELS;
+        t += 2000 + rng_next(rng) % 20000;
+        corr += 1 + (uint32_t)(rng_next(rng) % 3);
+        sp[i] = (struct spanring_span){
+            .start_ns = t,
+            .duration_ns = (uint64_t)(20000.0 * (1 + k % 7) * exp(0.1 * rng_normal(rng))),
+            .name_id = 0x9e3779b97f4a7c15ULL * (k + 1),
+            .value = 0x10000 * (k % 5) + 256,
+            .kind = ARGUS__V1__SPAN_KIND__SPAN_KERNEL,
+            .stream = 7 + (uint32_t)(k % 3),
+            .tid = 4242,
+            .correlation = corr};
+    }
+}
+
+struct all_spans {
+    const struct spanring_span *want;
+    size_t n, bad;
+};
+
+static int same_span(void *ctx, const struct spanring_span *s)
+{
+    struct all_spans *a = ctx;
+
+    if (a->n >= 6 * SPANRING_CHUNK_SPANS || memcmp(s, &a->want[a->n], sizeof(*s)) != 0)
+        a->bad++;
+    a->n++;
+    return 0;
+}
+
+/* Every field comes back exactly through sealed chunks, also values that
+ * wrap or go backwards (a start before the span before it, a correlation id
+ * that wraps, values of 64 bits). */
+static void test_fields_exact(void **state)
+{
+    struct spanring *r =
+        spanring_new(&(struct spanring_options){NSEC_PER_SEC * 100, NSEC_PER_SEC * 3600});
+    static struct spanring_span sp[6 * SPANRING_CHUNK_SPANS];
+    struct all_spans a = {sp, 0, 0};
+    uint64_t rng = 7;
+
+    (void)state;
+    kernel_stream(sp, 6 * SPANRING_CHUNK_SPANS, &rng);
+    for (size_t i = 0; i < 6 * SPANRING_CHUNK_SPANS; i += 97) {
+        sp[i].start_ns -= 50000; /* before the span before it */
+        sp[i].value = rng_next(&rng);
+        sp[i].duration_ns = UINT64_MAX - i;
+        sp[i].correlation = UINT32_MAX - (uint32_t)i;
+        sp[i].kind = UINT32_MAX;
+        sp[i].tid = UINT32_MAX - 1;
+    }
+    for (size_t i = 0; i < 6 * SPANRING_CHUNK_SPANS; i++)
+        assert_int_equal(spanring_add(r, &sp[i]), 0);
+    assert_int_equal(spanring_seal(r), 0);
+    assert_int_equal(spanring_window(r, 0, UINT64_MAX, same_span, &a), 0);
+    assert_int_equal(a.n, 6 * SPANRING_CHUNK_SPANS);
+    assert_int_equal(a.bad, 0);
+    spanring_free(r);
+}
+
+/* The bytes the ring counts (what the agent's cap spans.ring_bytes holds it
+ * to) are the heap it holds: a chunk allocated at LZ4's bound held the raw
+ * size (48 B a span) while the count had the compressed one. And a kernel
+ * span takes a few bytes, not the 20-odd that LZ4 of 48-byte rows gave. */
+static void test_bytes_counted_are_held(void **state)
+{
+    enum { N = 64 * SPANRING_CHUNK_SPANS };
+    struct spanring_span *sp = malloc(N * sizeof(*sp));
+    struct spanring *r =
+        spanring_new(&(struct spanring_options){NSEC_PER_SEC * 100, NSEC_PER_SEC * 3600});
+    struct spanring_stats st;
+    struct mallinfo2 m0, m1;
+    uint64_t rng = 11;
+
+    (void)state;
+    assert_non_null(sp);
+    kernel_stream(sp, N, &rng);
+    assert_int_equal(spanring_add(r, &sp[0]), 0);
+    assert_int_equal(spanring_seal(r), 0); /* the scratch is allocated once, here */
+    m0 = mallinfo2();
+    for (size_t i = 1; i < N; i++)
+        assert_int_equal(spanring_add(r, &sp[i]), 0);
+    assert_int_equal(spanring_seal(r), 0);
+    m1 = mallinfo2();
+    spanring_get_stats(r, &st);
+    print_message("%d spans: %zu B held, %llu B counted, %.1f B a span\n", N,
+                  m1.uordblks - m0.uordblks, (unsigned long long)st.bytes, (double)st.bytes / N);
+    /* malloc's own header, 16 B a chunk, is the only slack */
+    assert_true(m1.uordblks - m0.uordblks <= st.bytes + 16 * st.chunks);
+    assert_true((double)st.bytes / N < 9);
+    spanring_free(r);
+    free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_across_chunks),  cmocka_unit_test(test_age_drops_oldest),
         cmocka_unit_test(test_corrupt_chunk_refused), cmocka_unit_test(test_drop_oldest_for_cap),
         cmocka_unit_test(test_spans_cap_and_capture), cmocka_unit_test(test_spans_ranks_only),
+        cmocka_unit_test(test_fields_exact),          cmocka_unit_test(test_bytes_counted_are_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
