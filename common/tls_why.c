@@ -234,11 +234,15 @@ static void why_client_cert(const struct why_seen *s, const struct tls_pem *pem,
         snprintf(why, whylen,
                  "the collector asked for a client certificate and none is set (tls.cert, "
                  "tls.key)");
+    else if (chain && !ours) /* said as when it closes without an alert: which one
+                              * gRPC's server sends, if any, is a race of its shutdown */
+        snprintf(why, whylen,
+                 "the collector refused our client certificate (tls.cert %s): it is not signed by "
+                 "the CA in tls.ca %s, which signed the collector's",
+                 why_name(pem->cert_file), why_name(pem->ca_file));
     else if (chain)
-        snprintf(why, whylen, "the collector refused our client certificate (tls.cert %s): %s%s%s",
-                 why_name(pem->cert_file), why_alert_text(s->alert),
-                 ours ? "" : "; it is not signed by the CA in tls.ca ",
-                 ours ? "" : why_name(pem->ca_file));
+        snprintf(why, whylen, "the collector refused our client certificate (tls.cert %s): %s",
+                 why_name(pem->cert_file), why_alert_text(s->alert));
     else
         snprintf(why, whylen, "the collector ended the handshake: %s",
                  SSL_alert_desc_string_long(s->alert));
