@@ -154,9 +154,11 @@ static const struct config_option collector_options[] = {
     OPT("store.memtable", CONFIG_SIZE, store_memtable, "32MiB", 1048576, 1024.0 * 1048576,
         "RocksDB write buffer of the step records (memory per buffer, up to 3); each WAL is "
         "preallocated to 1.1 x this, which a full disk uses up before writes fail"),
-    OPT("store.wal_compression", CONFIG_BOOL, store_wal_compression, "true", 0, 0,
-        "compress the WAL with ZSTD: about a third of its bytes on disk, for about 12% more "
-        "collector CPU per step record"),
+    OPT("store.wal_compression", CONFIG_BOOL, store_wal_compression, "false", 0, 0,
+        "compress the WAL with ZSTD (RocksDB 7.8's experimental WAL compression): a third of "
+        "the WAL's bytes for about 12% more collector CPU; not safe on a disk that fills up: a "
+        "write cut short there can leave a record that keeps the store from opening again "
+        "(Corruption: bad WriteBatch Put)"),
     OPT("store.reserve", CONFIG_SIZE, store_reserve, "64MiB", 0, 64.0 * 1073741824,
         "headroom file kept in store.dir (store.dir/reserve), released when the disk fills so "
         "the store still opens and answers queries, taken back when space returns (0: none)"),

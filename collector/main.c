@@ -78,7 +78,7 @@ static int collector_open_store(struct collector *c)
         .reports_retention_ns = c->cfg.reports_retention,
         .reserve_bytes = c->cfg.store_reserve,
         .memtable_bytes = c->cfg.store_memtable,
-        .wal_plain = !c->cfg.store_wal_compression,
+        .wal_zstd = c->cfg.store_wal_compression,
     };
     char err[512];
     int r = daemon_mkdir_p(c->cfg.store_dir, 0750);

@@ -87,7 +87,8 @@ struct store_options {
     uint64_t block_cache_bytes; /* 0 = RocksDB default */
     uint64_t reserve_bytes;     /* headroom file in dir (store_reserve.h); 0 = none */
     uint64_t memtable_bytes;    /* the steps family's write buffer; 0 = 32 MiB */
-    bool wal_plain;             /* the WAL uncompressed (else ZSTD, RocksDB's only choice) */
+    bool wal_zstd; /* the WAL compressed (ZSTD, RocksDB 7.8's only choice; not safe on a disk that
+                      fills up: store_db.c) */
 };
 
 /* Open (or create) the store. Returns 0 and *out, or -errno with a sentence in

@@ -11,22 +11,27 @@
 
 #include "collector/store/store_db.h"
 
+struct actions_put {
+    size_t n;
+    const char *const *keys;
+    const void *const *vals;
+    const size_t *vlens;
+};
+
+static void actions_fill(struct store *s, rocksdb_writebatch_t *wb, const void *ctx)
+{
+    const struct actions_put *p = ctx;
+
+    for (size_t i = 0; i < p->n; i++)
+        rocksdb_writebatch_put_cf(wb, s->cf[CF_ACTIONS], p->keys[i], strlen(p->keys[i]), p->vals[i],
+                                  p->vlens[i]);
+}
+
 int store_put_actions(struct store *s, size_t n, const char *const *keys, const void *const *vals,
                       const size_t *vlens, char *err, size_t errlen)
 {
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    int rc;
-
-    for (size_t i = 0; i < n; i++)
-        rocksdb_writebatch_put_cf(wb, s->cf[CF_ACTIONS], keys[i], strlen(keys[i]), vals[i],
-                                  vlens[i]);
-    pthread_mutex_lock(&s->lock);
-    rc = store_writer_ready(s, err, errlen);
-    if (rc == 0)
-        rc = store_commit(s, wb, false, err, errlen);
-    pthread_mutex_unlock(&s->lock);
-    rocksdb_writebatch_destroy(wb);
-    return rc;
+    return store_write_locked(s, actions_fill, &(struct actions_put){n, keys, vals, vlens}, err,
+                              errlen);
 }
 
 struct actions_scan {

@@ -10,40 +10,33 @@
 
 #include "collector/store/store_db.h"
 
-/* Write wb under s->lock (the writers' lock) after a reopen check. */
-static int store_alerts_commit(struct store *s, rocksdb_writebatch_t *wb, char *err, size_t errlen)
-{
-    int rc;
+struct alert_put {
+    const void *key, *val;
+    size_t klen, vlen;
+    bool del;
+};
 
-    pthread_mutex_lock(&s->lock);
-    rc = store_writer_ready(s, err, errlen);
-    if (rc == 0)
-        rc = store_commit(s, wb, false, err, errlen);
-    pthread_mutex_unlock(&s->lock);
-    return rc;
+static void alert_fill(struct store *s, rocksdb_writebatch_t *wb, const void *ctx)
+{
+    const struct alert_put *p = ctx;
+
+    if (p->del)
+        rocksdb_writebatch_delete_cf(wb, s->cf[CF_ALERTS], p->key, p->klen);
+    else
+        rocksdb_writebatch_put_cf(wb, s->cf[CF_ALERTS], p->key, p->klen, p->val, p->vlen);
 }
 
 int store_put_alert(struct store *s, const void *key, size_t klen, const void *val, size_t vlen,
                     char *err, size_t errlen)
 {
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    int rc;
-
-    rocksdb_writebatch_put_cf(wb, s->cf[CF_ALERTS], key, klen, val, vlen);
-    rc = store_alerts_commit(s, wb, err, errlen);
-    rocksdb_writebatch_destroy(wb);
-    return rc;
+    return store_write_locked(s, alert_fill, &(struct alert_put){key, val, klen, vlen, false}, err,
+                              errlen);
 }
 
 int store_delete_alert(struct store *s, const void *key, size_t klen, char *err, size_t errlen)
 {
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    int rc;
-
-    rocksdb_writebatch_delete_cf(wb, s->cf[CF_ALERTS], key, klen);
-    rc = store_alerts_commit(s, wb, err, errlen);
-    rocksdb_writebatch_destroy(wb);
-    return rc;
+    return store_write_locked(s, alert_fill, &(struct alert_put){key, NULL, klen, 0, true}, err,
+                              errlen);
 }
 
 struct alerts_scan {

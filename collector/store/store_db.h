@@ -146,6 +146,18 @@ int store_writer_ready(struct store *s, char *err, size_t errlen);
  * releases the reserve. 0 or -EIO. */
 int store_commit(struct store *s, rocksdb_writebatch_t *wb, bool ingest, char *err, size_t errlen);
 
+/* Fills a new write batch; the family handles (s->cf) are valid while it runs. */
+typedef void (*store_fill_fn)(struct store *s, rocksdb_writebatch_t *wb, const void *ctx);
+
+/* Take s->lock, reopen when due (store_writer_ready), and write what fill
+ * puts in a new batch. The batch is built under the lock because the family
+ * handles are only valid there, with the store open: a reopen replaces them
+ * and a closed store has none (a batch built before the lock named a handle
+ * that a failed write's reopen had freed, or NULL: the collector crashed on a
+ * full disk). 0, or -EIO with err set. */
+int store_write_locked(struct store *s, store_fill_fn fill, const void *ctx, char *err,
+                       size_t errlen);
+
 /* Take the read lock; -EIO (lock released) when the DB is closed. */
 int store_read_begin(struct store *s);
 

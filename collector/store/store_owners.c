@@ -11,46 +11,53 @@
 
 #include "collector/store/store_db.h"
 
+struct owners_put {
+    const struct store_pair *kv;
+    size_t n;
+};
+
+static void owners_fill_put(struct store *s, rocksdb_writebatch_t *wb, const void *ctx)
+{
+    const struct owners_put *p = ctx;
+
+    for (size_t i = 0; i < p->n; i++)
+        rocksdb_writebatch_put_cf(wb, s->cf[CF_OWNERS], p->kv[i].key, p->kv[i].klen, p->kv[i].val,
+                                  p->kv[i].vlen);
+}
+
 int store_put_owners(struct store *s, const struct store_pair *kv, size_t n, char *err,
                      size_t errlen)
 {
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    int rc;
-
-    for (size_t i = 0; i < n; i++)
-        rocksdb_writebatch_put_cf(wb, s->cf[CF_OWNERS], kv[i].key, kv[i].klen, kv[i].val,
-                                  kv[i].vlen);
-    pthread_mutex_lock(&s->lock);
-    rc = store_writer_ready(s, err, errlen);
-    if (rc == 0)
-        rc = store_commit(s, wb, false, err, errlen);
-    pthread_mutex_unlock(&s->lock);
-    rocksdb_writebatch_destroy(wb);
-    return rc;
+    return store_write_locked(s, owners_fill_put, &(struct owners_put){kv, n}, err, errlen);
 }
 
+struct owners_range {
+    const char *lo, *hi;
+    size_t len;
+};
+
+static void owners_fill_delete(struct store *s, rocksdb_writebatch_t *wb, const void *ctx)
+{
+    const struct owners_range *r = ctx;
+
+    rocksdb_writebatch_delete_range_cf(wb, s->cf[CF_OWNERS], r->lo, r->len, r->hi, r->len);
+}
+
+/* Every rank of job: keys from job \0 up to job \1. */
 int store_delete_owners(struct store *s, const char *job, char *err, size_t errlen)
 {
     size_t len = strlen(job) + 1;
-    char *lo = malloc(len), *hi = malloc(len);
-    rocksdb_writebatch_t *wb;
-    int rc = -ENOMEM;
+    char *hi = malloc(len);
+    int rc;
 
-    if (!lo || !hi)
-        goto out;
-    memcpy(lo, job, len); /* job \0 ... up to job \1: every rank of it */
+    if (!hi) {
+        store_set_err(err, errlen, "delete owners: out of memory");
+        return -ENOMEM;
+    }
     memcpy(hi, job, len);
     hi[len - 1] = 1;
-    wb = rocksdb_writebatch_create();
-    rocksdb_writebatch_delete_range_cf(wb, s->cf[CF_OWNERS], lo, len, hi, len);
-    pthread_mutex_lock(&s->lock);
-    rc = store_writer_ready(s, err, errlen);
-    if (rc == 0)
-        rc = store_commit(s, wb, false, err, errlen);
-    pthread_mutex_unlock(&s->lock);
-    rocksdb_writebatch_destroy(wb);
-out:
-    free(lo);
+    rc = store_write_locked(s, owners_fill_delete, &(struct owners_range){job, hi, len}, err,
+                            errlen);
     free(hi);
     return rc;
 }
