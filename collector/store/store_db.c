@@ -272,13 +272,20 @@ static int received_build(struct store *s, char *err, size_t errlen)
 /* Options of one family; cache (may be NULL) is shared by all of them.
  * bulky: the steps family, with a big memtable (memtable bytes; the others
  * 4 MiB or less), 64 KiB blocks (consecutive ranks' records of a step
- * compress against each other) and ZSTD level 1 at every level, without a
+ * compress against each other) and ZSTD level 1 at every level below L0, without a
  * trained dictionary; the other families LZ4 above the bottommost level.
  * tests/bench/bench_ingest.sh (SST + WAL before a full compaction), against
  * LZ4 above ZSTD and 16 KiB blocks: ZSTD at every level took the SSTs from
  * 561 to 492 MB, 64 KiB blocks to 460 MB; a 16 KiB dictionary at the
  * bottommost only to 456 MB, not worth its CPU (with level 3 it took 40% of
- * the collector's CPU at 50k rank-steps/s). */
+ * the collector's CPU at 50k rank-steps/s).
+ * What the steps family's compactions cost (issue 30; ceiling runs of
+ * 10,240 ranks x 240 steps): ZSTD was a third of the collector's CPU, most
+ * of it compactions that merged each 4 new L0 files with the 64 MiB table at
+ * the bottom they overlap (keys go by step, and agents are a step or so
+ * apart). So L0 is LZ4 (a flush is cheap; an L0 file lives until the next
+ * compaction), compactions wait for 8 L0 files and write 8 MiB tables (the
+ * table rewritten at the edge is small). */
 static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky, uint64_t memtable)
 {
     rocksdb_options_t *co = rocksdb_options_create();
@@ -291,7 +298,9 @@ static rocksdb_options_t *cf_options_create(rocksdb_cache_t *cache, bool bulky, 
     rocksdb_options_set_compression(co, rocksdb_lz4_compression);
     if (bulky) {
         for (int i = 0; i < STORE_LEVELS; i++)
-            levels[i] = rocksdb_zstd_compression;
+            levels[i] = i == 0 ? rocksdb_lz4_compression : rocksdb_zstd_compression;
+        rocksdb_options_set_level0_file_num_compaction_trigger(co, 8);
+        rocksdb_options_set_target_file_size_base(co, 8u << 20);
         rocksdb_block_based_options_set_block_size(bbo, 64 << 10);
         rocksdb_options_set_num_levels(co, STORE_LEVELS);
         rocksdb_options_set_compression_per_level(co, levels, STORE_LEVELS);

@@ -6,6 +6,9 @@
  * (building the records does not).
  *
  *   build/bench/bench_store [batches] [dir]   (default 1500, a temp dir under /tmp)
+ *   build/bench/bench_store --compact DIR N   (a store a collector left: compact
+ *                                              it, print live SST bytes per rank-step
+ *                                              for N rank-steps; bench_ingest.sh)
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -214,8 +217,33 @@ static int run(const char *dir, bool sync, int n, struct bench_batch *bb)
     return 0;
 }
 
+/* Compact the store in dir fully and print its live SST bytes per rank-step. */
+static int compact_only(const char *dir, double rank_steps)
+{
+    struct store_options o = {.dir = dir};
+    struct store_stats st;
+    struct store *s;
+    char err[256];
+    uint64_t t = clock_mono_ns();
+
+    if (store_open(&o, &s, err, sizeof(err))) {
+        fprintf(stderr, "bench_store: %s\n", err);
+        return 1;
+    }
+    store_compact(s);
+    store_get_stats(s, &st);
+    printf("store after a full compaction: %.0f B per rank-step (%.1f MB live SST, compaction "
+           "%.2f s)\n",
+           (double)st.live_sst_bytes / rank_steps, (double)st.live_sst_bytes / 1e6,
+           (double)(clock_mono_ns() - t) / 1e9);
+    store_close(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--compact") == 0 && atof(argv[3]) > 0)
+        return compact_only(argv[2], atof(argv[3]));
     int n = argc > 1 ? atoi(argv[1]) : 1500;
     char tmp[] = "/tmp/argus-bench-store-XXXXXX", sub[64];
     const char *dir = argc > 2 ? argv[2] : mkdtemp(tmp);
