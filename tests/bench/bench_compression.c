@@ -268,6 +268,17 @@ static int trace_summarize(const struct kineto_trace *t, const struct encoding *
     return 0;
 }
 
+/* "PREFIXstep N: E ev G gr C cl" of record r into what. */
+static void step_label(const Argus__V1__StepRecord *r, const char *prefix, char *what, size_t len)
+{
+    size_t clusters = 0;
+
+    for (size_t g = 0; g < r->n_kernels; g++)
+        clusters += r->kernels[g]->n_clusters;
+    snprintf(what, len, "%sstep %llu: %llu ev %zu gr %zu cl", prefix, (unsigned long long)r->step,
+             (unsigned long long)r->kernel_events, r->n_kernels, clusters);
+}
+
 /* The dense real mix: each step of t as a step that launched its kernels
  * DENSE_COPIES times over (as a step of that many micro-batches would: the
  * same kernels, names, streams and shapes), each copy's durations jittered by
@@ -312,16 +323,12 @@ static void bench_dense(const struct kineto_trace *t)
     }
     for (size_t k = 0; k < t->n_steps; k++) {
         struct dictionary d;
-        char what[64];
-        size_t clusters = 0;
+        char what[64], prefix[24];
 
         if (trace_dictionary(t, (int32_t)k, &d) < 0)
             break;
-        for (size_t g = 0; g < records[k].n_kernels; g++)
-            clusters += records[k].kernels[g]->n_clusters;
-        snprintf(what, sizeof(what), "dense x%d step %llu: %llu ev %zu gr %zu cl", DENSE_COPIES,
-                 (unsigned long long)records[k].step, (unsigned long long)records[k].kernel_events,
-                 records[k].n_kernels, clusters);
+        snprintf(prefix, sizeof(prefix), "dense x%d ", DENSE_COPIES);
+        step_label(&records[k], prefix, what, sizeof(what));
         for (size_t j = 0; j < t->n_steps; j++)
             ptrs[j] = &records[(k + j) % t->n_steps];
         /* coded as agents ship it, and as KernelGroups (before the coding) */
@@ -360,15 +367,10 @@ static void bench_trace(const char *dir, const char *file)
         for (size_t k = 0; k < t->n_steps; k++) {
             struct dictionary d;
             char what[64];
-            size_t clusters = 0;
 
             if (trace_dictionary(t, (int32_t)k, &d) < 0)
                 break;
-            for (size_t g = 0; g < records[k].n_kernels; g++)
-                clusters += records[k].kernels[g]->n_clusters;
-            snprintf(what, sizeof(what), "step %llu: %llu ev %zu gr %zu cl",
-                     (unsigned long long)records[k].step,
-                     (unsigned long long)records[k].kernel_events, records[k].n_kernels, clusters);
+            step_label(&records[k], "", what, sizeof(what));
             for (size_t j = 0; j < t->n_steps; j++)
                 ptrs[j] = &records[(k + j) % t->n_steps];
             report(what, &encodings[e], ptrs, t->n_steps, &d,

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -173,6 +174,23 @@ static inline int teardown(void **state)
     rm_tree(f->dir);
     free(f);
     return 0;
+}
+
+/* Close f's store and mount a tmpfs of opts ("size=8m") on its directory;
+ * skips the test (saying why, for what) without root or a tmpfs. The caller
+ * opens the store again (open_store). */
+static inline void fix_on_tmpfs(struct fix *f, const char *opts, const char *what)
+{
+    if (getuid() != 0) {
+        printf("skip: %s needs root to mount a tmpfs\n", what);
+        skip();
+    }
+    store_close(f->s);
+    f->s = NULL;
+    if (mount("tmpfs", f->dir, "tmpfs", 0, opts) != 0) {
+        printf("skip: cannot mount a tmpfs on %s: %s\n", f->dir, strerror(errno));
+        skip();
+    }
 }
 
 /* ---- scan collectors ---------------------------------------------------------- */

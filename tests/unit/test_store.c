@@ -299,16 +299,7 @@ static void test_disk_full(void **state)
     struct statvfs vfs;
     int rc = 0;
 
-    if (getuid() != 0) {
-        printf("skip: the disk-full test needs root to mount a tmpfs\n");
-        skip();
-    }
-    store_close(f->s);
-    f->s = NULL;
-    if (mount("tmpfs", f->dir, "tmpfs", 0, "size=8m") != 0) {
-        printf("skip: cannot mount a tmpfs on %s: %s\n", f->dir, strerror(errno));
-        skip();
-    }
+    fix_on_tmpfs(f, "size=8m", "the disk-full test");
     f->s = open_store(f);
     snprintf(filler, sizeof(filler), "%s/filler", f->dir);
     /* leave about 1 MiB free (RocksDB preallocates its MANIFEST) */

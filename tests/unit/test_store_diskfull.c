@@ -75,16 +75,7 @@ static void test_fill_free_cycles(void **state)
     uint64_t seq = 0, acked = 0, hwm;
     int closed = 0, rc;
 
-    if (getuid() != 0) {
-        printf("skip: the disk-full cycles need root to mount a tmpfs\n");
-        skip();
-    }
-    store_close(f->s);
-    f->s = NULL;
-    if (mount("tmpfs", f->dir, "tmpfs", 0, "size=24m") != 0) {
-        printf("skip: cannot mount a tmpfs on %s: %s\n", f->dir, strerror(errno));
-        skip();
-    }
+    fix_on_tmpfs(f, "size=24m", "the disk-full cycles");
     f->o.memtable_bytes = 4u << 20; /* WALs preallocated to 4.4 MiB */
     f->s = open_store(f);
     snprintf(filler, sizeof(filler), "%s/filler", f->dir);

@@ -122,16 +122,7 @@ static void test_open_on_full_disk(void **state)
     struct store_stats st;
     uint64_t seq;
 
-    if (getuid() != 0) {
-        printf("skip: the full-disk open needs root to mount a tmpfs\n");
-        skip();
-    }
-    store_close(f->s);
-    f->s = NULL;
-    if (mount("tmpfs", f->dir, "tmpfs", 0, "size=96m") != 0) {
-        printf("skip: cannot mount a tmpfs on %s: %s\n", f->dir, strerror(errno));
-        skip();
-    }
+    fix_on_tmpfs(f, "size=96m", "the full-disk open");
     f->o.reserve_bytes = 16 * MiB;
     f->s = open_store(f);
     store_get_stats(f->s, &st);
@@ -180,16 +171,7 @@ static void test_write_on_full_disk(void **state)
     struct store_stats st;
     uint64_t seq = 1, stored = 0;
 
-    if (getuid() != 0) {
-        printf("skip: the full-disk write needs root to mount a tmpfs\n");
-        skip();
-    }
-    store_close(f->s);
-    f->s = NULL;
-    if (mount("tmpfs", f->dir, "tmpfs", 0, "size=96m") != 0) {
-        printf("skip: cannot mount a tmpfs on %s: %s\n", f->dir, strerror(errno));
-        skip();
-    }
+    fix_on_tmpfs(f, "size=96m", "the full-disk write");
     f->o.reserve_bytes = 16 * MiB;
     f->s = open_store(f);
     snprintf(filler, sizeof(filler), "%s/filler", f->dir);
