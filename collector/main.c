@@ -88,6 +88,10 @@ static int collector_open_store(struct collector *c)
                   c->cfg.store_dir, strerror(-r));
         return r;
     }
+    if (so.wal_zstd) /* a config file from before it was off by default sets it */
+        log_warn("main",
+                 "store.wal_compression = true: RocksDB 7.8's compressed WAL can lose acked "
+                 "batches, or keep the store from opening, after a full disk; set it to false");
     r = store_open(&so, &c->store, err, sizeof(err));
     if (r < 0)
         log_error("main", "cannot open the store in %s: %s", c->cfg.store_dir, err);

@@ -280,8 +280,8 @@ static int received_build(struct store *s, char *err, size_t errlen)
  * bottommost only to 456 MB, not worth its CPU (with level 3 it took 40% of
  * the collector's CPU at 50k rank-steps/s).
  * What the steps family's compactions cost (issue 30; ceiling runs of
- * 10,240 ranks x 240 steps): ZSTD was a third of the collector's CPU, most
- * of it compactions that merged each 4 new L0 files with the 64 MiB table at
+ * 10,240 ranks x 240 steps): ZSTD was a third of the collector's CPU, over
+ * half of it compactions that merged each 4 new L0 files with the 64 MiB table at
  * the bottom they overlap (keys go by step, and agents are a step or so
  * apart). So L0 is LZ4 (a flush is cheap; an L0 file lives until the next
  * compaction), compactions wait for 8 L0 files and write 8 MiB tables (the
