@@ -73,14 +73,12 @@ static uint64_t code_sum_guess(uint64_t count, uint64_t p50, unsigned b)
 /* zigzag(a - b), modulo 2^64. */
 static uint64_t code_zigzag(uint64_t a, uint64_t b)
 {
-    int64_t d = (int64_t)(a - b);
-
-    return ((uint64_t)d << 1) ^ (uint64_t)(d >> 63);
+    return varint_zigzag(a - b);
 }
 
 static uint64_t code_unzigzag(uint64_t base, uint64_t z)
 {
-    return base + ((z >> 1) ^ (0 - (z & 1)));
+    return base + varint_unzigzag(z);
 }
 
 /* --- encoding ------------------------------------------------------------- */

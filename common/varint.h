@@ -1,5 +1,6 @@
-/* Protobuf base-128 varints, for the places that write or walk wire bytes
- * by hand (common/wire_steps). */
+/* Protobuf base-128 varints and zigzag differences, for the places that write or walk bytes
+ * by hand (common/wire_steps, the kernel and cluster coding, the store's compact form, the span
+ * ring). */
 #ifndef ARGUS_COMMON_VARINT_H
 #define ARGUS_COMMON_VARINT_H
 
@@ -43,6 +44,19 @@ static inline bool varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v
             return true;
     }
     return false;
+}
+
+/* A difference d (modulo 2^64, as a two's complement int64) as an unsigned
+ * number that is small when |d| is: 0, -1, 1, -2 ... -> 0, 1, 2, 3 ... */
+static inline uint64_t varint_zigzag(uint64_t d)
+{
+    return (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+}
+
+/* The inverse of varint_zigzag. */
+static inline uint64_t varint_unzigzag(uint64_t z)
+{
+    return (z >> 1) ^ (0 - (z & 1));
 }
 
 #endif

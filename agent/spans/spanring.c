@@ -32,16 +32,6 @@ struct spanring_chunk {
 static uint8_t ring_coded[SPANRING_CHUNK_SPANS * SPANRING_CODED_MAX];
 static uint8_t *ring_packed;
 
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 static size_t spanring_code(const struct spanring_span *sp, size_t n, uint8_t *out)
 {
     uint8_t *p = out;
@@ -49,7 +39,7 @@ static size_t spanring_code(const struct spanring_span *sp, size_t n, uint8_t *o
     uint32_t prev_corr = 0;
 
     for (size_t i = 0; i < n; prev = sp[i++].start_ns)
-        p = varint_put(p, zigzag((int64_t)(sp[i].start_ns - prev)));
+        p = varint_put(p, varint_zigzag(sp[i].start_ns - prev));
     for (size_t i = 0; i < n; i++)
         p = varint_put(p, sp[i].duration_ns);
     for (size_t i = 0; i < n; i++)
@@ -61,7 +51,8 @@ static size_t spanring_code(const struct spanring_span *sp, size_t n, uint8_t *o
     for (size_t i = 0; i < n; i++)
         p = varint_put(p, sp[i].tid);
     for (size_t i = 0; i < n; prev_corr = sp[i++].correlation)
-        p = varint_put(p, zigzag((int64_t)(int32_t)(sp[i].correlation - prev_corr)));
+        p = varint_put(p,
+                       varint_zigzag((uint64_t)(int64_t)(int32_t)(sp[i].correlation - prev_corr)));
     for (size_t i = 0; i < n; i++, p += 8)
         memcpy(p, &sp[i].name_id, 8);
     return (size_t)(p - out);
@@ -78,7 +69,7 @@ static int spanring_decode(const uint8_t *in, size_t len, size_t n, struct spanr
 
     for (size_t i = 0; ok && i < n; i++)
         if ((ok = varint_get(&p, end, &v)))
-            prev = sp[i].start_ns = prev + (uint64_t)unzigzag(v);
+            prev = sp[i].start_ns = prev + varint_unzigzag(v);
     for (size_t i = 0; ok && i < n; i++)
         ok = varint_get(&p, end, &sp[i].duration_ns);
     for (size_t i = 0; ok && i < n; i++)
@@ -94,7 +85,7 @@ static int spanring_decode(const uint8_t *in, size_t len, size_t n, struct spanr
             sp[i].tid = (uint32_t)v;
     for (size_t i = 0; ok && i < n; i++)
         if ((ok = varint_get(&p, end, &v)))
-            prev_corr = sp[i].correlation = prev_corr + (uint32_t)unzigzag(v);
+            prev_corr = sp[i].correlation = prev_corr + (uint32_t)varint_unzigzag(v);
     if (!ok || (size_t)(end - p) != n * 8)
         return -EBADMSG;
     for (size_t i = 0; i < n; i++, p += 8)

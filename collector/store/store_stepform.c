@@ -45,21 +45,11 @@ static int stepform_buf(struct store_stepform *f, size_t n)
     return 0;
 }
 
-static uint64_t zigzag(uint64_t d)
-{
-    return (d << 1) ^ (uint64_t)((int64_t)d >> 63);
-}
-
-static uint64_t unzigzag(uint64_t z)
-{
-    return (z >> 1) ^ (0 - (z & 1));
-}
-
 /* A timestamp x against ref, both modulo 2^64; 0 (unknown) stays 0. *lossy
  * is set when x would come back as 0. */
 static uint64_t ts_encode(uint64_t x, uint64_t ref, bool *lossy)
 {
-    uint64_t z = zigzag(x - ref);
+    uint64_t z = varint_zigzag(x - ref);
 
     if (x && z == UINT64_MAX)
         *lossy = true;
@@ -68,7 +58,7 @@ static uint64_t ts_encode(uint64_t x, uint64_t ref, bool *lossy)
 
 static uint64_t ts_decode(uint64_t e, uint64_t ref)
 {
-    return e ? unzigzag(e - 1) + ref : 0;
+    return e ? varint_unzigzag(e - 1) + ref : 0;
 }
 
 static void cluster_encode(Argus__V1__Cluster *c, const Argus__V1__Cluster *o)
@@ -77,7 +67,7 @@ static void cluster_encode(Argus__V1__Cluster *c, const Argus__V1__Cluster *o)
     c->p99_ns = o->p99_ns - o->p50_ns;
     c->max_ns = o->max_ns - o->p99_ns;
     c->min_ns = o->p50_ns - o->min_ns;
-    c->sum_ns = zigzag(o->sum_ns - (uint64_t)o->count * o->p50_ns);
+    c->sum_ns = varint_zigzag(o->sum_ns - (uint64_t)o->count * o->p50_ns);
 }
 
 static void cluster_decode(Argus__V1__Cluster *c)
@@ -85,7 +75,7 @@ static void cluster_decode(Argus__V1__Cluster *c)
     c->p99_ns += c->p50_ns;
     c->max_ns += c->p99_ns;
     c->min_ns = c->p50_ns - c->min_ns;
-    c->sum_ns = unzigzag(c->sum_ns) + (uint64_t)c->count * c->p50_ns;
+    c->sum_ns = varint_unzigzag(c->sum_ns) + (uint64_t)c->count * c->p50_ns;
 }
 
 static void collective_encode(Argus__V1__Collective *c, const Argus__V1__Collective *o,

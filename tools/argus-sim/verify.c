@@ -91,9 +91,9 @@ static int verify_range(struct rpc_channel *ch, const struct sim_config *c,
     return 0;
 }
 
-/* Say which (job, rank) records are missing, as runs of steps and ranks
- * (the first few runs): a count alone does not tell a lost write from a lost
- * tail or one rank's gap. */
+/* Say which steps miss records, as runs of steps with the records found
+ * in each run (the first 8 runs): a count alone does not tell a lost stretch
+ * of writes from a lost tail. */
 static void verify_print_gaps(const struct sim_config *c, const uint32_t *per_step)
 {
     unsigned runs = 0;
