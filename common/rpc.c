@@ -12,8 +12,18 @@
 
 #include "common/tls.h"
 
+/* A unary call that never reached its server (no connection made) is tried
+ * once more, waiting for the channel's next connection attempt: gRPC 1.51's
+ * connect reads errno after calls that may change it (tcp_client_posix.cc),
+ * so now and then a connect in progress is taken for a failed one ("No such
+ * file or directory"; 6 in 1,500 argusctl calls over four collectors). A
+ * refused connection is an answer (the server is down) and is not tried
+ * again. The second try waits at most the first backoff and this. */
+#define RPC_RECONNECT_GRACE_MS 300
+
 struct rpc_channel {
     grpc_channel *channel;
+    int backoff_min_ms;        /* GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS */
     grpc_completion_queue *cq; /* polled by rpc_channel_connect (no call uses it) */
 };
 
@@ -91,6 +101,7 @@ struct rpc_channel *rpc_channel_new(const char *target, const struct rpc_channel
         creds = grpc_insecure_credentials_create();
     }
     ch->channel = grpc_channel_create(target, creds, &ca);
+    ch->backoff_min_ms = backoff_min;
     grpc_channel_credentials_release(creds);
     ch->cq = grpc_completion_queue_create_for_next(NULL);
     if (!ch->channel || !ch->cq) {
@@ -170,38 +181,38 @@ static void rpc_copy_details(grpc_slice details, char *message, size_t msglen)
     message[n] = '\0';
 }
 
-int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_t req_len,
-              uint64_t timeout_ms, void **resp, size_t *resp_len, int *status, char *message,
-              size_t msglen)
+/* One try of a unary call: its status, details and reply (*recv). Returns 0
+ * when the call completed, -EINVAL when gRPC took no batch, -ETIMEDOUT. */
+static int rpc_unary_try(struct rpc_channel *ch, const char *method, grpc_byte_buffer *send,
+                         gpr_timespec deadline, uint32_t flags, grpc_status_code *st,
+                         grpc_slice *details, grpc_byte_buffer **recv)
 {
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_metadata_array imd, tmd;
-    grpc_byte_buffer *send = rpc_buffer(req, req_len), *recv = NULL;
-    grpc_slice details = grpc_empty_slice();
-    grpc_status_code st = GRPC_STATUS_UNKNOWN;
     grpc_op ops[6] = {{0}};
     int tag = 0, r = 0;
-    gpr_timespec deadline = rpc_deadline(timeout_ms);
     grpc_call *call =
         grpc_channel_create_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
                                  grpc_slice_from_static_string(method), NULL, deadline, NULL);
 
-    *resp = NULL;
-    *resp_len = 0;
+    *st = GRPC_STATUS_UNKNOWN;
+    *details = grpc_empty_slice();
+    *recv = NULL;
     grpc_metadata_array_init(&imd);
     grpc_metadata_array_init(&tmd);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].flags = flags;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
     ops[1].data.send_message.send_message = send;
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &imd;
     ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &recv;
+    ops[4].data.recv_message.recv_message = recv;
     ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
     ops[5].data.recv_status_on_client.trailing_metadata = &tmd;
-    ops[5].data.recv_status_on_client.status = &st;
-    ops[5].data.recv_status_on_client.status_details = &details;
+    ops[5].data.recv_status_on_client.status = st;
+    ops[5].data.recv_status_on_client.status_details = details;
     if (grpc_call_start_batch(call, ops, 6, &tag, NULL) != GRPC_CALL_OK) {
         r = -EINVAL;
     } else {
@@ -213,6 +224,84 @@ int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_
             r = -ETIMEDOUT;
         }
     }
+    grpc_metadata_array_destroy(&imd);
+    grpc_metadata_array_destroy(&tmd);
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+    return r;
+}
+
+/* The call never left this process, for no good reason: no connection to
+ * the server was made (gRPC's pick_first says so in these words: the request
+ * was not sent, so another try cannot run it twice), and not because the
+ * server refused it. */
+static bool rpc_not_sent(grpc_status_code st, grpc_slice details)
+{
+    static const char said[] = "failed to connect to all addresses";
+    static const char refused[] = "Connection refused";
+    size_t n = GRPC_SLICE_LENGTH(details);
+    const char *d = (const char *)GRPC_SLICE_START_PTR(details);
+
+    return st == GRPC_STATUS_UNAVAILABLE && n >= sizeof(said) - 1 &&
+           memcmp(d, said, sizeof(said) - 1) == 0 && !memmem(d, n, refused, sizeof(refused) - 1);
+}
+
+/* The deadline of the second try of a call not sent: the channel's first
+ * reconnect backoff (at most 20% jitter on top) and time to connect, or the
+ * call's own deadline when that is sooner. */
+static gpr_timespec rpc_retry_deadline(const struct rpc_channel *ch, gpr_timespec deadline)
+{
+    int64_t ms = (int64_t)ch->backoff_min_ms * 6 / 5 + RPC_RECONNECT_GRACE_MS;
+    gpr_timespec t =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN));
+
+    return gpr_time_cmp(t, deadline) < 0 ? t : deadline;
+}
+
+/* The second try of a call not sent (RPC_RECONNECT_GRACE_MS): it waits for
+ * the channel's next connection; its outcome replaces the first's unless it
+ * ran out of time, when the first failure says why. */
+static void rpc_unary_retry(struct rpc_channel *ch, const char *method, grpc_byte_buffer *send,
+                            gpr_timespec deadline, grpc_status_code *st, grpc_slice *details,
+                            grpc_byte_buffer **recv)
+{
+    grpc_status_code st2;
+    grpc_slice details2;
+    grpc_byte_buffer *recv2;
+    int r;
+
+    if (gpr_time_cmp(deadline, gpr_now(GPR_CLOCK_MONOTONIC)) <= 0)
+        return;
+    r = rpc_unary_try(ch, method, send, rpc_retry_deadline(ch, deadline),
+                      GRPC_INITIAL_METADATA_WAIT_FOR_READY, &st2, &details2, &recv2);
+    if (r == 0 && st2 != GRPC_STATUS_DEADLINE_EXCEEDED) {
+        grpc_slice_unref(*details);
+        if (*recv)
+            grpc_byte_buffer_destroy(*recv);
+        *st = st2, *details = details2, *recv = recv2;
+        return;
+    }
+    grpc_slice_unref(details2);
+    if (recv2)
+        grpc_byte_buffer_destroy(recv2);
+}
+
+int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_t req_len,
+              uint64_t timeout_ms, void **resp, size_t *resp_len, int *status, char *message,
+              size_t msglen)
+{
+    grpc_byte_buffer *send = rpc_buffer(req, req_len), *recv = NULL;
+    grpc_slice details = grpc_empty_slice();
+    grpc_status_code st = GRPC_STATUS_UNKNOWN;
+    gpr_timespec deadline = rpc_deadline(timeout_ms);
+    int r = 0;
+
+    *resp = NULL;
+    *resp_len = 0;
+    r = rpc_unary_try(ch, method, send, deadline, 0, &st, &details, &recv);
+    if (r == 0 && rpc_not_sent(st, details))
+        rpc_unary_retry(ch, method, send, deadline, &st, &details, &recv);
     *status = (int)st;
     rpc_copy_details(details, message, msglen);
     if (r == 0 && st == GRPC_STATUS_OK) {
@@ -226,11 +315,6 @@ int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_
         grpc_byte_buffer_destroy(recv);
     grpc_byte_buffer_destroy(send);
     grpc_slice_unref(details);
-    grpc_metadata_array_destroy(&imd);
-    grpc_metadata_array_destroy(&tmd);
-    grpc_call_unref(call);
-    grpc_completion_queue_shutdown(cq);
-    grpc_completion_queue_destroy(cq);
     return r;
 }
 

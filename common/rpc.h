@@ -64,7 +64,11 @@ bool rpc_channel_connect(struct rpc_channel *ch);
 /* One unary call. On return *status is the gRPC status and message (msglen
  * bytes, may be NULL) its details. On RPC_OK, *resp (malloc'd, caller frees)
  * holds *resp_len bytes. Returns 0 when the call completed (whatever its
- * status), -ETIMEDOUT when the deadline passed, -ENOMEM. */
+ * status), -ETIMEDOUT when the deadline passed, -ENOMEM. A call that failed
+ * because no connection was made (the request never sent) is tried once
+ * more when the channel's next connection attempt begins, within the same
+ * deadline: gRPC 1.51 now and then fails a good connect (see rpc.c); a server
+ * that is down costs one reconnect backoff (200 ms by default) more. */
 int rpc_unary(struct rpc_channel *ch, const char *method, const void *req, size_t req_len,
               uint64_t timeout_ms, void **resp, size_t *resp_len, int *status, char *message,
               size_t msglen);

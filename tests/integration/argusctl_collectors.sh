@@ -11,6 +11,8 @@
 #     fourth, and every job's history (jobs, steps, stragglers) is still
 #     answered through argusctl given the four; a moved job's new steps go
 #     to its new owners and its steps come back whole, old and new merged;
+#   - with four, every member answers each of 500 argusctl calls in a row
+#     (gRPC 1.51 fails a good connect now and then; the call is tried again);
 #   - import-kineto over the set reaches the job's primary and standby;
 #   - one collector killed: argusctl still answers from the others and
 #     names the member that did not answer.
@@ -31,7 +33,7 @@ SET4="$SET3,127.0.0.1:${CP[4]}"
 declare -a CPID
 
 # a failure says which members were alive and listening, and what they logged
-# (CI once saw a live member refuse argusctl's connection for a moment)
+# (CI saw live members "not answer": gRPC's connect, see common/rpc.c)
 on_fail() {
     local i
     for i in 1 2 3 4; do
@@ -96,7 +98,10 @@ for m in s["members"]:
     want = [len(m["primary"]), len(m["standby"]), 0]
     if not m["up"] or owned[m["name"]] != want:
         bad.append(f"{m['name']}: argusctl says {want}, its /metrics {owned[m['name']]}")
-print("\n".join(bad) or f"{n} jobs: one primary and one standby each, as every /metrics says")
+# members first: a member that did not answer explains the jobs after it
+bad.sort(key=lambda b: not b.startswith("127."))
+print("\n".join(bad[:12] + [f"... {len(bad) - 12} more"] * (len(bad) > 12))
+      or f"{n} jobs: one primary and one standby each, as every /metrics says")
 sys.exit(1 if bad else 0)
 PY
 
@@ -119,6 +124,15 @@ for i in 1 2 3; do kill "${CPID[$i]}"; done
 for i in 1 2 3; do wait "${CPID[$i]}" 2>/dev/null; done
 for i in 1 2 3 4; do start $i "$SET4"; done
 log "four collectors up"
+# every member answers every time: gRPC 1.51 now and then fails a good
+# connect (rpc.c); argusctl's call tries again and nobody sees it (before,
+# about 1 argusctl call in 250 named a live member that "did not answer")
+for ((k = 0; k < 500; k++)); do
+    "$BIN/argusctl" --collectors "$SET4" jobs --limit 1 >/dev/null 2>"$T/err.txt" ||
+        fail "argusctl jobs over the four: $(cat "$T/err.txt")"
+    [[ ! -s $T/err.txt ]] || fail "argusctl call $k over four live members: $(cat "$T/err.txt")"
+done
+
 "$BIN/argusctl" --collectors "$SET4" --json collectors >"$T/set4.json" ||
     fail "argusctl collectors (four) failed"
 for i in 1 2 3 4; do echo "127.0.0.1:${CP[$i]} $(owned $i)"; done >"$T/owned4.txt"
