@@ -9,6 +9,8 @@
 #include "agent/delivery/drops.h"
 #include "agent/delivery/dropstate.h"
 #include "agent/delivery/fanout.h"
+#include "agent/delivery/ksets.h"
+#include "agent/delivery/names.h"
 #include "common/clock.h"
 #include "common/collector_set.h"
 #include "common/http.h"
@@ -87,6 +89,7 @@ static void agent_seal(struct agent_delivery *d)
     }
     if (r < 0) {
         d->batch_errors++;
+        ksets_reset(names_ksets(d->o.names)); /* it may have defined kernel sets */
         drops_add(d->drops, r == -ENOSPC ? "spool_disk_full" : "spool_write", NULL, -1, 1);
         log_ratelimited(d->o.rl, LOG_LEVEL_ERROR, "agent", "batch lost before the spool: %s",
                         strerror(-r));
@@ -100,6 +103,7 @@ static void agent_on_spool_loss(void *ctx, const char *reason, uint64_t count)
     struct agent_delivery *d = ctx;
 
     drops_add(d->drops, reason, NULL, -1, count);
+    ksets_reset(names_ksets(d->o.names)); /* a lost batch may have defined kernel sets */
     if (strcmp(reason, SPOOL_LOSS_CAP) == 0)
         log_ratelimited(d->o.rl, LOG_LEVEL_WARN, "agent",
                         "spool over spool.cap: %llu oldest batches dropped so far",
@@ -302,7 +306,9 @@ void agent_delivery_tick(struct agent_delivery *d, uint64_t now)
     agent_refresh_set(d, now);
     fanout_poll(d->fanout, now);
     /* what the collectors said in the acks just read: code kernels or not */
-    batcher_set_coding(d->batcher, fanout_features(d->fanout) & KERNEL_CODE_ACK_FEATURE);
+    uint32_t features = fanout_features(d->fanout);
+    batcher_set_coding(d->batcher, features & KERNEL_CODE_ACK_FEATURE);
+    batcher_set_kernel_sets(d->batcher, features & KERNEL_CODE_SET_ACK_FEATURE);
     spool_tick(d->spool, now);
 }
 

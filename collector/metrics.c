@@ -406,6 +406,23 @@ static void collector_metrics_disk(const struct store_stats *st, struct http_buf
                     st->disk_total_bytes);
 }
 
+static void collector_metrics_kernel_sets(const struct kernel_sets_stats *k, struct http_buf *b)
+{
+    http_buf_metric(b, "argus_ingest_kernel_sets_defined_total", "counter",
+                    "kernel identity sets kept for the agents to refer to", "", k->defined);
+    http_buf_metric(b, "argus_ingest_kernel_sets_referred_total", "counter",
+                    "step records whose kernels came coded as a kept identity set", "",
+                    k->referred);
+    http_buf_metric(b, "argus_ingest_kernel_sets_unknown_total", "counter",
+                    "step records that referred to a set this collector does not hold, stored "
+                    "without their kernels",
+                    "", k->unknown);
+    http_buf_metric(b, "argus_ingest_kernel_sets_bad_total", "counter",
+                    "set definitions whose id is not their groups' (ignored)", "", k->bad);
+    http_buf_metric(b, "argus_ingest_kernel_sets_cached", "gauge",
+                    "kernel identity sets held in memory", "", k->cached);
+}
+
 static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *b)
 {
     struct ingest_stats in;
@@ -434,6 +451,7 @@ static void collector_metrics(struct collector_metrics_ctx *m, struct http_buf *
                     "agents whose stream ended and none came back: their nodes are unreachable, "
                     "not silent",
                     "", in.unreachable);
+    collector_metrics_kernel_sets(&in.kernel_sets, b);
     for (int r = 0; r < INGEST_REJECT_COUNT; r++) {
         snprintf(labels, sizeof(labels), "reason=\"%s\"", ingest_reject_name(r));
         if (r == 0)

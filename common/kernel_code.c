@@ -32,6 +32,14 @@ struct kernel_prev {
         0, 0, KERNEL_NO_HEADER, true                                                               \
     }
 
+/* What coded groups take their identities from: a record's groups, or a
+ * set's identities; neither (both NULL): the bytes hold them. */
+struct kernel_as {
+    const Argus__V1__StepRecord *rec;
+    const struct kernel_code_ident *ids;
+    size_t n;
+};
+
 /* --- encoding ------------------------------------------------------------- */
 
 size_t kernel_code_bound(const Argus__V1__StepRecord *r)
@@ -143,11 +151,11 @@ static bool kernel_read_ident(const uint8_t **p, const uint8_t *end, uint64_t h,
 }
 
 /* The next group's fields before its clusters into g, against *prev (which
- * becomes g's: prev->header is then the header of g's clusters) or, when as
- * is not NULL, with as's identity; its cluster count into *n. 0, -EBADMSG
- * or -EMSGSIZE (over max clusters). */
+ * becomes g's: prev->header is then the header of g's clusters) or, when
+ * as is not NULL, with that identity; its cluster count into *n. 0,
+ * -EBADMSG or -EMSGSIZE (over max clusters). */
 static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
-                            struct kernel_prev *prev, const Argus__V1__KernelGroup *as,
+                            struct kernel_prev *prev, const struct kernel_code_ident *as,
                             Argus__V1__KernelGroup *g, size_t *n)
 {
     uint64_t h;
@@ -174,34 +182,49 @@ static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
     return 0;
 }
 
-/* The group of as (NULL: none) the i-th coded group takes its identity
- * from. */
-static const Argus__V1__KernelGroup *kernel_as(const Argus__V1__StepRecord *as, size_t i)
+/* How many groups as gives identities to (SIZE_MAX: as is empty, the bytes
+ * hold them). */
+static size_t kernel_as_count(const struct kernel_as *as)
 {
-    return as ? as->kernels[i] : NULL;
+    return as->rec ? as->rec->n_kernels : as->ids ? as->n : SIZE_MAX;
+}
+
+/* The identity of the i-th coded group from as into *id; NULL when the
+ * bytes hold it. */
+static const struct kernel_code_ident *kernel_as(const struct kernel_as *as, size_t i,
+                                                 struct kernel_code_ident *id)
+{
+    if (as->rec) {
+        const Argus__V1__KernelGroup *g = as->rec->kernels[i];
+
+        *id = (struct kernel_code_ident){g->name_id, g->stream, g->work_id};
+        return id;
+    }
+    return as->ids ? &as->ids[i] : NULL;
 }
 
 /* Count the groups of [p, end), checking all of them (and that there are
  * as many as as has). */
-static int kernel_count(const uint8_t *p, const uint8_t *end, const Argus__V1__StepRecord *as,
+static int kernel_count(const uint8_t *p, const uint8_t *end, const struct kernel_as *as,
                         size_t max_groups, size_t max_clusters, size_t *groups)
 {
     struct kernel_prev prev = KERNEL_PREV_INIT;
     Argus__V1__KernelGroup g = ARGUS__V1__KERNEL_GROUP__INIT;
-    size_t n;
+    struct kernel_code_ident id;
+    size_t n, want = kernel_as_count(as);
     int rc;
 
     for (*groups = 0; p < end; (*groups)++) {
         if (*groups == max_groups)
             return -EMSGSIZE;
-        if (as && *groups == as->n_kernels)
+        if (*groups == want)
             return -EBADMSG;
-        if ((rc = kernel_read_head(&p, end, max_clusters, &prev, kernel_as(as, *groups), &g, &n)) <
-                0 ||
+        if ((rc = kernel_read_head(&p, end, max_clusters, &prev, kernel_as(as, *groups, &id), &g,
+                                   &n)) < 0 ||
             (n && (rc = cluster_code_skip(&p, end, prev.header, n)) < 0))
             return rc;
     }
-    return as && *groups != as->n_kernels ? -EBADMSG : 0;
+    return want != SIZE_MAX && *groups != want ? -EBADMSG : 0;
 }
 
 static void *kernel_alloc(ProtobufCAllocator *a, size_t n)
@@ -221,9 +244,9 @@ static void kernel_free_groups(ProtobufCAllocator *a, Argus__V1__KernelGroup **g
 }
 
 /* Decode the next group (checked by kernel_count) into a new *g, against
- * *prev or with as's identity. 0 or -ENOMEM. */
+ * *prev or with the identity as. 0 or -ENOMEM. */
 static int kernel_read_group(const uint8_t **p, const uint8_t *end, struct kernel_prev *prev,
-                             const Argus__V1__KernelGroup *as, ProtobufCAllocator *a,
+                             const struct kernel_code_ident *as, ProtobufCAllocator *a,
                              Argus__V1__KernelGroup **g)
 {
     size_t n;
@@ -236,12 +259,14 @@ static int kernel_read_group(const uint8_t **p, const uint8_t *end, struct kerne
     return n ? cluster_code_decode(p, end, prev->header, n, a, &(*g)->clusters) : 0;
 }
 
-int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord *as,
-                       size_t max_groups, size_t max_clusters, ProtobufCAllocator *a,
-                       Argus__V1__KernelGroup ***out, size_t *n)
+/* kernel_code_decode, the identities from as. */
+static int kernel_decode_as(const uint8_t *p, size_t len, const struct kernel_as *as,
+                            size_t max_groups, size_t max_clusters, ProtobufCAllocator *a,
+                            Argus__V1__KernelGroup ***out, size_t *n)
 {
     struct kernel_prev prev = KERNEL_PREV_INIT;
     const uint8_t *end = p + len;
+    struct kernel_code_ident id;
     Argus__V1__KernelGroup **g;
     size_t k;
     int rc;
@@ -253,7 +278,7 @@ int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord
     if (!(g = kernel_alloc(a, k * sizeof(*g))))
         return -ENOMEM;
     for (size_t i = 0; i < k; i++)
-        if ((rc = kernel_read_group(&p, end, &prev, kernel_as(as, i), a, &g[i])) < 0) {
+        if ((rc = kernel_read_group(&p, end, &prev, kernel_as(as, i, &id), a, &g[i])) < 0) {
             if (g[i]) /* its clusters failed: a group of none */
                 g[i]->n_clusters = 0;
             kernel_free_groups(a, g, i + (g[i] != NULL));
@@ -264,13 +289,22 @@ int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord
     return 0;
 }
 
+int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord *as,
+                       size_t max_groups, size_t max_clusters, ProtobufCAllocator *a,
+                       Argus__V1__KernelGroup ***out, size_t *n)
+{
+    struct kernel_as from = {.rec = as};
+
+    return kernel_decode_as(p, len, &from, max_groups, max_clusters, a, out, n);
+}
+
 static const char *kernel_job(const Argus__V1__StepRecord *r)
 {
     return r->job ? r->job : "";
 }
 
-/* The record step i of b is coded against: NULL when none is; b itself
- * (not a record) when it should be and cannot. */
+/* The record step i of b is coded against as its previous: NULL when it is
+ * not; b itself (not a record) when it should be and cannot. */
 static const void *kernel_as_of(const Argus__V1__Batch *b, size_t i)
 {
     const Argus__V1__StepRecord *r = b->steps[i], *prev = i ? b->steps[i - 1] : NULL;
@@ -282,29 +316,130 @@ static const void *kernel_as_of(const Argus__V1__Batch *b, size_t i)
     return prev;
 }
 
-long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
-                              ProtobufCAllocator *a)
+/* Decode r's packed_kernels with the identities of its set (sets: NULL,
+ * none known). 0, -ENOENT (a set not known), or kernel_code_decode's errors. */
+static int kernel_expand_set(Argus__V1__StepRecord *r, size_t max_groups, size_t max_clusters,
+                             ProtobufCAllocator *a, const struct kernel_code_sets *sets)
 {
+    struct kernel_as as = {0};
+    struct kernel_code_ident *ids = NULL;
+    int rc;
+
+    if (r->packed_kernels_as_previous || !r->packed_kernels_set)
+        return -EBADMSG;
+    rc =
+        sets ? sets->lookup(sets->ctx, kernel_job(r), r->packed_kernels_set, &ids, &as.n) : -ENOENT;
+    if (rc < 0)
+        return rc;
+    as.ids = ids;
+    rc = as.n ? kernel_decode_as(r->packed_kernels.data, r->packed_kernels.len, &as, max_groups,
+                                 max_clusters, a, &r->kernels, &r->n_kernels)
+              : -EBADMSG;
+    free(ids);
+    return rc;
+}
+
+/* r's kernels could not be had (a set not known): none, said in *unknown. */
+static void kernel_unknown(Argus__V1__StepRecord *r, size_t *unknown)
+{
+    r->n_kernels = 0;
+    r->kernels = NULL;
+    (*unknown)++;
+}
+
+long kernel_code_expand_batch_sets(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
+                                   ProtobufCAllocator *a, const struct kernel_code_sets *sets,
+                                   size_t *unknown)
+{
+    bool prev_unknown = false;
     long expanded = 0;
 
+    *unknown = 0;
     for (size_t i = 0; i < b->n_steps; i++) {
         Argus__V1__StepRecord *r = b->steps[i];
-        const void *as = kernel_as_of(b, i);
+        bool after_unknown = prev_unknown;
+        const void *as;
         int rc;
 
+        prev_unknown = false;
         if (!r->packed_kernels.len)
             continue;
-        if (r->n_kernels || as == b)
+        if (r->n_kernels)
             return -EBADMSG;
-        rc = kernel_code_decode(r->packed_kernels.data, r->packed_kernels.len, as, max_groups,
-                                max_clusters, a, &r->kernels, &r->n_kernels);
-        if (rc < 0)
+        if (r->packed_kernels_as_set) {
+            rc = kernel_expand_set(r, max_groups, max_clusters, a, sets);
+        } else if (r->packed_kernels_as_previous && after_unknown) {
+            rc = -ENOENT; /* against a record whose groups are not known */
+        } else if ((as = kernel_as_of(b, i)) == b) {
+            rc = -EBADMSG;
+        } else {
+            rc = kernel_code_decode(r->packed_kernels.data, r->packed_kernels.len, as, max_groups,
+                                    max_clusters, a, &r->kernels, &r->n_kernels);
+        }
+        if (rc == -ENOENT) {
+            kernel_unknown(r, unknown);
+            prev_unknown = true;
+        } else if (rc < 0) {
             return rc;
+        }
+        if (r->packed_kernels_as_set) /* a reference, not a definition */
+            r->packed_kernels_set = 0;
         r->packed_kernels.len = 0; /* data stays for free_unpacked */
-        r->packed_kernels_as_previous = false;
+        r->packed_kernels_as_previous = r->packed_kernels_as_set = false;
         expanded++;
     }
     return expanded;
+}
+
+long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
+                              ProtobufCAllocator *a)
+{
+    size_t unknown;
+    long n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, NULL, &unknown);
+
+    for (size_t i = 0; n >= 0 && i < b->n_steps; i++)
+        b->steps[i]->packed_kernels_set = 0;
+    return n;
+}
+
+/* --- set ids -------------------------------------------------------------- */
+
+static uint64_t kernel_mix(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t kernel_set_step(uint64_t h, uint64_t name_id, uint32_t stream, uint32_t work_id)
+{
+    h = kernel_mix(h ^ name_id);
+    return kernel_mix(h ^ ((uint64_t)stream << 32 | work_id));
+}
+
+uint64_t kernel_code_set_id(const struct kernel_code_ident *ids, size_t n)
+{
+    uint64_t h = kernel_mix(n + 0x9e3779b97f4a7c15ULL);
+
+    if (!n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        h = kernel_set_step(h, ids[i].name_id, ids[i].stream, ids[i].work_id);
+    return h ? h : 1;
+}
+
+uint64_t kernel_code_record_set(const Argus__V1__StepRecord *r)
+{
+    uint64_t h = kernel_mix(r->n_kernels + 0x9e3779b97f4a7c15ULL);
+
+    if (!r->n_kernels)
+        return 0;
+    for (size_t i = 0; i < r->n_kernels; i++)
+        h = kernel_set_step(h, r->kernels[i]->name_id, r->kernels[i]->stream,
+                            r->kernels[i]->work_id);
+    return h ? h : 1;
 }
 
 /* --- the batcher's copy --------------------------------------------------- */
@@ -324,13 +459,27 @@ static bool kernel_same_as(const struct kernel_code_prev *prev, const Argus__V1_
     return true;
 }
 
+bool kernel_code_codable(const Argus__V1__StepRecord *in)
+{
+    return in->n_kernels && !in->packed_kernels.len && wire_steps_kernels_plain(in);
+}
+
 int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
                         const struct kernel_code_prev *prev, Argus__V1__StepRecord *out)
 {
+    return kernel_code_compact_as(buf, in, prev, 0, out);
+}
+
+int kernel_code_compact_as(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
+                           const struct kernel_code_prev *prev, uint64_t as_set,
+                           Argus__V1__StepRecord *out)
+{
+    bool clusters_only;
+
     size_t need = kernel_code_bound(in);
 
     *out = *in;
-    if (!in->n_kernels || in->packed_kernels.len || !wire_steps_kernels_plain(in))
+    if (!kernel_code_codable(in))
         return 0;
     if (need > buf->cap) {
         uint8_t *p = realloc(buf->bytes, need);
@@ -341,8 +490,11 @@ int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord
         buf->cap = need;
     }
     out->packed_kernels_as_previous = kernel_same_as(prev, in);
+    out->packed_kernels_as_set = !out->packed_kernels_as_previous && as_set;
+    out->packed_kernels_set = out->packed_kernels_as_set ? as_set : 0;
+    clusters_only = out->packed_kernels_as_previous || out->packed_kernels_as_set;
     out->packed_kernels.data = buf->bytes;
-    out->packed_kernels.len = kernel_code_encode(in, out->packed_kernels_as_previous, buf->bytes);
+    out->packed_kernels.len = kernel_code_encode(in, clusters_only, buf->bytes);
     out->n_kernels = 0;
     out->kernels = NULL;
     return 0;

@@ -29,7 +29,20 @@
  *   varint  the clusters' header      unless flags & 8
  *   the n_clusters clusters
  *
- * one per group of the previous record, no more, no fewer. A KernelGroup's keys and
+ * one per group of the previous record, no more, no fewer.
+ *
+ * Identity sets, across batches: a record's groups' identities (name id,
+ * stream, work id, in order) have a 64-bit id (kernel_code_set_id). A
+ * record that carries StepRecord.packed_kernels_set without
+ * packed_kernels_as_set defines that set (the collector checks the id
+ * against its groups and keeps the set with the job's names); a record with
+ * packed_kernels_as_set is coded as against a previous record (only its
+ * clusters), the identities those of the set. An agent refers to a set only
+ * once a batch that defined it was acked (agent/delivery/ksets.h), so the
+ * collector holds it; one it does not (its store lost) gives a record
+ * without kernels, counted, never a refused batch.
+ *
+ * A KernelGroup's keys and
  * lengths (4 to 8 bytes a group) are not sent, and its clusters take a third of their room as
  * Cluster messages. Stateless apart from the buffer a caller owns;
  * thread-safe.
@@ -65,13 +78,47 @@ int kernel_code_decode(const uint8_t *p, size_t len, const Argus__V1__StepRecord
                        size_t max_groups, size_t max_clusters, ProtobufCAllocator *a,
                        Argus__V1__KernelGroup ***out, size_t *n);
 
+/* One group's identity. */
+struct kernel_code_ident {
+    uint64_t name_id;
+    uint32_t stream, work_id;
+};
+
+/* The id of an identity set of n groups (never 0 for n > 0; 0 for none). */
+uint64_t kernel_code_set_id(const struct kernel_code_ident *ids, size_t n);
+
+/* kernel_code_set_id of r's groups (its kernels). */
+uint64_t kernel_code_record_set(const Argus__V1__StepRecord *r);
+
+/* Where a decoder finds the identities of a set. */
+struct kernel_code_sets {
+    /* The n identities of set of job into *ids (malloc'd, the caller frees).
+     * 0, -ENOENT (not known), -ENOMEM. Called from the decoding thread. */
+    int (*lookup)(void *ctx, const char *job, uint64_t set, struct kernel_code_ident **ids,
+                  size_t *n);
+    void *ctx;
+};
+
+/* kernel_code_expand_batch, records coded as a set decoded with the set's
+ * identities from sets (NULL: none known). A record whose set is not known,
+ * or coded as the previous record when that one's set was not known, gets
+ * no kernels and counts in *unknown. A defining record keeps its
+ * packed_kernels_set (the caller keeps the set, then zeroes it); a
+ * referring one has it zeroed. Errors as kernel_code_expand_batch, and what
+ * lookup returns besides -ENOENT. */
+long kernel_code_expand_batch_sets(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
+                                   ProtobufCAllocator *a, const struct kernel_code_sets *sets,
+                                   size_t *unknown);
+
 /* Turn the packed_kernels of every step record of b, in order, into its
  * kernels (as kernel_code_decode, from a; against the record before it when
  * packed_kernels_as_previous) and empty packed_kernels. Returns the number
  * of records expanded (0: b is as it came), or the first error of
  * kernel_code_decode, or -EBADMSG for a record with both kernels and
  * packed_kernels, or coded as the previous record when there is none or it
- * is of another job (b is then partly expanded: drop it). */
+ * is of another job (b is then partly expanded: drop it). Records coded as
+ * an identity set get no kernels (no sets known here); every
+ * packed_kernels_set is zeroed. */
 long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
                               ProtobufCAllocator *a);
 
@@ -79,17 +126,15 @@ long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max
  * only for collectors that say so (proto/argus.proto, Ack.features). */
 #define KERNEL_CODE_ACK_FEATURE 1u
 
+/* Ack.features bit of a collector that keeps identity sets and reads
+ * records coded as one. */
+#define KERNEL_CODE_SET_ACK_FEATURE 2u
+
 /* Room for the coded copy of a step record; owned by its caller, reused
  * record after record. Zero it before the first use. */
 struct kernel_code_buf {
     uint8_t *bytes;
     size_t cap;
-};
-
-/* One group's identity. */
-struct kernel_code_ident {
-    uint64_t name_id;
-    uint32_t stream, work_id;
 };
 
 /* What the batch holds last: its last step record's job and the identities
@@ -111,6 +156,17 @@ struct kernel_code_prev {
  * a plain copy). */
 int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
                         const struct kernel_code_prev *prev, Argus__V1__StepRecord *out);
+
+/* Whether kernel_code_compact codes in (memory permitting): it has groups,
+ * not coded already, with no unknown fields. */
+bool kernel_code_codable(const Argus__V1__StepRecord *in);
+
+/* kernel_code_compact, and when the record is not coded as the previous
+ * one, as the identity set as_set (0: not; the caller has checked that
+ * as_set is kernel_code_record_set(in) and that the collector holds it). */
+int kernel_code_compact_as(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
+                           const struct kernel_code_prev *prev, uint64_t as_set,
+                           Argus__V1__StepRecord *out);
 
 /* Free what buf holds and zero it. */
 void kernel_code_buf_free(struct kernel_code_buf *buf);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/delivery/ksets.h"
 #include "common/clock.h"
 #include "common/kernel_code.h"
 #include "common/frame.h"
@@ -32,6 +33,7 @@ struct batcher {
     bool sealed_jobless;
     struct batcher_stats stats;
     bool coding;                  /* batcher_set_coding */
+    bool sets;                    /* batcher_set_kernel_sets */
     struct kernel_code_buf code;  /* the coded copy of the step being added */
     struct kernel_code_prev last; /* the open batch's last step, to code the next against */
 };
@@ -196,19 +198,50 @@ void batcher_set_coding(struct batcher *b, bool on)
     b->coding = on;
 }
 
+void batcher_set_kernel_sets(struct batcher *b, bool on)
+{
+    b->sets = on;
+}
+
+/* Code s into *coded: its groups whole, as the batch's previous record's, or
+ * as its identity set when the collectors hold it (ksets.h). *define: the
+ * set s defines once it is in the batch (0: none). */
+static void batcher_code(struct batcher *b, const Argus__V1__StepRecord *s, long job,
+                         Argus__V1__StepRecord *coded, uint64_t *define)
+{
+    enum ksets_use use = KSETS_WHOLE;
+    uint64_t set = 0;
+
+    *define = 0;
+    if (!b->coding)
+        return;
+    if (b->sets && job >= 0 && kernel_code_codable(s)) {
+        set = kernel_code_record_set(s);
+        use = ksets_use(names_ksets(b->names), job, set);
+    }
+    if (kernel_code_compact_as(&b->code, s, &b->last, use == KSETS_REFER ? set : 0, coded) < 0)
+        return; /* out of memory: s as it is */
+    b->stats.sets_referred += coded->packed_kernels_as_set;
+    if (use == KSETS_DEFINE && coded->packed_kernels.len)
+        *define = coded->packed_kernels_set = set;
+}
+
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)
 {
     Argus__V1__StepRecord coded = *s; /* s with its kernels coded: out of memory, s as it is */
+    long job = names_job_index(b->names, s->job);
+    uint64_t define;
     size_t n, need;
 
-    if (b->coding)
-        kernel_code_compact(&b->code, s, &b->last, &coded);
+    batcher_code(b, s, job, &coded, &define);
     b->stats.coded += coded.packed_kernels.len > 0;
     n = wire_steps_record_size(&coded);
     need = b->len + n + WIRE_STEPS_ENTRY_OVERHEAD;
     if (batcher_reserve(b, need) < 0)
         return -ENOMEM;
     b->len += wire_steps_entry_put(b->buf + b->len, &coded, n);
+    if (define)
+        ksets_defined(names_ksets(b->names), job, define);
     kernel_code_prev_set(&b->last, s); /* out of memory: the next is coded whole */
     batcher_opened(b, now_ns);
     b->nsteps++;

@@ -51,10 +51,17 @@ void batcher_free(struct batcher *b);
  * records without their kernels. A batch may hold both forms. */
 void batcher_set_coding(struct batcher *b, bool on);
 
+/* Whether batcher_add_step refers to kernel identity sets the collectors
+ * hold (ksets.h; off at first): on only while every collector the batches
+ * go to keeps them (KERNEL_CODE_SET_ACK_FEATURE in their acks). With it
+ * off, no set is defined or referred to. */
+void batcher_set_kernel_sets(struct batcher *b, bool on);
+
 /* Pack s into the open batch, its kernel groups coded compactly when coding
  * is on (common/kernel_code.h; only their clusters when the batch's previous
- * step record has the same job and groups), and reference its names. now_ns
- * is monotonic.
+ * step record has the same job and groups, or when kernel sets are on and
+ * the collectors hold its groups' identity set; a set seen before and not
+ * held yet is defined), and reference its names. now_ns is monotonic.
  * Returns 0 or -ENOMEM: the step is dropped, and the caller counts it as
  * BATCHER_DROP_NOMEM for its job and rank. */
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns);
@@ -106,7 +113,8 @@ void batcher_last_sealed(const struct batcher *b, struct batcher_sealed *out);
 
 struct batcher_stats {
     uint64_t steps, statuses, batches, raw_bytes, frame_bytes;
-    uint64_t coded; /* steps whose kernel groups went coded (packed_kernels) */
+    uint64_t coded;         /* steps whose kernel groups went coded (packed_kernels) */
+    uint64_t sets_referred; /* ... of those, as an identity set the collectors hold */
 };
 void batcher_get_stats(const struct batcher *b, struct batcher_stats *out);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/delivery/ksets.h"
 #include "common/array.h"
 #include "common/name_id.h"
 #include "common/strmap.h"
@@ -36,6 +37,7 @@ struct names {
     struct names_resource *res;
     size_t nres;
     Argus__V1__Resource **res_ptrs;
+    struct ksets *ksets;
 };
 
 static uint64_t names_mix(uint64_t x)
@@ -48,7 +50,18 @@ static uint64_t names_mix(uint64_t x)
 
 struct names *names_new(void)
 {
-    return calloc(1, sizeof(struct names));
+    struct names *n = calloc(1, sizeof(struct names));
+
+    if (n && !(n->ksets = ksets_new())) {
+        free(n);
+        return NULL;
+    }
+    return n;
+}
+
+struct ksets *names_ksets(struct names *n)
+{
+    return n->ksets;
 }
 
 static void names_free_resource(Argus__V1__Resource *r)
@@ -75,6 +88,7 @@ void names_free(struct names *n)
     free(n->entry_ptrs);
     free(n->res);
     free(n->res_ptrs);
+    ksets_free(n->ksets);
     free(n);
 }
 
@@ -179,6 +193,7 @@ size_t names_take(struct names *n, uint64_t seq, Argus__V1__NameEntry ***out)
     size_t k = 0;
 
     *out = NULL;
+    ksets_sealed(n->ksets, seq);
     if (array_reserve((void **)&n->entries, &n->ecap, n->nqueue, sizeof(*n->entries)) < 0)
         return 0;
     free(n->entry_ptrs);
@@ -269,6 +284,7 @@ void names_ack(struct names *n, uint64_t acked)
         }
     }
     n->ninflight = keep;
+    ksets_ack(n->ksets, acked);
     for (size_t i = 0; i < n->nres; i++)
         if (n->res[i].sent_seq && n->res[i].sent_seq <= acked)
             n->res[i].acked = true;
@@ -285,6 +301,7 @@ size_t names_unsent_resources(const struct names *n)
 
 void names_reset(struct names *n)
 {
+    ksets_reset(n->ksets);
     for (size_t i = 0; i < n->tcap; i++) {
         n->states[i].acked = false;
         n->states[i].sent_seq = 0; /* an ack of an earlier sending no longer counts */

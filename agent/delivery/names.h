@@ -1,9 +1,10 @@
 /* What the agent must keep re-sending until the collector has it: the name
- * dictionary (per job) and rank resources. An entry goes into every sealed
- * batch that needs it until a batch that carried it is acked (by every
- * collector meant to have it: the owner passes the lowest ack); after that
- * it is never sent again, until the agent restarts or names_reset (a
- * collector that holds none of them joined). */
+ * dictionary (per job), rank resources and kernel identity sets (ksets.h).
+ * An entry goes into every sealed batch that needs it until a batch that
+ * carried it is acked (by every collector meant to have it: the owner
+ * passes the lowest ack); after that it is never sent again, until the
+ * agent restarts or names_reset (a collector that holds none of them
+ * joined). */
 #ifndef ARGUS_AGENT_NAMES_H
 #define ARGUS_AGENT_NAMES_H
 
@@ -17,6 +18,10 @@ struct names;
 
 struct names *names_new(void);
 void names_free(struct names *n);
+
+/* The kernel identity sets (ksets.h), sealed, acked and reset with the
+ * names (names_take, names_ack, names_reset). Valid while n lives. */
+struct ksets *names_ksets(struct names *n);
 
 /* Remember the string of id (copied). Returns 0, -ENOMEM. */
 int names_define(struct names *n, uint64_t id, const char *name);

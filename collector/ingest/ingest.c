@@ -11,9 +11,11 @@
 
 #include "collector/diag/diagq.h"
 #include "collector/store/store.h"
+#include "collector/ingest/kernel_sets.h"
 #include "collector/ingest/links.h"
 #include "collector/ingest/owners.h"
 #include "collector/ingest/stream_clock.h"
+#include "collector/ingest/validate.h"
 #include "collector/trace/trace_capture.h"
 #include "common/clock.h"
 #include "common/kernel_code.h"
@@ -41,9 +43,13 @@ struct ingest {
     struct owners *owners;
     struct trace_capture *traces; /* may be NULL */
     struct links *links;          /* may be NULL */
+    struct kernel_sets *ksets;
     atomic_uint_fast64_t batches, duplicates, bytes, rank_steps, acks, streams;
     atomic_uint_fast64_t rejects[INGEST_REJECT_COUNT];
 };
+
+/* Bytes of kernel identity sets ingest keeps in memory (kernel_sets.h). */
+#define INGEST_KERNEL_SETS_CACHE (16u << 20)
 
 struct ingest_stream {
     struct ingest *in;
@@ -81,155 +87,11 @@ const char *ingest_reject_name(enum ingest_reject r)
     return r < INGEST_REJECT_COUNT ? names[r] : "?";
 }
 
-/* A job, agent or node id: 1..max printable non-space ASCII bytes. */
-static bool ingest_valid_id(const char *s, size_t max)
-{
-    size_t n = 0;
-
-    if (!s)
-        return false;
-    for (; s[n]; n++)
-        if (n >= max || (unsigned char)s[n] <= 0x20 || (unsigned char)s[n] >= 0x7f)
-            return false;
-    return n > 0;
-}
-
 #define REJECT(code, ...)                                                                          \
     do {                                                                                           \
         snprintf(err, errlen, __VA_ARGS__);                                                        \
         return (code);                                                                             \
     } while (0)
-
-static int ingest_validate_resource(const Argus__V1__Resource *r, const struct ingest_limits *l,
-                                    char *err, size_t errlen)
-{
-    if (!ingest_valid_id(r->job, l->max_id_len))
-        REJECT(TRANSPORT_INVALID_ARGUMENT, "resource has an invalid job id (1-%zu printable bytes)",
-               l->max_id_len);
-    if (r->world_size && r->rank >= r->world_size)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "resource rank %" PRIu32 " is not below world size %" PRIu32 " (job %s)", r->rank,
-               r->world_size, r->job);
-    if (strlen(r->node) > l->max_id_len || strlen(r->gpu_uuid) > l->max_id_len)
-        REJECT(TRANSPORT_INVALID_ARGUMENT, "resource node or gpu_uuid longer than %zu bytes",
-               l->max_id_len);
-    return TRANSPORT_OK;
-}
-
-static int ingest_validate_step(const Argus__V1__StepRecord *s, const struct ingest_limits *l,
-                                char *err, size_t errlen)
-{
-    if (!ingest_valid_id(s->job, l->max_id_len))
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "step record has an invalid job id (1-%zu printable "
-               "bytes)",
-               l->max_id_len);
-    if (s->n_phases > l->max_groups_per_step || s->n_kernels > l->max_groups_per_step ||
-        s->n_collectives > l->max_groups_per_step)
-        REJECT(TRANSPORT_RESOURCE_EXHAUSTED,
-               "step %" PRIu64 " of rank %" PRIu32 " has %zu phases,"
-               " %zu kernel groups, %zu collectives; limit %zu each",
-               s->step, s->rank, s->n_phases, s->n_kernels, s->n_collectives,
-               l->max_groups_per_step);
-    if (s->n_top_frames > l->max_groups_per_step)
-        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "step with %zu top frames; limit %zu", s->n_top_frames,
-               l->max_groups_per_step);
-    for (size_t k = 0; k < s->n_kernels; k++)
-        if (s->kernels[k]->n_clusters > l->max_clusters_per_group)
-            REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "kernel group with %zu clusters; limit %zu",
-                   s->kernels[k]->n_clusters, l->max_clusters_per_group);
-    return TRANSPORT_OK;
-}
-
-static int ingest_validate_status(const Argus__V1__RankStatus *s, const struct ingest_limits *l,
-                                  char *err, size_t errlen)
-{
-    if (!ingest_valid_id(s->job, l->max_id_len))
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "rank status has an invalid job id (1-%zu printable bytes)", l->max_id_len);
-    if (strlen(s->wait) > l->max_id_len)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "rank status of rank %" PRIu32 " (job %s): wait of %zu bytes; limit %zu", s->rank,
-               s->job, strlen(s->wait), l->max_id_len);
-    if (s->n_comms > l->max_comms_per_status)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "rank status of rank %" PRIu32 " (job %s) has %zu communicators; limit %zu", s->rank,
-               s->job, s->n_comms, l->max_comms_per_status);
-    if (s->n_stack > l->max_stack_frames)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "rank status of rank %" PRIu32 " (job %s) has a stack of %zu frames; limit %zu",
-               s->rank, s->job, s->n_stack, l->max_stack_frames);
-    if ((int)s->state < ARGUS__V1__PROC_STATE__PROC_STATE_UNKNOWN ||
-        (int)s->state > ARGUS__V1__PROC_STATE__PROC_STATE_EXITED)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "rank status of rank %" PRIu32 " (job %s) has an unknown process state %d", s->rank,
-               s->job, (int)s->state);
-    for (size_t i = 0; i < s->n_comms; i++)
-        if (s->comms[i]->done_seq > s->comms[i]->entered_seq && s->comms[i]->done_unix_ns &&
-            s->comms[i]->entered_unix_ns)
-            REJECT(TRANSPORT_INVALID_ARGUMENT,
-                   "rank status of rank %" PRIu32 " (job %s): communicator %016" PRIx64
-                   " finished #%" PRIu64 " but entered only #%" PRIu64,
-                   s->rank, s->job, s->comms[i]->comm_id, s->comms[i]->done_seq,
-                   s->comms[i]->entered_seq);
-    return TRANSPORT_OK;
-}
-
-static int ingest_validate_names(const Argus__V1__Batch *b, const struct ingest_limits *l,
-                                 char *err, size_t errlen)
-{
-    for (size_t i = 0; i < b->n_names; i++) {
-        const Argus__V1__NameEntry *n = b->names[i];
-        size_t len = strlen(n->name);
-        if (!ingest_valid_id(n->job, l->max_id_len))
-            REJECT(TRANSPORT_INVALID_ARGUMENT, "name entry has an invalid job id");
-        if (len == 0 || len > l->max_name_len)
-            REJECT(TRANSPORT_INVALID_ARGUMENT, "name of %zu bytes (allowed 1-%zu)", len,
-                   l->max_name_len);
-        if (n->id != name_id_n(n->name, len))
-            REJECT(TRANSPORT_INVALID_ARGUMENT, "name id %016" PRIx64 " is not FNV-1a 64 of '%.64s'",
-                   n->id, n->name);
-    }
-    return TRANSPORT_OK;
-}
-
-int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, char *err,
-                    size_t errlen)
-{
-    int r;
-
-    if (!ingest_valid_id(b->agent_id, l->max_id_len))
-        REJECT(TRANSPORT_INVALID_ARGUMENT, "batch has an invalid agent id (1-%zu printable bytes)",
-               l->max_id_len);
-    if (b->epoch == 0 || b->seq == 0)
-        REJECT(TRANSPORT_INVALID_ARGUMENT,
-               "batch epoch and seq must be > 0 (got %" PRIu64 "/%" PRIu64 ")", b->epoch, b->seq);
-    if (b->n_steps > l->max_steps_per_batch)
-        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu step records; limit %zu",
-               b->n_steps, l->max_steps_per_batch);
-    if (b->n_names > l->max_names_per_batch)
-        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu names; limit %zu", b->n_names,
-               l->max_names_per_batch);
-    if (b->n_resources > l->max_resources_per_batch)
-        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu resources; limit %zu",
-               b->n_resources, l->max_resources_per_batch);
-    for (size_t i = 0; i < b->n_resources; i++)
-        if ((r = ingest_validate_resource(b->resources[i], l, err, errlen)) != TRANSPORT_OK)
-            return r;
-    for (size_t i = 0; i < b->n_steps; i++)
-        if ((r = ingest_validate_step(b->steps[i], l, err, errlen)) != TRANSPORT_OK)
-            return r;
-    if (b->n_statuses > l->max_statuses_per_batch)
-        REJECT(TRANSPORT_RESOURCE_EXHAUSTED, "batch carries %zu rank statuses; limit %zu",
-               b->n_statuses, l->max_statuses_per_batch);
-    for (size_t i = 0; i < b->n_statuses; i++)
-        if ((r = ingest_validate_status(b->statuses[i], l, err, errlen)) != TRANSPORT_OK)
-            return r;
-    for (size_t i = 0; i < b->n_drops; i++)
-        if (strlen(b->drops[i]->reason) > l->max_id_len || strlen(b->drops[i]->job) > l->max_id_len)
-            REJECT(TRANSPORT_INVALID_ARGUMENT, "drop counter reason or job too long");
-    return ingest_validate_names(b, l, err, errlen);
-}
 
 /* --- drop counters ----------------------------------------------------------- */
 
@@ -307,8 +169,10 @@ struct ingest *ingest_new(struct store *store, const struct ingest_limits *limit
     in->diagq = diagq;
     in->clock = clock;
     in->admission = limits_new(&limits->admit);
-    if (!in->admission || ingest_owners_open(in) < 0) {
+    in->ksets = kernel_sets_new(store, INGEST_KERNEL_SETS_CACHE);
+    if (!in->admission || !in->ksets || ingest_owners_open(in) < 0) {
         limits_free(in->admission);
+        kernel_sets_free(in->ksets);
         free(in);
         return NULL;
     }
@@ -321,6 +185,7 @@ void ingest_free(struct ingest *in)
     if (!in)
         return;
     limits_free(in->admission);
+    kernel_sets_free(in->ksets);
     owners_free(in->owners);
     for (size_t i = 0; i < in->ndrops; i++) {
         free(in->drops[i].agent);
@@ -387,7 +252,7 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
 
     ack.epoch = b->epoch;
     ack.seq = b->seq;
-    ack.features = KERNEL_CODE_ACK_FEATURE;
+    ack.features = KERNEL_CODE_ACK_FEATURE | KERNEL_CODE_SET_ACK_FEATURE;
     if (s->in->traces)
         trace_capture_ack(s->in->traces, b, &ack);
     reply->len = argus__v1__ack__get_packed_size(&ack);
@@ -547,7 +412,7 @@ static int ingest_check_owners(struct ingest_stream *s, const Argus__V1__Batch *
  * changed after unpacking, the store packs its records again). A stored
  * batch goes to diagnosis through the queue, which takes the arena: *arena
  * is NULL then. */
-static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, const void *raw,
+static void ingest_store(struct ingest_stream *s, Argus__V1__Batch *b, const void *raw,
                          size_t raw_len, uint64_t recv, struct ingest_arena **arena,
                          struct transport_reply *reply)
 {
@@ -576,7 +441,10 @@ static void ingest_store(struct ingest_stream *s, const Argus__V1__Batch *b, con
         free(slices); /* unexpected layout: let the store pack the records */
         slices = NULL;
     }
-    r = store_ingest_raw(s->in->store, b, slices, recv, err, sizeof(err));
+    /* the sets the records define first: an agent that sees the ack may refer to them */
+    r = raw ? 0 : kernel_sets_keep(s->in->ksets, b, err, sizeof(err));
+    if (r == 0)
+        r = store_ingest_raw(s->in->store, b, slices, recv, err, sizeof(err));
     free(slices);
     if (r < 0) {
         snprintf(msg, sizeof(msg), "store write failed, batch not acked, retry later: %s", err);
@@ -644,13 +512,15 @@ static void ingest_message(void *stream, const void *data, size_t len,
         return;
     }
     /* coded kernels become KernelGroups first: out of memory is retried, the rest refused */
-    long coded = kernel_code_expand_batch(b, s->in->limits.max_groups_per_step,
-                                          s->in->limits.max_clusters_per_group, &alloc);
+    long coded = kernel_sets_expand(s->in->ksets, b, s->in->limits.max_groups_per_step,
+                                    s->in->limits.max_clusters_per_group, &alloc);
+    bool retry = coded == -ENOMEM || coded == -EIO;
     if (coded < 0)
         ingest_reject(s, INGEST_REJECT_BATCH_INVALID,
-                      coded == -ENOMEM ? TRANSPORT_UNAVAILABLE : TRANSPORT_INVALID_ARGUMENT, reply,
-                      coded == -ENOMEM ? "out of memory expanding packed_kernels, retry later"
-                                       : "malformed or oversized StepRecord.packed_kernels");
+                      retry ? TRANSPORT_UNAVAILABLE : TRANSPORT_INVALID_ARGUMENT, reply,
+                      retry ? "out of memory or store unreadable expanding packed_kernels, retry "
+                              "later"
+                            : "malformed or oversized StepRecord.packed_kernels");
     else
         ingest_store(s, b, coded ? NULL : raw, raw_len, recv, &arena, reply);
     if (arena)
@@ -695,4 +565,5 @@ void ingest_get_stats(struct ingest *in, struct ingest_stats *out)
     out->unreachable = in->links ? links_unreachable(in->links) : 0;
     for (int i = 0; i < INGEST_REJECT_COUNT; i++)
         out->rejects[i] = atomic_load(&in->rejects[i]);
+    kernel_sets_get_stats(in->ksets, &out->kernel_sets);
 }

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/ingest/kernel_sets.h"
 #include "collector/ingest/limits.h"
 #include "collector/transport/transport.h"
 #include "proto/argus.pb-c.h"
@@ -95,13 +96,6 @@ struct limits *ingest_admission(struct ingest *in);
 struct owners;
 struct owners *ingest_owners(struct ingest *in);
 
-/* Check a decoded batch against the per-batch limits (sizes, strings, name
- * ids; not those of limits.h, which need the collector's state). Returns TRANSPORT_OK, or
- * TRANSPORT_INVALID_ARGUMENT / TRANSPORT_RESOURCE_EXHAUSTED with a sentence in
- * err. Pure: no store access. */
-int ingest_validate(const Argus__V1__Batch *b, const struct ingest_limits *l, char *err,
-                    size_t errlen);
-
 /* Why batches were rejected, for /metrics. */
 enum ingest_reject {
     INGEST_REJECT_FRAME_SIZE,
@@ -125,6 +119,7 @@ struct ingest_stats {
     uint64_t rejects[INGEST_REJECT_COUNT];
     uint64_t streams;     /* open now */
     uint64_t unreachable; /* agents whose stream ended, none back (links.h) */
+    struct kernel_sets_stats kernel_sets;
 };
 void ingest_get_stats(struct ingest *in, struct ingest_stats *out);
 

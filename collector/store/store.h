@@ -26,6 +26,8 @@
  *   alerts  the alert module's records (collector/alerts/: queue, states),
  *           keys and values its own (store_alerts.c)
  *   names   job \0 | name id u64             -> name string
+ *           job \0 | set id u64 | "kset"     -> a kernel identity set
+ *           (store_ksets.c)
  *   dedup   agent \0 | epoch u64             -> highest stored seq u64
  *   report_ids  id                            -> the report's key in reports
  *   traces  report id \0 | rank u32         -> packed argus.v1.TraceWindow
@@ -265,6 +267,25 @@ int store_put_owners(struct store *s, const struct store_pair *kv, size_t n, cha
                      size_t errlen);
 int store_delete_owners(struct store *s, const char *job, char *err, size_t errlen);
 int store_scan_owners(struct store *s, store_alert_fn fn, void *ctx);
+
+/* Kernel identity sets (common/kernel_code.h) of a job, in the names family
+ * under job \0 | set u64 | "kset" (a name's key has no such tail), so that
+ * retention removes them with the job's names; the value is n x (name id
+ * u64, stream u32, work id u32), little-endian. Put writes the n sets as
+ * one durable write (the WAL): 0, or -EIO/-ENOMEM with err set. Get gives
+ * set's identities (*ids malloc'd, the caller frees): 0, -ENOENT, -EIO
+ * (the store is closed or a read failed), -ENOMEM. */
+struct kernel_code_ident;
+struct store_kernel_set {
+    const char *job;
+    uint64_t set;
+    const struct kernel_code_ident *ids;
+    size_t n;
+};
+int store_put_kernel_sets(struct store *s, const struct store_kernel_set *sets, size_t n, char *err,
+                          size_t errlen);
+int store_get_kernel_set(struct store *s, const char *job, uint64_t set,
+                         struct kernel_code_ident **ids, size_t *n);
 
 /* Numbers for /metrics. */
 struct store_stats {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "collector/ingest/ingest.h"
+#include "collector/ingest/validate.h"
 #include "common/kernel_code.h"
 #include "common/wire_steps.h"
 #include "fuzz_util.h"

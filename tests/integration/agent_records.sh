@@ -20,6 +20,15 @@ wait_for "all records at the collector" 20 bash -c \
 coded=$(metric "$APORT" argus_agent_steps_coded_total)
 log "$coded of 480 step records went with their kernels coded"
 ((coded > 0 && coded <= 480)) || fail "argus_agent_steps_coded_total is '$coded'"
+# ... and after an ack of a batch that defined a record's kernel identity
+# set, its next records go as the set (their clusters only): the collector
+# decoded every one of them (none unknown), and --verify found them exact
+sets=$(metric "$APORT" argus_agent_steps_kernel_sets_total)
+referred=$(metric "$HPORT" argus_ingest_kernel_sets_referred_total)
+log "$sets step records went as a kernel set; the collector decoded $referred"
+((sets > 0 && sets == referred)) || fail "agent sent $sets records as a set, collector decoded $referred"
+[[ $(metric "$HPORT" argus_ingest_kernel_sets_unknown_total) == 0 ]] ||
+    fail "the collector met a kernel set it does not hold"
 head -c 1000 "$T/rec.bin" >"$T/bad.bin"
 out=$(timeout -s TERM 2 "$BIN/argus-agent" --spool.dir "$T/spool2" --http.listen "" --grpc.plaintext true \
     --cupti.socket "$T/c2.sock" --probes.enable "" --replay.records "$T/bad.bin" 2>&1)

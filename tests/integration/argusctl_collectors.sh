@@ -57,7 +57,7 @@ send() {
     # shellcheck disable=SC2086
     "$BIN/argus-sim" --collector_set "$2" --job "$1" --ranks $RANKS --steps "$3" --rate 0 \
         --agent_prefix "$1-" --timeout 60s $base >"$T/sim-$1.json" 2>>"$T/sim.log" ||
-        fail "argus-sim for $1 did not complete: $(tail -2 "$T/sim-$1.json" "$T/sim.log")"
+        fail "argus-sim for $1 did not complete: $(tail -n 3 "$T/sim-$1.json" "$T/sim.log")"
 }
 
 # owned I: collector I's /metrics jobs_owned as "primary standby other".

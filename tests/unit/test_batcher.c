@@ -2,7 +2,8 @@
  * unpacked whole from the sealed frame (Batch.statuses), the names their
  * collectives and stack reference in the batch's dictionary, a stalled
  * status due after max_age like a step, an exited one due at once; kernel
- * groups coded only while coding is on. */
+ * groups coded only while coding is on; kernel identity sets defined once
+ * seen twice, referred to once acked, defined again after a reset. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "agent/delivery/batcher.h"
 #include "agent/delivery/drops.h"
+#include "agent/delivery/ksets.h"
 #include "agent/delivery/names.h"
 #include "common/frame.h"
 #include "common/kernel_code.h"
@@ -232,12 +234,79 @@ static void test_coding_switch(void **state)
     names_free(names);
 }
 
+/* With kernel sets on: a set seen once goes whole, seen again it is
+ * defined in every batch until one that defined it is acked, then referred
+ * to (only clusters); a reset (a collector joined) defines it again; with
+ * sets off nothing is defined or referred to. */
+static void test_kernel_sets(void **state)
+{
+    struct batcher_options o = {"agent-1", 512, 1 << 20, 1000 * MS};
+    struct names *names = names_new();
+    struct batcher *b = batcher_new(&o, names, NULL);
+    Argus__V1__StepRecord step = ARGUS__V1__STEP_RECORD__INIT;
+    Argus__V1__KernelGroup g[2] = {ARGUS__V1__KERNEL_GROUP__INIT, ARGUS__V1__KERNEL_GROUP__INIT};
+    Argus__V1__KernelGroup *gs[] = {&g[0], &g[1]};
+    Argus__V1__Cluster c = ARGUS__V1__CLUSTER__INIT, *cs[] = {&c};
+    /* what each batch of one step carries: (defines, refers) */
+    static const bool want[][2] = {{0, 0}, {1, 0}, {1, 0}, {0, 1}, {1, 0}, {0, 0}};
+    struct batcher_stats st;
+    uint64_t set;
+    size_t held;
+
+    (void)state;
+    c.count = 12;
+    c.sum_ns = 12 * 1500;
+    c.p50_ns = 1500;
+    c.p99_ns = 1800;
+    for (int i = 0; i < 2; i++) {
+        g[i].name_id = name_id(i ? "gemm" : "softmax");
+        g[i].stream = 7;
+        g[i].work_id = 40 + (uint32_t)i;
+        g[i].n_clusters = 1;
+        g[i].clusters = cs;
+    }
+    step.job = "job-a";
+    step.n_kernels = 2;
+    step.kernels = gs;
+    set = kernel_code_record_set(&step);
+    batcher_set_coding(b, true);
+    batcher_set_kernel_sets(b, true);
+    for (uint64_t k = 0; k < 6; k++) {
+        Argus__V1__Batch *batch;
+
+        if (k == 3)
+            names_ack(names, 2); /* batch 2 defined it */
+        if (k == 4)
+            names_reset(names);
+        if (k == 5)
+            batcher_set_kernel_sets(b, false);
+        step.step = k;
+        assert_int_equal(batcher_add_step(b, &step, (10 + k) * MS), 0);
+        batch = seal(b, k + 1);
+        assert_int_equal(batch->n_steps, 1);
+        assert_true(batch->steps[0]->packed_kernels.len > 0);
+        assert_int_equal(batch->steps[0]->packed_kernels_as_set, want[k][1]);
+        assert_int_equal(batch->steps[0]->packed_kernels_set, want[k][0] || want[k][1] ? set : 0);
+        argus__v1__batch__free_unpacked(batch, NULL);
+    }
+    batcher_get_stats(b, &st);
+    assert_int_equal(st.sets_referred, 1);
+    assert_int_equal(ksets_count(names_ksets(names), &held), 1);
+    assert_int_equal(held, 0); /* reset, and batch 5 not acked */
+    names_ack(names, 5);
+    ksets_count(names_ksets(names), &held);
+    assert_int_equal(held, 1);
+    batcher_free(b);
+    names_free(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_round_trip),
         cmocka_unit_test(test_sealed_jobs),
         cmocka_unit_test(test_coding_switch),
+        cmocka_unit_test(test_kernel_sets),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <lz4.h>
 
 #include "collector/ingest/ingest.h"
+#include "collector/ingest/validate.h"
 #include "collector/store/store.h"
 #include "collector/transport/transport.h"
 #include "common/frame.h"

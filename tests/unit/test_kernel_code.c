@@ -5,7 +5,9 @@
  * fewer bytes, with the default encoding and exact values, and the steps of
  * a batch coded against the one before when their groups are the same; the
  * format pinned
- * on two groups of one name; malformed bytes, limits and a record with both
+ * on two groups of one name; identity sets: their ids, records coded as
+ * one and expanded through a resolver, a set not held (records without
+ * kernels, counted) and a store error; malformed bytes, limits and a record with both
  * forms refused; records it must not code copied as they are. */
 #include <errno.h>
 #include <setjmp.h>
@@ -283,12 +285,193 @@ static void test_as_previous(void **state)
     }
 }
 
+/* The identities of r's groups, malloc'd. */
+static struct kernel_code_ident *idents_of(const Argus__V1__StepRecord *r)
+{
+    struct kernel_code_ident *ids = malloc(r->n_kernels * sizeof(*ids));
+
+    assert_non_null(ids);
+    for (size_t i = 0; i < r->n_kernels; i++)
+        ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
+                                            r->kernels[i]->work_id};
+    return ids;
+}
+
+/* A resolver that holds one set of one job, or fails with its error. */
+struct one_set {
+    const char *job;
+    uint64_t set;
+    const Argus__V1__StepRecord *of;
+    int fail; /* 0: answer; else this error for every set */
+    int asked;
+};
+
+static int one_set_lookup(void *ctx, const char *job, uint64_t set, struct kernel_code_ident **ids,
+                          size_t *n)
+{
+    struct one_set *o = ctx;
+
+    o->asked++;
+    if (o->fail)
+        return o->fail;
+    if (strcmp(job, o->job) != 0 || set != o->set)
+        return -ENOENT;
+    *ids = idents_of(o->of);
+    *n = o->of->n_kernels;
+    return 0;
+}
+
+/* Set ids: the same for the same identities (from a record or a list),
+ * another when one stream or the order changes; never 0. */
+static void test_set_ids(void **state)
+{
+    Argus__V1__StepRecord r, q;
+    struct summarize_options o;
+    struct kernel_code_ident *ids;
+    uint64_t a;
+
+    (void)state;
+    summarize_options_default(&o);
+    summarized_seed(&r, &o, 7);
+    summarized_seed(&q, &o, 8); /* other durations, the same groups */
+    a = kernel_code_record_set(&r);
+    assert_int_not_equal(a, 0);
+    assert_int_equal(kernel_code_record_set(&q), a);
+    ids = idents_of(&r);
+    assert_int_equal(kernel_code_set_id(ids, r.n_kernels), a);
+    ids[5].stream ^= 1;
+    assert_int_not_equal(kernel_code_set_id(ids, r.n_kernels), a);
+    ids[5].stream ^= 1;
+    struct kernel_code_ident t = ids[0];
+    ids[0] = ids[1], ids[1] = t;
+    assert_int_not_equal(kernel_code_set_id(ids, r.n_kernels), a);
+    assert_int_not_equal(kernel_code_set_id(ids, r.n_kernels - 1), a);
+    assert_int_equal(kernel_code_set_id(ids, 0), 0);
+    free(ids);
+    summarizer_free_groups(&r);
+    summarizer_free_groups(&q);
+}
+
+/* Pack steps[0..n) as one batch and unpack it. */
+static Argus__V1__Batch *batch_round_trip(Argus__V1__StepRecord **steps, size_t n, uint8_t **wire,
+                                          size_t *len)
+{
+    Argus__V1__Batch b = ARGUS__V1__BATCH__INIT;
+
+    b.agent_id = "a";
+    b.n_steps = n;
+    b.steps = steps;
+    *len = argus__v1__batch__get_packed_size(&b);
+    *wire = malloc(*len);
+    assert_non_null(*wire);
+    argus__v1__batch__pack(&b, *wire);
+    return argus__v1__batch__unpack(NULL, *len, *wire);
+}
+
+/* Step 41 of job-7 coded as its identity set, 42 as the one before, a step
+ * of job-8 whole and defining its set: expanded through a resolver that
+ * holds job-7's set, every record has its groups back, the reference's id
+ * is gone, the definition's kept; a resolver without the set gives the two
+ * job-7 records no kernels (counted), job-8's whole; a store error is the
+ * batch's. */
+static void test_as_set(void **state)
+{
+    Argus__V1__StepRecord r[3], copy[3], *rp[3] = {&copy[0], &copy[1], &copy[2]};
+    struct kernel_code_buf buf[3] = {{0}};
+    struct kernel_code_prev last = {0};
+    struct summarize_options o;
+    Argus__V1__Batch *back;
+    uint8_t *wire;
+    size_t len, unknown;
+    uint64_t set7, set8;
+
+    (void)state;
+    summarize_options_default(&o);
+    for (int i = 0; i < 3; i++) {
+        summarized_seed(&r[i], &o, 7 + (uint64_t)i);
+        r[i].step = 41 + (uint64_t)i;
+        r[i].job = i == 2 ? "job-8" : "job-7";
+    }
+    r[2].kernels[0]->stream = 9; /* job-8's groups differ */
+    set7 = kernel_code_record_set(&r[0]);
+    set8 = kernel_code_record_set(&r[2]);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(kernel_code_compact_as(&buf[i], &r[i], &last, i == 2 ? 0 : set7, &copy[i]),
+                         0);
+        assert_int_equal(kernel_code_prev_set(&last, &r[i]), 0);
+    }
+    assert_true(copy[0].packed_kernels_as_set);
+    assert_int_equal(copy[0].packed_kernels_set, set7);
+    assert_true(copy[1].packed_kernels_as_previous); /* the cheaper of the two */
+    assert_false(copy[1].packed_kernels_as_set);
+    assert_false(copy[2].packed_kernels_as_set);
+    assert_true(copy[0].packed_kernels.len * 10 < copy[2].packed_kernels.len * 8);
+    copy[2].packed_kernels_set = set8; /* defines it */
+
+    struct one_set held = {"job-7", set7, &r[0], 0, 0};
+    struct kernel_code_sets sets = {one_set_lookup, &held};
+    back = batch_round_trip(rp, 3, &wire, &len);
+    assert_non_null(back);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), 3);
+    assert_int_equal(unknown, 0);
+    assert_int_equal(held.asked, 1);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(back->steps[i]->n_kernels, r[i].n_kernels);
+        groups_equal(back->steps[i]->kernels, r[i].kernels, r[i].n_kernels);
+        assert_false(back->steps[i]->packed_kernels_as_set);
+    }
+    assert_int_equal(back->steps[0]->packed_kernels_set, 0);
+    assert_int_equal(back->steps[2]->packed_kernels_set, set8);
+    argus__v1__batch__free_unpacked(back, NULL);
+
+    /* not held: job-7's records without kernels, counted; job-8's whole */
+    held.set = set8;
+    back = argus__v1__batch__unpack(NULL, len, wire);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), 3);
+    assert_int_equal(unknown, 2);
+    assert_int_equal(back->steps[0]->n_kernels, 0);
+    assert_int_equal(back->steps[1]->n_kernels, 0);
+    assert_int_equal(back->steps[1]->packed_kernels.len, 0);
+    assert_int_equal(back->steps[2]->n_kernels, r[2].n_kernels);
+    argus__v1__batch__free_unpacked(back, NULL);
+    /* no resolver at all: the same, and no set ids left */
+    back = argus__v1__batch__unpack(NULL, len, wire);
+    assert_int_equal(kernel_code_expand_batch(back, 4096, 64, NULL), 3);
+    assert_int_equal(back->steps[0]->n_kernels, 0);
+    assert_int_equal(back->steps[2]->packed_kernels_set, 0);
+    argus__v1__batch__free_unpacked(back, NULL);
+    /* the store could not be read: the batch's error */
+    held.fail = -EIO;
+    back = argus__v1__batch__unpack(NULL, len, wire);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), -EIO);
+    argus__v1__batch__free_unpacked(back, NULL);
+    /* a set of other groups: as many groups as it has, or malformed */
+    held = (struct one_set){"job-7", set7, &r[2], 0, 0};
+    r[2].n_kernels--;
+    back = argus__v1__batch__unpack(NULL, len, wire);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown),
+                     -EBADMSG);
+    argus__v1__batch__free_unpacked(back, NULL);
+    r[2].n_kernels++;
+    free(wire);
+    kernel_code_prev_free(&last);
+    for (int i = 0; i < 3; i++) {
+        kernel_code_buf_free(&buf[i]);
+        summarizer_free_groups(&r[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_summarizer_round_trip), cmocka_unit_test(test_pinned_bytes),
-        cmocka_unit_test(test_malformed_and_limits),  cmocka_unit_test(test_both_forms),
-        cmocka_unit_test(test_copied_as_is),          cmocka_unit_test(test_as_previous),
+        cmocka_unit_test(test_summarizer_round_trip),
+        cmocka_unit_test(test_pinned_bytes),
+        cmocka_unit_test(test_malformed_and_limits),
+        cmocka_unit_test(test_both_forms),
+        cmocka_unit_test(test_copied_as_is),
+        cmocka_unit_test(test_as_previous),
+        cmocka_unit_test(test_set_ids),
+        cmocka_unit_test(test_as_set),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
