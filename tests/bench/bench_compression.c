@@ -81,9 +81,13 @@ static void step_init(Argus__V1__StepRecord *r, uint32_t rank, uint64_t step, ui
 static int report(const char *what, const struct encoding *e, Argus__V1__StepRecord **records,
                   size_t n, const struct dictionary *dict, double raw_per_step, double names_raw)
 {
-    size_t first = ship_bytes(records, 1, dict, 1);
-    size_t steady = ship_bytes(records, 1, NULL, 2);
-    size_t batch = ship_bytes(records, n, NULL, 3);
+    size_t first, steady, batch;
+
+    ship_sets_forget(); /* the job's first step: no set held */
+    first = ship_bytes(records, 1, dict, 1);
+    ship_sets_learn(records + 1, n - 1); /* the other steps came before */
+    steady = ship_bytes(records, 1, NULL, 2);
+    batch = ship_bytes(records, n, NULL, 3);
     double share = (double)batch / (double)n;
     double raw_steady = raw_per_step - names_raw;
 
@@ -103,9 +107,13 @@ static double report_synth(const struct encoding *e, Argus__V1__StepRecord **rec
 {
     static const size_t batches[] = {4, 8, 16};
     double raw_steady = raw_per_step - names_raw, ratio8 = 0;
-    size_t first = ship_bytes(records, 1, dict, 1), steady = ship_bytes(records, 1, NULL, 2);
-    size_t node = ship_bytes(ranks, 8, NULL, 4);
-    size_t hc, zs;
+    size_t first, steady, node, hc, zs;
+
+    ship_sets_forget(); /* the job's first step: no set held */
+    first = ship_bytes(records, 1, dict, 1);
+    ship_sets_learn(records + 1, SYNTH_STEPS - 1); /* the other steps came before */
+    steady = ship_bytes(records, 1, NULL, 2);
+    node = ship_bytes(ranks, 8, NULL, 4);
 
     printf("  %-26s first %5zu B %5.0fx | 1 step %5zu B %5.0fx", e->label, first,
            raw_per_step / first, steady, raw_steady / steady);
@@ -128,7 +136,8 @@ static double report_synth(const struct encoding *e, Argus__V1__StepRecord **rec
  * batch; and after LZ4. */
 static void report_bytes(Argus__V1__StepRecord *r)
 {
-    size_t ids = 0, streams = 0, work = 0, plain = 0, coded = 0, keys = 0, all = 0, batch;
+    size_t ids = 0, streams = 0, work = 0, plain = 0, coded = 0, keys = 0, all = 0, as_set = 0,
+           batch;
     uint8_t *p = malloc(kernel_code_bound(r) + 1);
 
     for (size_t i = 0; i < r->n_kernels && p; i++) {
@@ -149,14 +158,15 @@ static void report_bytes(Argus__V1__StepRecord *r)
         keys += 1 + varint_size(argus__v1__kernel_group__get_packed_size(g));
     }
     all = p ? kernel_code_encode(r, false, p) : 0;
+    as_set = p ? kernel_code_encode(r, true, p) : 0;
     free(p);
     p = ship_batch_pack(&r, 1, NULL, 2, &batch);
     free(p);
     printf("  lone step, default encoding, before LZ4: %zu groups as KernelGroups %zu B (name_id "
-           "%zu, stream %zu, work_id %zu, keys %zu, clusters %zu); coded %zu B (clusters %zu); "
-           "batch %zu B in all, %zu B after LZ4 in its frame\n",
+           "%zu, stream %zu, work_id %zu, keys %zu, clusters %zu); coded %zu B (clusters %zu), "
+           "as a held identity set %zu B; batch %zu B in all, %zu B after LZ4 in its frame\n",
            r->n_kernels, ids + streams + work + keys + plain, ids, streams, work, keys, plain, all,
-           coded, batch, ship_bytes(&r, 1, NULL, 2));
+           coded, as_set, batch, ship_bytes(&r, 1, NULL, 2));
 }
 
 /* --- (a) the real traces ------------------------------------------------- */

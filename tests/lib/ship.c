@@ -9,9 +9,38 @@
 #include "common/kernel_code.h"
 
 bool ship_code_kernels = true;
+bool ship_kernel_sets = true;
+
+#define SHIP_SETS_MAX 64
+static uint64_t ship_known[SHIP_SETS_MAX];
+static size_t ship_nknown;
+
+void ship_sets_forget(void)
+{
+    ship_nknown = 0;
+}
+
+static bool ship_set_known(uint64_t set)
+{
+    for (size_t i = 0; i < ship_nknown; i++)
+        if (ship_known[i] == set)
+            return true;
+    return false;
+}
+
+void ship_sets_learn(Argus__V1__StepRecord *const *steps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t set = kernel_code_record_set(steps[i]);
+
+        if (set && !ship_set_known(set) && ship_nknown < SHIP_SETS_MAX)
+            ship_known[ship_nknown++] = set;
+    }
+}
 
 /* The packed Batch of steps[0..n) with dict (NULL: names already sent), the
- * kernels coded as the agent's batcher codes them (common/kernel_code.h);
+ * kernels coded as the agent's batcher codes them (common/kernel_code.h;
+ * as an identity set when the set was learned);
  * malloc'd, *len bytes. */
 uint8_t *ship_batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
                          uint64_t seq, size_t *len)
@@ -26,7 +55,10 @@ uint8_t *ship_batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct d
         return NULL;
     kernel_code_prev_clear(&last);
     for (size_t i = 0; i < n && ship_code_kernels; i++) {
-        kernel_code_compact(&code[i], steps[i], &last, &coded[i]);
+        uint64_t set = kernel_code_record_set(steps[i]);
+
+        kernel_code_compact_as(&code[i], steps[i], &last,
+                               ship_kernel_sets && ship_set_known(set) ? set : 0, &coded[i]);
         kernel_code_prev_set(&last, steps[i]);
         ptrs[i] = &coded[i];
     }

@@ -25,6 +25,16 @@ struct dictionary {
  * (default true) */
 extern bool ship_code_kernels;
 
+/* true: a record whose kernel identity set was learned (ship_sets_learn)
+ * goes as that set, as the agent's batcher sends it once the collectors
+ * hold the set (agent/delivery/ksets.h); false: never (default true) */
+extern bool ship_kernel_sets;
+
+/* The collectors hold the identity sets of steps[0..n) (earlier steps of
+ * the job, acked), up to 64 sets; forget: none. */
+void ship_sets_learn(Argus__V1__StepRecord *const *steps, size_t n);
+void ship_sets_forget(void);
+
 /* The packed Batch of steps[0..n) (n <= BATCH_MAX) with dict (NULL: names
  * already sent); malloc'd, *len bytes; NULL on ENOMEM. */
 uint8_t *ship_batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct dictionary *dict,
