@@ -58,16 +58,21 @@ static uint8_t *kernel_put_le(uint8_t *p, uint64_t v, int bytes)
     return p;
 }
 
-/* The flags of g against prev (only KERNEL_SAME_HEADER when as_previous),
- * and its clusters' header in *header. */
+/* The flags of g against prev: all of them, or when clusters_only (g coded
+ * against an identity known to the reader) only KERNEL_SAME_HEADER, and
+ * KERNEL_WORK_ID when base is not NULL and g's work id is not base's. Its
+ * clusters' header in *header. */
 static unsigned kernel_flags(const Argus__V1__KernelGroup *g, const struct kernel_prev *prev,
-                             bool as_previous, unsigned *header)
+                             bool clusters_only, const struct kernel_code_ident *base,
+                             unsigned *header)
 {
     unsigned f = g->work_id ? KERNEL_WORK_ID : 0;
 
     *header = g->n_clusters ? cluster_code_header(g->clusters, g->n_clusters) : KERNEL_NO_HEADER;
-    if (as_previous)
-        return g->n_clusters && *header == prev->header ? KERNEL_SAME_HEADER : 0;
+    if (clusters_only) {
+        f = base && g->work_id != base->work_id ? KERNEL_WORK_ID : 0;
+        return f | (g->n_clusters && *header == prev->header ? KERNEL_SAME_HEADER : 0);
+    }
     if (!prev->first && g->name_id == prev->name_id)
         f |= KERNEL_SAME_NAME;
     if (g->stream == prev->stream)
@@ -77,19 +82,23 @@ static unsigned kernel_flags(const Argus__V1__KernelGroup *g, const struct kerne
     return f;
 }
 
-size_t kernel_code_encode(const Argus__V1__StepRecord *r, bool as_previous, uint8_t *out)
+/* Code r's groups at out: whole, or only their clusters (clusters_only),
+ * with the work ids that differ from base[i] (base not NULL). Returns the
+ * bytes. */
+static size_t kernel_encode(const Argus__V1__StepRecord *r, bool clusters_only,
+                            const struct kernel_code_ident *base, uint8_t *out)
 {
     struct kernel_prev prev = KERNEL_PREV_INIT;
     uint8_t *p = out;
 
     for (size_t i = 0; i < r->n_kernels; i++) {
         const Argus__V1__KernelGroup *g = r->kernels[i];
-        unsigned header, f = kernel_flags(g, &prev, as_previous, &header);
+        unsigned header, f = kernel_flags(g, &prev, clusters_only, base ? &base[i] : NULL, &header);
 
         p = varint_put(p, (uint64_t)g->n_clusters << KERNEL_FLAG_BITS | f);
-        if (!as_previous && !(f & KERNEL_SAME_NAME))
+        if (!clusters_only && !(f & KERNEL_SAME_NAME))
             p = kernel_put_le(p, g->name_id, 8);
-        if (!as_previous && !(f & KERNEL_SAME_STREAM))
+        if (!clusters_only && !(f & KERNEL_SAME_STREAM))
             p = varint_put(p, g->stream);
         if (f & KERNEL_WORK_ID)
             p = kernel_put_le(p, g->work_id, 4);
@@ -102,6 +111,11 @@ size_t kernel_code_encode(const Argus__V1__StepRecord *r, bool as_previous, uint
         prev.first = false;
     }
     return (size_t)(p - out);
+}
+
+size_t kernel_code_encode(const Argus__V1__StepRecord *r, bool as_previous, uint8_t *out)
+{
+    return kernel_encode(r, as_previous, NULL, out);
 }
 
 /* --- decoding ------------------------------------------------------------- */
@@ -165,12 +179,16 @@ static int kernel_read_head(const uint8_t **p, const uint8_t *end, size_t max,
     if ((h >> KERNEL_FLAG_BITS) > max)
         return -EMSGSIZE;
     *n = (size_t)(h >> KERNEL_FLAG_BITS);
-    if (as && (h & KERNEL_IDENT_FLAGS))
+    if (as && (h & (KERNEL_SAME_NAME | KERNEL_SAME_STREAM)))
         return -EBADMSG;
     if (as) {
+        uint64_t w = as->work_id;
+
         g->name_id = as->name_id;
         g->stream = as->stream;
-        g->work_id = as->work_id;
+        if ((h & KERNEL_WORK_ID) && !kernel_get_le(p, end, 4, &w))
+            return -EBADMSG;
+        g->work_id = (uint32_t)w;
     } else if (!kernel_read_ident(p, end, h, prev, g)) {
         return -EBADMSG;
     }
@@ -467,16 +485,27 @@ bool kernel_code_codable(const Argus__V1__StepRecord *in)
 int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
                         const struct kernel_code_prev *prev, Argus__V1__StepRecord *out)
 {
-    return kernel_code_compact_as(buf, in, prev, 0, out);
+    return kernel_code_compact_as(buf, in, prev, NULL, out);
+}
+
+/* Whether in's groups have the names and streams of set's, in order. */
+static bool kernel_fits(const Argus__V1__StepRecord *in, const struct kernel_code_set *set)
+{
+    if (!set || !set->id || !set->ids || set->n != in->n_kernels)
+        return false;
+    for (size_t i = 0; i < in->n_kernels; i++)
+        if (in->kernels[i]->name_id != set->ids[i].name_id ||
+            in->kernels[i]->stream != set->ids[i].stream)
+            return false;
+    return true;
 }
 
 int kernel_code_compact_as(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
-                           const struct kernel_code_prev *prev, uint64_t as_set,
+                           const struct kernel_code_prev *prev, const struct kernel_code_set *as,
                            Argus__V1__StepRecord *out)
 {
-    bool clusters_only;
-
     size_t need = kernel_code_bound(in);
+    bool previous;
 
     *out = *in;
     if (!kernel_code_codable(in))
@@ -489,12 +518,14 @@ int kernel_code_compact_as(struct kernel_code_buf *buf, const Argus__V1__StepRec
         buf->bytes = p;
         buf->cap = need;
     }
-    out->packed_kernels_as_previous = kernel_same_as(prev, in);
-    out->packed_kernels_as_set = !out->packed_kernels_as_previous && as_set;
-    out->packed_kernels_set = out->packed_kernels_as_set ? as_set : 0;
-    clusters_only = out->packed_kernels_as_previous || out->packed_kernels_as_set;
+    previous = kernel_same_as(prev, in);
+    out->packed_kernels_as_previous = previous;
+    out->packed_kernels_as_set = !previous && kernel_fits(in, as);
+    out->packed_kernels_set = out->packed_kernels_as_set ? as->id : 0;
     out->packed_kernels.data = buf->bytes;
-    out->packed_kernels.len = kernel_code_encode(in, clusters_only, buf->bytes);
+    out->packed_kernels.len =
+        kernel_encode(in, previous || out->packed_kernels_as_set,
+                      out->packed_kernels_as_set ? as->ids : NULL, buf->bytes);
     out->n_kernels = 0;
     out->kernels = NULL;
     return 0;

@@ -25,22 +25,28 @@
  * the next rank of a node, the next step of a rank) sends only their
  * clusters: StepRecord.packed_kernels_as_previous, and each group is
  *
- *   varint  head: n_clusters << 4 | flags, flags only 8 (as above)
+ *   varint  head: n_clusters << 4 | flags, flags only 8 and 2
+ *   4 bytes work_id, little-endian    when flags & 2: this group's, not
+ *                                     the one it is coded against
  *   varint  the clusters' header      unless flags & 8
  *   the n_clusters clusters
  *
- * one per group of the previous record, no more, no fewer.
+ * one per group of the previous record, no more, no fewer (as previous,
+ * flag 2 is never set: the work ids are the same).
  *
  * Identity sets, across batches: a record's groups' identities (name id,
  * stream, work id, in order) have a 64-bit id (kernel_code_set_id). A
  * record that carries StepRecord.packed_kernels_set without
  * packed_kernels_as_set defines that set (the collector checks the id
  * against its groups and keeps the set with the job's names); a record with
- * packed_kernels_as_set is coded as against a previous record (only its
- * clusters), the identities those of the set. An agent refers to a set only
- * once a batch that defined it was acked (agent/delivery/ksets.h), so the
- * collector holds it; one it does not (its store lost) gives a record
- * without kernels, counted, never a refused batch.
+ * packed_kernels_as_set is coded the same way against the set: its groups
+ * have the set's names and streams, in order, and the groups whose work id
+ * is not the set's send theirs (flag 2; a work id sums the shapes of a
+ * group's kernels in the step, so it moves with the step's work while names
+ * and streams stay). An agent refers to a set only once a batch that
+ * defined it was acked (agent/delivery/ksets.h), so the collector holds
+ * it; one it does not (its store lost) gives a record without kernels,
+ * counted, never a refused batch.
  *
  * A KernelGroup's keys and
  * lengths (4 to 8 bytes a group) are not sent, and its clusters take a third of their room as
@@ -161,11 +167,19 @@ int kernel_code_compact(struct kernel_code_buf *buf, const Argus__V1__StepRecord
  * not coded already, with no unknown fields. */
 bool kernel_code_codable(const Argus__V1__StepRecord *in);
 
+/* An identity set the reader holds: its id and identities. */
+struct kernel_code_set {
+    uint64_t id;
+    const struct kernel_code_ident *ids;
+    size_t n;
+};
+
 /* kernel_code_compact, and when the record is not coded as the previous
- * one, as the identity set as_set (0: not; the caller has checked that
- * as_set is kernel_code_record_set(in) and that the collector holds it). */
+ * one, as the set as (NULL: not) when its groups have as's names and
+ * streams, in order: only their clusters, and the work ids that are not
+ * as's (4 bytes each). Otherwise whole. */
 int kernel_code_compact_as(struct kernel_code_buf *buf, const Argus__V1__StepRecord *in,
-                           const struct kernel_code_prev *prev, uint64_t as_set,
+                           const struct kernel_code_prev *prev, const struct kernel_code_set *as,
                            Argus__V1__StepRecord *out);
 
 /* Free what buf holds and zero it. */

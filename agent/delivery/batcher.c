@@ -204,26 +204,27 @@ void batcher_set_kernel_sets(struct batcher *b, bool on)
 }
 
 /* Code s into *coded: its groups whole, as the batch's previous record's, or
- * as its identity set when the collectors hold it (ksets.h). *define: the
- * set s defines once it is in the batch (0: none). */
+ * against the identity set of its skeleton the collectors hold (ksets.h).
+ * *define: the skeleton whose set s defines once it is in the batch (0:
+ * none). */
 static void batcher_code(struct batcher *b, const Argus__V1__StepRecord *s, long job,
                          Argus__V1__StepRecord *coded, uint64_t *define)
 {
-    enum ksets_use use = KSETS_WHOLE;
-    uint64_t set = 0;
+    struct ksets_plan plan = {KSETS_WHOLE};
 
     *define = 0;
     if (!b->coding)
         return;
-    if (b->sets && job >= 0 && kernel_code_codable(s)) {
-        set = kernel_code_record_set(s);
-        use = ksets_use(names_ksets(b->names), job, set);
-    }
-    if (kernel_code_compact_as(&b->code, s, &b->last, use == KSETS_REFER ? set : 0, coded) < 0)
+    if (b->sets && job >= 0 && kernel_code_codable(s))
+        ksets_plan(names_ksets(b->names), job, s, &plan);
+    if (kernel_code_compact_as(&b->code, s, &b->last, plan.use == KSETS_REFER ? &plan.base : NULL,
+                               coded) < 0)
         return; /* out of memory: s as it is */
     b->stats.sets_referred += coded->packed_kernels_as_set;
-    if (use == KSETS_DEFINE && coded->packed_kernels.len)
-        *define = coded->packed_kernels_set = set;
+    if (plan.use == KSETS_DEFINE && coded->packed_kernels.len) {
+        coded->packed_kernels_set = plan.define;
+        *define = plan.skel;
+    }
 }
 
 int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t now_ns)

@@ -6,20 +6,29 @@
 
 #define KSETS_SLOTS (2 * KSETS_MAX) /* a power of two: at most half full */
 
-/* One (job, set). */
+/* A set's id and identities (ids malloc'd; id 0: none). */
+struct ksets_set {
+    uint64_t id;
+    struct kernel_code_ident *ids;
+    size_t n;
+};
+
+/* One (job, skeleton). */
 struct ksets_entry {
-    uint64_t set; /* 0: an empty slot */
+    uint64_t skel; /* 0: an empty slot */
     uint32_t job;
-    uint32_t seen;     /* sightings, saturating */
-    uint64_t sent_seq; /* the first batch that defined it since a reset, 0: none */
-    bool acked, pending;
+    uint32_t seen;         /* sightings, saturating */
+    struct ksets_set held; /* acked */
+    struct ksets_set cand; /* defined, not acked */
+    uint64_t cand_seq;     /* the first batch that defined cand, 0: not sealed yet */
+    bool pending;          /* cand defined in the open batch */
 };
 
 struct ksets {
     struct ksets_entry slot[KSETS_SLOTS];
     size_t count;
-    size_t inflight;             /* sets sent and not acked */
-    uint32_t pending[KSETS_MAX]; /* slots defined in the open batch */
+    size_t inflight; /* entries with cand sealed and not acked */
+    uint32_t pending[KSETS_MAX];
     size_t npending;
 };
 
@@ -28,59 +37,138 @@ struct ksets *ksets_new(void)
     return calloc(1, sizeof(struct ksets));
 }
 
+static void ksets_set_free(struct ksets_set *s)
+{
+    free(s->ids);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Forget every skeleton. */
+static void ksets_clear(struct ksets *k)
+{
+    for (size_t i = 0; i < KSETS_SLOTS; i++) {
+        ksets_set_free(&k->slot[i].held);
+        ksets_set_free(&k->slot[i].cand);
+    }
+    memset(k->slot, 0, sizeof(k->slot));
+    k->count = k->inflight = k->npending = 0;
+}
+
 void ksets_free(struct ksets *k)
 {
+    if (!k)
+        return;
+    ksets_clear(k);
     free(k);
 }
 
-static size_t ksets_hash(uint64_t set, uint32_t job)
+static uint64_t ksets_mix(uint64_t x)
 {
-    uint64_t x = set ^ ((uint64_t)job * 0x9e3779b97f4a7c15ULL);
-
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
-    return (size_t)(x ^ (x >> 33)) & (KSETS_SLOTS - 1);
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
 }
 
-/* The slot of (job, set), or the empty one where it would go. */
-static struct ksets_entry *ksets_slot(struct ksets *k, uint32_t job, uint64_t set)
+/* The skeleton of r: its groups' names and streams, in order (never 0). */
+static uint64_t ksets_skeleton(const Argus__V1__StepRecord *r)
 {
-    size_t i = ksets_hash(set, job);
+    uint64_t h = ksets_mix(r->n_kernels + 0x2545f4914f6cdd1dULL);
 
-    while (k->slot[i].set && !(k->slot[i].set == set && k->slot[i].job == job))
+    for (size_t i = 0; i < r->n_kernels; i++)
+        h = ksets_mix(h ^ r->kernels[i]->name_id) ^ r->kernels[i]->stream;
+    return h ? h : 1;
+}
+
+/* The slot of (job, skel), or the empty one where it would go. */
+static struct ksets_entry *ksets_slot(struct ksets *k, uint32_t job, uint64_t skel)
+{
+    size_t i = ksets_mix(skel ^ job) & (KSETS_SLOTS - 1);
+
+    while (k->slot[i].skel && !(k->slot[i].skel == skel && k->slot[i].job == job))
         i = (i + 1) & (KSETS_SLOTS - 1);
     return &k->slot[i];
 }
 
-enum ksets_use ksets_use(struct ksets *k, long job, uint64_t set)
+/* The groups of r whose work id is not held's (r has its skeleton). */
+static size_t ksets_moved(const Argus__V1__StepRecord *r, const struct ksets_set *held)
 {
-    struct ksets_entry *e;
+    size_t moved = 0;
 
-    if (!k || job < 0 || job > UINT32_MAX || !set)
-        return KSETS_WHOLE;
-    e = ksets_slot(k, (uint32_t)job, set);
-    if (!e->set) {
-        if (k->count == KSETS_MAX) { /* full: forget them all */
-            memset(k->slot, 0, sizeof(k->slot));
-            k->count = k->npending = k->inflight = 0;
-            e = ksets_slot(k, (uint32_t)job, set);
-        }
-        *e = (struct ksets_entry){.set = set, .job = (uint32_t)job};
-        k->count++;
-    }
-    e->seen += e->seen < UINT32_MAX;
-    return e->acked ? KSETS_REFER : e->seen >= 2 ? KSETS_DEFINE : KSETS_WHOLE;
+    for (size_t i = 0; i < r->n_kernels; i++)
+        moved += r->kernels[i]->work_id != held->ids[i].work_id;
+    return moved;
 }
 
-void ksets_defined(struct ksets *k, long job, uint64_t set)
+/* cand := r's set (id). 0 or -ENOMEM. */
+static int ksets_candidate(struct ksets_entry *e, const Argus__V1__StepRecord *r, uint64_t id)
+{
+    struct kernel_code_ident *ids = malloc(r->n_kernels * sizeof(*ids));
+
+    if (!ids)
+        return -1;
+    for (size_t i = 0; i < r->n_kernels; i++)
+        ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
+                                            r->kernels[i]->work_id};
+    ksets_set_free(&e->cand);
+    e->cand = (struct ksets_set){id, ids, r->n_kernels};
+    e->cand_seq = 0;
+    return 0;
+}
+
+/* The entry of (job, skel), new when it is not there (a full table is
+ * forgotten first). */
+static struct ksets_entry *ksets_entry(struct ksets *k, uint32_t job, uint64_t skel)
+{
+    struct ksets_entry *e = ksets_slot(k, job, skel);
+
+    if (e->skel)
+        return e;
+    if (k->count == KSETS_MAX) {
+        ksets_clear(k);
+        e = ksets_slot(k, job, skel);
+    }
+    e->skel = skel;
+    e->job = job;
+    k->count++;
+    return e;
+}
+
+void ksets_plan(struct ksets *k, long job, const Argus__V1__StepRecord *r, struct ksets_plan *out)
+{
+    struct ksets_entry *e;
+    uint64_t id;
+
+    memset(out, 0, sizeof(*out));
+    if (!k || job < 0 || job > UINT32_MAX || !r->n_kernels)
+        return;
+    out->skel = ksets_skeleton(r);
+    e = ksets_entry(k, (uint32_t)job, out->skel);
+    e->seen += e->seen < UINT32_MAX;
+    if (e->held.id && e->held.n == r->n_kernels && ksets_moved(r, &e->held) * 2 <= r->n_kernels) {
+        out->use = KSETS_REFER;
+        out->base = (struct kernel_code_set){e->held.id, e->held.ids, e->held.n};
+        return;
+    }
+    id = kernel_code_record_set(r);
+    if (e->seen < 2 || (e->cand.id && e->cand.id != id && e->cand_seq))
+        return; /* new, or another set of it in flight: whole */
+    if (e->cand.id != id && ksets_candidate(e, r, id) < 0)
+        return;
+    out->use = KSETS_DEFINE;
+    out->define = id;
+}
+
+void ksets_defined(struct ksets *k, long job, uint64_t skel)
 {
     struct ksets_entry *e;
 
-    if (!k || job < 0 || job > UINT32_MAX || !set)
+    if (!k || job < 0 || job > UINT32_MAX || !skel)
         return;
-    e = ksets_slot(k, (uint32_t)job, set);
-    if (!e->set || e->pending || k->npending == KSETS_MAX)
-        return; /* forgotten by a reset since ksets_use: nothing to stamp */
+    e = ksets_slot(k, (uint32_t)job, skel);
+    if (!e->skel || !e->cand.id || e->pending || k->npending == KSETS_MAX)
+        return; /* forgotten since the plan: nothing to stamp */
     e->pending = true;
     k->pending[k->npending++] = (uint32_t)(e - k->slot);
 }
@@ -93,8 +181,8 @@ void ksets_sealed(struct ksets *k, uint64_t seq)
         struct ksets_entry *e = &k->slot[k->pending[i]];
 
         e->pending = false;
-        if (!e->sent_seq) { /* the first batch that defined it: its ack is enough */
-            e->sent_seq = seq;
+        if (e->cand.id && !e->cand_seq) { /* the first batch that defined it: its ack is enough */
+            e->cand_seq = seq;
             k->inflight++;
         }
     }
@@ -106,8 +194,11 @@ void ksets_ack(struct ksets *k, uint64_t acked)
     for (size_t i = 0; k && k->inflight && i < KSETS_SLOTS; i++) {
         struct ksets_entry *e = &k->slot[i];
 
-        if (e->set && !e->acked && e->sent_seq && e->sent_seq <= acked) {
-            e->acked = true;
+        if (e->skel && e->cand.id && e->cand_seq && e->cand_seq <= acked) {
+            ksets_set_free(&e->held);
+            e->held = e->cand;
+            memset(&e->cand, 0, sizeof(e->cand));
+            e->cand_seq = 0;
             k->inflight--;
         }
     }
@@ -116,17 +207,19 @@ void ksets_ack(struct ksets *k, uint64_t acked)
 void ksets_reset(struct ksets *k)
 {
     for (size_t i = 0; k && i < KSETS_SLOTS; i++) {
-        k->slot[i].acked = false;
-        k->slot[i].sent_seq = 0; /* an ack of an earlier sending no longer counts */
+        ksets_set_free(&k->slot[i].held);
+        ksets_set_free(&k->slot[i].cand);
+        k->slot[i].cand_seq = 0;
+        k->slot[i].pending = false;
     }
     if (k)
-        k->inflight = 0;
+        k->inflight = k->npending = 0;
 }
 
 size_t ksets_count(const struct ksets *k, size_t *held)
 {
     *held = 0;
     for (size_t i = 0; k && i < KSETS_SLOTS; i++)
-        *held += k->slot[i].set && k->slot[i].acked;
+        *held += k->slot[i].skel && k->slot[i].held.id;
     return k ? k->count : 0;
 }

@@ -12,29 +12,52 @@ bool ship_code_kernels = true;
 bool ship_kernel_sets = true;
 
 #define SHIP_SETS_MAX 64
-static uint64_t ship_known[SHIP_SETS_MAX];
+static struct kernel_code_set ship_known[SHIP_SETS_MAX];
 static size_t ship_nknown;
 
 void ship_sets_forget(void)
 {
+    for (size_t i = 0; i < ship_nknown; i++)
+        free((void *)ship_known[i].ids);
     ship_nknown = 0;
 }
 
-static bool ship_set_known(uint64_t set)
+/* A learned set r may be coded against as the agent's batcher would (its
+ * names and streams, at most half of its work ids moved), or NULL. */
+static const struct kernel_code_set *ship_set_for(const Argus__V1__StepRecord *r)
 {
-    for (size_t i = 0; i < ship_nknown; i++)
-        if (ship_known[i] == set)
-            return true;
-    return false;
+    for (size_t k = 0; k < ship_nknown; k++) {
+        const struct kernel_code_set *s = &ship_known[k];
+        size_t moved = 0, i;
+
+        if (s->n != r->n_kernels)
+            continue;
+        for (i = 0; i < r->n_kernels; i++) {
+            const Argus__V1__KernelGroup *g = r->kernels[i];
+
+            if (g->name_id != s->ids[i].name_id || g->stream != s->ids[i].stream)
+                break;
+            moved += g->work_id != s->ids[i].work_id;
+        }
+        if (i == r->n_kernels && moved * 2 <= r->n_kernels)
+            return s;
+    }
+    return NULL;
 }
 
 void ship_sets_learn(Argus__V1__StepRecord *const *steps, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint64_t set = kernel_code_record_set(steps[i]);
+    for (size_t i = 0; i < n && ship_nknown < SHIP_SETS_MAX; i++) {
+        const Argus__V1__StepRecord *r = steps[i];
+        struct kernel_code_ident *ids;
 
-        if (set && !ship_set_known(set) && ship_nknown < SHIP_SETS_MAX)
-            ship_known[ship_nknown++] = set;
+        if (!r->n_kernels || ship_set_for(r) || !(ids = malloc(r->n_kernels * sizeof(*ids))))
+            continue;
+        for (size_t k = 0; k < r->n_kernels; k++)
+            ids[k] = (struct kernel_code_ident){r->kernels[k]->name_id, r->kernels[k]->stream,
+                                                r->kernels[k]->work_id};
+        ship_known[ship_nknown++] =
+            (struct kernel_code_set){kernel_code_record_set(r), ids, r->n_kernels};
     }
 }
 
@@ -55,10 +78,8 @@ uint8_t *ship_batch_pack(Argus__V1__StepRecord **steps, size_t n, const struct d
         return NULL;
     kernel_code_prev_clear(&last);
     for (size_t i = 0; i < n && ship_code_kernels; i++) {
-        uint64_t set = kernel_code_record_set(steps[i]);
-
         kernel_code_compact_as(&code[i], steps[i], &last,
-                               ship_kernel_sets && ship_set_known(set) ? set : 0, &coded[i]);
+                               ship_kernel_sets ? ship_set_for(steps[i]) : NULL, &coded[i]);
         kernel_code_prev_set(&last, steps[i]);
         ptrs[i] = &coded[i];
     }

@@ -25,9 +25,10 @@ struct dictionary {
  * (default true) */
 extern bool ship_code_kernels;
 
-/* true: a record whose kernel identity set was learned (ship_sets_learn)
- * goes as that set, as the agent's batcher sends it once the collectors
- * hold the set (agent/delivery/ksets.h); false: never (default true) */
+/* true: a record of the skeleton of a learned kernel identity set
+ * (ship_sets_learn) goes against that set (its clusters and the work ids
+ * that moved), as the agent's batcher sends it once the collectors hold the
+ * set (agent/delivery/ksets.h); false: never (default true) */
 extern bool ship_kernel_sets;
 
 /* The collectors hold the identity sets of steps[0..n) (earlier steps of

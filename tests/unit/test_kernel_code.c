@@ -6,9 +6,9 @@
  * a batch coded against the one before when their groups are the same; the
  * format pinned
  * on two groups of one name; identity sets: their ids, records coded as
- * one and expanded through a resolver, a set not held (records without
- * kernels, counted) and a store error; malformed bytes, limits and a record with both
- * forms refused; records it must not code copied as they are. */
+ * one (with the work ids that moved) and expanded through a resolver, a set
+ * not held (records without kernels, counted) and a store error; malformed bytes, limits and a
+ * record with both forms refused; records it must not code copied as they are. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -395,16 +395,17 @@ static void test_as_set(void **state)
     r[2].kernels[0]->stream = 9; /* job-8's groups differ */
     set7 = kernel_code_record_set(&r[0]);
     set8 = kernel_code_record_set(&r[2]);
+    struct kernel_code_ident *ids7 = idents_of(&r[0]);
+    struct kernel_code_set held7 = {set7, ids7, r[0].n_kernels};
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(kernel_code_compact_as(&buf[i], &r[i], &last, i == 2 ? 0 : set7, &copy[i]),
-                         0);
+        assert_int_equal(kernel_code_compact_as(&buf[i], &r[i], &last, &held7, &copy[i]), 0);
         assert_int_equal(kernel_code_prev_set(&last, &r[i]), 0);
     }
     assert_true(copy[0].packed_kernels_as_set);
     assert_int_equal(copy[0].packed_kernels_set, set7);
     assert_true(copy[1].packed_kernels_as_previous); /* the cheaper of the two */
     assert_false(copy[1].packed_kernels_as_set);
-    assert_false(copy[2].packed_kernels_as_set);
+    assert_false(copy[2].packed_kernels_as_set); /* job-8's groups are not set7's */
     assert_true(copy[0].packed_kernels.len * 10 < copy[2].packed_kernels.len * 8);
     copy[2].packed_kernels_set = set8; /* defines it */
 
@@ -454,6 +455,28 @@ static void test_as_set(void **state)
     argus__v1__batch__free_unpacked(back, NULL);
     r[2].n_kernels++;
     free(wire);
+    /* work ids moved in two groups (the step's work): coded against set7
+     * with those two work ids, they come back */
+    kernel_code_prev_clear(&last);
+    assert_int_equal(kernel_code_compact_as(&buf[1], &r[1], &last, &held7, &copy[1]), 0);
+    len = copy[1].packed_kernels.len; /* none moved */
+    r[1].kernels[3]->work_id += 11;
+    r[1].kernels[41]->work_id = 0;
+    assert_int_equal(kernel_code_compact_as(&buf[1], &r[1], &last, &held7, &copy[1]), 0);
+    assert_true(copy[1].packed_kernels_as_set);
+    assert_int_equal(copy[1].packed_kernels.len, len + 2 * 4);
+    held = (struct one_set){"job-7", set7, &r[0], 0, 0};
+    back = batch_round_trip(&rp[1], 1, &wire, &len);
+    assert_non_null(back);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), 1);
+    groups_equal(back->steps[0]->kernels, r[1].kernels, r[1].n_kernels);
+    argus__v1__batch__free_unpacked(back, NULL);
+    free(wire);
+    /* a stream moved: not the set's skeleton, whole */
+    r[1].kernels[7]->stream += 1;
+    assert_int_equal(kernel_code_compact_as(&buf[1], &r[1], &last, &held7, &copy[1]), 0);
+    assert_false(copy[1].packed_kernels_as_set);
+    free(ids7);
     kernel_code_prev_free(&last);
     for (int i = 0; i < 3; i++) {
         kernel_code_buf_free(&buf[i]);

@@ -64,7 +64,12 @@ static Argus__V1__Batch *shipped(const struct rec *x, uint64_t as_set, uint64_t 
     uint8_t *wire;
     size_t n;
 
-    assert_int_equal(kernel_code_compact_as(&buf, &x->r, NULL, as_set, &coded), 0);
+    struct kernel_code_ident ids[NG];
+    struct kernel_code_set held = {as_set, ids, NG};
+
+    for (int i = 0; i < NG; i++) /* the set as held: x's own identities */
+        ids[i] = (struct kernel_code_ident){x->g[i].name_id, x->g[i].stream, x->g[i].work_id};
+    assert_int_equal(kernel_code_compact_as(&buf, &x->r, NULL, as_set ? &held : NULL, &coded), 0);
     assert_int_equal(coded.packed_kernels_as_set, as_set != 0);
     if (def)
         coded.packed_kernels_set = def;
