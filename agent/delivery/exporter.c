@@ -291,6 +291,7 @@ static void exporter_ack(struct exporter *e, const void *data, size_t len, uint6
     if (!ack)
         return;
     e->features = ack->features;
+    e->stats.kernel_sets_unknown += ack->kernel_sets_unknown;
     if (ack->epoch == spool_epoch(e->spool) && ack->seq > e->acked && ack->seq <= e->cursor) {
         /* up to the next record awaiting an ack: what was passed over counts */
         uint64_t acked;

@@ -107,7 +107,8 @@ void exporter_advance(struct exporter *e, uint64_t seq);
 struct exporter_stats {
     bool connected;
     uint64_t sent, acked, reconnects, rejected, resent;
-    uint64_t last_ack_ns; /* monotonic time of the last ack */
+    uint64_t kernel_sets_unknown; /* acks that said a batch's kernel sets were not held */
+    uint64_t last_ack_ns;         /* monotonic time of the last ack */
     char last_error[256];
 };
 void exporter_get_stats(const struct exporter *e, struct exporter_stats *out);

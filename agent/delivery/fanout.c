@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "agent/delivery/drops.h"
+#include "agent/delivery/ksets.h"
 #include "agent/delivery/names.h"
 #include "agent/delivery/spool.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/tls.h"
 #include "common/u64set.h"
 
@@ -41,6 +43,7 @@ struct fanout_member {
     uint64_t progress_ns; /* its last ack, or the last time it had nothing to wait for */
     uint64_t last_acked;
     uint64_t unacked, behind_dropped;
+    uint64_t sets_unknown; /* its exporter's kernel_sets_unknown, last seen */
     bool behind;
 };
 
@@ -60,6 +63,7 @@ struct fanout {
     struct u64set rejected; /* seqs a collector refused: meant for none */
     uint64_t rejected_max;
     uint64_t refresh_ns;
+    struct log_ratelimit rl;
 };
 
 static uint64_t fanout_all(const struct fanout *f)
@@ -92,6 +96,7 @@ struct fanout *fanout_new(const struct fanout_options *o, struct spool *spool, s
     f->spool = spool;
     f->names = names;
     f->drops = drops;
+    f->rl = (struct log_ratelimit){.interval_ns = 60 * NSEC_PER_SEC, .burst = 3};
     if (fanout_tls_copy(&f->tls, o->tls) < 0) {
         fanout_free(f);
         return NULL;
@@ -471,11 +476,29 @@ static uint64_t fanout_count_unacked(const struct fanout *f, size_t i)
     return n;
 }
 
+/* A collector said it does not hold kernel sets we referred to (its store
+ * was lost): every set is defined again. */
+static void fanout_sets_unknown(struct fanout *f, struct fanout_member *m)
+{
+    struct exporter_stats st;
+
+    exporter_get_stats(m->e, &st);
+    if (st.kernel_sets_unknown == m->sets_unknown)
+        return;
+    m->sets_unknown = st.kernel_sets_unknown;
+    ksets_reset(names_ksets(f->names));
+    log_ratelimited(&f->rl, LOG_LEVEL_WARN, "fanout",
+                    "collector %s does not hold kernel sets this agent referred to (its store "
+                    "was lost?): those records went without kernels; defining every set again",
+                    m->who.name);
+}
+
 void fanout_poll(struct fanout *f, uint64_t now_ns)
 {
     for (size_t i = 0; i < f->set.n; i++) {
         exporter_poll(f->m[i]->e, now_ns);
         fanout_member_track(f, f->m[i], now_ns);
+        fanout_sets_unknown(f, f->m[i]);
     }
     fanout_watermarks(f);
     if (now_ns >= f->refresh_ns) {

@@ -57,6 +57,7 @@ struct ingest_stream {
     bool authenticated;              /* mTLS: identity is the certificate's */
     char identity[TLS_MAX_IDENTITY]; /* every batch must be this agent and node */
     char *agent;                     /* the agent links_up counted it for (NULL: none yet) */
+    size_t sets_unknown; /* records of the batch at hand that referred to sets not held */
 };
 
 void ingest_default_limits(struct ingest_limits *l)
@@ -253,6 +254,7 @@ static void ingest_ack(struct ingest_stream *s, const Argus__V1__Batch *b,
     ack.epoch = b->epoch;
     ack.seq = b->seq;
     ack.features = KERNEL_CODE_ACK_FEATURE | KERNEL_CODE_SET_ACK_FEATURE;
+    ack.kernel_sets_unknown = s->sets_unknown > 0;
     if (s->in->traces)
         trace_capture_ack(s->in->traces, b, &ack);
     reply->len = argus__v1__ack__get_packed_size(&ack);
@@ -513,7 +515,7 @@ static void ingest_message(void *stream, const void *data, size_t len,
     }
     /* coded kernels become KernelGroups first: out of memory is retried, the rest refused */
     long coded = kernel_sets_expand(s->in->ksets, b, s->in->limits.max_groups_per_step,
-                                    s->in->limits.max_clusters_per_group, &alloc);
+                                    s->in->limits.max_clusters_per_group, &alloc, &s->sets_unknown);
     bool retry = coded == -ENOMEM || coded == -EIO;
     if (coded < 0)
         ingest_reject(s, INGEST_REJECT_BATCH_INVALID,

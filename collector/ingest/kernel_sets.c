@@ -139,25 +139,33 @@ static int ks_lookup(void *ctx, const char *job, uint64_t set, struct kernel_cod
 }
 
 long kernel_sets_expand(struct kernel_sets *k, Argus__V1__Batch *b, size_t max_groups,
-                        size_t max_clusters, ProtobufCAllocator *a)
+                        size_t max_clusters, ProtobufCAllocator *a, size_t *unknown)
 {
     struct kernel_code_sets sets = {ks_lookup, k};
-    size_t unknown = 0, referred = 0;
+    bool *as_set = calloc(b->n_steps ? b->n_steps : 1, sizeof(*as_set));
+    size_t referred = 0;
     long n;
 
+    *unknown = 0;
+    if (!as_set)
+        return -ENOMEM;
     for (size_t i = 0; i < b->n_steps; i++)
-        referred += b->steps[i]->packed_kernels_as_set && b->steps[i]->packed_kernels.len;
-    n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, &sets, &unknown);
+        as_set[i] = b->steps[i]->packed_kernels_as_set && b->steps[i]->packed_kernels.len;
+    n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, &sets, unknown);
+    for (size_t i = 0; n >= 0 && i < b->n_steps; i++) /* those of a set held */
+        referred += as_set[i] && b->steps[i]->n_kernels;
+    free(as_set);
     if (n < 0)
         return n;
-    atomic_fetch_add(&k->referred, referred - unknown);
-    if (unknown) {
+    atomic_fetch_add(&k->referred, referred);
+    if (*unknown) {
         static struct log_ratelimit rl = {.interval_ns = 60 * NSEC_PER_SEC, .burst = 3};
-        atomic_fetch_add(&k->unknown, unknown);
+        atomic_fetch_add(&k->unknown, *unknown);
         log_ratelimited(&rl, LOG_LEVEL_WARN, "ingest",
                         "%zu step records of agent %s refer to kernel sets this collector does "
-                        "not hold: stored without their kernels",
-                        unknown, b->agent_id ? b->agent_id : "");
+                        "not hold (its store was lost?): stored without their kernels, the agent "
+                        "told to define them again",
+                        *unknown, b->agent_id ? b->agent_id : "");
     }
     return n;
 }

@@ -25,11 +25,12 @@ struct kernel_sets *kernel_sets_new(struct store *store, size_t max_bytes);
 void kernel_sets_free(struct kernel_sets *k);
 
 /* Turn b's coded kernels into KernelGroups (kernel_code_expand_batch_sets,
- * from a). Returns the records expanded, or -EBADMSG/-EMSGSIZE (malformed
- * or oversized: refuse the batch), -ENOMEM or -EIO (a set could not be read
- * from the store: retry later). */
+ * from a); *unknown: its records that referred to a set not held (the ack
+ * tells the agent: Ack.kernel_sets_unknown). Returns the records expanded,
+ * or -EBADMSG/-EMSGSIZE (malformed or oversized: refuse the batch), -ENOMEM
+ * or -EIO (a set could not be read from the store: retry later). */
 long kernel_sets_expand(struct kernel_sets *k, Argus__V1__Batch *b, size_t max_groups,
-                        size_t max_clusters, ProtobufCAllocator *a);
+                        size_t max_clusters, ProtobufCAllocator *a, size_t *unknown);
 
 /* Keep the sets b's expanded records define: each id checked against the
  * record's groups (a wrong one is counted and ignored), the new ones written

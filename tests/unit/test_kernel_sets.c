@@ -98,10 +98,13 @@ static void same_groups(const Argus__V1__StepRecord *got, const struct rec *want
     }
 }
 
-/* Expand b through k: it expands its one record. */
+/* Expand b through k: it expands its one record, of a set held or not. */
 static void expand(struct kernel_sets *k, Argus__V1__Batch *b)
 {
-    assert_int_equal(kernel_sets_expand(k, b, 4096, 64, NULL), 1);
+    size_t unknown;
+
+    assert_int_equal(kernel_sets_expand(k, b, 4096, 64, NULL, &unknown), 1);
+    assert_int_equal(unknown, b->steps[0]->n_kernels == 0);
 }
 
 static void test_define_then_refer(void **state)
