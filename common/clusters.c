@@ -105,18 +105,22 @@ static const double *grid_ppf(size_t g)
 }
 
 /* The grid of a group of one counted cluster: the cluster's own quantiles at
- * the grid's levels (cluster_value with its constants taken out of the loop). */
+ * the grid's levels (cluster_value with its constants taken out of the loop).
+ * The levels are symmetric about the median (z[g-1-i] = -z[i]), so one expf
+ * gives two points, in float as the grid holds them: the grids of every
+ * group of every rank are most of diagnosis's exps. */
 static void one_cluster_grid(const Argus__V1__Cluster *cl, const double *z, float *out, size_t g)
 {
     double p50 = cl->p50_ns ? (double)cl->p50_ns : 1;
     double p99 = cl->p99_ns > cl->p50_ns ? (double)cl->p99_ns : p50;
-    double sigma = log(p99 / p50) / CLUSTERS_Z99;
-    double lo = cl->min_ns ? (double)cl->min_ns : 0,
-           hi = cl->max_ns ? (double)cl->max_ns : INFINITY;
+    float sigma = (float)(log(p99 / p50) / CLUSTERS_Z99), m = (float)p50;
+    float lo = cl->min_ns ? (float)cl->min_ns : 0, hi = cl->max_ns ? (float)cl->max_ns : INFINITY;
 
-    for (size_t i = 0; i < g; i++) {
-        double v = sigma == 0 ? p50 : p50 * exp(sigma * z[i]);
-        out[i] = (float)(v < lo ? lo : v > hi ? hi : v);
+    for (size_t i = 0; i < (g + 1) / 2; i++) {
+        float e = sigma == 0 ? 1 : expf(sigma * (float)z[i]), below = m * e, above = m / e;
+
+        out[i] = below < lo ? lo : below > hi ? hi : below;
+        out[g - 1 - i] = above < lo ? lo : above > hi ? hi : above;
     }
 }
 
