@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/cluster_code.h"
+#include "common/mix.h"
 #include "common/varint.h"
 #include "common/wire_steps.h"
 
@@ -422,24 +423,15 @@ long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max
 
 /* --- set ids -------------------------------------------------------------- */
 
-static uint64_t kernel_mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static uint64_t kernel_set_step(uint64_t h, uint64_t name_id, uint32_t stream, uint32_t work_id)
 {
-    h = kernel_mix(h ^ name_id);
-    return kernel_mix(h ^ ((uint64_t)stream << 32 | work_id));
+    h = mix64(h ^ name_id);
+    return mix64(h ^ ((uint64_t)stream << 32 | work_id));
 }
 
 uint64_t kernel_code_set_id(const struct kernel_code_ident *ids, size_t n)
 {
-    uint64_t h = kernel_mix(n + 0x9e3779b97f4a7c15ULL);
+    uint64_t h = mix64(n + 0x9e3779b97f4a7c15ULL);
 
     if (!n)
         return 0;
@@ -450,7 +442,7 @@ uint64_t kernel_code_set_id(const struct kernel_code_ident *ids, size_t n)
 
 uint64_t kernel_code_record_set(const Argus__V1__StepRecord *r)
 {
-    uint64_t h = kernel_mix(r->n_kernels + 0x9e3779b97f4a7c15ULL);
+    uint64_t h = mix64(r->n_kernels + 0x9e3779b97f4a7c15ULL);
 
     if (!r->n_kernels)
         return 0;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "common/mix.h"
 #include "common/name_id.h"
 
 uint64_t placement_weight(const char *job, const char *member)
@@ -11,9 +12,7 @@ uint64_t placement_weight(const char *job, const char *member)
     uint64_t z = name_id_update(NAME_ID_BASIS, job, strlen(job) + 1); /* the NUL separates */
 
     z = name_id_update(z, member, strlen(member));
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return mix64(z);
 }
 
 /* Does candidate i come before j (higher weight, else the smaller name)? */

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "common/mix.h"
+
 /* The shape id of one launch: FNV-1a 32 over the six dimensions; never 0
  * (0 means "no shape known"). */
 static inline uint32_t work_id_shape(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
@@ -39,10 +41,7 @@ static inline uint64_t work_id_mix(uint32_t shape)
 
     if (!shape)
         return 0;
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return mix64(z + 0x9e3779b97f4a7c15ULL);
 }
 
 /* The work id of a group from the sum of its kernels' work_id_mix: 0 when

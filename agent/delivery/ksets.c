@@ -1,6 +1,8 @@
 /* Which kernel identity sets the collectors hold: see ksets.h. */
 #include "agent/delivery/ksets.h"
 
+#include "common/mix.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,29 +64,20 @@ void ksets_free(struct ksets *k)
     free(k);
 }
 
-static uint64_t ksets_mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
-
 /* The skeleton of r: its groups' names and streams, in order (never 0). */
 static uint64_t ksets_skeleton(const Argus__V1__StepRecord *r)
 {
-    uint64_t h = ksets_mix(r->n_kernels + 0x2545f4914f6cdd1dULL);
+    uint64_t h = mix64(r->n_kernels + 0x2545f4914f6cdd1dULL);
 
     for (size_t i = 0; i < r->n_kernels; i++)
-        h = ksets_mix(h ^ r->kernels[i]->name_id) ^ r->kernels[i]->stream;
+        h = mix64(h ^ r->kernels[i]->name_id) ^ r->kernels[i]->stream;
     return h ? h : 1;
 }
 
 /* The slot of (job, skel), or the empty one where it would go. */
 static struct ksets_entry *ksets_slot(struct ksets *k, uint32_t job, uint64_t skel)
 {
-    size_t i = ksets_mix(skel ^ job) & (KSETS_SLOTS - 1);
+    size_t i = mix64(skel ^ job) & (KSETS_SLOTS - 1);
 
     while (k->slot[i].skel && !(k->slot[i].skel == skel && k->slot[i].job == job))
         i = (i + 1) & (KSETS_SLOTS - 1);

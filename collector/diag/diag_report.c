@@ -2,6 +2,7 @@
 #include "collector/diag/diag_report.h"
 
 #include "common/causes.h"
+#include "common/mix.h"
 #include "common/name_id.h"
 
 #include <errno.h>
@@ -108,9 +109,7 @@ static uint64_t report_suspect_hash(const Argus__V1__Suspect *s)
     /* splitmix64's finalizer: FNV's last bytes change h almost linearly, and
      * a sum of such hashes could cancel (two suspects' levels changed, the
      * same sum) */
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
+    return mix64(h);
 }
 
 int diag_report_identify(Argus__V1__Report *r, uint64_t onset_unix_ns)
