@@ -210,7 +210,7 @@ void batcher_set_kernel_sets(struct batcher *b, bool on)
 static void batcher_code(struct batcher *b, const Argus__V1__StepRecord *s, long job,
                          Argus__V1__StepRecord *coded, uint64_t *define)
 {
-    struct ksets_plan plan = {KSETS_WHOLE};
+    struct ksets_plan plan = {.use = KSETS_WHOLE};
 
     *define = 0;
     if (!b->coding)

@@ -82,15 +82,18 @@ static int grow(struct diag_steps *w)
     return 0;
 }
 
-/* Free the memory of one frame that is not open (unused first, then the
- * oldest kept). false when every frame with memory is open. */
-static bool release_one(struct diag_steps *w)
+/* Take the memory of one frame that is not open (unused first, then the
+ * oldest kept): into (the slot being opened) gets its buffers when it has
+ * none, so that the new frame reuses memory already touched (a frame is 7 MB
+ * at 10,240 ranks: fresh pages each step were a tenth of diagnosis's time),
+ * else they are freed. false when every frame with memory is open. */
+static bool release_one(struct diag_steps *w, struct diag_frame *into)
 {
     struct diag_frame *victim = NULL;
 
     for (uint32_t i = 0; i < w->n; i++) {
         struct diag_frame *f = &w->frames[i];
-        if (!f->cap || (f->used && !f->closed))
+        if (!f->cap || f == into || (f->used && !f->closed))
             continue;
         if (!f->used)
             victim = f;
@@ -101,7 +104,18 @@ static bool release_one(struct diag_steps *w)
     }
     if (!victim)
         return false;
-    diag_frame_free(victim);
+    if (into->cap) {
+        diag_frame_free(victim);
+        return true;
+    }
+    into->ranks = victim->ranks;
+    into->q = victim->q;
+    into->cap = victim->cap;
+    into->colls = victim->colls;
+    into->cap_colls = victim->cap_colls;
+    into->amend = victim->amend;
+    into->cap_amend = victim->cap_amend;
+    memset(victim, 0, sizeof(*victim));
     return true;
 }
 
@@ -115,7 +129,7 @@ static int make_room(struct diag_steps *w, struct diag_frame *f)
     size_t extra = need > have ? need - have : 0;
 
     while (extra && diag_steps_bytes(w) + extra > w->max_bytes) {
-        if (!release_one(w))
+        if (!release_one(w, f))
             return w->open ? DIAG_SLOT_FULL : DIAG_SLOT_OPEN;
         have = diag_frame_bytes(f);
         extra = need > have ? need - have : 0;
