@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kernel identity sets (agent/delivery/ksets.h, collector/ingest/kernel_sets.h)
 # with a real agent and real collectors: the agent replays recorded step
-# records (argus-sim --record, 8 ranks) slowly, in batches of a few ranks, so
+# records (argus-sim --record, 8 ranks x 300 steps: a minute of replay, room
+# for a loaded machine's slow restarts) slowly, in batches of a few ranks, so
 # that each batch's first record refers to its skeleton's set once a batch
 # that defined it was acked;
 #   - the collector decodes every reference (none unknown);
@@ -13,7 +14,7 @@
 # test-cpu: idle: a fixed-rate replay into one collector
 source "$(dirname "$0")/lib.sh"
 
-"$BIN/argus-sim" --job ks --ranks 8 --steps 150 --record "$T/rec.bin" >"$T/rec.json" ||
+"$BIN/argus-sim" --job ks --ranks 8 --steps 300 --record "$T/rec.bin" >"$T/rec.json" ||
     fail "could not record: $(cat "$T/rec.json")"
 start_collector "$T/store"
 start_agent "$T/spool" --replay.records "$T/rec.bin" --replay.rate 40 --batch.max_age 100ms
