@@ -368,12 +368,12 @@ static void kernel_unknown(Argus__V1__StepRecord *r, size_t *unknown)
 
 long kernel_code_expand_batch_sets(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
                                    ProtobufCAllocator *a, const struct kernel_code_sets *sets,
-                                   size_t *unknown)
+                                   struct kernel_code_set_counts *counts)
 {
     bool prev_unknown = false;
     long expanded = 0;
 
-    *unknown = 0;
+    *counts = (struct kernel_code_set_counts){0, 0};
     for (size_t i = 0; i < b->n_steps; i++) {
         Argus__V1__StepRecord *r = b->steps[i];
         bool after_unknown = prev_unknown;
@@ -396,10 +396,12 @@ long kernel_code_expand_batch_sets(Argus__V1__Batch *b, size_t max_groups, size_
                                     max_clusters, a, &r->kernels, &r->n_kernels);
         }
         if (rc == -ENOENT) {
-            kernel_unknown(r, unknown);
+            kernel_unknown(r, &counts->unknown);
             prev_unknown = true;
         } else if (rc < 0) {
             return rc;
+        } else {
+            counts->referred += r->packed_kernels_as_set;
         }
         if (r->packed_kernels_as_set) /* a reference, not a definition */
             r->packed_kernels_set = 0;
@@ -413,8 +415,8 @@ long kernel_code_expand_batch_sets(Argus__V1__Batch *b, size_t max_groups, size_
 long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
                               ProtobufCAllocator *a)
 {
-    size_t unknown;
-    long n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, NULL, &unknown);
+    struct kernel_code_set_counts counts;
+    long n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, NULL, &counts);
 
     for (size_t i = 0; n >= 0 && i < b->n_steps; i++)
         b->steps[i]->packed_kernels_set = 0;
@@ -422,6 +424,13 @@ long kernel_code_expand_batch(Argus__V1__Batch *b, size_t max_groups, size_t max
 }
 
 /* --- set ids -------------------------------------------------------------- */
+
+void kernel_code_idents(const Argus__V1__StepRecord *r, struct kernel_code_ident *ids)
+{
+    for (size_t i = 0; i < r->n_kernels; i++)
+        ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
+                                            r->kernels[i]->work_id};
+}
 
 static uint64_t kernel_set_step(uint64_t h, uint64_t name_id, uint32_t stream, uint32_t work_id)
 {
@@ -546,9 +555,7 @@ int kernel_code_prev_set(struct kernel_code_prev *prev, const Argus__V1__StepRec
         prev->ids = ids;
         prev->cap = r->n_kernels;
     }
-    for (size_t i = 0; i < r->n_kernels; i++)
-        prev->ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
-                                                  r->kernels[i]->work_id};
+    kernel_code_idents(r, prev->ids);
     prev->n = r->n_kernels;
     prev->valid = !r->packed_kernels.len; /* a record coded already: its groups are unknown */
     return 0;

@@ -90,6 +90,9 @@ struct kernel_code_ident {
     uint32_t stream, work_id;
 };
 
+/* The identities of r's groups into ids (room for r->n_kernels). */
+void kernel_code_idents(const Argus__V1__StepRecord *r, struct kernel_code_ident *ids);
+
 /* The id of an identity set of n groups (never 0 for n > 0; 0 for none). */
 uint64_t kernel_code_set_id(const struct kernel_code_ident *ids, size_t n);
 
@@ -105,16 +108,23 @@ struct kernel_code_sets {
     void *ctx;
 };
 
+/* What kernel_code_expand_batch_sets met: records decoded with a set held
+ * (referred), and records left without kernels (unknown: their set, or the
+ * set of the record they were coded against, not held). */
+struct kernel_code_set_counts {
+    size_t referred, unknown;
+};
+
 /* kernel_code_expand_batch, records coded as a set decoded with the set's
- * identities from sets (NULL: none known). A record whose set is not known,
- * or coded as the previous record when that one's set was not known, gets
- * no kernels and counts in *unknown. A defining record keeps its
+ * identities from sets (NULL: none known), counted in *counts. A record
+ * whose set is not known, or coded as the previous record when that one's
+ * set was not known, gets no kernels. A defining record keeps its
  * packed_kernels_set (the caller keeps the set, then zeroes it); a
  * referring one has it zeroed. Errors as kernel_code_expand_batch, and what
  * lookup returns besides -ENOENT. */
 long kernel_code_expand_batch_sets(Argus__V1__Batch *b, size_t max_groups, size_t max_clusters,
                                    ProtobufCAllocator *a, const struct kernel_code_sets *sets,
-                                   size_t *unknown);
+                                   struct kernel_code_set_counts *counts);
 
 /* Turn the packed_kernels of every step record of b, in order, into its
  * kernels (as kernel_code_decode, from a; against the record before it when

@@ -100,10 +100,8 @@ static void batcher_note_job(struct batcher *b, long j)
     b->jobs[b->njobs++] = j;
 }
 
-static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s)
+static void batcher_reference(struct batcher *b, const Argus__V1__StepRecord *s, long j)
 {
-    long j = names_job_index(b->names, s->job);
-
     if (j < 0)
         return;
     batcher_note_job(b, j);
@@ -247,7 +245,7 @@ int batcher_add_step(struct batcher *b, const Argus__V1__StepRecord *s, uint64_t
     batcher_opened(b, now_ns);
     b->nsteps++;
     b->stats.steps++;
-    batcher_reference(b, s);
+    batcher_reference(b, s, job);
     return 0;
 }
 

@@ -195,6 +195,11 @@ uint64_t exporter_acked(const struct exporter *e)
     return e->acked;
 }
 
+uint64_t exporter_sets_unknown(const struct exporter *e)
+{
+    return e->stats.kernel_sets_unknown;
+}
+
 uint32_t exporter_features(const struct exporter *e)
 {
     return e->st ? e->features : 0;

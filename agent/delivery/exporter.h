@@ -99,6 +99,10 @@ uint64_t exporter_acked(const struct exporter *e);
  * acked on it (a collector may be replaced while away). */
 uint32_t exporter_features(const struct exporter *e);
 
+/* Acks on this exporter's streams that said a batch referred to kernel sets
+ * the collector does not hold (Ack.kernel_sets_unknown), since it started. */
+uint64_t exporter_sets_unknown(const struct exporter *e);
+
 /* Records up to seq need not be sent (they are gone from the spool, or a
  * new owner's start): the ack cursor moves up to seq. Lower values are
  * ignored. */

@@ -480,12 +480,11 @@ static uint64_t fanout_count_unacked(const struct fanout *f, size_t i)
  * was lost): every set is defined again. */
 static void fanout_sets_unknown(struct fanout *f, struct fanout_member *m)
 {
-    struct exporter_stats st;
+    uint64_t unknown = exporter_sets_unknown(m->e);
 
-    exporter_get_stats(m->e, &st);
-    if (st.kernel_sets_unknown == m->sets_unknown)
+    if (unknown == m->sets_unknown)
         return;
-    m->sets_unknown = st.kernel_sets_unknown;
+    m->sets_unknown = unknown;
     ksets_reset(names_ksets(f->names));
     log_ratelimited(&f->rl, LOG_LEVEL_WARN, "fanout",
                     "collector %s does not hold kernel sets this agent referred to (its store "

@@ -101,9 +101,7 @@ static int ksets_candidate(struct ksets_entry *e, const Argus__V1__StepRecord *r
 
     if (!ids)
         return -1;
-    for (size_t i = 0; i < r->n_kernels; i++)
-        ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
-                                            r->kernels[i]->work_id};
+    kernel_code_idents(r, ids);
     ksets_set_free(&e->cand);
     e->cand = (struct ksets_set){id, ids, r->n_kernels};
     e->cand_seq = 0;

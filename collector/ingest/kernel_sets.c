@@ -12,6 +12,9 @@
 #include "collector/store/store.h"
 #include "common/kernel_code.h"
 #include "common/log.h"
+#include "common/mix.h"
+#include "common/name_id.h"
+#include "common/u64set.h"
 
 /* One set in the cache. */
 struct ks_entry {
@@ -142,30 +145,21 @@ long kernel_sets_expand(struct kernel_sets *k, Argus__V1__Batch *b, size_t max_g
                         size_t max_clusters, ProtobufCAllocator *a, size_t *unknown)
 {
     struct kernel_code_sets sets = {ks_lookup, k};
-    bool *as_set = calloc(b->n_steps ? b->n_steps : 1, sizeof(*as_set));
-    size_t referred = 0;
-    long n;
+    struct kernel_code_set_counts counts;
+    long n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, &sets, &counts);
 
-    *unknown = 0;
-    if (!as_set)
-        return -ENOMEM;
-    for (size_t i = 0; i < b->n_steps; i++)
-        as_set[i] = b->steps[i]->packed_kernels_as_set && b->steps[i]->packed_kernels.len;
-    n = kernel_code_expand_batch_sets(b, max_groups, max_clusters, a, &sets, unknown);
-    for (size_t i = 0; n >= 0 && i < b->n_steps; i++) /* those of a set held */
-        referred += as_set[i] && b->steps[i]->n_kernels;
-    free(as_set);
+    *unknown = n < 0 ? 0 : counts.unknown;
     if (n < 0)
         return n;
-    atomic_fetch_add(&k->referred, referred);
-    if (*unknown) {
+    atomic_fetch_add(&k->referred, counts.referred);
+    if (counts.unknown) {
         static struct log_ratelimit rl = {.interval_ns = 60 * NSEC_PER_SEC, .burst = 3};
-        atomic_fetch_add(&k->unknown, *unknown);
+        atomic_fetch_add(&k->unknown, counts.unknown);
         log_ratelimited(&rl, LOG_LEVEL_WARN, "ingest",
                         "%zu step records of agent %s refer to kernel sets this collector does "
                         "not hold (its store was lost?): stored without their kernels, the agent "
                         "told to define them again",
-                        *unknown, b->agent_id ? b->agent_id : "");
+                        counts.unknown, b->agent_id ? b->agent_id : "");
     }
     return n;
 }
@@ -175,39 +169,42 @@ static struct kernel_code_ident *ks_idents(const Argus__V1__StepRecord *r)
 {
     struct kernel_code_ident *ids = malloc(r->n_kernels * sizeof(*ids));
 
-    for (size_t i = 0; ids && i < r->n_kernels; i++)
-        ids[i] = (struct kernel_code_ident){r->kernels[i]->name_id, r->kernels[i]->stream,
-                                            r->kernels[i]->work_id};
+    if (ids)
+        kernel_code_idents(r, ids);
     return ids;
 }
 
-/* Whether record i defines a set to keep: a right id, not held yet, not
- * defined by a record before it in b. */
-static bool ks_new_definition(struct kernel_sets *k, const Argus__V1__Batch *b, size_t i)
+/* Whether record r defines a set to keep: not held yet, not defined by a
+ * record before it in the batch (seen: a key per (job, set), so that a
+ * batch of many definitions costs one lookup each), and a right id. */
+static bool ks_new_definition(struct kernel_sets *k, const Argus__V1__StepRecord *r,
+                              struct u64set *seen)
 {
-    const Argus__V1__StepRecord *r = b->steps[i];
     const char *job = r->job ? r->job : "";
+    uint64_t key;
     bool held;
 
     if (!r->packed_kernels_set)
         return false;
+    key = mix64(r->packed_kernels_set ^ name_id(job));
+    if (u64set_has(seen, key))
+        return false;
+    pthread_mutex_lock(&k->lock);
+    held = ks_find(k, job, r->packed_kernels_set) != NULL;
+    pthread_mutex_unlock(&k->lock);
+    if (held || u64set_add(seen, key) < 0)
+        return false; /* out of memory: defined again by a later batch */
     if (kernel_code_record_set(r) != r->packed_kernels_set) {
         atomic_fetch_add(&k->bad, 1);
         return false;
     }
-    for (size_t j = 0; j < i; j++)
-        if (b->steps[j]->packed_kernels_set == r->packed_kernels_set &&
-            strcmp(b->steps[j]->job ? b->steps[j]->job : "", job) == 0)
-            return false;
-    pthread_mutex_lock(&k->lock);
-    held = ks_find(k, job, r->packed_kernels_set) != NULL;
-    pthread_mutex_unlock(&k->lock);
-    return !held;
+    return true;
 }
 
 int kernel_sets_keep(struct kernel_sets *k, Argus__V1__Batch *b, char *err, size_t errlen)
 {
     struct store_kernel_set *sets = NULL;
+    struct u64set seen = {0};
     size_t n = 0;
     int rc = 0;
 
@@ -215,7 +212,7 @@ int kernel_sets_keep(struct kernel_sets *k, Argus__V1__Batch *b, char *err, size
         const Argus__V1__StepRecord *r = b->steps[i];
         struct store_kernel_set *grown;
 
-        if (!ks_new_definition(k, b, i))
+        if (!ks_new_definition(k, r, &seen))
             continue;
         if (!(grown = realloc(sets, (n + 1) * sizeof(*sets)))) {
             rc = -ENOMEM;
@@ -239,6 +236,7 @@ int kernel_sets_keep(struct kernel_sets *k, Argus__V1__Batch *b, char *err, size
         free((void *)sets[i].ids);
     }
     free(sets);
+    u64set_clear(&seen);
     if (rc < 0)
         return rc;
     atomic_fetch_add(&k->defined, n);

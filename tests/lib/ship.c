@@ -53,9 +53,7 @@ void ship_sets_learn(Argus__V1__StepRecord *const *steps, size_t n)
 
         if (!r->n_kernels || ship_set_for(r) || !(ids = malloc(r->n_kernels * sizeof(*ids))))
             continue;
-        for (size_t k = 0; k < r->n_kernels; k++)
-            ids[k] = (struct kernel_code_ident){r->kernels[k]->name_id, r->kernels[k]->stream,
-                                                r->kernels[k]->work_id};
+        kernel_code_idents(r, ids);
         ship_known[ship_nknown++] =
             (struct kernel_code_set){kernel_code_record_set(r), ids, r->n_kernels};
     }

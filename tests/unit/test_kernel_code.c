@@ -382,7 +382,8 @@ static void test_as_set(void **state)
     struct summarize_options o;
     Argus__V1__Batch *back;
     uint8_t *wire;
-    size_t len, unknown;
+    struct kernel_code_set_counts counts;
+    size_t len;
     uint64_t set7, set8;
 
     (void)state;
@@ -413,8 +414,9 @@ static void test_as_set(void **state)
     struct kernel_code_sets sets = {one_set_lookup, &held};
     back = batch_round_trip(rp, 3, &wire, &len);
     assert_non_null(back);
-    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), 3);
-    assert_int_equal(unknown, 0);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &counts), 3);
+    assert_int_equal(counts.unknown, 0);
+    assert_int_equal(counts.referred, 1);
     assert_int_equal(held.asked, 1);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(back->steps[i]->n_kernels, r[i].n_kernels);
@@ -428,8 +430,9 @@ static void test_as_set(void **state)
     /* not held: job-7's records without kernels, counted; job-8's whole */
     held.set = set8;
     back = argus__v1__batch__unpack(NULL, len, wire);
-    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), 3);
-    assert_int_equal(unknown, 2);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &counts), 3);
+    assert_int_equal(counts.unknown, 2);
+    assert_int_equal(counts.referred, 0);
     assert_int_equal(back->steps[0]->n_kernels, 0);
     assert_int_equal(back->steps[1]->n_kernels, 0);
     assert_int_equal(back->steps[1]->packed_kernels.len, 0);
@@ -444,14 +447,13 @@ static void test_as_set(void **state)
     /* the store could not be read: the batch's error */
     held.fail = -EIO;
     back = argus__v1__batch__unpack(NULL, len, wire);
-    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), -EIO);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &counts), -EIO);
     argus__v1__batch__free_unpacked(back, NULL);
     /* a set of other groups: as many groups as it has, or malformed */
     held = (struct one_set){"job-7", set7, &r[2], 0, 0};
     r[2].n_kernels--;
     back = argus__v1__batch__unpack(NULL, len, wire);
-    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown),
-                     -EBADMSG);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &counts), -EBADMSG);
     argus__v1__batch__free_unpacked(back, NULL);
     r[2].n_kernels++;
     free(wire);
@@ -468,7 +470,7 @@ static void test_as_set(void **state)
     held = (struct one_set){"job-7", set7, &r[0], 0, 0};
     back = batch_round_trip(&rp[1], 1, &wire, &len);
     assert_non_null(back);
-    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &unknown), 1);
+    assert_int_equal(kernel_code_expand_batch_sets(back, 4096, 64, NULL, &sets, &counts), 1);
     groups_equal(back->steps[0]->kernels, r[1].kernels, r[1].n_kernels);
     argus__v1__batch__free_unpacked(back, NULL);
     free(wire);
