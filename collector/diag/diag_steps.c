@@ -84,8 +84,8 @@ static int grow(struct diag_steps *w)
 
 /* Take the memory of one frame that is not open (unused first, then the
  * oldest kept): into (the slot being opened) gets its buffers when it has
- * none, so that the new frame reuses memory already touched (a frame is 7 MB
- * at 10,240 ranks: fresh pages each step were a tenth of diagnosis's time),
+ * none, so that a job at its budget reuses memory already touched (a frame
+ * is 7 MB at 10,240 ranks; freed, the next one came back as fresh pages),
  * else they are freed. false when every frame with memory is open. */
 static bool release_one(struct diag_steps *w, struct diag_frame *into)
 {
